@@ -1,0 +1,5 @@
+"""``python -m advisor`` runs the CLI."""
+
+from advisor.cli import main
+
+main()

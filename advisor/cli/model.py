@@ -1,0 +1,9 @@
+"""CLI commands of the model domain (filled in by its issue)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this domain's commands to the app."""

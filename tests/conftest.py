@@ -1,0 +1,37 @@
+"""Shared fixtures: a real DuckDB file in a temp dir, and the CLI runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A path for a fresh DuckDB file (not yet created)."""
+    return tmp_path / "advisor.duckdb"
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch):
+    """Run the advisor CLI in-process: returns (exit code, stdout, stderr)."""
+    import sys
+
+    from advisor.cli import app
+    from advisor.cli._output import run_guarded
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr(sys, "argv", ["advisor", *args])
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        code = run_guarded(app)
+        monkeypatch.undo()
+        return code, out.getvalue(), err.getvalue()
+    return invoke

@@ -1,0 +1,78 @@
+"""The store: database location, migrations, read-only opening, the SQL loader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from advisor import store
+from advisor.errors import NotFoundError, StoreError
+
+
+def test_db_path_comes_from_argument_then_env_then_default(monkeypatch, tmp_path):
+    monkeypatch.setenv("ADVISOR_DB", str(tmp_path / "env.duckdb"))
+    assert store.resolve_db_path(tmp_path / "arg.duckdb") == tmp_path / "arg.duckdb"
+    assert store.resolve_db_path(None) == tmp_path / "env.duckdb"
+    monkeypatch.delenv("ADVISOR_DB")
+    assert store.resolve_db_path(None) == Path("advisor.duckdb")
+
+
+def test_connect_creates_a_real_file_with_every_migration(db_path):
+    con = store.connect(db_path)
+    latest = store.migrations()[-1][0]
+    assert store.schema_version(con) == latest
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert {"jobs", "ingests", "rejects", "nodes", "bench_runs", "bench_requests", "calibration"} <= tables
+    con.close()
+    assert db_path.exists()
+
+
+def test_migrating_twice_applies_nothing_the_second_time(db_path):
+    con = store.connect(db_path)
+    assert store.migrate(con) == []
+    con.close()
+
+
+def test_read_only_open_of_a_missing_file_says_how_to_create_it(db_path):
+    with pytest.raises(NotFoundError, match="advisor ingest"):
+        store.connect(db_path, read_only=True)
+    assert not db_path.exists()
+
+
+def test_read_only_open_of_an_old_schema_names_the_migrate_command(db_path):
+    duckdb.connect(str(db_path)).close()
+    with pytest.raises(StoreError, match="advisor db migrate"):
+        store.connect(db_path, read_only=True)
+
+
+def test_jobs_key_keeps_requeued_jobs_apart_and_rejects_true_duplicates(db_path):
+    con = store.connect(db_path)
+    ins = "INSERT INTO jobs (cluster, job_id_raw, submit, job_id) VALUES (?, ?, ?, ?)"
+    con.execute(ins, ["c", 7, "2024-01-01 00:00:00", "7"])
+    con.execute(ins, ["c", 7, "2024-06-01 00:00:00", "7"])  # job id reused later
+    with pytest.raises(duckdb.ConstraintException):
+        con.execute(ins, ["c", 7, "2024-01-01 00:00:00", "7"])
+    assert con.execute("SELECT count(*) FROM jobs").fetchone() == (2,)
+
+
+def test_unknown_query_name_is_a_clear_error():
+    with pytest.raises(NotFoundError, match="no SQL query named 'nope/nothing'"):
+        store.query("nope/nothing")
+
+
+def test_quote_ident_doubles_quotes():
+    assert store.quote_ident('we"ird') == '"we""ird"'
+
+
+def test_db_info_and_migrate_commands_report_json(cli, db_path):
+    code, out, err = cli("db", "migrate", "--db", str(db_path), "--format", "json")
+    assert code == 0, err
+    info = json.loads(out)[0]
+    assert info["schema_version"] == store.migrations()[-1][0]
+    assert info["jobs"] == 0
+    code, out, err = cli("db", "info", "--db", str(db_path / "missing.duckdb"))
+    assert code == 4
+    assert "Error:" in err and "no such database" in err
