@@ -1,0 +1,444 @@
+"""CPU-per-GPU ratio analytics over ``jobs``: summaries, distributions and fair shares.
+
+This module owns the questions "how many cores per GPU do jobs get?" and "how many could they
+have had?". Everything is computed in DuckDB from the SQL under ``advisor/sql/ratios/``;
+Python only validates the query and turns rows into frozen dataclasses.
+
+Definitions (see docs/ratios.md):
+
+- The ratio of a job is its allocated Slurm CPUs divided by its allocated GPUs
+  (``cores_per_gpu``; Slurm CPUs are logical CPUs, i.e. hardware threads where SMT is on).
+- A job counts when it got an allocation: GPUs > 0, a start time, CPUs > 0 and elapsed > 0.
+  Every other job that passes the filters is counted under a reason in ``excluded``
+  (``no_gpus``, ``never_started``, ``no_cpus``, ``zero_elapsed``), never dropped silently.
+- A job belongs to the month (UTC) it started in, whole, even if it ran across months; time
+  filters select on the start time too (the submit time for jobs never started).
+- Percentiles weighted by jobs use linear interpolation (numpy's default, DuckDB's
+  ``quantile_cont``). Percentiles weighted by GPU-hours use the weighted inverted CDF
+  (``numpy.percentile(x, q, weights=gpu_seconds, method="inverted_cdf")``): the smallest ratio
+  whose cumulative share of GPU-hours reaches q.
+- The fair share of a job is the cores per GPU of its node type (usable node CPUs / node GPUs,
+  from ``nodes``), matched on (cluster, GPU type); when a cluster has several node shapes of one
+  GPU type, the smallest (a job below it is below on every node of that type).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import duckdb
+
+from advisor.errors import UsageError
+from advisor.store import query, quote_ident
+
+GROUP_KEYS: tuple[str, ...] = (
+    "gpu_type",
+    "cluster",
+    "partition",
+    "account",
+    "user",
+    "month",
+    "gpu_count",
+    "interactive",
+)
+"""Names a report can be grouped by (``RatioQuery.by``)."""
+
+DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
+QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
+DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+EXCLUSION_REASONS: tuple[str, ...] = ("no_gpus", "never_started", "no_cpus", "zero_elapsed")
+
+
+class Weight(StrEnum):
+    """What a percentile counts: every job once, or every GPU-hour once."""
+
+    jobs = "jobs"
+    gpu_hours = "gpu-hours"
+
+
+@dataclass(frozen=True)
+class RatioQuery:
+    """What to summarise: grouping, weighting, thresholds and filters.
+
+    Empty tuples and ``None`` mean "no filter". ``start``/``end`` select jobs whose start time
+    (UTC; naive datetimes are taken as UTC) lies in ``[start, end)``.
+    """
+
+    by: tuple[str, ...] = ("gpu_type",)
+    weight: Weight = Weight.jobs
+    thresholds_cores_per_gpu: tuple[float, ...] = DEFAULT_THRESHOLDS
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    states: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    min_gpus: int | None = None
+
+
+@dataclass(frozen=True)
+class RatioGroup:
+    """One group of a ratio report. Ratios are cores (Slurm CPUs) per GPU.
+
+    Percentiles and the mean follow the report's weight. ``share_jobs_below`` and
+    ``share_gpu_hours_below`` map each threshold (cores per GPU) to the fraction (0..1) of jobs
+    and of GPU-hours whose ratio is strictly below it. The fair-share fields are ``None`` when no
+    node inventory covers the group's jobs; the shares below fair share count only the jobs whose
+    node type is known.
+    """
+
+    keys: Mapping[str, Any]
+    jobs: int
+    gpu_hours: float
+    p10_cores_per_gpu: float
+    p25_cores_per_gpu: float
+    p50_cores_per_gpu: float
+    p75_cores_per_gpu: float
+    p90_cores_per_gpu: float
+    mean_cores_per_gpu: float
+    share_jobs_below: Mapping[float, float]
+    share_gpu_hours_below: Mapping[float, float]
+    fair_share_cores_per_gpu: float | None = None
+    jobs_with_fair_share: int = 0
+    share_jobs_below_fair_share: float | None = None
+    share_gpu_hours_below_fair_share: float | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        """The group as one flat record, the JSON contract of ``advisor ratios``.
+
+        The group's keys by their ``by`` names, then ``jobs``, ``gpu_hours``, ``p10`` ..
+        ``p90``, ``mean`` (cores per GPU), ``share_jobs_below_<t>``,
+        ``share_gpu_hours_below_<t>`` per threshold, then the fair-share fields.
+        """
+        row: dict[str, Any] = dict(self.keys)
+        row.update(
+            jobs=self.jobs,
+            gpu_hours=self.gpu_hours,
+            p10=self.p10_cores_per_gpu,
+            p25=self.p25_cores_per_gpu,
+            p50=self.p50_cores_per_gpu,
+            p75=self.p75_cores_per_gpu,
+            p90=self.p90_cores_per_gpu,
+            mean=self.mean_cores_per_gpu,
+        )
+        for t, share in self.share_jobs_below.items():
+            row[f"share_jobs_below_{_fmt_threshold(t)}"] = share
+        for t, share in self.share_gpu_hours_below.items():
+            row[f"share_gpu_hours_below_{_fmt_threshold(t)}"] = share
+        row["fair_share_cores_per_gpu"] = self.fair_share_cores_per_gpu
+        row["share_jobs_below_fair_share"] = self.share_jobs_below_fair_share
+        row["share_gpu_hours_below_fair_share"] = self.share_gpu_hours_below_fair_share
+        return row
+
+
+@dataclass(frozen=True)
+class RatioReport:
+    """A summary: its groups (ordered by their keys), what was excluded and why, the query."""
+
+    groups: tuple[RatioGroup, ...]
+    excluded: Mapping[str, int]
+    query: RatioQuery
+
+    @property
+    def jobs(self) -> int:
+        """Jobs counted in the report (all groups)."""
+        return sum(g.jobs for g in self.groups)
+
+    @property
+    def excluded_jobs(self) -> int:
+        return sum(self.excluded.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every group as :meth:`RatioGroup.as_row`."""
+        return [g.as_row() for g in self.groups]
+
+
+@dataclass(frozen=True)
+class HistogramBin:
+    """Jobs and GPU-hours whose ratio lies in ``[lo_cores_per_gpu, hi_cores_per_gpu)``;
+    ``hi_cores_per_gpu`` is ``None`` for the last, open bin."""
+
+    lo_cores_per_gpu: float
+    hi_cores_per_gpu: float | None
+    jobs: int
+    gpu_hours: float
+
+
+@dataclass(frozen=True)
+class EcdfPoint:
+    """A distinct ratio, and the share (0..1) of jobs and of GPU-hours at or below it."""
+
+    cores_per_gpu: float
+    jobs: int
+    gpu_hours: float
+    share_jobs_at_or_below: float
+    share_gpu_hours_at_or_below: float
+
+
+@dataclass(frozen=True)
+class DistributionGroup:
+    keys: Mapping[str, Any]
+    histogram: tuple[HistogramBin, ...]
+    ecdf: tuple[EcdfPoint, ...]
+
+
+@dataclass(frozen=True)
+class RatioDistribution:
+    """What charts need, per group: a histogram over fixed bins and the exact ECDF."""
+
+    groups: tuple[DistributionGroup, ...]
+    query: RatioQuery
+    bin_edges_cores_per_gpu: tuple[float, ...] = field(default=DEFAULT_BIN_EDGES)
+
+    def histogram_records(self) -> list[dict[str, Any]]:
+        """Flat records (keys + bin fields) for a chart library."""
+        return [
+            {
+                **g.keys,
+                "lo_cores_per_gpu": b.lo_cores_per_gpu,
+                "hi_cores_per_gpu": b.hi_cores_per_gpu,
+                "jobs": b.jobs,
+                "gpu_hours": b.gpu_hours,
+            }
+            for g in self.groups
+            for b in g.histogram
+        ]
+
+    def ecdf_records(self) -> list[dict[str, Any]]:
+        """Flat records (keys + ECDF point fields) for a chart library."""
+        return [
+            {
+                **g.keys,
+                "cores_per_gpu": p.cores_per_gpu,
+                "jobs": p.jobs,
+                "gpu_hours": p.gpu_hours,
+                "share_jobs_at_or_below": p.share_jobs_at_or_below,
+                "share_gpu_hours_at_or_below": p.share_gpu_hours_at_or_below,
+            }
+            for g in self.groups
+            for p in g.ecdf
+        ]
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A node shape of a cluster and the cores per GPU a job could have had on it."""
+
+    cluster: str
+    gpu_type: str | None
+    cpus_per_node: int
+    gpus_per_node: int
+    nodes: int
+    cores_per_gpu: float
+    partitions: tuple[str, ...]
+
+
+def _fmt_threshold(t: float) -> str:
+    return str(int(t)) if float(t).is_integer() else repr(float(t))
+
+
+def _check(q: RatioQuery) -> None:
+    unknown = [k for k in q.by if k not in GROUP_KEYS]
+    if unknown:
+        raise UsageError(
+            f"cannot group by {', '.join(unknown)}; use any of: {', '.join(GROUP_KEYS)}"
+        )
+    if len(set(q.by)) != len(q.by):
+        raise UsageError(f"a group key is repeated in --by {','.join(q.by)}")
+    if not isinstance(q.weight, Weight):
+        raise UsageError(f"weight must be one of: {', '.join(w.value for w in Weight)}")
+    for t in q.thresholds_cores_per_gpu:
+        if not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+            raise UsageError(f"threshold {t!r} is not a positive number of cores per GPU")
+    if q.min_gpus is not None and q.min_gpus < 0:
+        raise UsageError(f"min_gpus must be 0 or more, got {q.min_gpus}")
+    if q.start is not None and q.end is not None and q.start >= q.end:
+        raise UsageError(f"the time range is empty: start {q.start} is not before end {q.end}")
+
+
+def _utc_naive(t: dt.datetime | None) -> dt.datetime | None:
+    if t is None or t.tzinfo is None:
+        return t
+    return t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def _params(q: RatioQuery) -> dict[str, Any]:
+    return {
+        "start": _utc_naive(q.start),
+        "end": _utc_naive(q.end),
+        "states": [s.upper() for s in q.states],
+        "partitions": list(q.partitions),
+        "clusters": list(q.clusters),
+        "gpu_types": list(q.gpu_types),
+        "accounts": list(q.accounts),
+        "users": list(q.users),
+        "min_gpus": q.min_gpus,
+    }
+
+
+def _keys_sql(by: Sequence[str]) -> str:
+    return ", ".join(quote_ident(k) for k in (by or ("_all",)))
+
+
+def _sql(name: str, by: Sequence[str]) -> str:
+    # Only fixed, validated key names (GROUP_KEYS) and our own SQL files are spliced in.
+    return (
+        query(f"ratios/{name}")
+        .replace("{{eligible}}", query("ratios/eligible"))
+        .replace("{{keys}}", _keys_sql(by))
+    )
+
+
+def _fetch(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    cur = con.execute(sql, dict(params))
+    cols = [d[0] for d in cur.description or ()]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def _keys_of(row: Mapping[str, Any], by: Sequence[str]) -> dict[str, Any]:
+    return {k: row[k] for k in by}
+
+
+def excluded_counts(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> dict[str, int]:
+    """Jobs that passed the filters but cannot count, by reason (reasons with zero omitted)."""
+    _check(q)
+    rows = con.execute(_sql("excluded", q.by), _params(q)).fetchall()
+    return {str(r): int(n) for r, n in rows}
+
+
+def ratio_summary(con: duckdb.DuckDBPyConnection, q: RatioQuery | None = None) -> RatioReport:
+    """Per group of ``q.by``: jobs, GPU-hours, P10..P90 and mean cores per GPU (weighted by
+    ``q.weight``), shares of jobs and GPU-hours below each threshold, and the fair share.
+
+    Groups are ordered by their keys (NULLs last). An empty selection gives no groups.
+    """
+    q = q or RatioQuery()
+    _check(q)
+    thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
+    params = {**_params(q), "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
+    rows = _fetch(con, _sql("summary", q.by), params)
+    by_gpu_s = q.weight is Weight.gpu_hours
+    groups = []
+    for r in rows:
+        pct = r["pct_gpu_s"] if by_gpu_s else r["pct_jobs"]
+        jobs = int(r["jobs"])
+        gpu_s = float(r["gpu_s"] or 0)
+        n_below = r["n_below"] or [0] * len(thresholds)
+        w_below = r["w_below"] or [0] * len(thresholds)
+        n_fs = int(r["n_fs_known"])
+        w_fs = float(r["w_fs_known"])
+        groups.append(
+            RatioGroup(
+                keys=_keys_of(r, q.by),
+                jobs=jobs,
+                gpu_hours=gpu_s / 3600.0,
+                p10_cores_per_gpu=float(pct[0]),
+                p25_cores_per_gpu=float(pct[1]),
+                p50_cores_per_gpu=float(pct[2]),
+                p75_cores_per_gpu=float(pct[3]),
+                p90_cores_per_gpu=float(pct[4]),
+                mean_cores_per_gpu=float(
+                    (r["mean_gpu_s"] if by_gpu_s else r["mean_jobs"]) or math.nan
+                ),
+                share_jobs_below={
+                    t: int(n) / jobs for t, n in zip(thresholds, n_below, strict=True)
+                },
+                share_gpu_hours_below={
+                    t: (float(w) / gpu_s if gpu_s > 0 else math.nan)
+                    for t, w in zip(thresholds, w_below, strict=True)
+                },
+                fair_share_cores_per_gpu=(
+                    float(r["fair_share"]) if r["fair_share"] is not None else None
+                ),
+                jobs_with_fair_share=n_fs,
+                share_jobs_below_fair_share=(int(r["n_below_fs"]) / n_fs if n_fs else None),
+                share_gpu_hours_below_fair_share=(
+                    float(r["w_below_fs"]) / w_fs if w_fs > 0 else None
+                ),
+            )
+        )
+    return RatioReport(groups=tuple(groups), excluded=excluded_counts(con, q), query=q)
+
+
+def ratio_distribution(
+    con: duckdb.DuckDBPyConnection,
+    q: RatioQuery | None = None,
+    bins: Sequence[float] = DEFAULT_BIN_EDGES,
+) -> RatioDistribution:
+    """Per group of ``q.by``: a histogram of the ratio over ``bins`` (ascending lower edges in
+    cores per GPU; the last bin is open; ratios below the first edge fall in the first bin) and
+    the exact ECDF (one point per distinct ratio, jobs and GPU-hour shares at or below it).
+    Computed in SQL; the output is small (bins x groups, distinct ratios x groups).
+    """
+    q = q or RatioQuery()
+    _check(q)
+    edges = tuple(float(b) for b in bins)
+    if not edges or any(not math.isfinite(e) for e in edges) or list(edges) != sorted(set(edges)):
+        raise UsageError(f"bin edges must be finite, strictly ascending numbers, got {list(bins)}")
+    params = _params(q)
+    hist_rows = _fetch(con, _sql("histogram", q.by), {**params, "edges": list(edges)})
+    ecdf_rows = _fetch(con, _sql("ecdf", q.by), params)
+    hist: dict[int, list[HistogramBin]] = {}
+    keys: dict[int, dict[str, Any]] = {}
+    for r in hist_rows:
+        gid = int(r["gid"])
+        keys.setdefault(gid, _keys_of(r, q.by))
+        hist.setdefault(gid, []).append(
+            HistogramBin(
+                lo_cores_per_gpu=float(r["lo"]),
+                hi_cores_per_gpu=None if r["hi"] is None else float(r["hi"]),
+                jobs=int(r["jobs"]),
+                gpu_hours=float(r["gpu_s"]) / 3600.0,
+            )
+        )
+    ecdf: dict[int, list[EcdfPoint]] = {}
+    for r in ecdf_rows:
+        gid = int(r["gid"])
+        keys.setdefault(gid, _keys_of(r, q.by))
+        ecdf.setdefault(gid, []).append(
+            EcdfPoint(
+                cores_per_gpu=float(r["cores_per_gpu"]),
+                jobs=int(r["jobs"]),
+                gpu_hours=float(r["gpu_s"] or 0) / 3600.0,
+                share_jobs_at_or_below=float(r["share_jobs"]),
+                share_gpu_hours_at_or_below=float(
+                    r["share_gpu_s"] if r["share_gpu_s"] is not None else math.nan
+                ),
+            )
+        )
+    groups = tuple(
+        DistributionGroup(
+            keys=keys[gid], histogram=tuple(hist.get(gid, ())), ecdf=tuple(ecdf.get(gid, ()))
+        )
+        for gid in sorted(keys)
+    )
+    return RatioDistribution(groups=groups, query=q, bin_edges_cores_per_gpu=edges)
+
+
+def fair_share(con: duckdb.DuckDBPyConnection, cluster: str | None = None) -> list[NodeType]:
+    """Every GPU node type (cluster, GPU type, CPUs and GPUs per node) in the node inventory,
+    with its node count and fair share of cores per GPU (usable CPUs / GPUs per node).
+    ``cluster`` restricts to one cluster. Empty when no nodes were ingested.
+    """
+    rows = _fetch(con, query("ratios/fair_share"), {"cluster": cluster})
+    return [
+        NodeType(
+            cluster=str(r["cluster"]),
+            gpu_type=r["gpu_type"],
+            cpus_per_node=int(r["cpus_per_node"]),
+            gpus_per_node=int(r["gpus_per_node"]),
+            nodes=int(r["nodes"]),
+            cores_per_gpu=float(r["cores_per_gpu"]),
+            partitions=tuple(r["partitions"] or ()),
+        )
+        for r in rows
+    ]

@@ -1,0 +1,37 @@
+-- ratios/eligible: every job that passes a ratio query's filters, with its group keys, its
+-- CPU-per-GPU ratio, its GPU-seconds and, when it cannot count, the reason (excluded_reason).
+-- A job counts when it got an allocation: GPUs > 0, a start time, CPUs > 0, elapsed > 0.
+-- Time filters and the month key use the start time (the submit time for jobs never started).
+-- Parameters (NULL or an empty list = no filter): $start, $end (TIMESTAMP, UTC, [start, end)),
+-- $states, $partitions, $clusters, $gpu_types, $accounts, $users (VARCHAR[]), $min_gpus.
+SELECT
+    TRUE AS _all,  -- the one key of a report with no grouping
+    j.cluster AS cluster,
+    coalesce(j.gpu_type, '(untyped)') AS gpu_type,
+    j."partition" AS "partition",
+    j.account AS account,
+    j."user" AS "user",
+    strftime(coalesce(j.start, j.submit), '%Y-%m') AS month,
+    j.gpus AS gpu_count,
+    CASE j.is_interactive
+        WHEN TRUE THEN 'interactive' WHEN FALSE THEN 'batch' ELSE 'unknown'
+    END AS interactive,
+    j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
+    j.gpus::BIGINT * j.elapsed_s AS gpu_s,
+    CASE
+        WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
+        WHEN j.start IS NULL THEN 'never_started'
+        WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
+        WHEN coalesce(j.elapsed_s, 0) <= 0 THEN 'zero_elapsed'
+    END AS excluded_reason
+FROM jobs AS j
+WHERE ($start::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) >= $start::TIMESTAMP)
+  AND ($end::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) < $end::TIMESTAMP)
+  AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], j.state))
+  AND (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], j."partition"))
+  AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], j.cluster))
+  AND (len($gpu_types::VARCHAR[]) = 0
+       OR list_contains($gpu_types::VARCHAR[], coalesce(j.gpu_type, '(untyped)')))
+  AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], j.account))
+  AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], j."user"))
+  AND ($min_gpus::INTEGER IS NULL OR j.gpus >= $min_gpus::INTEGER)

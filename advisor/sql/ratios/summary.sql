@@ -1,0 +1,99 @@
+-- ratios/summary: per group, jobs, GPU-seconds, percentiles, mean, shares below thresholds and
+-- below the node types' fair share. Placeholders: eligible (the text of ratios/eligible) and
+-- keys (the quoted group key columns: fixed names chosen in advisor.ratios, never user text).
+-- Parameters: those of ratios/eligible, plus $quantiles and $thresholds (DOUBLE[]).
+--
+-- Percentiles are computed from the exact distinct-value counts of each group, so they are
+-- exact, not approximated:
+--   by jobs: linear interpolation between order statistics (numpy's default "linear",
+--     DuckDB's quantile_cont): h = (n - 1) q, x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]);
+--   by GPU-seconds: the weighted inverted CDF (numpy.percentile(method="inverted_cdf",
+--     weights=...)): the smallest ratio whose cumulative GPU-second share reaches q.
+WITH eligible AS (
+{{eligible}}
+),
+per_type AS (
+    SELECT {{keys}}, cluster AS _cluster, gpu_type AS _gpu_type, cores_per_gpu AS v,
+           count(*) AS n, sum(gpu_s) AS w
+    FROM eligible
+    WHERE excluded_reason IS NULL
+    GROUP BY ALL
+),
+fair AS (
+    SELECT cluster AS _cluster, coalesce(gpu_type, '(untyped)') AS _gpu_type,
+           min(coalesce(cpus_effective, cpus)::DOUBLE / gpus) AS fs
+    FROM nodes
+    WHERE gpus > 0 AND coalesce(cpus_effective, cpus) > 0
+    GROUP BY ALL
+),
+vals AS (
+    SELECT {{keys}}, p.v, f.fs, sum(p.n) AS n, sum(p.w) AS w
+    FROM per_type AS p
+    LEFT JOIN fair AS f ON f._cluster = p._cluster AND f._gpu_type = p._gpu_type
+    GROUP BY ALL
+),
+grouped AS (
+    SELECT *, dense_rank() OVER (ORDER BY {{keys}}) AS gid
+    FROM vals
+),
+cum AS (
+    SELECT gid, v,
+           sum(n) OVER (PARTITION BY gid ORDER BY v) AS cum_n,
+           sum(w) OVER (PARTITION BY gid ORDER BY v) AS cum_w,
+           sum(n) OVER (PARTITION BY gid) AS tot_n,
+           sum(w) OVER (PARTITION BY gid) AS tot_w
+    FROM grouped
+),
+qs AS (SELECT unnest($quantiles::DOUBLE[]) AS q),
+quant AS (
+    SELECT c.gid, qs.q,
+           min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q)) AS lo,
+           min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q) + 1) AS hi,
+           any_value((c.tot_n - 1) * qs.q - floor((c.tot_n - 1) * qs.q)) AS frac,
+           min(c.v) FILTER (WHERE c.cum_w::DOUBLE / c.tot_w >= qs.q) AS wq
+    FROM cum AS c CROSS JOIN qs
+    GROUP BY c.gid, qs.q
+),
+qagg AS (
+    SELECT gid,
+           list(CASE
+                    WHEN hi IS NULL THEN lo
+                    WHEN frac >= 0.5 THEN hi - (hi - lo) * (1 - frac)
+                    ELSE lo + (hi - lo) * frac
+                END ORDER BY q) AS pct_jobs,
+           list(wq ORDER BY q) AS pct_gpu_s
+    FROM quant
+    GROUP BY gid
+),
+ths AS (SELECT unnest($thresholds::DOUBLE[]) AS t),
+below AS (
+    SELECT g.gid, ths.t,
+           coalesce(sum(g.n) FILTER (WHERE g.v < ths.t), 0) AS n_below,
+           coalesce(sum(g.w) FILTER (WHERE g.v < ths.t), 0) AS w_below
+    FROM grouped AS g CROSS JOIN ths
+    GROUP BY g.gid, ths.t
+),
+bagg AS (
+    SELECT gid, list(n_below ORDER BY t) AS n_below, list(w_below ORDER BY t) AS w_below
+    FROM below
+    GROUP BY gid
+),
+stats AS (
+    SELECT gid, {{keys}},
+           sum(n) AS jobs,
+           sum(w) AS gpu_s,
+           sum(v * n) / sum(n) AS mean_jobs,
+           sum(v * w) / nullif(sum(w), 0) AS mean_gpu_s,
+           min(fs) AS fair_share,
+           coalesce(sum(n) FILTER (WHERE fs IS NOT NULL), 0) AS n_fs_known,
+           coalesce(sum(n) FILTER (WHERE v < fs), 0) AS n_below_fs,
+           coalesce(sum(w) FILTER (WHERE fs IS NOT NULL), 0) AS w_fs_known,
+           coalesce(sum(w) FILTER (WHERE v < fs), 0) AS w_below_fs
+    FROM grouped
+    GROUP BY ALL
+)
+SELECT s.*, q.pct_jobs, q.pct_gpu_s, b.n_below, b.w_below
+FROM stats AS s
+JOIN qagg AS q USING (gid)
+LEFT JOIN bagg AS b USING (gid)
+ORDER BY s.gid
