@@ -1,9 +1,62 @@
-"""CLI commands of the dashboard domain (filled in by its issue)."""
+"""``advisor dashboard`` (serve the Streamlit dashboard) and ``advisor data status`` (what is
+loaded: freshness per cluster, GPU types, the ingest log, rejected records by reason)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+
+data_app = typer.Typer(help="What is loaded: freshness, GPU types, ingests, rejects.",
+                       no_args_is_help=True)
+
+
+def dashboard_cmd(
+    db: DbOption = None,
+    port: Annotated[int, typer.Option("--port", help="Port to serve on (localhost).")] = 8501,
+    address: Annotated[
+        str, typer.Option("--address", help="Address to listen on (0.0.0.0 for every interface).")
+    ] = "localhost",
+    hash_users: Annotated[
+        bool,
+        typer.Option("--hash-users", help="Show user and account names as stable pseudonyms."),
+    ] = False,
+) -> None:
+    """Serve the dashboard over the database (read-only) until interrupted."""
+    from advisor.datainfo import DashboardConfig, run_dashboard
+    from advisor.store import resolve_db_path
+
+    code = run_dashboard(
+        DashboardConfig(
+            db_path=resolve_db_path(db), port=port, address=address, hash_users=hash_users
+        )
+    )
+    raise typer.Exit(code)
+
+
+@data_app.command("status")
+def status_cmd(
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+    limit: Annotated[int, typer.Option("--limit", help="Ingests and reject reasons listed.")] = 20,
+) -> None:
+    """Freshness per cluster, GPU types (unrecognised ones named), ingests and reject reasons.
+
+    ``--format json`` prints the whole status as one object; table and csv print one row per
+    cluster.
+    """
+    from advisor.datainfo import status_of_db
+
+    status = status_of_db(db, limit)
+    if fmt is OutputFormat.json:
+        emit_json(status)
+        return
+    emit_rows(status.clusters, fmt, title="Data freshness (UTC)")
 
 
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
+    app.command("dashboard")(dashboard_cmd)
+    app.add_typer(data_app, name="data")

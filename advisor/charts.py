@@ -1,0 +1,362 @@
+"""Chart builders shared by the dashboard and the monthly report: plain functions returning altair.
+
+Each builder takes a small, already aggregated ``pandas.DataFrame`` (columns named below, units
+in the names) and returns an ``alt.Chart`` (or a layered/concatenated chart); nothing here runs
+a query. CPU-per-GPU ratios are drawn on a base-2 log axis, because the values that matter
+(0.25, 1, 2, 8 cores per GPU) are powers of two apart.
+
+Column conventions:
+
+- distribution: ``gpu_type``, ``cores_per_gpu``, ``jobs``, ``gpu_hours`` (one row per distinct
+  ratio value, or per bin, of one GPU type)
+- quantiles: ``gpu_type``, ``p25_cores_per_gpu``, ``p50_cores_per_gpu``
+- fair share: ``gpu_type``, ``fair_cores_per_gpu``
+- shares below thresholds: ``gpu_type``, ``threshold_cores_per_gpu``, ``share_jobs``,
+  ``share_gpu_hours`` (fractions 0-1)
+- trends: ``month``, a group column, ``p25_cores_per_gpu``, ``p50_cores_per_gpu``
+- TTFT curve: ``cores_per_gpu``, ``ttft_ms``, ``ttft_low_ms``, ``ttft_high_ms``
+- TTFT points: ``cores_per_gpu``, ``ttft_ms``, ``source``
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+RATIO_AXIS_TITLE = "CPU cores per GPU (log scale)"
+AnyChart = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
+"""What the builders return: something ``st.altair_chart`` and ``vl_convert`` both accept."""
+
+_LOG2 = alt.Scale(type="log", base=2)
+_MAX_PANELS = 12
+
+
+def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Power-of-two bins: a ratio r falls in [2^floor(log2 r), 2^(floor(log2 r)+1))."""
+    lo = values.map(lambda r: 2.0 ** math.floor(math.log2(r)))
+    return lo, lo * 2.0
+
+
+def binned_distribution(dist: pd.DataFrame, weight: str = "jobs") -> pd.DataFrame:
+    """Shares per GPU type in power-of-two ratio bins (``bin_lo``, ``bin_hi``, ``share``).
+
+    ``weight`` is ``jobs`` or ``gpu_hours``; rows with a ratio <= 0 are left out (no CPUs).
+    GPU types keep the order they first appear in (the histogram's panel order).
+    """
+    _check_weight(weight)
+    d = dist[dist["cores_per_gpu"] > 0].copy()
+    if d.empty:
+        return pd.DataFrame(columns=["gpu_type", "bin_lo", "bin_hi", weight, "share"])
+    d["bin_lo"], d["bin_hi"] = _ratio_bins(d["cores_per_gpu"].astype(float))
+    g = d.groupby(["gpu_type", "bin_lo", "bin_hi"], as_index=False, sort=False)[weight].sum()
+    g["_order"] = g["gpu_type"].map({t: i for i, t in enumerate(dict.fromkeys(d["gpu_type"]))})
+    g = g.sort_values(["_order", "bin_lo"]).drop(columns="_order").reset_index(drop=True)
+    totals = g.groupby("gpu_type")[weight].transform("sum")
+    g["share"] = (g[weight] / totals).where(totals > 0, 0.0)
+    return g
+
+
+def ecdf(dist: pd.DataFrame, weight: str = "jobs") -> pd.DataFrame:
+    """Cumulative share of ``weight`` at or below each ratio, per GPU type (``cum_share``)."""
+    _check_weight(weight)
+    d = dist[dist["cores_per_gpu"] > 0]
+    d = d.groupby(["gpu_type", "cores_per_gpu"], as_index=False)[weight].sum()
+    d = d.sort_values(["gpu_type", "cores_per_gpu"])
+    totals = d.groupby("gpu_type")[weight].transform("sum")
+    d["cum_share"] = (d.groupby("gpu_type")[weight].cumsum() / totals).where(totals > 0, 0.0)
+    return d.reset_index(drop=True)
+
+
+def _check_weight(weight: str) -> None:
+    if weight not in ("jobs", "gpu_hours"):
+        raise ValueError(f"weight must be 'jobs' or 'gpu_hours', not {weight!r}")
+
+
+def _quantile_long(quantiles: pd.DataFrame | None) -> pd.DataFrame:
+    if quantiles is None or quantiles.empty:
+        return pd.DataFrame(columns=["gpu_type", "quantile", "cores_per_gpu"])
+    q = quantiles.melt(
+        id_vars=["gpu_type"],
+        value_vars=["p25_cores_per_gpu", "p50_cores_per_gpu"],
+        var_name="quantile",
+        value_name="cores_per_gpu",
+    )
+    q["quantile"] = q["quantile"].map({"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"})
+    return q[q["cores_per_gpu"].notna() & (q["cores_per_gpu"] > 0)]
+
+
+def ratio_histogram(
+    dist: pd.DataFrame,
+    *,
+    weight: str = "jobs",
+    quantiles: pd.DataFrame | None = None,
+    fair_share: pd.DataFrame | None = None,
+    width: int = 560,
+    height: int = 160,
+) -> AnyChart:
+    """One histogram panel per GPU type: share of jobs (or GPU-hours) per power-of-two bin,
+    with P25/P50 as solid/dashed red rules and the node types' fair share as a grey rule."""
+    bins = binned_distribution(dist, weight)
+    qlong = _quantile_long(quantiles)
+    panels = []
+    types = list(dict.fromkeys(bins["gpu_type"]))[:_MAX_PANELS]
+    for gpu_type in types:
+        b = bins[bins["gpu_type"] == gpu_type]
+        bars = (
+            alt.Chart(b)
+            .mark_bar(opacity=0.8, stroke="white")
+            .encode(
+                x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+                x2="bin_hi:Q",
+                y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}"),
+                tooltip=[
+                    alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
+                    alt.Tooltip("bin_hi:Q", title="below cores/GPU"),
+                    alt.Tooltip(f"{weight}:Q", format=",.0f"),
+                    alt.Tooltip("share:Q", format=".1%"),
+                ],
+            )
+        )
+        layers: list[alt.Chart] = [bars]
+        q = qlong[qlong["gpu_type"] == gpu_type]
+        if not q.empty:
+            layers.append(
+                alt.Chart(q)
+                .mark_rule(color="#d62728", size=2)
+                .encode(
+                    x="cores_per_gpu:Q",
+                    strokeDash=alt.StrokeDash(
+                        "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
+                    ),
+                    tooltip=["quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                )
+            )
+        if fair_share is not None and not fair_share.empty:
+            f = fair_share[
+                (fair_share["gpu_type"] == gpu_type) & (fair_share["fair_cores_per_gpu"] > 0)
+            ]
+            if not f.empty:
+                layers.append(
+                    alt.Chart(f)
+                    .mark_rule(color="#555", size=2, strokeDash=[2, 2])
+                    .encode(
+                        x="fair_cores_per_gpu:Q",
+                        tooltip=[alt.Tooltip("fair_cores_per_gpu:Q", title="fair share", format=".1f")],
+                    )
+                )
+        panels.append(
+            alt.layer(*layers).properties(title=str(gpu_type), width=width, height=height)
+        )
+    return alt.vconcat(*panels).resolve_scale(x="shared")
+
+
+def ratio_ecdf(
+    dist: pd.DataFrame,
+    *,
+    weight: str = "jobs",
+    quantiles: pd.DataFrame | None = None,
+    width: int = 560,
+    height: int = 320,
+) -> AnyChart:
+    """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type,
+    with the P25/P50 points marked."""
+    e = ecdf(dist, weight)
+    lines = (
+        alt.Chart(e)
+        .mark_line(interpolate="step-after", point=False)
+        .encode(
+            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            y=alt.Y("cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"),
+            color=alt.Color("gpu_type:N", title="GPU type"),
+            tooltip=[
+                "gpu_type:N",
+                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                alt.Tooltip("cum_share:Q", format=".1%"),
+            ],
+        )
+    )
+    layers: list[alt.Chart] = [lines]
+    q = _quantile_long(quantiles)
+    if not q.empty:
+        q = q.assign(cum_share=q["quantile"].map({"P25": 0.25, "P50": 0.5}))
+        layers.append(
+            alt.Chart(q)
+            .mark_point(filled=True, size=80, shape="diamond")
+            .encode(
+                x="cores_per_gpu:Q",
+                y="cum_share:Q",
+                color=alt.Color("gpu_type:N"),
+                tooltip=["gpu_type:N", "quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+            )
+        )
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 200) -> AnyChart:
+    """Share of jobs and of GPU-hours below each threshold, one panel per GPU type."""
+    long = shares.melt(
+        id_vars=["gpu_type", "threshold_cores_per_gpu"],
+        value_vars=["share_jobs", "share_gpu_hours"],
+        var_name="weighted_by",
+        value_name="share",
+    )
+    long["weighted_by"] = long["weighted_by"].map(
+        {"share_jobs": "jobs", "share_gpu_hours": "GPU-hours"}
+    )
+    long["threshold"] = "< " + long["threshold_cores_per_gpu"].map(lambda t: f"{t:g}")
+    order = [f"< {t:g}" for t in sorted(shares["threshold_cores_per_gpu"].unique())]
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("threshold:N", sort=order, title="cores per GPU"),
+            xOffset="weighted_by:N",
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
+                    title="share below"),
+            color=alt.Color("weighted_by:N", title="weighted by"),
+            tooltip=["gpu_type:N", "threshold:N", "weighted_by:N",
+                     alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width=width, height=height)
+        .facet(column=alt.Column("gpu_type:N", title=None))
+    )
+
+
+def trend_chart(
+    trends: pd.DataFrame, *, group: str = "cluster", width: int = 620, height: int = 300
+) -> AnyChart:
+    """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value."""
+    long = trends.melt(
+        id_vars=["month", group],
+        value_vars=["p25_cores_per_gpu", "p50_cores_per_gpu"],
+        var_name="quantile",
+        value_name="cores_per_gpu",
+    )
+    long["quantile"] = long["quantile"].map({"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"})
+    long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("month:T", title="month", timeUnit="yearmonth"),
+            y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            color=alt.Color(f"{group}:N"),
+            strokeDash=alt.StrokeDash(
+                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[6, 3], [1, 0]])
+            ),
+            detail="quantile:N",
+            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "quantile:N",
+                     alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+        )
+        .properties(width=width, height=height)
+    )
+
+
+def top_bar_chart(
+    rows: pd.DataFrame,
+    *,
+    name: str,
+    value: str,
+    title: str,
+    tooltip: Sequence[str] = (),
+    limit: int = 20,
+    width: int = 560,
+) -> AnyChart:
+    """Horizontal bars of the ``limit`` rows with the largest ``value``, largest on top."""
+    top = rows.nlargest(limit, value)
+    return (
+        alt.Chart(top)
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{name}:N", sort="-x", title=None),
+            x=alt.X(f"{value}:Q", title=title),
+            tooltip=[f"{name}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), *tooltip],
+        )
+        .properties(width=width, height=max(60, 18 * len(top)))
+    )
+
+
+def ttft_curve_chart(
+    curve: pd.DataFrame,
+    points: pd.DataFrame | None = None,
+    *,
+    recommended_cores_per_gpu: float | None = None,
+    width: int = 620,
+    height: int = 320,
+) -> AnyChart:
+    """Predicted TTFT against cores per GPU: the interval as a band, the prediction as a line,
+    calibration points (by source) as dots, the recommendation as a green rule."""
+    base = alt.Chart(curve).encode(
+        x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE)
+    )
+    layers: list[alt.Chart] = []
+    if {"ttft_low_ms", "ttft_high_ms"} <= set(curve.columns):
+        layers.append(
+            base.mark_area(opacity=0.25, color="#1f77b4").encode(
+                y=alt.Y("ttft_low_ms:Q", scale=alt.Scale(type="log"), title="TTFT (ms, log)"),
+                y2="ttft_high_ms:Q",
+            )
+        )
+    layers.append(
+        base.mark_line(color="#1f77b4", size=2).encode(
+            y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="TTFT (ms, log)"),
+            tooltip=[alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                     alt.Tooltip("ttft_ms:Q", format=",.0f")],
+        )
+    )
+    if points is not None and not points.empty:
+        layers.append(
+            alt.Chart(points)
+            .mark_point(filled=True, size=60)
+            .encode(
+                x="cores_per_gpu:Q",
+                y="ttft_ms:Q",
+                shape=alt.Shape("source:N", title="calibration"),
+                color=alt.Color("source:N", title="calibration"),
+                tooltip=["source:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                         alt.Tooltip("ttft_ms:Q", format=",.0f")],
+            )
+        )
+    if recommended_cores_per_gpu is not None and recommended_cores_per_gpu > 0:
+        rec = pd.DataFrame({"cores_per_gpu": [float(recommended_cores_per_gpu)]})
+        layers.append(
+            alt.Chart(rec)
+            .mark_rule(color="#2ca02c", size=3)
+            .encode(x="cores_per_gpu:Q",
+                    tooltip=[alt.Tooltip("cores_per_gpu:Q", title="recommended", format=".1f")])
+        )
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+def bench_curves_chart(
+    runs: pd.DataFrame,
+    fit: pd.DataFrame | None = None,
+    *,
+    series: str = "series",
+    width: int = 620,
+    height: int = 320,
+) -> AnyChart:
+    """Measured TTFT against cores per GPU, one line per ``series`` (platform, model, GPUs,
+    load), with the fitted model's curve for the same series dashed when ``fit`` is given."""
+    measured = (
+        alt.Chart(runs)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
+            color=alt.Color(f"{series}:N", title=None),
+            tooltip=[f"{series}:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                     alt.Tooltip("ttft_ms:Q", format=",.0f")],
+        )
+    )
+    layers: list[alt.Chart] = [measured]
+    if fit is not None and not fit.empty:
+        layers.append(
+            alt.Chart(fit)
+            .mark_line(strokeDash=[5, 3], opacity=0.8)
+            .encode(x="cores_per_gpu:Q", y="ttft_ms:Q", color=alt.Color(f"{series}:N"))
+        )
+    return alt.layer(*layers).properties(width=width, height=height)

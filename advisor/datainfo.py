@@ -1,0 +1,308 @@
+"""What is in the database, as the dashboard's Data page and ``advisor data status`` show it.
+
+Owns: the ingest log, rejected records grouped by reason, data freshness per cluster, the
+values the dashboard's filters offer, GPU types that no built-in or site pattern recognises,
+user-name pseudonyms (the dashboard's privacy setting), and the command line that starts the
+dashboard. Everything is read from the DuckDB file through the named queries in
+``advisor/sql/datainfo/``; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from advisor.errors import NotFoundError, UsageError
+from advisor.gputypes import known_families
+from advisor.store import query
+
+HASH_USERS_ENV = "ADVISOR_HASH_USERS"
+HASH_SALT_ENV = "ADVISOR_HASH_SALT"
+
+
+@dataclass(frozen=True)
+class IngestRecord:
+    """One load of one source, from the ``ingests`` table."""
+
+    ingest_id: int
+    source: str
+    format: str
+    compression: str | None
+    cluster: str | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    duration_s: float | None
+    status: str
+    rows_read: int
+    lines_read: int
+    inserted: int
+    updated: int
+    unchanged: int
+    rejected: int
+    missing_fields: str
+    disabled_analyses: str
+
+
+@dataclass(frozen=True)
+class RejectReason:
+    """Rejected records that share a reason and a field, with one example location."""
+
+    reason: str
+    field: str
+    records: int
+    ingests: int
+    example_source: str | None
+    example_line_no: int | None
+
+
+@dataclass(frozen=True)
+class RejectRecord:
+    """One rejected record: where it was, which field, why, and the start of its text."""
+
+    ingest_id: int
+    source: str
+    line_no: int | None
+    field: str
+    reason: str
+    raw: str
+
+
+@dataclass(frozen=True)
+class ClusterFreshness:
+    """How recent one cluster's data is (all times UTC)."""
+
+    cluster: str
+    jobs: int
+    gpu_jobs: int
+    first_submit: dt.datetime | None
+    last_submit: dt.datetime | None
+    last_end: dt.datetime | None
+    last_ingest: dt.datetime | None
+    age_days: float | None  # days from the newest submit or end to ``now``
+
+
+@dataclass(frozen=True)
+class GpuTypeCount:
+    """GPU jobs of one GPU type, and whether a built-in family or site mapping knows it."""
+
+    gpu_type: str | None
+    jobs: int
+    gpu_hours: float
+    example_raw: str | None
+    known: bool
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """What the dashboard's filters can offer: values present in ``jobs`` and the time span."""
+
+    clusters: tuple[str, ...]
+    partitions: tuple[str, ...]
+    gpu_types: tuple[str, ...]
+    first_submit: dt.datetime | None
+    last_submit: dt.datetime | None
+    jobs: int
+    gpu_jobs: int
+
+
+@dataclass(frozen=True)
+class DataStatus:
+    """Everything ``advisor data status`` reports."""
+
+    jobs: int
+    gpu_jobs: int
+    clusters: tuple[ClusterFreshness, ...]
+    gpu_types: tuple[GpuTypeCount, ...]
+    unknown_gpu_types: tuple[str, ...]
+    ingests: tuple[IngestRecord, ...]
+    reject_reasons: tuple[RejectReason, ...]
+    rejected_records: int
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[object] = ()) -> list[tuple]:
+    return con.execute(query(f"datainfo/{name}"), list(params)).fetchall()
+
+
+def ingest_log(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[IngestRecord]:
+    """The latest ``limit`` loads, newest first."""
+    return [IngestRecord(*r) for r in _rows(con, "ingests", [limit])]
+
+
+def reject_reasons(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[RejectReason]:
+    """Rejected records grouped by (reason, field), most frequent first."""
+    return [RejectReason(*r) for r in _rows(con, "reject_reasons", [limit])]
+
+
+def recent_rejects(con: duckdb.DuckDBPyConnection, limit: int = 200) -> list[RejectRecord]:
+    """The latest rejected records (raw text cut to 300 characters)."""
+    return [RejectRecord(*r) for r in _rows(con, "rejects", [limit])]
+
+
+def freshness(
+    con: duckdb.DuckDBPyConnection, now: dt.datetime | None = None
+) -> list[ClusterFreshness]:
+    """Per cluster: job counts, newest submit/end, last finished ingest, and age in days."""
+    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    out = []
+    for cluster, jobs, gpu_jobs, first, last_submit, last_end, last_ingest in _rows(
+        con, "freshness"
+    ):
+        newest = max((t for t in (last_submit, last_end) if t is not None), default=None)
+        age = (now - newest).total_seconds() / 86400.0 if newest is not None else None
+        out.append(
+            ClusterFreshness(
+                cluster, int(jobs), int(gpu_jobs), first, last_submit, last_end, last_ingest, age
+            )
+        )
+    return out
+
+
+def gpu_type_counts(
+    con: duckdb.DuckDBPyConnection, extra_known: Iterable[str] = ()
+) -> list[GpuTypeCount]:
+    """GPU jobs per GPU type; ``known`` is False for names no family pattern recognised.
+
+    ``extra_known`` adds the families of a site mapping (its values) to the built-in ones.
+    """
+    families = {f.lower() for f in (*known_families(), *extra_known)}
+    out = []
+    for gpu_type, jobs, gpu_hours, example in _rows(con, "gpu_types"):
+        known = gpu_type is not None and gpu_type.lower() in families
+        out.append(GpuTypeCount(gpu_type, int(jobs), float(gpu_hours), example, known))
+    return out
+
+
+def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
+    """The clusters, partitions and GPU types present, and the submit-time span."""
+    rows = _rows(con, "filter_options")
+    clusters = sorted({r[0] for r in rows if r[0] is not None})
+    partitions = sorted({r[1] for r in rows if r[1] is not None})
+    gpu_types = sorted({r[2] for r in rows if r[2] is not None})
+    firsts = [r[4] for r in rows if r[4] is not None]
+    lasts = [r[5] for r in rows if r[5] is not None]
+    return FilterOptions(
+        clusters=tuple(clusters),
+        partitions=tuple(partitions),
+        gpu_types=tuple(gpu_types),
+        first_submit=min(firsts) if firsts else None,
+        last_submit=max(lasts) if lasts else None,
+        jobs=sum(int(r[3]) for r in rows),
+        gpu_jobs=sum(int(r[3]) for r in rows if r[2] is not None),
+    )
+
+
+def data_status(con: duckdb.DuckDBPyConnection, limit: int = 20) -> DataStatus:
+    """Freshness, GPU types (unknown ones named), the ingest log and reject reasons."""
+    clusters = freshness(con)
+    types = gpu_type_counts(con)
+    reasons = reject_reasons(con, limit)
+    total_rejects = con.execute("SELECT count(*) FROM rejects").fetchone()
+    return DataStatus(
+        jobs=sum(c.jobs for c in clusters),
+        gpu_jobs=sum(c.gpu_jobs for c in clusters),
+        clusters=tuple(clusters),
+        gpu_types=tuple(types),
+        unknown_gpu_types=tuple(t.gpu_type or "(untyped)" for t in types if not t.known),
+        ingests=tuple(ingest_log(con, limit)),
+        reject_reasons=tuple(reasons),
+        rejected_records=int(total_rejects[0]) if total_rejects else 0,
+    )
+
+
+def pseudonym(name: str | None, salt: str = "") -> str | None:
+    """A stable short pseudonym for a user or account name: ``u-`` and 10 hex digits.
+
+    The same name and salt always give the same pseudonym, so charts stay comparable between
+    runs; set ``$ADVISOR_HASH_SALT`` so that pseudonyms cannot be reversed by hashing guesses.
+    """
+    if name is None:
+        return None
+    digest = hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest()
+    return f"u-{digest[:10]}"
+
+
+def hash_users_setting(env: dict[str, str] | None = None) -> bool:
+    """Whether ``$ADVISOR_HASH_USERS`` asks for user names to be hidden (1/true/yes/on)."""
+    value = (env if env is not None else os.environ).get(HASH_USERS_ENV, "")
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    """How to start the dashboard: the database, the port, and the privacy setting."""
+
+    db_path: Path
+    port: int = 8501
+    address: str = "localhost"
+    hash_users: bool = False
+    headless: bool = True
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+def app_script() -> Path:
+    """The Streamlit entry point ``app/streamlit_app.py`` next to the ``advisor`` package."""
+    script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+    if not script.is_file():
+        raise NotFoundError(
+            f"{script}: the dashboard app is not installed; run from a source checkout "
+            "(pip install -e .)"
+        )
+    return script
+
+
+def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str]]:
+    """The ``streamlit run`` command line and environment that serve the dashboard.
+
+    The database must exist (the dashboard opens it read-only); the port must be 1-65535.
+    """
+    if not 0 < config.port < 65536:
+        raise UsageError(f"--port {config.port}: must be between 1 and 65535")
+    db = config.db_path.resolve()
+    if not db.exists():
+        raise NotFoundError(
+            f"{config.db_path}: no such database; load data first with "
+            f"`advisor ingest FILE --db {config.db_path}`"
+        )
+    argv = [
+        sys.executable, "-m", "streamlit", "run", str(app_script()),
+        "--server.port", str(config.port),
+        "--server.address", config.address,
+        "--server.headless", "true" if config.headless else "false",
+        "--browser.gatherUsageStats", "false",
+        *config.extra_args,
+        "--", "--db", str(db),
+    ]  # fmt: skip
+    env = dict(os.environ)
+    env["ADVISOR_DB"] = str(db)
+    if config.hash_users:
+        env[HASH_USERS_ENV] = "1"
+    return argv, env
+
+
+def run_dashboard(config: DashboardConfig) -> int:
+    """Serve the dashboard until interrupted; return ``streamlit``'s exit status."""
+    import subprocess
+
+    argv, env = dashboard_command(config)
+    try:
+        return subprocess.call(argv, env=env)  # noqa: S603 (fixed argv, no shell)
+    except KeyboardInterrupt:
+        return 130
+
+
+def status_of_db(db: str | os.PathLike[str] | None = None, limit: int = 20) -> DataStatus:
+    """:func:`data_status` of the database file ``db`` (see ``advisor.store.resolve_db_path``)."""
+    from advisor.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return data_status(con, limit)
+    finally:
+        con.close()

@@ -1,0 +1,132 @@
+"""Chart builders: the numbers they derive, and the marks their Vega-Lite specs carry."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from advisor import charts
+
+DIST = pd.DataFrame(
+    {
+        "gpu_type": ["H100"] * 4 + ["A100"] * 2,
+        "cores_per_gpu": [0.25, 1.0, 3.0, 8.0, 1.0, 0.0],
+        "jobs": [10, 5, 3, 2, 4, 9],
+        "gpu_hours": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+    }
+)
+QUANT = pd.DataFrame(
+    {"gpu_type": ["H100", "A100"], "p25_cores_per_gpu": [0.25, 1.0], "p50_cores_per_gpu": [1.0, 1.0]}
+)
+
+
+def _spec(chart) -> dict:
+    return json.loads(chart.to_json())
+
+
+def _datasets(spec: dict) -> list[list[dict]]:
+    return list(spec.get("datasets", {}).values())
+
+
+def test_ratios_fall_in_power_of_two_bins_and_shares_sum_to_one_per_gpu_type():
+    b = charts.binned_distribution(DIST, "jobs")
+    h100 = b[b["gpu_type"] == "H100"].set_index("bin_lo")
+    assert list(h100.index) == [0.25, 1.0, 2.0, 8.0]  # 3 cores/GPU falls in [2, 4)
+    assert list(h100["bin_hi"]) == [0.5, 2.0, 4.0, 16.0]
+    assert h100.loc[0.25, "share"] == pytest.approx(0.5)
+    assert b.groupby("gpu_type")["share"].sum().tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_jobs_without_cpus_are_left_out_of_the_distribution():
+    b = charts.binned_distribution(DIST, "jobs")
+    a100 = b[b["gpu_type"] == "A100"]
+    assert a100["jobs"].tolist() == [4] and a100["share"].tolist() == [1.0]
+
+
+def test_ecdf_weighted_by_gpu_hours_accumulates_to_one():
+    e = charts.ecdf(DIST, "gpu_hours")
+    h = e[e["gpu_type"] == "H100"]
+    assert h["cum_share"].tolist() == pytest.approx([0.1, 0.3, 0.6, 1.0])
+
+
+def test_an_unknown_weight_is_refused():
+    with pytest.raises(ValueError, match="weight must be"):
+        charts.binned_distribution(DIST, "cpus")
+
+
+def test_histogram_has_one_panel_per_gpu_type_with_p25_p50_and_fair_share_rules():
+    fair = pd.DataFrame({"gpu_type": ["H100"], "fair_cores_per_gpu": [12.0]})
+    spec = _spec(charts.ratio_histogram(DIST, quantiles=QUANT, fair_share=fair))
+    assert [p["title"] for p in spec["vconcat"]] == ["H100", "A100"]
+    h100_marks = [layer["mark"]["type"] for layer in spec["vconcat"][0]["layer"]]
+    assert h100_marks == ["bar", "rule", "rule"]
+    assert [layer["mark"]["type"] for layer in spec["vconcat"][1]["layer"]] == ["bar", "rule"]
+    assert spec["vconcat"][0]["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
+    rows = [r for d in _datasets(spec) for r in d]
+    assert {"gpu_type": "H100", "quantile": "P25", "cores_per_gpu": 0.25} in rows
+    assert any(r.get("fair_cores_per_gpu") == 12.0 for r in rows)
+
+
+def test_ecdf_chart_marks_the_quantiles_at_a_quarter_and_a_half():
+    spec = _spec(charts.ratio_ecdf(DIST, quantiles=QUANT))
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
+    points = [r for d in _datasets(spec) for r in d if "quantile" in r]
+    assert {(r["gpu_type"], r["quantile"], r["cum_share"]) for r in points} == {
+        ("H100", "P25", 0.25), ("H100", "P50", 0.5), ("A100", "P25", 0.25), ("A100", "P50", 0.5)
+    }
+
+
+def test_share_below_chart_draws_jobs_and_gpu_hours_side_by_side_per_threshold():
+    shares = pd.DataFrame(
+        {"gpu_type": ["H100", "H100"], "threshold_cores_per_gpu": [8.0, 1.0],
+         "share_jobs": [0.9, 0.5], "share_gpu_hours": [0.8, 0.3]}
+    )
+    spec = _spec(charts.share_below_chart(shares))
+    assert spec["spec"]["encoding"]["x"]["sort"] == ["< 1", "< 8"]
+    rows = [r for d in _datasets(spec) for r in d]
+    assert {(r["threshold"], r["weighted_by"], r["share"]) for r in rows} == {
+        ("< 8", "jobs", 0.9), ("< 8", "GPU-hours", 0.8), ("< 1", "jobs", 0.5), ("< 1", "GPU-hours", 0.3)
+    }
+
+
+def test_trend_chart_draws_p25_dashed_and_p50_solid_per_group_and_drops_empty_months():
+    t = pd.DataFrame(
+        {"month": pd.to_datetime(["2024-01-01", "2024-02-01"]), "partition": ["gpu", "gpu"],
+         "p25_cores_per_gpu": [1.0, None], "p50_cores_per_gpu": [2.0, 4.0]}
+    )
+    spec = _spec(charts.trend_chart(t, group="partition"))
+    assert spec["encoding"]["color"]["field"] == "partition"
+    rows = [r for d in _datasets(spec) for r in d]
+    assert sorted((r["quantile"], r["cores_per_gpu"]) for r in rows) == [
+        ("P25", 1.0), ("P50", 2.0), ("P50", 4.0)
+    ]
+
+
+def test_ttft_curve_has_interval_band_line_calibration_points_and_recommendation():
+    curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0, 4.0], "ttft_ms": [900.0, 400.0, 300.0],
+                          "ttft_low_ms": [800.0, 350.0, 250.0], "ttft_high_ms": [1000.0, 450.0, 350.0]})
+    pts = pd.DataFrame({"cores_per_gpu": [1.0], "ttft_ms": [880.0], "source": ["paper"]})
+    spec = _spec(charts.ttft_curve_chart(curve, pts, recommended_cores_per_gpu=4.0))
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule"]
+    assert any(r == {"cores_per_gpu": 4.0} for d in _datasets(spec) for r in d)
+    no_band = _spec(charts.ttft_curve_chart(curve[["cores_per_gpu", "ttft_ms"]]))
+    assert [layer["mark"]["type"] for layer in no_band["layer"]] == ["line"]
+
+
+def test_top_bar_chart_keeps_the_largest_rows_only():
+    rows = pd.DataFrame({"name": list("abcde"), "gpu_hours": [5.0, 1.0, 9.0, 3.0, 7.0]})
+    spec = _spec(charts.top_bar_chart(rows, name="name", value="gpu_hours", title="t", limit=3))
+    names = [r["name"] for d in _datasets(spec) for r in d]
+    assert sorted(names) == ["a", "c", "e"]
+
+
+def test_every_builder_renders_to_svg_with_vl_convert():
+    vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
+    curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [900.0, 400.0]})
+    runs = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [5.0, 3.0], "series": ["x", "x"]})
+    for chart in (charts.ratio_histogram(DIST, quantiles=QUANT), charts.ratio_ecdf(DIST),
+                  charts.ttft_curve_chart(curve), charts.bench_curves_chart(runs, runs)):
+        svg = vlc.vegalite_to_svg(chart.to_dict())
+        assert svg.startswith("<svg") and "<path" in svg
