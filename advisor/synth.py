@@ -1,0 +1,446 @@
+"""Synthetic sacct accounting data in the real ``sacct -P`` text format, calibrated to the research.
+
+Owns :class:`SynthConfig` and :func:`generate`: deterministic from the seed, vectorised (numpy
+draws every random value, DuckDB formats the lines), so millions of records take seconds.
+
+What the output looks like (one header line, ``|``-separated, like ``sacct -P``)::
+
+    JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|
+    Elapsed|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|
+    WorkDir|JobName|SubmitLine
+
+with step lines (``.batch``, ``.extern``, ``.interactive``, ``.0``) after their allocation,
+array tasks (``123_4``), het-job components (``123+0``/``123+1``), ``CANCELLED by UID``,
+jobs cancelled while pending (``Start`` ``Unknown``, empty ``AllocTRES``), running jobs (``End``
+``Unknown``), CPU-only jobs, typed GPU keys beside the untyped total
+(``gres/gpu:h100=4,gres/gpu=4``), ``--cpus-per-gpu`` jobs whose ``ReqCPUS`` differs from the
+allocation, ``--exclusive`` whole-node jobs, and rare free text that breaks naive parsers (a
+``|`` or a newline inside ``SubmitLine``, non-UTF-8 bytes in ``JobName``).
+
+Calibration (cores per GPU = allocated CPUs / allocated GPUs over allocations with GPUs,
+job-count weighted, continuous-linear percentiles as numpy's default / DuckDB ``quantile_cont``):
+
+====================  =====  =====  ==========================================
+cluster / GPU type    P25    P50    other
+====================  =====  =====  ==========================================
+teaching / H100       0.25   1.00
+teaching / A100       1.00   2.00
+research / H100       4.00   8.00   60% of jobs at or below 8, 49% strictly below
+====================  =====  =====  ==========================================
+
+The research reports "P50 8.00, ~60% of jobs below 8" for the research cluster; under a
+job-count-weighted P50 of exactly 8 at most half the jobs can lie strictly below 8, so the
+generator reads "below 8" as "at or below 8" (documented in docs/ingest.md).
+
+Guarantee: the ratio categories are assigned by exact proportions within each
+(cluster, GPU type) group (stratified, then shuffled), not drawn independently, so those
+P25/P50 are exact (tolerance 0.0 cores) once a group holds 200 or more GPU allocations, which
+``records >= 2000`` ensures; tests check the shipped sample at 20k.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, cast
+
+import numpy as np
+
+from advisor.errors import UsageError
+from advisor.progress import ProgressFn, no_progress
+
+FIELDS: tuple[str, ...] = (
+    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "User", "UID",
+    "Submit", "Eligible", "Start", "End", "Elapsed", "ExitCode", "State", "NNodes", "NCPUS",
+    "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "Timelimit", "NodeList", "WorkDir", "JobName",
+    "SubmitLine",
+)  # fmt: skip
+
+# Ratio categories (cores per GPU) and their job shares per calibrated group. Each group's
+# cumulative shares put the target percentiles well inside one category (see module docstring).
+RATIOS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0])
+_SHARES = {
+    # teaching H100: P25 0.25 (cum 8% below, 38% at), P50 1.0 (48% below, 70% at)
+    "teaching-H100": [0.08, 0.30, 0.10, 0.22, 0.10, 0.08, 0.06, 0.00, 0.06],
+    # teaching A100: P25 1.0 (15% below, 35% at), P50 2.0 (35% below, 65% at)
+    "teaching-A100": [0.00, 0.05, 0.10, 0.20, 0.30, 0.20, 0.10, 0.00, 0.05],
+    # research H100: P25 4.0 (18% below, 49% at), P50 8.0 (49% below, 60% at)
+    "research-H100": [0.00, 0.02, 0.03, 0.05, 0.08, 0.31, 0.11, 0.15, 0.25],
+    # uncalibrated groups: something plausible
+    "research-A100": [0.00, 0.00, 0.05, 0.10, 0.20, 0.30, 0.25, 0.00, 0.10],
+    "research-L40S": [0.00, 0.00, 0.00, 0.10, 0.20, 0.30, 0.30, 0.00, 0.10],
+}
+
+# (cluster, partition, GPU name as the site spells it, canonical, GPUs per node, CPUs per node)
+_GPU_KINDS = (
+    ("teaching", "gpu-h100", "h100", "H100", 8, 128),
+    ("teaching", "gpu-a100", "a100_80gb", "A100", 4, 64),
+    ("research", "h100", "nvidia_h100_80gb_hbm3", "H100", 8, 128),
+    ("research", "a100", "a100-sxm4-80gb", "A100", 4, 64),
+    ("research", "l40s", "l40s", "L40S", 4, 64),
+)
+_CLUSTERS = ("teaching", "research")
+_CLUSTER_SHARE = 0.55  # teaching
+# Per cluster: share of allocations that are GPU (by kind), CPU-only, pending-cancelled.
+# cluster -> (GPU kind indices, their shares, CPU-only share, pending-cancelled share)
+_MIX: dict[str, tuple[tuple[int, ...], tuple[float, ...], float, float]] = {
+    "teaching": ((0, 1), (0.40, 0.30), 0.22, 0.08),
+    "research": ((2, 3, 4), (0.45, 0.15, 0.10), 0.24, 0.06),
+}
+_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "RUNNING", "OUT_OF_MEMORY", "NODE_FAIL")
+_STATE_P = (0.70, 0.10, 0.08, 0.05, 0.03, 0.02, 0.02)
+_TIMELIMITS_S = np.array([3600, 4 * 3600, 86400, 2 * 86400])
+_YEAR_START = 1704067200  # 2024-01-01T00:00:00Z
+_YEAR_S = 366 * 86400
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    """What to generate.
+
+    ``records`` counts allocations (jobs, array tasks, het components: what sacct ``-X``
+    prints); step lines come on top for ``step_share`` of the started allocations.
+    """
+
+    records: int = 20_000
+    seed: int = 0
+    step_share: float = 0.3
+    odd_text_share: float = 0.0005  # '|', newline or non-UTF-8 bytes in free text
+    array_share: float = 0.10
+    het_share: float = 0.03
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    """What :func:`generate` wrote."""
+
+    path: str
+    allocations: int
+    lines: int
+    bytes_written: int
+    compression: str | None
+
+
+def _stratified(rng: np.random.Generator, n: int, shares: list[float]) -> np.ndarray:
+    """``n`` category indices in exact proportion to ``shares`` (largest remainder), shuffled."""
+    p = np.asarray(shares, dtype=float)
+    p = p / p.sum()
+    raw = p * n
+    counts = np.floor(raw).astype(np.int64)
+    rest: int = n - int(counts.sum())
+    if rest > 0:
+        order = np.argsort(-(raw - counts), kind="stable")
+        counts[order[:rest]] += 1
+    out = np.repeat(np.arange(len(p)), counts)
+    rng.shuffle(out)
+    return out
+
+
+def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
+    """Every per-allocation value, as numpy arrays (deterministic from ``cfg.seed``)."""
+    n = cfg.records
+    rng = np.random.default_rng(cfg.seed)
+    cluster = (rng.random(n) >= _CLUSTER_SHARE).astype(np.int8)  # 0 teaching, 1 research
+    kind = np.full(n, -1, dtype=np.int8)  # GPU kind index, -1 CPU-only
+    pending = np.zeros(n, dtype=bool)
+    for ci, cname in enumerate(_CLUSTERS):
+        idx = np.flatnonzero(cluster == ci)
+        kinds, kind_shares, cpu_share, pending_share = _MIX[cname]
+        assign = _stratified(rng, len(idx), [*kind_shares, cpu_share, pending_share])
+        for j, k in enumerate(kinds):
+            kind[idx[assign == j]] = k
+        pending[idx[assign == len(kinds) + 1]] = True
+    # Pending-cancelled jobs requested GPUs of a kind too (ReqTRES), but hold nothing.
+    gpus = np.zeros(n, dtype=np.int64)
+    cpus = rng.choice(np.array([1, 2, 4, 8, 16, 32]), size=n, p=[0.3, 0.2, 0.2, 0.15, 0.1, 0.05])
+    ratio = np.zeros(n)
+    for k, (cname, _part, _raw, canon, _gpn, _cpn) in enumerate(_GPU_KINDS):
+        idx = np.flatnonzero((kind == k) & ~pending)
+        cat = _stratified(rng, len(idx), _SHARES[f"{cname}-{canon}"])
+        r = RATIOS[cat]
+        # GPU count: any of 1,2,4,8 for which cpus = r * gpus is a whole number >= 1.
+        g_choice = rng.choice(np.array([1, 2, 4, 8]), size=len(idx), p=[0.4, 0.25, 0.25, 0.1])
+        g_min = np.where(r < 1, np.ceil(1 / r), 1).astype(np.int64)
+        g = np.maximum(g_choice, g_min)
+        ratio[idx] = r
+        gpus[idx] = g
+        cpus[idx] = np.rint(r * g).astype(np.int64)
+    pend_gpu = pending & (kind >= 0)
+    gpus_req = np.where(pend_gpu, rng.choice(np.array([1, 2, 4]), size=n), gpus)
+    # Kinds of CPU-only and pending jobs: pick a partition per cluster.
+    gpn = np.array([k[4] for k in _GPU_KINDS])
+    cpn = np.array([k[5] for k in _GPU_KINDS])
+    safe_kind = np.where(kind >= 0, kind, 0)
+    nnodes = np.where(kind >= 0, np.maximum(1, np.ceil(gpus / gpn[safe_kind])), 1).astype(np.int64)
+    nnodes = np.where(kind < 0, np.where(rng.random(n) < 0.05, 2, 1), nnodes)
+    cpus = np.where(kind < 0, cpus * nnodes, cpus)
+    exclusive = (kind >= 0) & ~pending & (gpus == gpn[safe_kind]) & (cpus == cpn[safe_kind])
+    # --cpus-per-gpu jobs: ReqCPUS printed as 1 while the allocation holds more.
+    cpg = (kind >= 0) & ~pending & (cpus > gpus) & (rng.random(n) < 0.10)
+    req_cpus = np.where(cpg, 1, cpus)
+    # Times.
+    submit = _YEAR_START + np.sort(rng.integers(0, _YEAR_S, size=n))
+    wait = rng.exponential(600.0, size=n).astype(np.int64)
+    tl_idx = rng.integers(0, len(_TIMELIMITS_S), size=n)
+    timelimit = _TIMELIMITS_S[tl_idx]
+    elapsed = np.minimum(rng.lognormal(np.log(1800), 1.3, size=n).astype(np.int64) + 5, timelimit)
+    state = rng.choice(len(_STATES), size=n, p=_STATE_P).astype(np.int8)
+    elapsed = np.where(state == 3, timelimit, elapsed)  # TIMEOUT ran its limit
+    state = np.where(pending, 2, state)  # pending jobs were cancelled
+    exit_code = np.where(np.isin(state, [1, 5]), 1, 0)
+    interactive = ~pending & (rng.random(n) < 0.15)
+    steps = ~pending & (rng.random(n) < cfg.step_share)
+    has_step0 = rng.random(n) < 0.5
+    user = np.where(cluster == 0, rng.integers(0, 800, size=n), 800 + rng.integers(0, 300, size=n))
+    canceller = np.where(rng.random(n) < 0.8, 10000 + user, 0)
+    name_id = rng.integers(0, 12, size=n)
+    odd = rng.random(n) < cfg.odd_text_share
+    odd_kind = rng.integers(0, 3, size=n)
+    # Arrays and het jobs: runs of consecutive allocations of one cluster share a base id.
+    array_start = rng.random(n) < cfg.array_share / 6
+    array_len = rng.integers(2, 11, size=n)
+    het_start = (rng.random(n) < cfg.het_share / 2) & ~array_start
+    mem_gb = np.maximum(4, cpus * 4)
+    return {
+        "cluster": cluster, "kind": kind, "pending": pending, "gpus": gpus, "gpus_req": gpus_req,
+        "cpus": cpus, "req_cpus": req_cpus, "nnodes": nnodes, "exclusive": exclusive, "cpg": cpg,
+        "submit": submit, "wait": wait, "elapsed": elapsed, "timelimit": timelimit,
+        "state": state, "exit_code": exit_code, "interactive": interactive, "steps": steps,
+        "has_step0": has_step0, "user": user, "canceller": canceller, "name_id": name_id,
+        "odd": odd, "odd_kind": odd_kind, "array_start": array_start, "array_len": array_len,
+        "het_start": het_start, "mem_gb": mem_gb, "ratio": ratio,
+    }  # fmt: skip
+
+
+def _ids(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Raw ids (sequential per cluster), and array/het base ids and positions (-1 if none)."""
+    n = len(d["cluster"])
+    raw = np.zeros(n, dtype=np.int64)
+    base = np.full(n, -1, dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
+    het = np.zeros(n, dtype=bool)
+    for ci in range(len(_CLUSTERS)):
+        idx = np.flatnonzero(d["cluster"] == ci)
+        raw[idx] = 1_000_000 * (ci + 1) + np.arange(len(idx))
+        # Walk the starts in order (only the starts, a small fraction): mark runs.
+        starts_a = d["array_start"][idx]
+        starts_h = d["het_start"][idx]
+        lens = d["array_len"][idx]
+        free_from = 0
+        for j in np.flatnonzero(starts_a | starts_h):
+            if j < free_from:
+                continue
+            length = int(lens[j]) if starts_a[j] else 2
+            run = idx[j : j + length]
+            base[run] = raw[idx[j]]
+            pos[run] = np.arange(len(run))
+            if starts_h[j]:
+                het[run] = True
+            free_from = int(j) + length
+    return raw, base, pos, het
+
+
+_SQL_LINES = r"""
+WITH a AS (
+  SELECT *,
+    CASE WHEN base < 0 THEN CAST(raw AS VARCHAR)
+         WHEN het THEN base || '+' || pos
+         ELSE base || '_' || pos END AS jobid,
+    ['teaching','research'][cluster + 1] AS cname,
+    CASE WHEN kind >= 0 THEN kinds.partition
+         ELSE ['cpu','cpu-long'][cluster + 1] END AS part,
+    'u' || lpad(CAST(user AS VARCHAR), 4, '0') AS uname,
+    CASE WHEN cluster = 0 THEN 'course-' || (user % 40) ELSE 'lab-' || (user % 25) END AS acct,
+    submit + 1 + wait AS start_s,
+    CASE WHEN kind >= 0 THEN kinds.prefix ELSE ['tcpu','rcpu'][cluster + 1] END AS nprefix,
+    (raw * 7919) % 97 AS nodeno
+  FROM alloc LEFT JOIN kinds ON alloc.kind = kinds.k
+), b AS (
+  SELECT *,
+    CASE WHEN pending THEN 'CANCELLED by ' || canceller
+         WHEN state = 2 THEN 'CANCELLED by ' || canceller
+         ELSE ['COMPLETED','FAILED','CANCELLED','TIMEOUT','RUNNING','OUT_OF_MEMORY','NODE_FAIL'][state + 1]
+    END AS state_txt,
+    CASE WHEN pending THEN 'None assigned'
+         WHEN nnodes = 1 THEN nprefix || '-' || lpad(CAST(nodeno AS VARCHAR), 2, '0')
+         ELSE nprefix || '-[' || lpad(CAST(nodeno AS VARCHAR), 2, '0') || '-'
+              || lpad(CAST(nodeno + nnodes - 1 AS VARCHAR), 2, '0') || ']' END AS nodes_txt,
+    strftime(epoch_ms(submit * 1000), '%Y-%m-%dT%H:%M:%S') AS submit_txt,
+    strftime(epoch_ms((submit + 1) * 1000), '%Y-%m-%dT%H:%M:%S') AS elig_txt,
+    CASE WHEN pending THEN 'Unknown'
+         ELSE strftime(epoch_ms(start_s * 1000), '%Y-%m-%dT%H:%M:%S') END AS start_txt,
+    CASE WHEN pending THEN strftime(epoch_ms((submit + wait) * 1000), '%Y-%m-%dT%H:%M:%S')
+         WHEN state = 4 THEN 'Unknown'
+         ELSE strftime(epoch_ms((start_s + elapsed) * 1000), '%Y-%m-%dT%H:%M:%S') END AS end_txt,
+    CASE WHEN pending THEN 0 ELSE elapsed END AS el
+  FROM a
+), c AS (
+  SELECT *,
+    CASE WHEN el >= 86400 THEN (el // 86400) || '-' ELSE '' END
+      || lpad(CAST((el % 86400) // 3600 AS VARCHAR), 2, '0') || ':'
+      || lpad(CAST((el % 3600) // 60 AS VARCHAR), 2, '0') || ':'
+      || lpad(CAST(el % 60 AS VARCHAR), 2, '0') AS elapsed_txt,
+    CASE WHEN timelimit >= 86400 THEN (timelimit // 86400) || '-' ELSE '' END
+      || lpad(CAST((timelimit % 86400) // 3600 AS VARCHAR), 2, '0') || ':00:00' AS tl_txt,
+    CASE WHEN kind >= 0 AND NOT pending
+         THEN 'billing=' || cpus || ',cpu=' || cpus || ',gres/gpu:' || gres || '=' || gpus
+              || ',gres/gpu=' || gpus || ',mem=' || mem_gb || 'G,node=' || nnodes
+         WHEN NOT pending
+         THEN 'billing=' || cpus || ',cpu=' || cpus || ',mem=' || mem_gb || 'G,node=' || nnodes
+         ELSE '' END AS alloc_tres,
+    'billing=' || req_cpus || ',cpu=' || req_cpus
+      || CASE WHEN kind >= 0 THEN ',gres/gpu=' || gpus_req ELSE '' END
+      || ',mem=' || mem_gb || 'G,node=' || nnodes AS req_tres,
+    CASE WHEN interactive THEN ['interactive','bash','sh','interactive'][name_id % 4 + 1]
+         ELSE ['train','eval','vllm-serve','prep','finetune','bench','sweep','infer',
+               'tokenize','notebook','llama-8b','qwen-14b'][name_id + 1] END AS name_txt,
+    '/home/' || 'u' || lpad(CAST(user AS VARCHAR), 4, '0') || '/proj' || (name_id % 5) AS workdir
+  FROM b
+), d AS (
+  SELECT *,
+    CASE WHEN interactive THEN 'salloc'
+           || CASE WHEN kind >= 0 THEN ' --gpus=' || gpus_req ELSE '' END
+           || ' -c ' || req_cpus || ' -p ' || part
+         ELSE 'sbatch'
+           || CASE WHEN exclusive THEN ' --exclusive' ELSE '' END
+           || CASE WHEN cpg THEN ' --cpus-per-gpu=' || (cpus // gpus) || ' --gpus=' || gpus
+                   WHEN kind >= 0 THEN ' --gpus=' || gpus_req || ' -c ' || req_cpus
+                   ELSE ' -c ' || req_cpus END
+           || ' -p ' || part || ' run_' || name_txt || '.sh' END
+      || CASE WHEN odd AND odd_kind = 0 THEN ' --wrap="python run.py | tee out.log"'
+              WHEN odd AND odd_kind = 1 THEN ' --wrap="echo start' || chr(10) || 'python run.py"'
+              ELSE '' END AS submit_line,
+    CASE WHEN odd AND odd_kind = 2 THEN 'caf' || chr(26) || '-run' ELSE name_txt END AS name_out
+  FROM c
+), lines AS (
+  SELECT i, 0 AS step_no,
+    concat_ws('|', jobid, CAST(raw AS VARCHAR), cname, part, 'normal', acct, acct, uname,
+      CAST(10000 + user AS VARCHAR), submit_txt, elig_txt, start_txt, end_txt, elapsed_txt,
+      exit_code || ':0', state_txt, CAST(nnodes AS VARCHAR), CAST(cpus AS VARCHAR),
+      CAST(req_cpus AS VARCHAR), mem_gb || 'G', req_tres, alloc_tres, tl_txt, nodes_txt,
+      workdir, name_out, submit_line) AS line
+  FROM d
+  UNION ALL
+  SELECT i, s.step_no,
+    concat_ws('|', jobid || '.' || s.suffix, raw || '.' || s.suffix, cname, part, '', acct,
+      '', '', '', start_txt, start_txt, start_txt, end_txt, elapsed_txt,
+      '0:0', CASE WHEN state = 4 THEN 'RUNNING' WHEN state = 0 THEN 'COMPLETED' ELSE 'CANCELLED' END,
+      CAST(CASE WHEN s.suffix = 'batch' THEN 1 ELSE nnodes END AS VARCHAR),
+      CAST(cpus AS VARCHAR), CAST(cpus AS VARCHAR), '',
+      '', 'cpu=' || cpus || CASE WHEN kind >= 0 THEN ',gres/gpu:' || gres || '=' || gpus
+                                 || ',gres/gpu=' || gpus ELSE '' END
+          || ',mem=' || mem_gb || 'G,node=' || nnodes,
+      '', nodes_txt, '', s.suffix, '') AS line
+  FROM d JOIN steps s
+    ON d.steps AND (
+      (s.suffix = 'extern')
+      OR (s.suffix = 'interactive' AND d.interactive)
+      OR (s.suffix = 'batch' AND NOT d.interactive)
+      OR (s.suffix = '0' AND d.has_step0))
+)
+SELECT line || chr(10) AS line FROM lines ORDER BY i, step_no
+"""
+
+
+@contextmanager
+def _open_out(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
+    """A binary writer for ``path``: gzip or zstd by suffix, else plain."""
+    name = path.name.lower()
+    with open(path, "wb") as raw:
+        if name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                yield cast(BinaryIO, gz), "gzip"
+        elif name.endswith((".zst", ".zstd")):
+            import zstandard
+
+            with zstandard.ZstdCompressor(level=6).stream_writer(raw, closefd=False) as zw:
+                yield cast(BinaryIO, zw), "zstd"
+        else:
+            yield raw, None
+
+
+def generate(
+    cfg: SynthConfig,
+    out_path: str | Path,
+    progress: ProgressFn = no_progress,
+) -> SynthResult:
+    """Write ``cfg.records`` synthetic allocations (plus steps) as ``sacct -P`` text.
+
+    The output is gzip- or zstd-compressed when ``out_path`` ends in ``.gz`` / ``.zst``.
+    The same config always gives the same bytes.
+    """
+    if cfg.records < 1:
+        raise UsageError("--records must be at least 1")
+    if not 0.0 <= cfg.step_share <= 1.0:
+        raise UsageError("--step-share must be between 0 and 1")
+    import duckdb
+    import pyarrow as pa
+
+    out = Path(out_path)
+    d = _draw(cfg)
+    raw, base, pos, het = _ids(d)
+    cols = {k: v for k, v in d.items() if k != "ratio"}
+    alloc = pa.table({"i": np.arange(cfg.records), "raw": raw, "base": base, "pos": pos,
+                      "het": het, **cols})  # fmt: skip
+    kinds = pa.table({
+        "k": np.arange(len(_GPU_KINDS), dtype=np.int8),
+        "partition": [k[1] for k in _GPU_KINDS],
+        "gres": [k[2] for k in _GPU_KINDS],
+        "prefix": ["th100", "ta100", "rh100", "ra100", "rl40s"],
+    })  # fmt: skip
+    steps = pa.table({"step_no": [1, 2, 3, 4], "suffix": ["batch", "interactive", "extern", "0"]})
+    con = duckdb.connect()
+    try:
+        con.register("alloc", alloc)
+        con.register("kinds", kinds)
+        con.register("steps", steps)
+        reader = con.execute(_SQL_LINES).to_arrow_reader(200_000)
+        lines = 0
+        written = 0
+        with _open_out(out) as (fh, compression):
+            header = ("|".join(FIELDS) + "\n").encode()
+            fh.write(header)
+            written += len(header)
+            for batch in reader:
+                data = _batch_bytes(batch.column(0))
+                if b"\x1a" in data:
+                    data = data.replace(b"\x1a", b"\xe9")  # latin-1 e-acute: not UTF-8
+                fh.write(data)
+                written += len(data)
+                lines += batch.num_rows
+                progress("synth", lines, None)
+    finally:
+        con.close()
+    return SynthResult(str(out), cfg.records, lines, written, compression)
+
+
+def _batch_bytes(arr: object) -> bytes:
+    """The concatenated UTF-8 bytes of an Arrow string array (each value ends in a newline)."""
+    import pyarrow as pa
+
+    assert isinstance(arr, pa.Array)
+    is_str = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    if is_str and arr.null_count == 0:
+        bufs = arr.buffers()
+        small = pa.types.is_string(arr.type)
+        offsets = np.frombuffer(bufs[1], dtype=np.int32 if small else np.int64)
+        lo = int(offsets[arr.offset])
+        hi = int(offsets[arr.offset + len(arr)])
+        return bytes(memoryview(bufs[2])[lo:hi])
+    buf = io.StringIO()
+    for v in arr.to_pylist():
+        buf.write(v or "")
+    return buf.getvalue().encode()
+
+
+def expected_percentiles() -> dict[tuple[str, str], dict[str, float]]:
+    """The calibration targets (cluster, canonical type) -> {'p25', 'p50'} cores per GPU."""
+    return {
+        ("teaching", "H100"): {"p25": 0.25, "p50": 1.0},
+        ("teaching", "A100"): {"p25": 1.0, "p50": 2.0},
+        ("research", "H100"): {"p25": 4.0, "p50": 8.0},
+    }
