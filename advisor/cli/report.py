@@ -1,9 +1,63 @@
-"""CLI commands of the report domain (filled in by its issue)."""
+"""``advisor report``: write the monthly HTML report (and PNG/PDF charts) for one month or all."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+
+
+def report_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for the reports (one subfolder per month).")
+    ],
+    month: Annotated[
+        str | None, typer.Option("--month", "-m", help="The month to report, YYYY-MM (UTC).")
+    ] = None,
+    all_months: Annotated[
+        bool, typer.Option("--all-months", help="Report every month in the database (a backlog).")
+    ] = False,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="One cluster only (default: all).")
+    ] = None,
+    png: Annotated[bool, typer.Option("--png", help="Also write each chart as PNG.")] = False,
+    pdf: Annotated[bool, typer.Option("--pdf", help="Also write each chart as PDF.")] = False,
+    top: Annotated[
+        int, typer.Option("--top", help="Rows in the 'most below the recommendation' tables.")
+    ] = 10,
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Write the monthly report: cores per GPU against last month, who is below the
+    recommendation (with the flag to use), GPU time lost to CPU starvation and its cost,
+    policy compliance and data quality. Re-running a month replaces its report."""
+    from advisor.report import ReportConfig, run_reports
+
+    config = ReportConfig(
+        out_dir=out, month=month, cluster=cluster, all_months=all_months, png=png, pdf=pdf,
+        top_n=top,
+    )  # fmt: skip
+    with RichProgress() as progress:
+        results = run_reports(config, db, progress=progress)
+    emit_rows(
+        [
+            {
+                "month": r.month,
+                "cluster": r.cluster or "*",
+                "gpu_jobs": r.gpu_jobs,
+                "html": str(r.html_path),
+                "images": len(r.image_paths),
+            }
+            for r in results
+        ],
+        fmt,
+        title="Reports written",
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
+    app.command("report")(report_cmd)

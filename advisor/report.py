@@ -1,0 +1,756 @@
+"""The monthly batch report: one self-contained HTML file per month (and cluster).
+
+Owns: choosing the month (and the one before it), gathering every number of the report into
+one frozen :class:`MonthlyReport` through the core functions (ratios, recommend, model,
+pricing, policy, data quality), rendering it to HTML with its charts embedded (the Vega
+JavaScript inlined from vl-convert's bundle, so the file opens offline with no CDN), writing
+PNG/PDF copies of the charts (vl-convert), and the ``--all-months`` backlog.
+
+Layout on disk: ``OUT/<YYYY-MM>/report.html`` (``OUT/<YYYY-MM>--<cluster>/`` for one cluster),
+with ``<chart>.png`` / ``<chart>.pdf`` next to it, and ``OUT/index.json`` listing every report.
+Writing a month again replaces its folder as a whole (built aside, then swapped in), so no file
+of an older run survives next to a newer report.
+
+Every number shown is a field of :class:`MonthlyReport`; the HTML carries each one in a
+``data-key``/``data-value`` attribute pair so tests (and scripts) can read them back exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from advisor import store
+from advisor.errors import NotFoundError, UsageError
+from advisor.progress import ProgressFn, no_progress
+from advisor.ratios import DEFAULT_THRESHOLDS, RatioGroup, RatioQuery, ratio_summary
+
+_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
+_SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration and months
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What to report and where: one month (``YYYY-MM``) or every month, one cluster or all."""
+
+    out_dir: Path
+    month: str | None = None
+    cluster: str | None = None
+    all_months: bool = False
+    png: bool = False
+    pdf: bool = False
+    top_n: int = 10  # rows in the "most below the recommendation" tables
+
+
+@dataclass(frozen=True)
+class Month:
+    """A calendar month in UTC: ``start`` inclusive, ``end`` (next month's first day) exclusive."""
+
+    label: str  # YYYY-MM
+    start: dt.datetime
+    end: dt.datetime
+
+    def previous(self) -> Month:
+        prev_last = self.start - dt.timedelta(days=1)
+        return parse_month(f"{prev_last.year:04d}-{prev_last.month:02d}")
+
+
+def parse_month(text: str) -> Month:
+    """``YYYY-MM`` to a :class:`Month`; anything else is a usage error naming the flag."""
+    m = _MONTH_RE.match(text.strip()) if text else None
+    if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1970:
+        raise UsageError(f"--month {text!r}: expected a month as YYYY-MM, e.g. 2024-10")
+    year, month = int(m.group(1)), int(m.group(2))
+    start = dt.datetime(year, month, 1)
+    end = dt.datetime(year + (month == 12), month % 12 + 1, 1)
+    return Month(f"{year:04d}-{month:02d}", start, end)
+
+
+def available_months(con: duckdb.DuckDBPyConnection, cluster: str | None = None) -> list[Month]:
+    """Every month in which a GPU allocation started (of ``cluster``, or of any), oldest first."""
+    rows = con.execute(store.query("report/months"), [cluster]).fetchall()
+    return [parse_month(f"{d.year:04d}-{d.month:02d}") for (d,) in rows]
+
+
+# --------------------------------------------------------------------------------------------
+# The report's data: every number it shows
+
+
+@dataclass(frozen=True)
+class GpuTypeMonth:
+    """Cores per GPU of one GPU type, this month against the month before."""
+
+    gpu_type: str
+    jobs: int
+    gpu_hours: float
+    p25_cores_per_gpu: float | None
+    p50_cores_per_gpu: float | None
+    prev_jobs: int
+    prev_gpu_hours: float
+    prev_p25_cores_per_gpu: float | None
+    prev_p50_cores_per_gpu: float | None
+    p50_change_cores_per_gpu: float | None  # this month's P50 minus last month's
+
+
+@dataclass(frozen=True)
+class BelowRecommendation:
+    """An account or partition whose jobs ask for fewer cores per GPU than recommended."""
+
+    scope: str  # "account" | "partition"
+    name: str
+    gpu_type: str
+    jobs: int
+    jobs_below: int
+    gpu_hours_below: float
+    p50_cores_per_gpu: float | None
+    recommended_cores_per_gpu: float
+    flag: str  # what their job scripts should say, e.g. "--cpus-per-gpu=8"
+
+
+@dataclass(frozen=True)
+class StarvationEstimate:
+    """GPU time lost to too few cores per GPU, and the price of the cores that would fix it."""
+
+    gpu_type: str
+    recommended_cores_per_gpu: float
+    gpu_hours_below: float  # GPU-hours of jobs below the recommendation
+    gpu_hours_lost: float  # the part of those spent waiting on the CPU (model estimate)
+    extra_cpu_hours: float  # core-hours needed to bring those jobs up to the recommendation
+    usd_per_vcpu_hour: float
+    usd_to_fix: float  # extra_cpu_hours x usd_per_vcpu_hour
+    usd_per_gpu_hour: float | None
+    usd_lost: float | None  # gpu_hours_lost x usd_per_gpu_hour
+
+
+@dataclass(frozen=True)
+class PolicyRuleCompliance:
+    """How the month's jobs matched one rule of the exported policy."""
+
+    partition: str
+    gpu_type: str
+    mode: str
+    min_cpus_per_gpu: float
+    jobs: int
+    jobs_compliant: int
+    share_compliant: float | None
+
+
+@dataclass(frozen=True)
+class PolicyCompliance:
+    """Jobs of the month against the exported CPU-per-GPU policy (docs/policy-format.md)."""
+
+    source: str
+    generated_at: str | None
+    jobs: int
+    jobs_compliant: int
+    share_compliant: float | None
+    rules: tuple[PolicyRuleCompliance, ...]
+
+
+@dataclass(frozen=True)
+class MonthIngest:
+    """A load that brought in some of the month's allocations."""
+
+    ingest_id: int
+    source: str
+    format: str
+    status: str
+    rows_read: int
+    inserted: int
+    updated: int
+    unchanged: int
+    rejected: int
+    missing_fields: tuple[str, ...]
+    disabled_analyses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RejectGroup:
+    """Rejected lines of those loads that share a reason, with the first place it happened."""
+
+    reason: str
+    field: str | None
+    lines: int
+    first_source: str | None
+    first_line_no: int | None
+
+
+@dataclass(frozen=True)
+class TimeGap:
+    """A run of whole UTC days with no allocation starting: missing accounting data, or an outage."""
+
+    first_day: dt.date
+    last_day: dt.date
+    days: int
+
+
+@dataclass(frozen=True)
+class DayCount:
+    """Allocations started on one UTC day."""
+
+    day: dt.date
+    jobs: int
+    gpu_jobs: int
+
+
+@dataclass(frozen=True)
+class DataQuality:
+    """What the month's numbers stand on: the loads, their rejected lines, gaps in time."""
+
+    jobs: int
+    gpu_jobs: int
+    ingests: tuple[MonthIngest, ...]
+    rejected_lines: int
+    rejects: tuple[RejectGroup, ...]
+    gaps: tuple[TimeGap, ...]
+    gap_days: int
+    daily: tuple[DayCount, ...]
+
+
+@dataclass(frozen=True)
+class MonthlyReport:
+    """Everything one monthly report shows; rendering adds no number of its own."""
+
+    month: str
+    previous_month: str
+    cluster: str | None
+    generated_at: dt.datetime
+    gpu_types: tuple[GpuTypeMonth, ...]
+    below_accounts: tuple[BelowRecommendation, ...]
+    below_partitions: tuple[BelowRecommendation, ...]
+    starvation: tuple[StarvationEstimate, ...]
+    starvation_assumptions: tuple[str, ...]
+    policy: PolicyCompliance | None
+    quality: DataQuality
+    notes: tuple[str, ...] = field(default_factory=tuple)  # sections that could not be computed
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """One report written: where, and what it holds."""
+
+    month: str
+    cluster: str | None
+    html_path: Path
+    image_paths: tuple[Path, ...]
+    gpu_jobs: int
+    html_sha256: str
+
+
+# --------------------------------------------------------------------------------------------
+# Building the data
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[object]) -> list[tuple]:
+    return con.execute(store.query(f"report/{name}"), list(params)).fetchall()
+
+
+def data_quality(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None = None
+) -> DataQuality:
+    """The month's loads, their rejected lines by reason, and the days with no data at all."""
+    params = [month.start, month.end, cluster]
+    daily = tuple(DayCount(d, int(j), int(g)) for d, j, g in _rows(con, "daily_starts", params))
+    ingests = tuple(
+        MonthIngest(
+            int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), int(r[6]), int(r[7]), int(r[8]),
+            tuple(r[9]), tuple(r[10]),
+        )
+        for r in _rows(con, "month_ingests", params)
+    )  # fmt: skip
+    rejects = tuple(
+        RejectGroup(r[0], r[1], int(r[2]), r[3], None if r[4] is None else int(r[4]))
+        for r in _rows(con, "month_rejects", params)
+    )
+    gaps = tuple(TimeGap(a, b, int(n)) for a, b, n in _rows(con, "gaps", params))
+    return DataQuality(
+        jobs=sum(d.jobs for d in daily),
+        gpu_jobs=sum(d.gpu_jobs for d in daily),
+        ingests=ingests,
+        rejected_lines=sum(r.lines for r in rejects),
+        rejects=rejects,
+        gaps=gaps,
+        gap_days=sum(g.days for g in gaps),
+        daily=daily,
+    )
+
+
+def gpu_type_months(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None = None
+) -> tuple[GpuTypeMonth, ...]:
+    """P25/P50 cores per GPU, jobs and GPU-hours per GPU type, this month and the one before.
+
+    Straight from :func:`advisor.ratios.ratio_summary` (job-weighted, grouped by GPU type);
+    GPU types of either month appear, the busiest this month first.
+    """
+    now = {g.keys["gpu_type"]: g for g in _ratio_groups(con, month, cluster, ("gpu_type",))}
+    prev = {
+        g.keys["gpu_type"]: g for g in _ratio_groups(con, month.previous(), cluster, ("gpu_type",))
+    }
+    order = sorted(now, key=lambda t: (-now[t].jobs, str(t)))
+    order += sorted((t for t in prev if t not in now), key=str)
+    out = []
+    for t in order:
+        a, b = now.get(t), prev.get(t)
+        p50 = a.p50_cores_per_gpu if a else None
+        prev_p50 = b.p50_cores_per_gpu if b else None
+        out.append(
+            GpuTypeMonth(
+                gpu_type=str(t),
+                jobs=a.jobs if a else 0,
+                gpu_hours=a.gpu_hours if a else 0.0,
+                p25_cores_per_gpu=a.p25_cores_per_gpu if a else None,
+                p50_cores_per_gpu=p50,
+                prev_jobs=b.jobs if b else 0,
+                prev_gpu_hours=b.gpu_hours if b else 0.0,
+                prev_p25_cores_per_gpu=b.p25_cores_per_gpu if b else None,
+                prev_p50_cores_per_gpu=prev_p50,
+                p50_change_cores_per_gpu=(
+                    p50 - prev_p50 if p50 is not None and prev_p50 is not None else None
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def ratio_query(
+    month: Month,
+    cluster: str | None,
+    by: tuple[str, ...],
+    thresholds_cores_per_gpu: tuple[float, ...] | None = None,
+) -> RatioQuery:
+    """The ratio query behind a report table: one month (by start time), one cluster or all."""
+    return RatioQuery(
+        by=by,
+        start=month.start,
+        end=month.end,
+        clusters=(cluster,) if cluster else (),
+        thresholds_cores_per_gpu=thresholds_cores_per_gpu or DEFAULT_THRESHOLDS,
+    )
+
+
+def _ratio_groups(
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    by: tuple[str, ...],
+    thresholds_cores_per_gpu: tuple[float, ...] | None = None,
+) -> tuple[RatioGroup, ...]:
+    q = ratio_query(month, cluster, by, thresholds_cores_per_gpu)
+    return ratio_summary(con, q).groups
+
+
+def below_recommendation(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, top_n: int
+) -> tuple[tuple[BelowRecommendation, ...], tuple[BelowRecommendation, ...], list[str]]:
+    """Accounts and partitions most below the recommendation (by GPU-hours below)."""
+    return (), (), ["recommendations are not available yet"]
+
+
+def starvation_estimates(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
+) -> tuple[tuple[StarvationEstimate, ...], tuple[str, ...], list[str]]:
+    """GPU time lost to CPU starvation per GPU type and the cost of the cores that fix it."""
+    return (), (), ["the TTFT model is not available yet"]
+
+
+def policy_compliance(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
+) -> tuple[PolicyCompliance | None, list[str]]:
+    """The month's GPU jobs against the exported policy, when one is exported."""
+    return None, []
+
+
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None = None,
+    *,
+    top_n: int = 10,
+    now: dt.datetime | None = None,
+    progress: ProgressFn = no_progress,
+) -> MonthlyReport:
+    """Gather every number of one month's report from the core functions."""
+    label = f"report {month.label}"
+    steps = 5
+    notes: list[str] = []
+    progress(label, 0, steps)
+    gpu_types = gpu_type_months(con, month, cluster)
+    progress(label, 1, steps)
+    accounts, partitions, below_notes = below_recommendation(con, month, cluster, top_n)
+    notes.extend(below_notes)
+    progress(label, 2, steps)
+    starvation, assumptions, starve_notes = starvation_estimates(con, month, cluster)
+    notes.extend(starve_notes)
+    progress(label, 3, steps)
+    policy, policy_notes = policy_compliance(con, month, cluster)
+    notes.extend(policy_notes)
+    progress(label, 4, steps)
+    quality = data_quality(con, month, cluster)
+    progress(label, 5, steps)
+    return MonthlyReport(
+        month=month.label,
+        previous_month=month.previous().label,
+        cluster=cluster,
+        generated_at=(now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0),
+        gpu_types=gpu_types,
+        below_accounts=accounts,
+        below_partitions=partitions,
+        starvation=starvation,
+        starvation_assumptions=assumptions,
+        policy=policy,
+        quality=quality,
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Charts
+
+
+@dataclass(frozen=True)
+class ReportChart:
+    """One chart of the report: an id (its file name for PNG/PDF), a title, a Vega-Lite spec."""
+
+    chart_id: str
+    title: str
+    spec: dict[str, Any]
+
+
+def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
+    """The report's charts, each drawn from the report object alone (no query of its own)."""
+    import altair as alt
+    import pandas as pd
+
+    charts: list[ReportChart] = []
+    if report.gpu_types:
+        rows = []
+        for g in report.gpu_types:
+            for month, p25, p50 in (
+                (report.previous_month, g.prev_p25_cores_per_gpu, g.prev_p50_cores_per_gpu),
+                (report.month, g.p25_cores_per_gpu, g.p50_cores_per_gpu),
+            ):
+                for quantile, value in (("P25", p25), ("P50", p50)):
+                    if value is not None and value > 0:
+                        rows.append(
+                            {"gpu_type": g.gpu_type, "month": month, "quantile": quantile,
+                             "cores_per_gpu": value}
+                        )  # fmt: skip
+        if rows:
+            order = [report.previous_month, report.month]
+            chart = (
+                alt.Chart(pd.DataFrame(rows))
+                .mark_point(filled=True, size=90)
+                .encode(
+                    x=alt.X("gpu_type:N", title="GPU type"),
+                    xOffset=alt.XOffset("month:N", sort=order),
+                    y=alt.Y("cores_per_gpu:Q", scale=alt.Scale(type="log", base=2),
+                            title="CPU cores per GPU (log scale)"),
+                    color=alt.Color("month:N", sort=order, title="month"),
+                    shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
+                    tooltip=["gpu_type:N", "month:N", "quantile:N",
+                             alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                )
+                .properties(width=max(160, 110 * len(report.gpu_types)), height=260)
+            )  # fmt: skip
+            charts.append(
+                ReportChart(
+                    "cores-per-gpu", "Cores per GPU: this month against last", chart.to_dict()
+                )
+            )
+    below = [*report.below_accounts, *report.below_partitions]
+    if below:
+        df = pd.DataFrame(
+            [{"who": f"{b.scope} {b.name} ({b.gpu_type})", "gpu_hours_below": b.gpu_hours_below,
+              "flag": b.flag} for b in below]
+        )  # fmt: skip
+        from advisor.charts import top_bar_chart
+
+        chart = top_bar_chart(
+            df, name="who", value="gpu_hours_below", title="GPU-hours below the recommendation",
+            tooltip=["flag:N"], limit=2 * max(1, len(below)),
+        )  # fmt: skip
+        charts.append(ReportChart("below-recommendation", "Most below the recommendation",
+                                  chart.to_dict()))  # fmt: skip
+    if report.quality.daily:
+        df = pd.DataFrame([{"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
+                           for d in report.quality.daily])  # fmt: skip
+        chart = (
+            alt.Chart(df)
+            .mark_bar()
+            .encode(
+                x=alt.X("day:T", title="day (UTC)", timeUnit="yearmonthdate"),
+                y=alt.Y("jobs:Q", title="allocations started"),
+                color=alt.condition("datum.jobs == 0", alt.value("#d62728"), alt.value("#4c78a8")),
+                tooltip=[alt.Tooltip("day:T", format="%Y-%m-%d"), "jobs:Q", "gpu_jobs:Q"],
+            )
+            .properties(width=620, height=160)
+        )
+        charts.append(ReportChart("daily-starts", "Allocations started per day", chart.to_dict()))
+    return tuple(charts)
+
+
+_BUNDLE_SNIPPET = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
+
+
+@cache
+def _vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script, from vl-convert (no network, no CDN)."""
+    import vl_convert
+
+    return str(vl_convert.javascript_bundle(_BUNDLE_SNIPPET))
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _num(value: object) -> str:
+    """A number as the report shows it."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def _raw(value: object) -> str:
+    """A number exactly, for the ``data-value`` attribute (repr round-trips floats)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{100.0 * value:.1f}%"
+
+
+@cache
+def _template() -> Any:
+    import jinja2
+
+    text = (
+        resources.files("advisor")
+        .joinpath("report_templates", "report.html.j2")
+        .read_text(encoding="utf-8")
+    )
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = _num
+    env.filters["raw"] = _raw
+    env.filters["share"] = _share
+    return env.from_string(text)
+
+
+def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = None) -> str:
+    """The report as one self-contained HTML page (charts drawn in the browser, offline)."""
+    charts = report_charts(report) if charts is None else charts
+    specs = {c.chart_id: c.spec for c in charts}
+    # Inside <script>, "</" would end the element: escape it (valid JSON either way).
+    specs_json = json.dumps(specs, separators=(",", ":"), default=str).replace("</", "<\\/")
+    bundle = _vega_bundle().replace("</script", "<\\/script") if charts else ""
+    return str(
+        _template().render(
+            r=report, charts=charts, specs_json=specs_json, vega_bundle=bundle,
+            title=_title(report),
+        )
+    )  # fmt: skip
+
+
+def _title(report: MonthlyReport) -> str:
+    where = f"cluster {report.cluster}" if report.cluster else "all clusters"
+    return f"CPU cores per GPU, {report.month}, {where}"
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def report_dir_name(month: str, cluster: str | None) -> str:
+    """``2024-10`` for every cluster, ``2024-10--<cluster>`` for one (unsafe characters -> _)."""
+    if cluster is None:
+        return month
+    return f"{month}--{_SAFE_RE.sub('_', cluster)}"
+
+
+def _replace_dir(built: Path, target: Path) -> None:
+    """Swap ``built`` in at ``target``; an older ``target`` is removed only after the swap."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        target.rename(old)
+    built.rename(target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_report(
+    report: MonthlyReport,
+    out_dir: Path,
+    *,
+    png: bool = False,
+    pdf: bool = False,
+    progress: ProgressFn = no_progress,
+) -> ReportResult:
+    """Write one report's folder (HTML, and PNG/PDF charts if asked), replacing an older one."""
+    import vl_convert
+
+    charts = report_charts(report)
+    html = render_html(report, charts)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / report_dir_name(report.month, report.cluster)
+    built = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=out_dir))
+    try:
+        (built / "report.html").write_text(html, encoding="utf-8")
+        (built / "report.json").write_text(
+            json.dumps(report_as_dict(report), indent=2, default=str), encoding="utf-8"
+        )
+        images: list[str] = []
+        kinds = [k for k, on in (("png", png), ("pdf", pdf)) if on]
+        total = len(charts) * len(kinds)
+        for i, (chart, kind) in enumerate((c, k) for c in charts for k in kinds):
+            name = f"{chart.chart_id}.{kind}"
+            if kind == "png":
+                (built / name).write_bytes(vl_convert.vegalite_to_png(chart.spec, scale=2))
+            else:
+                (built / name).write_bytes(vl_convert.vegalite_to_pdf(chart.spec))
+            images.append(name)
+            progress(f"charts {report.month}", i + 1, total)
+        built.chmod(0o755)
+        _replace_dir(built, target)
+    except BaseException:
+        shutil.rmtree(built, ignore_errors=True)
+        raise
+    return ReportResult(
+        month=report.month,
+        cluster=report.cluster,
+        html_path=target / "report.html",
+        image_paths=tuple(target / n for n in images),
+        gpu_jobs=report.quality.gpu_jobs,
+        html_sha256=hashlib.sha256(html.encode("utf-8")).hexdigest(),
+    )
+
+
+def report_as_dict(report: MonthlyReport) -> dict[str, Any]:
+    """The report object as plain JSON-ready data (written next to the HTML as report.json)."""
+    from dataclasses import asdict
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, (dt.date, dt.datetime)):
+            return v.isoformat()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v
+
+    return dict(plain(asdict(report)))
+
+
+def _write_index(out_dir: Path, results: Iterable[ReportResult]) -> None:
+    """Merge these results into ``OUT/index.json`` (one entry per month and cluster)."""
+    index_path = out_dir / "index.json"
+    entries: dict[str, dict[str, Any]] = {}
+    if index_path.exists():
+        try:
+            for e in json.loads(index_path.read_text(encoding="utf-8")).get("reports", []):
+                entries[report_dir_name(e["month"], e.get("cluster"))] = e
+        except (json.JSONDecodeError, KeyError, AttributeError, TypeError):
+            entries = {}  # a damaged index is rebuilt from what is written now
+    for r in results:
+        entries[report_dir_name(r.month, r.cluster)] = {
+            "month": r.month,
+            "cluster": r.cluster,
+            "html": str(r.html_path.relative_to(out_dir)),
+            "images": [str(p.relative_to(out_dir)) for p in r.image_paths],
+            "gpu_jobs": r.gpu_jobs,
+            "html_sha256": r.html_sha256,
+        }
+    data = {"reports": [entries[k] for k in sorted(entries)]}
+    tmp = index_path.with_name(".index.json.tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    tmp.replace(index_path)
+
+
+def run_reports(
+    config: ReportConfig,
+    db: str | os.PathLike[str] | None = None,
+    *,
+    progress: ProgressFn = no_progress,
+    now: dt.datetime | None = None,
+) -> list[ReportResult]:
+    """Build and write the month's report (or every month's, with ``all_months``).
+
+    Opens the database read-only, so a report can run while the dashboard has it open.
+    """
+    if config.all_months == (config.month is not None):
+        raise UsageError("give either --month YYYY-MM or --all-months (exactly one)")
+    if config.top_n < 1:
+        raise UsageError(f"--top {config.top_n}: must be at least 1")
+    con = store.connect(db, read_only=True)
+    try:
+        if config.all_months:
+            months = available_months(con, config.cluster)
+            if not months:
+                where = f" of cluster {config.cluster!r}" if config.cluster else ""
+                raise NotFoundError(
+                    f"no GPU allocations{where} in the database; load some first with "
+                    "`advisor ingest FILE`"
+                )
+        else:
+            months = [parse_month(config.month or "")]
+            if config.cluster is not None:
+                _check_cluster(con, config.cluster)
+        results = []
+        for i, month in enumerate(months):
+            report = build_report(con, month, config.cluster, top_n=config.top_n, now=now,
+                                  progress=progress)  # fmt: skip
+            results.append(
+                write_report(
+                    report, config.out_dir, png=config.png, pdf=config.pdf, progress=progress
+                )  # fmt: skip
+            )
+            progress("months", i + 1, len(months))
+        _write_index(config.out_dir, results)
+        return results
+    finally:
+        con.close()
+
+
+def _check_cluster(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
+    known = {name: int(jobs) for name, jobs in _rows(con, "clusters", [])}
+    if not known.get(cluster):
+        raise NotFoundError(
+            f"--cluster {cluster!r}: no such cluster in the database; have {sorted(known)}"
+        )

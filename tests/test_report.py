@@ -1,0 +1,265 @@
+"""The monthly report: its numbers come from the core functions, and its files on disk."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advisor import report, store
+from advisor.errors import NotFoundError, UsageError
+from advisor.ratios import RatioQuery, ratio_summary
+from tests.test_report_data import GAP, OCT_DAYS, SEPT_H100_CPUS, build_db
+
+NOW = dt.datetime(2024, 11, 2, 3, 4, 5)
+
+
+@pytest.fixture
+def small_db(db_path: Path) -> Path:
+    return build_db(db_path)
+
+
+@pytest.fixture
+def october(small_db: Path) -> report.MonthlyReport:
+    con = store.connect(small_db, read_only=True)
+    try:
+        return report.build_report(con, report.parse_month("2024-10"), now=NOW)
+    finally:
+        con.close()
+
+
+class _Values(HTMLParser):
+    """Collects every data-key/data-value pair of a rendered report."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if "data-key" in a:
+            assert a["data-key"] not in self.values, f"key {a['data-key']} written twice"
+            self.values[str(a["data-key"])] = a.get("data-value") or ""
+
+
+def html_values(html: str) -> dict[str, str]:
+    p = _Values()
+    p.feed(html)
+    return p.values
+
+
+def lookup(data: Any, key: str) -> Any:
+    for part in key.split("."):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data
+
+
+# -- months ------------------------------------------------------------------------------------
+
+
+def test_a_month_runs_from_its_first_day_to_the_next_months_first_day():
+    dec = report.parse_month("2024-12")
+    assert (dec.start, dec.end) == (dt.datetime(2024, 12, 1), dt.datetime(2025, 1, 1))
+    assert dec.previous().label == "2024-11"
+    assert report.parse_month("2025-01").previous().label == "2024-12"
+
+
+@pytest.mark.parametrize("bad", ["2024-13", "2024-00", "24-10", "2024/10", "", "october"])
+def test_a_malformed_month_is_a_usage_error_naming_the_flag(bad):
+    with pytest.raises(UsageError, match="--month"):
+        report.parse_month(bad)
+
+
+def test_available_months_are_the_months_with_gpu_allocations(small_db):
+    con = store.connect(small_db, read_only=True)
+    assert [m.label for m in report.available_months(con)] == ["2024-09", "2024-10"]
+    assert [m.label for m in report.available_months(con, "c2")] == ["2024-10"]
+    assert report.available_months(con, "nope") == []
+    con.close()
+
+
+# -- numbers equal the core functions --------------------------------------------------------
+
+
+def test_cores_per_gpu_rows_equal_ratio_summary_for_this_month_and_last(small_db, october):
+    con = store.connect(small_db, read_only=True)
+    this = {
+        g.keys["gpu_type"]: g
+        for g in ratio_summary(
+            con, RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 10, 1),
+                            end=dt.datetime(2024, 11, 1))
+        ).groups
+    }  # fmt: skip
+    last = {
+        g.keys["gpu_type"]: g
+        for g in ratio_summary(
+            con, RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 9, 1),
+                            end=dt.datetime(2024, 10, 1))
+        ).groups
+    }  # fmt: skip
+    con.close()
+    assert {g.gpu_type for g in october.gpu_types} == set(this) | set(last)
+    for g in october.gpu_types:
+        a, b = this.get(g.gpu_type), last.get(g.gpu_type)
+        assert g.jobs == (a.jobs if a else 0)
+        assert g.gpu_hours == (a.gpu_hours if a else 0.0)
+        assert g.p25_cores_per_gpu == (a.p25_cores_per_gpu if a else None)
+        assert g.p50_cores_per_gpu == (a.p50_cores_per_gpu if a else None)
+        assert g.prev_jobs == (b.jobs if b else 0)
+        assert g.prev_p50_cores_per_gpu == (b.p50_cores_per_gpu if b else None)
+
+
+def test_last_months_h100_percentiles_match_numpy_on_the_raw_ratios(october):
+    h100 = next(g for g in october.gpu_types if g.gpu_type == "H100")
+    ratios = np.array(SEPT_H100_CPUS) / 4.0
+    assert h100.prev_jobs == len(SEPT_H100_CPUS)
+    assert h100.prev_p25_cores_per_gpu == pytest.approx(np.percentile(ratios, 25))
+    assert h100.prev_p50_cores_per_gpu == pytest.approx(np.percentile(ratios, 50))
+    assert h100.p50_change_cores_per_gpu == pytest.approx(
+        h100.p50_cores_per_gpu - np.percentile(ratios, 50)
+    )
+    assert h100.prev_gpu_hours == pytest.approx(len(SEPT_H100_CPUS) * 4 * 1.0)
+
+
+def test_one_clusters_report_counts_only_that_cluster(small_db):
+    con = store.connect(small_db, read_only=True)
+    r = report.build_report(con, report.parse_month("2024-10"), "c2", now=NOW)
+    con.close()
+    assert [(g.gpu_type, g.jobs, g.p50_cores_per_gpu) for g in r.gpu_types] == [("H100", 1, 8.0)]
+    assert r.quality.gpu_jobs == 1
+
+
+def test_every_number_in_the_html_equals_the_report_object(october):
+    html = report.render_html(october)
+    values = html_values(html)
+    data = report.report_as_dict(october)
+    assert len(values) > 30  # every table cell of the fixture month, not a handful
+    for key, shown in values.items():
+        expected = lookup(data, key)
+        if isinstance(expected, float):
+            assert float(shown) == expected, key
+        elif expected is None:
+            assert shown == "", key
+        else:
+            assert shown == str(expected), key
+    # and the page shows the P50 of H100 this month, formatted, next to its exact value
+    h100 = next(i for i, g in enumerate(october.gpu_types) if g.gpu_type == "H100")
+    key = f"gpu_types.{h100}.p50_cores_per_gpu"
+    assert (
+        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.50<' in html
+    )
+
+
+# -- data quality --------------------------------------------------------------------------------
+
+
+def test_days_without_any_allocation_are_reported_as_gaps(october):
+    q = october.quality
+    assert (q.gaps[0].first_day, q.gaps[0].last_day, q.gaps[0].days) == (*GAP, 3)
+    # every October day inside the data's span without a start: 31 days minus the busy ones,
+    # minus the days after the last record (29-31), which may simply not be loaded yet
+    last_busy = max(OCT_DAYS)
+    assert q.gap_days == sum(1 for d in range(1, last_busy + 1) if d not in OCT_DAYS)
+    assert len(q.daily) == 31 and sum(d.jobs for d in q.daily) == q.jobs
+
+
+def test_rejected_lines_are_grouped_by_reason_with_the_first_line_that_had_it(october):
+    q = october.quality
+    assert q.rejected_lines == 3
+    tres = next(r for r in q.rejects if r.reason == "unparsable TRES")
+    assert (tres.lines, tres.field, tres.first_source, tres.first_line_no) == (
+        2, "AllocTRES", "oct.txt", 17,
+    )  # fmt: skip
+    assert [i.ingest_id for i in q.ingests] == [2]
+
+
+def test_gpu_and_cpu_only_allocations_are_counted_apart(october):
+    oct_gpu_jobs = 7 * len(OCT_DAYS) + 1  # the fixture's jobs per day, plus cluster c2's one
+    assert october.quality.gpu_jobs == oct_gpu_jobs
+    assert october.quality.jobs == oct_gpu_jobs + 1
+
+
+# -- files on disk -----------------------------------------------------------------------------
+
+
+def test_rerunning_a_month_replaces_its_folder_and_its_index_entry(small_db, tmp_path):
+    out = tmp_path / "reports"
+    cfg = report.ReportConfig(out_dir=out, month="2024-10")
+    first = report.run_reports(cfg, small_db, now=NOW)
+    folder = first[0].html_path.parent
+    stale = folder / "left-over.png"
+    stale.write_bytes(b"old")
+    second = report.run_reports(cfg, small_db, now=NOW)
+    assert second[0].html_path == first[0].html_path
+    assert not stale.exists()
+    assert second[0].html_sha256 == first[0].html_sha256  # same data, same page
+    index = json.loads((out / "index.json").read_text())
+    assert [e["month"] for e in index["reports"]] == ["2024-10"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp folders left
+
+
+def test_all_months_writes_one_report_per_month_and_keeps_other_entries(small_db, tmp_path):
+    out = tmp_path / "reports"
+    report.run_reports(report.ReportConfig(out_dir=out, month="2024-10", cluster="c2"),
+                       small_db, now=NOW)  # fmt: skip
+    results = report.run_reports(report.ReportConfig(out_dir=out, all_months=True), small_db,
+                                 now=NOW)  # fmt: skip
+    assert [r.month for r in results] == ["2024-09", "2024-10"]
+    assert all(r.html_path.is_file() for r in results)
+    index = json.loads((out / "index.json").read_text())
+    assert [(e["month"], e["cluster"]) for e in index["reports"]] == [
+        ("2024-09", None), ("2024-10", None), ("2024-10", "c2"),
+    ]  # fmt: skip
+    written = json.loads((out / "2024-10" / "report.json").read_text())
+    assert written["quality"]["gpu_jobs"] == results[1].gpu_jobs
+
+
+def test_png_and_pdf_copies_of_every_chart_are_real_images(small_db, tmp_path):
+    cfg = report.ReportConfig(out_dir=tmp_path, month="2024-10", png=True, pdf=True)
+    (res,) = report.run_reports(cfg, small_db, now=NOW)
+    names = sorted(p.name for p in res.image_paths)
+    assert "cores-per-gpu.png" in names and "cores-per-gpu.pdf" in names
+    for p in res.image_paths:
+        head = p.read_bytes()[:8]
+        assert head.startswith(b"\x89PNG" if p.suffix == ".png" else b"%PDF"), p
+
+
+def test_the_html_carries_its_own_javascript_and_no_remote_address(october):
+    html = report.render_html(october)
+    assert "vegaEmbed" in html
+    assert "<script src=" not in html and "cdn.jsdelivr" not in html
+    assert 'rel="stylesheet"' not in html
+
+
+def test_month_and_all_months_together_or_neither_is_a_usage_error(small_db, tmp_path):
+    with pytest.raises(UsageError, match="--all-months"):
+        report.run_reports(report.ReportConfig(out_dir=tmp_path), small_db)
+    with pytest.raises(UsageError, match="exactly one"):
+        report.run_reports(
+            report.ReportConfig(out_dir=tmp_path, month="2024-10", all_months=True), small_db
+        )
+
+
+def test_an_unknown_cluster_is_named_with_the_ones_that_exist(small_db, tmp_path):
+    with pytest.raises(NotFoundError, match=r"'c9'.*\['c1', 'c2'\]"):
+        report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10", cluster="c9"),
+                           small_db)  # fmt: skip
+
+
+def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_path):
+    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2023-01"), small_db)
+    html = res.html_path.read_text()
+    assert "No GPU allocations started in 2023-01" in html
+    assert res.gpu_jobs == 0
+
+
+def test_values_nan_and_none_render_as_a_dash():
+    assert report._num(None) == "–" and report._num(math.nan) == "–"
+    assert report._num(1234.5) == "1,234" or report._num(1234.5) == "1,235"
+    assert report._num(0.25) == "0.25"

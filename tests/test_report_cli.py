@@ -1,0 +1,47 @@
+"""``advisor report`` on the command line: files written, output formats, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from tests.test_report_data import build_db
+
+
+def test_report_command_writes_the_month_and_prints_what_it_wrote_as_json(cli, db_path, tmp_path):
+    build_db(db_path)
+    out = tmp_path / "out"
+    code, stdout, stderr = cli("report", "--month", "2024-10", "--out", str(out), "--db",
+                               str(db_path), "--format", "json")  # fmt: skip
+    assert code == 0, stderr
+    rows = json.loads(stdout)
+    assert rows == [
+        {"month": "2024-10", "cluster": "*", "gpu_jobs": 113,
+         "html": str(out / "2024-10" / "report.html"), "images": 0},
+    ]  # fmt: skip
+    assert (out / "2024-10" / "report.html").is_file()
+
+
+def test_all_months_with_png_as_csv(cli, db_path, tmp_path):
+    build_db(db_path)
+    code, stdout, stderr = cli("report", "--all-months", "--png", "--cluster", "c1", "--out",
+                               str(tmp_path), "--db", str(db_path), "-f", "csv")  # fmt: skip
+    assert code == 0, stderr
+    lines = stdout.strip().splitlines()
+    assert lines[0] == "month,cluster,gpu_jobs,html,images"
+    assert [ln.split(",")[:2] for ln in lines[1:]] == [["2024-09", "c1"], ["2024-10", "c1"]]
+    assert (tmp_path / "2024-10--c1" / "cores-per-gpu.png").is_file()
+
+
+def test_a_bad_month_exits_2_with_an_error_line_on_stderr(cli, db_path, tmp_path):
+    build_db(db_path)
+    code, stdout, stderr = cli("report", "--month", "2024-13", "--out", str(tmp_path), "--db",
+                               str(db_path))  # fmt: skip
+    assert code == 2 and stdout == ""
+    assert stderr.startswith("Error: --month '2024-13'")
+
+
+def test_a_missing_database_exits_4_and_says_how_to_create_it(cli, tmp_path):
+    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(tmp_path), "--db",
+                          str(tmp_path / "none.duckdb"))  # fmt: skip
+    assert code == 4
+    assert "advisor ingest" in stderr and stderr.startswith("Error: ")
