@@ -1,0 +1,373 @@
+"""Ratio analytics on a real DuckDB file: exact percentiles, exclusions, keys, filters, CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from advisor import ratios, store
+from advisor.errors import UsageError
+from advisor.ratios import RatioQuery, Weight
+
+T0 = dt.datetime(2024, 1, 1)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, jobs: list[dict]) -> None:
+    cols = [
+        "cluster", "job_id_raw", "submit", "job_id", "user", "account", "partition", "state",
+        "start", "elapsed_s", "cpus", "gpus", "gpu_type", "is_interactive",
+    ]  # fmt: skip
+    rows = []
+    for i, j in enumerate(jobs):
+        base = {
+            "cluster": "c1",
+            "job_id_raw": 1000 + i,
+            "submit": T0,
+            "job_id": str(1000 + i),
+            "user": "alice",
+            "account": "lab",
+            "partition": "gpu",
+            "state": "COMPLETED",
+            "start": T0 + dt.timedelta(minutes=1),
+            "elapsed_s": 3600,
+            "cpus": 4,
+            "gpus": 1,
+            "gpu_type": "H100",
+            "is_interactive": None,
+        }
+        base.update(j)
+        rows.append([base[c] for c in cols])
+    quoted = ", ".join(store.quote_ident(c) for c in cols)
+    marks = ", ".join("?" for _ in cols)
+    con.executemany(f"INSERT INTO jobs ({quoted}) VALUES ({marks})", rows)
+
+
+@pytest.fixture
+def con(db_path: Path):
+    c = store.connect(db_path)
+    yield c
+    c.close()
+
+
+def _random_jobs(seed: int, n: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for _ in range(n):
+        gpus = int(rng.choice([1, 2, 4, 8]))
+        jobs.append(
+            {
+                "gpus": gpus,
+                "cpus": int(rng.choice([1, 2, 4, 8, 16, 32, 48, 64, 96, 128])),
+                "elapsed_s": int(rng.integers(1, 200_000)),
+                "gpu_type": str(rng.choice(["H100", "A100", "L40S"])),
+                "cluster": str(rng.choice(["teaching", "research"])),
+            }
+        )
+    return jobs
+
+
+def test_job_weighted_percentiles_equal_numpy_linear_and_duckdb_quantile_cont(con):
+    jobs = _random_jobs(7, 3000)
+    _insert(con, jobs)
+    report = ratios.ratio_summary(con, RatioQuery(by=("cluster", "gpu_type")))
+    assert len(report.groups) == 6
+    for g in report.groups:
+        x = np.array(
+            [
+                j["cpus"] / j["gpus"]
+                for j in jobs
+                if j["cluster"] == g.keys["cluster"] and j["gpu_type"] == g.keys["gpu_type"]
+            ]
+        )
+        expect = np.percentile(x, [10, 25, 50, 75, 90])  # numpy's default: linear
+        got = [
+            g.p10_cores_per_gpu,
+            g.p25_cores_per_gpu,
+            g.p50_cores_per_gpu,
+            g.p75_cores_per_gpu,
+            g.p90_cores_per_gpu,
+        ]
+        assert got == pytest.approx(expect, rel=1e-12, abs=1e-12)
+        assert g.jobs == len(x)
+        assert g.mean_cores_per_gpu == pytest.approx(x.mean(), rel=1e-12)
+        row = con.execute(
+            "SELECT quantile_cont(cpus / gpus, [0.1, 0.25, 0.5, 0.75, 0.9]) FROM jobs "
+            "WHERE cluster = ? AND gpu_type = ?",
+            [g.keys["cluster"], g.keys["gpu_type"]],
+        ).fetchone()
+        assert row is not None
+        assert got == pytest.approx(row[0], rel=1e-12, abs=1e-12)
+
+
+def test_gpu_hour_weighted_percentiles_equal_numpy_weighted_inverted_cdf(con):
+    jobs = _random_jobs(11, 2000)
+    _insert(con, jobs)
+    report = ratios.ratio_summary(con, RatioQuery(by=("gpu_type",), weight=Weight.gpu_hours))
+    for g in report.groups:
+        sel = [j for j in jobs if j["gpu_type"] == g.keys["gpu_type"]]
+        x = np.array([j["cpus"] / j["gpus"] for j in sel])
+        w = np.array([j["gpus"] * j["elapsed_s"] for j in sel])  # GPU-seconds
+        expect = np.percentile(x, [10, 25, 50, 75, 90], weights=w, method="inverted_cdf")
+        got = [
+            g.p10_cores_per_gpu,
+            g.p25_cores_per_gpu,
+            g.p50_cores_per_gpu,
+            g.p75_cores_per_gpu,
+            g.p90_cores_per_gpu,
+        ]
+        assert got == pytest.approx(expect, rel=1e-12)
+        assert g.gpu_hours == pytest.approx(w.sum() / 3600)
+        assert g.mean_cores_per_gpu == pytest.approx(np.average(x, weights=w), rel=1e-12)
+
+
+def test_weighted_percentile_at_an_exact_cdf_boundary_takes_the_lower_value(con):
+    # Two ratios with equal GPU-hours: the cumulative share reaches exactly 0.5 at the first.
+    _insert(con, [{"cpus": 1, "gpus": 1}, {"cpus": 8, "gpus": 1}])
+    g = ratios.ratio_summary(con, RatioQuery(by=(), weight=Weight.gpu_hours)).groups[0]
+    assert g.p50_cores_per_gpu == 1.0
+    assert np.percentile([1.0, 8.0], 50, weights=[1, 1], method="inverted_cdf") == 1.0
+    # while by jobs the median interpolates between the two
+    g = ratios.ratio_summary(con, RatioQuery(by=())).groups[0]
+    assert g.p50_cores_per_gpu == 4.5
+
+
+def test_shares_below_thresholds_are_strictly_below_by_jobs_and_by_gpu_hours(con):
+    _insert(
+        con,
+        [
+            {"cpus": 1, "gpus": 4, "elapsed_s": 100},  # 0.25
+            {"cpus": 4, "gpus": 4, "elapsed_s": 100},  # 1.0: not below 1
+            {"cpus": 8, "gpus": 1, "elapsed_s": 200},  # 8.0: not below 8
+            {"cpus": 16, "gpus": 4, "elapsed_s": 300},  # 4.0
+        ],
+    )
+    g = ratios.ratio_summary(con, RatioQuery(by=(), thresholds_cores_per_gpu=(8, 1))).groups[0]
+    assert g.share_jobs_below == {1.0: 0.25, 8.0: 0.75}
+    total = 4 * 100 + 4 * 100 + 1 * 200 + 4 * 300
+    assert g.share_gpu_hours_below[1.0] == pytest.approx(400 / total)
+    assert g.share_gpu_hours_below[8.0] == pytest.approx((400 + 400 + 1200) / total)
+    row = g.as_row()
+    assert row["share_jobs_below_1"] == 0.25 and row["share_jobs_below_8"] == 0.75
+
+
+def test_jobs_without_an_allocation_are_counted_by_reason_never_silently(con):
+    _insert(
+        con,
+        [
+            {"cpus": 4, "gpus": 1},
+            {"gpus": 0, "cpus": 8},  # CPU-only
+            {"start": None, "elapsed_s": 0, "cpus": 0, "state": "CANCELLED"},  # pending-cancelled
+            {"cpus": None},  # no CPU count known
+            {"elapsed_s": 0},  # cancelled the instant it started
+        ],
+    )
+    report = ratios.ratio_summary(con, RatioQuery(by=()))
+    assert report.jobs == 1
+    assert dict(report.excluded) == {
+        "no_gpus": 1,
+        "never_started": 1,
+        "no_cpus": 1,
+        "zero_elapsed": 1,
+    }
+
+
+def test_a_job_belongs_to_the_month_it_started_in_whole(con):
+    _insert(
+        con,
+        [
+            # submitted in January, started in February, ran into March
+            {"submit": dt.datetime(2024, 1, 31, 23), "start": dt.datetime(2024, 2, 29, 23),
+             "elapsed_s": 86400 * 3, "cpus": 2},
+            {"start": dt.datetime(2024, 3, 1), "cpus": 8},
+        ],
+    )  # fmt: skip
+    report = ratios.ratio_summary(con, RatioQuery(by=("month",)))
+    assert [(g.keys["month"], g.jobs, g.p50_cores_per_gpu) for g in report.groups] == [
+        ("2024-02", 1, 2.0),
+        ("2024-03", 1, 8.0),
+    ]
+    march = ratios.ratio_summary(
+        con, RatioQuery(by=(), start=dt.datetime(2024, 3, 1), end=dt.datetime(2024, 4, 1))
+    )
+    assert march.jobs == 1 and march.groups[0].p50_cores_per_gpu == 8.0
+
+
+def test_filters_select_states_partitions_users_and_minimum_gpus(con):
+    _insert(
+        con,
+        [
+            {"state": "COMPLETED", "partition": "a", "gpus": 1, "cpus": 1, "user": "u1"},
+            {"state": "FAILED", "partition": "a", "gpus": 2, "cpus": 4, "user": "u2"},
+            {"state": "COMPLETED", "partition": "b", "gpus": 4, "cpus": 16, "user": "u1"},
+            {"state": "TIMEOUT", "partition": "b", "gpus": 8, "cpus": 8, "user": "u2"},
+        ],
+    )
+
+    def p50(**kw: object) -> list[float]:
+        r = ratios.ratio_summary(con, RatioQuery(by=(), **kw))  # type: ignore[arg-type]
+        return [g.jobs for g in r.groups] + [g.p50_cores_per_gpu for g in r.groups]
+
+    assert p50(states=("completed",)) == [2, 2.5]
+    assert p50(partitions=("b",)) == [2, 2.5]
+    assert p50(min_gpus=4) == [2, 2.5]
+    assert p50(users=("u2",), min_gpus=4) == [1, 1.0]
+    assert p50(accounts=("nobody",)) == []
+
+
+def test_interactive_allocations_form_their_own_group(con):
+    _insert(
+        con,
+        [
+            {"is_interactive": True, "cpus": 1},
+            {"is_interactive": True, "cpus": 1},
+            {"is_interactive": False, "cpus": 16},
+            {"is_interactive": None, "cpus": 4},
+        ],
+    )
+    report = ratios.ratio_summary(con, RatioQuery(by=("interactive",)))
+    assert {g.keys["interactive"]: (g.jobs, g.p50_cores_per_gpu) for g in report.groups} == {
+        "batch": (1, 16.0),
+        "interactive": (2, 1.0),
+        "unknown": (1, 4.0),
+    }
+
+
+def test_every_group_key_can_be_combined(con):
+    _insert(con, _random_jobs(3, 200))
+    report = ratios.ratio_summary(con, RatioQuery(by=ratios.GROUP_KEYS))
+    assert sum(g.jobs for g in report.groups) == 200
+    assert set(report.groups[0].keys) == set(ratios.GROUP_KEYS)
+    assert report.groups[0].keys["gpu_count"] in (1, 2, 4, 8)
+
+
+def test_fair_share_comes_from_the_node_type_and_counts_jobs_below_it(con):
+    con.execute(
+        "INSERT INTO nodes (cluster, node_name, cpus, cpus_effective, gpus, gpu_type, "
+        "snapshot_at) VALUES ('c1', 'n1', 128, 124, 8, 'H100', now()), "
+        "('c1', 'n2', 64, NULL, 4, 'A100', now())"
+    )
+    _insert(
+        con,
+        [
+            {"gpu_type": "H100", "cpus": 8, "gpus": 1},  # 8 < 15.5
+            {"gpu_type": "H100", "cpus": 16, "gpus": 1},  # 16 >= 15.5
+            {"gpu_type": "A100", "cpus": 4, "gpus": 1},  # 4 < 16
+            {"gpu_type": "L40S", "cpus": 4, "gpus": 1},  # no node type known
+        ],
+    )
+    types = ratios.fair_share(con)
+    assert [(t.gpu_type, t.cores_per_gpu) for t in types] == [("A100", 16.0), ("H100", 15.5)]
+    groups = {g.keys["gpu_type"]: g for g in ratios.ratio_summary(con).groups}
+    assert groups["H100"].fair_share_cores_per_gpu == 15.5
+    assert groups["H100"].share_jobs_below_fair_share == 0.5
+    assert groups["A100"].share_jobs_below_fair_share == 1.0
+    assert groups["L40S"].fair_share_cores_per_gpu is None
+    assert groups["L40S"].share_jobs_below_fair_share is None
+
+
+def test_distribution_histogram_and_ecdf_add_up_to_the_summary(con):
+    jobs = _random_jobs(5, 500)
+    _insert(con, jobs)
+    q = RatioQuery(by=("gpu_type",))
+    dist = ratios.ratio_distribution(con, q, bins=(0, 1, 4, 16))
+    summary = {g.keys["gpu_type"]: g for g in ratios.ratio_summary(con, q).groups}
+    assert [g.keys["gpu_type"] for g in dist.groups] == sorted(summary)
+    for g in dist.groups:
+        s = summary[g.keys["gpu_type"]]
+        assert [(b.lo_cores_per_gpu, b.hi_cores_per_gpu) for b in g.histogram] == [
+            (0, 1), (1, 4), (4, 16), (16, None)
+        ]  # fmt: skip
+        assert sum(b.jobs for b in g.histogram) == s.jobs
+        assert sum(b.gpu_hours for b in g.histogram) == pytest.approx(s.gpu_hours)
+        below_4 = sum(b.jobs for b in g.histogram[:2]) / s.jobs
+        assert below_4 == pytest.approx(s.share_jobs_below[4.0])
+        assert g.ecdf[-1].share_jobs_at_or_below == pytest.approx(1.0)
+        xs = [p.cores_per_gpu for p in g.ecdf]
+        assert xs == sorted(set(xs))
+    assert len(dist.ecdf_records()) == sum(len(g.ecdf) for g in dist.groups)
+
+
+def test_bad_queries_are_usage_errors_that_name_the_fix(con):
+    with pytest.raises(UsageError, match="cannot group by colour; use any of: gpu_type"):
+        ratios.ratio_summary(con, RatioQuery(by=("colour",)))
+    with pytest.raises(UsageError, match="threshold"):
+        ratios.ratio_summary(con, RatioQuery(thresholds_cores_per_gpu=(0,)))
+    with pytest.raises(UsageError, match="time range is empty"):
+        ratios.ratio_summary(con, RatioQuery(start=T0, end=T0))
+    with pytest.raises(UsageError, match="ascending"):
+        ratios.ratio_distribution(con, RatioQuery(), bins=(4, 1))
+
+
+def test_an_empty_database_gives_no_groups_and_no_exclusions(con):
+    report = ratios.ratio_summary(con)
+    assert report.groups == () and dict(report.excluded) == {}
+
+
+# --- the CLI ---------------------------------------------------------------------------
+
+
+def _db_with_jobs(db_path: Path, jobs: list[dict]) -> str:
+    c = store.connect(db_path)
+    _insert(c, jobs)
+    c.close()
+    return str(db_path)
+
+
+def test_ratios_json_is_one_array_with_keys_then_the_contract_fields(cli, db_path):
+    db = _db_with_jobs(db_path, [{"cpus": 1, "gpus": 4}, {"cpus": 8}, {"gpus": 0}])
+    code, out, err = cli("ratios", "--db", db, "--by", "gpu_type,cluster", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert isinstance(data, list) and len(data) == 1
+    keys = list(data[0])
+    assert keys[:10] == [
+        "gpu_type", "cluster", "jobs", "gpu_hours", "p10", "p25", "p50", "p75", "p90", "mean"
+    ]  # fmt: skip
+    assert data[0]["jobs"] == 2 and data[0]["p50"] == pytest.approx(4.125)
+    assert data[0]["share_jobs_below_1"] == 0.5
+
+
+def test_ratios_excluded_json_lists_reasons_without_breaking_the_array(cli, db_path):
+    db = _db_with_jobs(db_path, [{"cpus": 4}, {"gpus": 0}, {"gpus": 0}, {"start": None}])
+    code, out, _ = cli("ratios", "--db", db, "--excluded", "--format", "json")
+    assert code == 0
+    assert json.loads(out) == [
+        {"reason": "never_started", "jobs": 1},
+        {"reason": "no_gpus", "jobs": 2},
+    ]
+
+
+def test_ratios_table_reports_exclusions_on_stderr(cli, db_path, monkeypatch):
+    db = _db_with_jobs(db_path, [{"cpus": 4}, {"gpus": 0}])
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal, so cells are not wrapped
+    code, out, err = cli("ratios", "--db", db)
+    assert code == 0
+    assert "H100" in out
+    assert "Excluded 1 jobs (no_gpus 1)" in err
+
+
+def test_ratios_csv_weighted_by_gpu_hours_has_a_header_and_one_line_per_group(cli, db_path):
+    db = _db_with_jobs(db_path, [{"gpu_type": "A100", "cpus": 2}, {"gpu_type": "H100", "cpus": 1}])
+    code, out, _ = cli("ratios", "--db", db, "--weight", "gpu-hours", "--format", "csv")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("gpu_type,jobs,gpu_hours,p10,")
+    assert [ln.split(",")[0] for ln in lines[1:]] == ["A100", "H100"]
+
+
+def test_ratios_bad_options_exit_with_the_usage_code_and_a_message(cli, db_path):
+    db = _db_with_jobs(db_path, [{}])
+    code, _, err = cli("ratios", "--db", db, "--by", "colour")
+    assert code == 2 and err.startswith("Error: cannot group by colour")
+    code, _, err = cli("ratios", "--db", db, "--thresholds", "1,two")
+    assert code == 2 and "'two' is not a number" in err
+
+
+def test_ratios_on_a_missing_database_says_how_to_create_it(cli, tmp_path):
+    code, _, err = cli("ratios", "--db", str(tmp_path / "none.duckdb"))
+    assert code == 4 and "advisor ingest" in err
