@@ -360,3 +360,44 @@ def bench_curves_chart(
             .encode(x="cores_per_gpu:Q", y="ttft_ms:Q", color=alt.Color(f"{series}:N"))
         )
     return alt.layer(*layers).properties(width=width, height=height)
+
+
+def share_trend_chart(
+    trends: pd.DataFrame,
+    *,
+    group: str = "cluster",
+    threshold_cores_per_gpu: float,
+    width: int = 620,
+    height: int = 240,
+) -> AnyChart:
+    """Share of jobs (dashed) and of GPU-hours (solid) below a threshold, by month and group.
+
+    Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1).
+    """
+    long = trends.melt(
+        id_vars=["month", group],
+        value_vars=["share_jobs_below", "share_gpu_hours_below"],
+        var_name="weighted_by",
+        value_name="share",
+    )
+    long["weighted_by"] = long["weighted_by"].map(
+        {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"}
+    )
+    long = long[long["share"].notna()]
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("month:T", title="month", timeUnit="yearmonth"),
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
+                    title=f"share below {threshold_cores_per_gpu:g} cores/GPU"),
+            color=alt.Color(f"{group}:N"),
+            strokeDash=alt.StrokeDash(
+                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]])
+            ),
+            detail="weighted_by:N",
+            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "weighted_by:N",
+                     alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width=width, height=height)
+    )

@@ -101,13 +101,14 @@ class GpuTypeCount:
 
 @dataclass(frozen=True)
 class FilterOptions:
-    """What the dashboard's filters can offer: values present in ``jobs`` and the time span."""
+    """What the dashboard's filters can offer: values present in ``jobs`` and the time span
+    (start time, else submit time, UTC: what ``advisor.ratios`` filters on)."""
 
     clusters: tuple[str, ...]
     partitions: tuple[str, ...]
     gpu_types: tuple[str, ...]
-    first_submit: dt.datetime | None
-    last_submit: dt.datetime | None
+    first_time: dt.datetime | None
+    last_time: dt.datetime | None
     jobs: int
     gpu_jobs: int
 
@@ -180,7 +181,7 @@ def gpu_type_counts(
 
 
 def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
-    """The clusters, partitions and GPU types present, and the submit-time span."""
+    """The clusters, partitions and GPU types present, and the time span of the jobs."""
     rows = _rows(con, "filter_options")
     clusters = sorted({r[0] for r in rows if r[0] is not None})
     partitions = sorted({r[1] for r in rows if r[1] is not None})
@@ -191,8 +192,8 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
         clusters=tuple(clusters),
         partitions=tuple(partitions),
         gpu_types=tuple(gpu_types),
-        first_submit=min(firsts) if firsts else None,
-        last_submit=max(lasts) if lasts else None,
+        first_time=min(firsts) if firsts else None,
+        last_time=max(lasts) if lasts else None,
         jobs=sum(int(r[3]) for r in rows),
         gpu_jobs=sum(int(r[3]) for r in rows if r[2] is not None),
     )

@@ -30,7 +30,7 @@ FROM (
   SELECT i,
          CASE WHEN i % 2 = 0 THEN 'teach' ELSE 'research' END AS cluster,
          CASE WHEN i % 5 = 0 THEN 'debug' ELSE 'gpu' END AS part,
-         TIMESTAMP '2024-01-01' + to_seconds((i * 7919) % (180 * 86400)) AS submit,
+         TIMESTAMP '2024-01-01' + to_seconds(((i * 104729) % 180) * 86400 + (i * 7919) % 86400) AS submit,
          600 + (i * 37) % 7200 AS elapsed,
          CASE WHEN $gpus THEN [1, 2, 4, 8][1 + i % 4] ELSE 0 END AS gpus,
          -- ratios: many at 1 core per GPU (teaching default), some at 2, 4, 8, 16
@@ -121,7 +121,7 @@ def test_ingest_log_lists_loads_newest_first_with_their_duration(gpu_db):
     assert log[0].duration_s == pytest.approx(9.0)
 
 
-def test_filter_options_offer_only_values_present_and_the_submit_span(gpu_db):
+def test_filter_options_offer_only_values_present_and_the_start_time_span(gpu_db):
     con = _ro(gpu_db)
     opts = datainfo.filter_options(con)
     con.close()
@@ -129,8 +129,8 @@ def test_filter_options_offer_only_values_present_and_the_submit_span(gpu_db):
     assert opts.partitions == ("debug", "gpu")
     assert opts.gpu_types == ("A100", "H100")
     assert (opts.jobs, opts.gpu_jobs) == (600, 600)
-    assert opts.first_submit is not None and opts.first_submit >= dt.datetime(2024, 1, 1)
-    assert opts.last_submit is not None and opts.last_submit < dt.datetime(2024, 6, 30)
+    assert opts.first_time is not None and opts.first_time >= dt.datetime(2024, 1, 1, 0, 1)
+    assert opts.last_time is not None and opts.last_time < dt.datetime(2024, 6, 30)
 
 
 def test_unknown_gpu_types_are_named_and_known_ones_are_not(tmp_path):

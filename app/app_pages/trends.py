@@ -1,0 +1,64 @@
+"""Trends page: P25 and P50 cores per GPU by month, split by cluster, partition or GPU type,
+and the share of GPU-hours below a threshold by month."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from advisor import charts
+from app import common
+
+st.title("Trends by month")
+key = common.db_key()
+common.require_gpu_jobs(key)
+common.warn_unknown_gpu_types(key)
+filters = common.current_filters()
+
+c1, c2, c3 = st.columns(3)
+split_label = c1.segmented_control(
+    "Split by", ["cluster", "partition", "GPU type"], default="cluster", key="tr_split"
+)
+split = {"cluster": "cluster", "partition": "partition", "GPU type": "gpu_type"}[
+    split_label or "cluster"
+]
+weight_label = c2.segmented_control(
+    "Weighted by", ["jobs", "GPU-hours"], default="jobs", key="tr_weight"
+) or "jobs"
+weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
+threshold = c3.selectbox("Threshold (cores per GPU)", [1.0, 2.0, 4.0, 8.0, 16.0], index=3,
+                         key="tr_threshold")
+
+q = common.ratio_query(filters, by=("month", split), weight=weight, thresholds=(threshold,))
+report = common.ratio_summary(key, q)
+if not report.groups:
+    common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
+
+rows = pd.DataFrame(
+    [
+        {
+            "month": pd.Timestamp(f"{g.keys['month']}-01"),
+            split: str(g.keys[split]),
+            "jobs": g.jobs,
+            "gpu_hours": g.gpu_hours,
+            "p25_cores_per_gpu": g.p25_cores_per_gpu,
+            "p50_cores_per_gpu": g.p50_cores_per_gpu,
+            "share_jobs_below": g.share_jobs_below[threshold],
+            "share_gpu_hours_below": g.share_gpu_hours_below[threshold],
+        }
+        for g in report.groups
+        if g.keys.get("month")
+    ]
+)
+
+st.subheader(f"P25 and P50 cores per GPU, by {split_label}")
+st.altair_chart(charts.trend_chart(rows, group=split))
+
+st.subheader(f"Share below {threshold:g} cores per GPU")
+st.altair_chart(
+    charts.share_trend_chart(rows, group=split, threshold_cores_per_gpu=threshold)
+)
+
+with st.expander("The numbers"):
+    st.dataframe(rows, hide_index=True)
+common.excluded_caption(report)

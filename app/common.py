@@ -1,0 +1,313 @@
+"""What every dashboard page shares: the database (opened read-only once), the sidebar filters,
+the privacy setting, cached calls into the core, and the messages for data that cannot be shown.
+
+Pages hold no business logic and no SQL: they call core functions (the same ones the CLI calls)
+through the ``st.cache_data`` wrappers here, keyed by the database file's path and modification
+time so that a new ingest shows up without restarting the dashboard.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import duckdb
+import streamlit as st
+
+from advisor import datainfo, store
+from advisor.errors import AdvisorError
+
+T = TypeVar("T")
+
+DbKey = tuple[str, float]  # (resolved path, modification time)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The sidebar's choices; an empty tuple means "all"."""
+
+    clusters: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    since: dt.date | None = None
+    until: dt.date | None = None  # inclusive
+
+    @property
+    def until_exclusive(self) -> dt.datetime | None:
+        """The first instant after the chosen last day (for half-open time ranges)."""
+        if self.until is None:
+            return None
+        return dt.datetime.combine(self.until + dt.timedelta(days=1), dt.time())
+
+    @property
+    def since_datetime(self) -> dt.datetime | None:
+        return dt.datetime.combine(self.since, dt.time()) if self.since else None
+
+
+def _argv_db() -> str | None:
+    """``--db FILE`` given after ``--`` to ``streamlit run app/streamlit_app.py``."""
+    argv = sys.argv
+    if not argv or not argv[0].endswith("streamlit_app.py"):
+        return None
+    for i, arg in enumerate(argv[1:], start=1):
+        if arg == "--db" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--db="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def db_key() -> DbKey:
+    """The database file (``--db``, else ``$ADVISOR_DB``, else ./advisor.duckdb) and its mtime.
+
+    Stops the page with the store's own message when the file does not exist.
+    """
+    path = store.resolve_db_path(_argv_db()).resolve()
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        stop_error(
+            f"{path}: no such database; load data first with `advisor ingest FILE --db {path}`"
+        )
+    return (str(path), mtime)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _connection(key: DbKey) -> duckdb.DuckDBPyConnection:
+    return store.connect(key[0], read_only=True)
+
+
+def connection(key: DbKey) -> duckdb.DuckDBPyConnection:
+    """A cursor on the one read-only connection of this database file (one per thread call)."""
+    try:
+        return _connection(key).cursor()
+    except AdvisorError as exc:
+        stop_error(str(exc))
+
+
+def stop_error(message: str) -> NoReturn:
+    st.error(message)
+    st.stop()
+    raise AssertionError("unreachable")  # st.stop() raises
+
+
+def stop_info(message: str) -> NoReturn:
+    st.info(message)
+    st.stop()
+    raise AssertionError("unreachable")
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run a core call; an AdvisorError becomes an error box on the page, never a traceback."""
+    try:
+        return fn()
+    except AdvisorError as exc:
+        stop_error(str(exc))
+
+
+# Cached core calls ---------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def filter_options(key: DbKey) -> datainfo.FilterOptions:
+    return datainfo.filter_options(connection(key))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def gpu_type_counts(key: DbKey, extra_known: tuple[str, ...] = ()) -> list[datainfo.GpuTypeCount]:
+    return datainfo.gpu_type_counts(connection(key), extra_known)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def ingest_log(key: DbKey, limit: int) -> list[datainfo.IngestRecord]:
+    return datainfo.ingest_log(connection(key), limit)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def reject_reasons(key: DbKey, limit: int) -> list[datainfo.RejectReason]:
+    return datainfo.reject_reasons(connection(key), limit)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def recent_rejects(key: DbKey, limit: int) -> list[datainfo.RejectRecord]:
+    return datainfo.recent_rejects(connection(key), limit)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=600)
+def freshness(key: DbKey) -> list[datainfo.ClusterFreshness]:
+    return datainfo.freshness(connection(key))
+
+
+def cached_core(name: str, key: DbKey, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn(con, *args)`` through ``st.cache_data`` (``name`` + ``args`` are the cache key).
+
+    Used for core functions whose modules are written by other domains (ratios, model, bench):
+    ``args`` must be hashable or picklable (frozen dataclasses are).
+    """
+    return _cached_core(name, key, args, _FunctionRef(fn))
+
+
+class _FunctionRef:
+    """Keeps the function out of Streamlit's cache hashing (its name is part of the key)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+
+@st.cache_data(
+    show_spinner=False,
+    max_entries=512,
+    hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
+)
+def _cached_core(name: str, key: DbKey, args: tuple[Any, ...], ref: _FunctionRef) -> Any:
+    return ref.fn(connection(key), *args)
+
+
+# Filters and privacy -------------------------------------------------------------------------
+
+
+def current_filters() -> Filters:
+    """The filters chosen in the sidebar (defaults when the sidebar has not run yet)."""
+    f = st.session_state.get("_filters")
+    return f if isinstance(f, Filters) else Filters()
+
+
+def hash_users() -> bool:
+    """Whether user and account names are shown as pseudonyms (setting or sidebar toggle)."""
+    return datainfo.hash_users_setting() or bool(st.session_state.get("hash_users", False))
+
+
+def display_name(name: str | None) -> str | None:
+    """A user or account name as the privacy setting allows it to be shown."""
+    if not hash_users():
+        return name
+    return datainfo.pseudonym(name, os.environ.get(datainfo.HASH_SALT_ENV, ""))
+
+
+def sidebar_filters(key: DbKey) -> Filters:
+    """Draw the filter widgets in the sidebar and remember the choice for every page."""
+    opts = guarded(lambda: filter_options(key))
+    sb = st.sidebar
+    sb.header("Filters")
+    clusters = sb.multiselect("Cluster", opts.clusters, key="f_clusters", placeholder="all")
+    partitions = sb.multiselect("Partition", opts.partitions, key="f_partitions", placeholder="all")
+    gpu_types = sb.multiselect("GPU type", opts.gpu_types, key="f_gpu_types", placeholder="all")
+    since = until = None
+    if opts.first_time is not None and opts.last_time is not None:
+        lo, hi = opts.first_time.date(), opts.last_time.date()
+        chosen = sb.date_input(
+            "Jobs started between (UTC)", value=(lo, hi), min_value=lo, max_value=hi, key="f_dates"
+        )
+        if isinstance(chosen, (tuple, list)) and len(chosen) == 2:
+            since, until = chosen[0], chosen[1]
+            if (since, until) == (lo, hi):
+                since = until = None  # the whole span: no time filter at all
+    forced = datainfo.hash_users_setting()
+    sb.toggle(
+        "Hide user and account names",
+        value=forced,
+        key="hash_users",
+        disabled=forced,
+        help="Shows stable pseudonyms instead of names (forced on by ADVISOR_HASH_USERS=1).",
+    )
+    sb.caption(f"Database: `{Path(key[0]).name}` · {opts.jobs:,} jobs, {opts.gpu_jobs:,} GPU jobs")
+    filters = Filters(tuple(clusters), tuple(partitions), tuple(gpu_types), since, until)
+    st.session_state["_filters"] = filters
+    return filters
+
+
+def require_gpu_jobs(key: DbKey) -> datainfo.FilterOptions:
+    """Stop with a clear message when the database has no jobs, or no GPU jobs at all."""
+    opts = guarded(lambda: filter_options(key))
+    if opts.jobs == 0:
+        stop_info(
+            "The database has no jobs yet. Load accounting records with "
+            f"`advisor ingest FILE --db {key[0]}` (sacct -P text, sacct --json or a jobcomp log)."
+        )
+    if opts.gpu_jobs == 0:
+        stop_info(
+            f"The database holds {opts.jobs:,} jobs but none of them used a GPU, so there is no "
+            "CPU-per-GPU ratio to show. GPU counts come from AllocTRES `gres/gpu` (or "
+            "`gres/gpu:TYPE`); load records that include that field."
+        )
+    return opts
+
+
+def warn_unknown_gpu_types(key: DbKey) -> None:
+    """Name the GPU types no family pattern recognised, and how to map them."""
+    counts = guarded(lambda: gpu_type_counts(key))
+    unknown = [c for c in counts if not c.known]
+    if unknown:
+        names = ", ".join(
+            f"`{c.gpu_type or '(no type)'}` ({c.jobs:,} jobs)" for c in unknown[:8]
+        )
+        st.warning(
+            f"Unrecognised GPU types: {names}. They are shown under their raw names; map them to "
+            "a family with a site mapping file (`ADVISOR_GPU_TYPES=map.json`, e.g. "
+            '`{"a100l": "A100"}`) and ingest again.'
+        )
+
+
+def missing_feature(what: str, module: str) -> NoReturn:
+    """Stop the page: a core module this page needs is not part of this build yet."""
+    stop_info(f"{what} is not available: this build has no `{module}` module yet.")
+
+
+# Ratio analytics (advisor.ratios) ------------------------------------------------------------
+
+
+def ratio_query(
+    filters: Filters,
+    by: tuple[str, ...] = ("gpu_type",),
+    weight: str = "jobs",
+    thresholds: tuple[float, ...] | None = None,
+) -> Any:
+    """The sidebar's filters as an ``advisor.ratios.RatioQuery`` (time range on job start)."""
+    from advisor import ratios
+
+    kwargs: dict[str, Any] = {}
+    if thresholds is not None:
+        kwargs["thresholds_cores_per_gpu"] = thresholds
+    return ratios.RatioQuery(
+        by=by,
+        weight=ratios.Weight(weight),
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+        **kwargs,
+    )
+
+
+def ratio_summary(key: DbKey, q: Any) -> Any:
+    """``advisor.ratios.ratio_summary`` through the cache (a ``RatioReport``)."""
+    from advisor import ratios
+
+    return guarded(lambda: cached_core("ratio_summary", key, ratios.ratio_summary, q))
+
+
+def ratio_distribution(key: DbKey, q: Any) -> Any:
+    """``advisor.ratios.ratio_distribution`` through the cache (a ``RatioDistribution``)."""
+    from advisor import ratios
+
+    return guarded(lambda: cached_core("ratio_distribution", key, ratios.ratio_distribution, q))
+
+
+def node_types(key: DbKey) -> list[Any]:
+    """``advisor.ratios.fair_share``: every GPU node type and its fair share of cores per GPU."""
+    from advisor import ratios
+
+    return guarded(lambda: cached_core("fair_share", key, ratios.fair_share))
+
+
+def excluded_caption(report: Any) -> None:
+    """Say how many jobs the filters selected but the ratio cannot count, and why."""
+    if report.excluded_jobs:
+        parts = ", ".join(f"{n:,} {reason.replace('_', ' ')}" for reason, n in report.excluded.items())
+        st.caption(f"Not counted: {parts} (jobs without GPUs, never started, or without CPUs).")

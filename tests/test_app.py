@@ -1,0 +1,237 @@
+"""The dashboard through Streamlit's AppTest, against real DuckDB files (tests/test_app_data.py).
+
+Every page is run on a database with GPU jobs, an empty one, one with only CPU jobs and one with
+an unrecognised GPU type; the numbers shown are checked against the core functions the pages
+call, and the sidebar filters and the privacy setting are checked to change what is shown.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor import ratios, store
+from tests.test_app_data import make_db
+
+APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+PAGES = ("overview", "trends", "who", "recommend", "benchmarks", "data")
+# Charts each page must draw on the GPU database (Recommend and Benchmarks depend on model and
+# bench data, checked in their own tests below).
+CHARTS = {"overview": 2, "trends": 2, "who": 1, "data": 1}
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("dash")
+    return {k: make_db(root / f"{k}.duckdb", k) for k in ("gpu", "empty", "cpu_only", "unknown_gpu")}
+
+
+def _app(monkeypatch, db: Path) -> AppTest:
+    monkeypatch.setenv("ADVISOR_DB", str(db))
+    monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
+    return AppTest.from_file(str(APP), default_timeout=60)
+
+
+def _open(at: AppTest, page: str) -> AppTest:
+    if page == "overview":
+        at.switch_page("app_pages/overview.py")
+    else:
+        at.switch_page(f"app_pages/{page}.py")
+    return at.run()
+
+
+def _charts(at: AppTest) -> list:
+    return list(at.get("vega_lite_chart"))
+
+
+def _no_exception(at: AppTest, page: str) -> None:
+    assert not at.exception, f"{page}: {[e.value for e in at.exception]}"
+
+
+def test_every_page_renders_its_charts_without_an_exception_on_gpu_jobs(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    for page in PAGES:
+        _open(at, page)
+        _no_exception(at, page)
+        assert not at.error, f"{page}: {[e.value for e in at.error]}"
+        assert len(_charts(at)) >= CHARTS.get(page, 0), page
+        assert at.title, page
+
+
+def test_overview_shows_the_core_p50_per_gpu_type_and_one_histogram_panel_each(monkeypatch, dbs):
+    con = store.connect(dbs["gpu"], read_only=True)
+    expected = {g.keys["gpu_type"]: g for g in ratios.ratio_summary(con).groups}
+    con.close()
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    shown = {m.label.split(":")[0]: m for m in at.metric}
+    assert set(shown) == set(expected) == {"H100", "A100"}
+    for gpu_type, g in expected.items():
+        assert shown[gpu_type].value == f"{g.p50_cores_per_gpu:.2f}"
+        assert f"{g.jobs:,} jobs" in shown[gpu_type].delta
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert [p["title"] for p in spec["vconcat"]] == ["H100", "A100"]  # most jobs first
+
+
+def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    at.button_group(key="ov_view").set_value("ECDF")
+    at.button_group(key="ov_weight").set_value("GPU-hours")
+    at.run()
+    _no_exception(at, "overview")
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
+    assert "gpu_hours" in spec["layer"][0]["encoding"]["y"]["title"]
+
+
+def test_cluster_filter_in_the_sidebar_narrows_every_number(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    before = at.dataframe[0].value.set_index("gpu_type")["jobs"].sum()
+    at.sidebar.multiselect(key="f_clusters").set_value(["teach"]).run()
+    after = at.dataframe[0].value.set_index("gpu_type")["jobs"]
+    assert before == 600 and after.sum() == 300
+    con = store.connect(dbs["gpu"], read_only=True)
+    teach = ratios.ratio_summary(con, ratios.RatioQuery(clusters=("teach",)))
+    con.close()
+    assert {g.keys["gpu_type"]: g.jobs for g in teach.groups} == after.to_dict()
+    # the filter holds on the next page too
+    _open(at, "who")
+    assert at.dataframe[0].value["jobs"].sum() <= 300
+
+
+def test_time_range_filter_keeps_only_jobs_started_in_it(monkeypatch, dbs):
+    import datetime as dt
+
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    at.sidebar.date_input(key="f_dates").set_value((dt.date(2024, 2, 1), dt.date(2024, 2, 29)))
+    at.run()
+    _no_exception(at, "overview")
+    con = store.connect(dbs["gpu"], read_only=True)
+    feb = ratios.ratio_summary(
+        con, ratios.RatioQuery(start=dt.datetime(2024, 2, 1), end=dt.datetime(2024, 3, 1))
+    )
+    con.close()
+    shown = at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+    assert shown == {g.keys["gpu_type"]: g.jobs for g in feb.groups}
+    assert 0 < sum(shown.values()) < 600
+
+
+def test_trends_split_by_partition_draws_one_line_per_partition(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "trends")
+    at.button_group(key="tr_split").set_value("partition").run()
+    _no_exception(at, "trends")
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert spec["encoding"]["color"]["field"] == "partition"
+    table = at.dataframe[0].value
+    assert set(table["partition"]) == {"gpu", "debug"}
+    assert len(set(table["month"])) == 6  # January to June 2024
+
+
+def test_who_lists_gpu_hours_below_the_target_with_the_flag(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "who")
+    at.number_input(key="who_target").set_value(4.0).run()
+    table = at.dataframe[0].value
+    assert (table["flag"] == "--cpus-per-gpu=4").all()
+    assert (table["gpu_hours_below"] > 0).all()
+    assert table["gpu_hours_below"].is_monotonic_decreasing
+    assert set(table["account"]) <= {"acct0", "acct1", "acct2"}
+
+
+def test_privacy_toggle_replaces_user_names_with_pseudonyms(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "who")
+    at.button_group(key="who_by").set_value("user").run()
+    assert any(u.startswith("user") for u in at.dataframe[0].value["user"])
+    at.sidebar.toggle(key="hash_users").set_value(True).run()
+    users = list(at.dataframe[0].value["user"])
+    assert users and all(u.startswith("u-") and "user" not in u for u in users)
+    spec_data = str(_charts(at)[0].proto.datasets)
+    assert "user1" not in spec_data
+
+
+def test_privacy_setting_in_the_environment_cannot_be_switched_off(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    monkeypatch.setenv("ADVISOR_HASH_USERS", "1")
+    at.run()
+    toggle = at.sidebar.toggle(key="hash_users")
+    assert toggle.value is True and toggle.disabled
+    _open(at, "who")
+    assert all(a.startswith("u-") for a in at.dataframe[0].value["account"])
+
+
+def test_data_page_shows_freshness_ingests_and_rejects_by_reason(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "data")
+    _no_exception(at, "data")
+    assert {m.label for m in at.metric} == {"research", "teach"}
+    frames = [d.value for d in at.dataframe]
+    reasons = next(f for f in frames if "reason" in f.columns and "records" in f.columns)
+    assert reasons["records"].sum() == 3
+    assert "not a timestamp: 'notadate'" in set(reasons["reason"])
+    log = next(f for f in frames if "ingest_id" in f.columns and "inserted" in f.columns)
+    assert log["inserted"].tolist() == [600]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_an_empty_database_gets_a_message_on_every_page(monkeypatch, dbs, page):
+    at = _app(monkeypatch, dbs["empty"])
+    at.run()
+    _open(at, page)
+    _no_exception(at, page)
+    assert any("no jobs" in i.value.lower() for i in at.info), [i.value for i in at.info]
+    if page != "data":
+        assert not _charts(at)
+
+
+@pytest.mark.parametrize("page", ("overview", "trends", "who"))
+def test_a_database_of_cpu_jobs_only_says_there_is_no_ratio_to_show(monkeypatch, dbs, page):
+    at = _app(monkeypatch, dbs["cpu_only"])
+    at.run()
+    _open(at, page)
+    _no_exception(at, page)
+    assert any("none of them used a GPU" in i.value for i in at.info)
+    assert not _charts(at)
+
+
+@pytest.mark.parametrize("page", ("overview", "trends", "who", "data"))
+def test_unknown_gpu_types_are_named_with_the_fix_and_still_charted(monkeypatch, dbs, page):
+    at = _app(monkeypatch, dbs["unknown_gpu"])
+    at.run()
+    _open(at, page)
+    _no_exception(at, page)
+    warning = " ".join(w.value for w in at.warning)
+    assert "Zorblax9" in warning and "ADVISOR_GPU_TYPES" in warning
+    assert _charts(at)
+
+
+def test_a_missing_database_is_an_error_naming_the_file_and_the_fix(monkeypatch, tmp_path):
+    at = _app(monkeypatch, tmp_path / "absent.duckdb")
+    at.run()
+    _no_exception(at, "overview")
+    message = " ".join(e.value for e in at.error)
+    assert "absent.duckdb" in message and "advisor ingest" in message
+
+
+def test_cluster_partition_and_gpu_type_filters_combine(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    at.sidebar.multiselect(key="f_clusters").set_value(["teach"])
+    at.sidebar.multiselect(key="f_gpu_types").set_value(["A100"])
+    at.sidebar.multiselect(key="f_partitions").set_value(["debug"])
+    at.run()
+    _no_exception(at, "overview")
+    # teach jobs are even-numbered, debug every 5th, A100 every 3rd: 600 / 30 = 20 remain
+    assert at.dataframe[0].value["jobs"].sum() == 20
