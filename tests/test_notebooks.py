@@ -1,0 +1,71 @@
+"""The notebooks run top to bottom on the shipped data (nbclient, the venv's own kernel), and
+are kept in git without outputs. Each ends with one ``SUMMARY {json}`` line; the tests check
+those numbers against direct calls of the same core functions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _run(path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str] | None = None):
+    nbformat = pytest.importorskip("nbformat", reason="SKIPPED LOUDLY: nbformat is missing")
+    nbclient = pytest.importorskip("nbclient", reason="SKIPPED LOUDLY: nbclient is missing")
+    pytest.importorskip("ipykernel", reason="SKIPPED LOUDLY: ipykernel is missing")
+    for name in ("ADVISOR_DB", "ADVISOR_MODEL", "ADVISOR_CALIBRATION_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for k, v in (env or {}).items():
+        monkeypatch.setenv(k, v)
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()  # raises CellExecutionError naming the cell when any cell fails
+    return nb
+
+
+def _summary(nb) -> dict:
+    for cell in reversed(nb.cells):
+        for out in cell.get("outputs", []):
+            text = out.get("text", "")
+            for line in text.splitlines():
+                if line.startswith("SUMMARY "):
+                    return json.loads(line[len("SUMMARY ") :])
+    raise AssertionError("the notebook printed no SUMMARY line")
+
+
+def test_there_are_notebooks_to_check():
+    names = {p.name for p in NOTEBOOKS}
+    assert "ttft-model-vs-published.ipynb" in names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_committed_without_outputs(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            assert cell.get("outputs") == [], f"{path.name} cell {i} has outputs"
+            assert cell.get("execution_count") is None, f"{path.name} cell {i} was executed"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypatch):
+    from advisor import calibration, slowdown
+
+    nb = _run(ROOT / "notebooks" / "ttft-model-vs-published.ipynb", monkeypatch)
+    s = _summary(nb)
+    loaded = calibration.load_points(ROOT / "data" / "calibration")
+    params = slowdown.load_params()
+    ts = calibration.training_set(loaded.points, params.max_slowdown)
+    assert s["points_loaded"] == len(loaded.points)
+    assert s["points_fitted"] == len(ts.y)
+    assert s["points_censored"] == sum(ts.censored)
+    assert s["bench_points"] == sum(p.source_kind == "bench" for p in ts.points)
+    # the refit on the same points agrees with the shipped model within 10% everywhere
+    assert 0.9 <= s["min_refit_vs_shipped"] <= s["max_refit_vs_shipped"] <= 1.1
+    assert 0.0 <= s["mape_shipped_paper"] < 1.0
