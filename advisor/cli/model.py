@@ -1,9 +1,242 @@
-"""CLI commands of the model domain (filled in by its issue)."""
+"""CLI of the model domain: ``fit``, ``recommend`` (a job, or a partition's job mix),
+``policy export`` and ``calibration list``.
+
+Each command parses its options, calls one core function and formats the result. Core modules
+are imported inside the commands: ``advisor recommend --format json`` is on the job-submit path
+and must start fast (nothing heavier than numpy is imported for it).
+"""
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
 import typer
+
+from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+
+policy_app = typer.Typer(help="The CPU-per-GPU policy for Slurm's Lua plugins.",
+                         no_args_is_help=True)
+calibration_app = typer.Typer(help="The points the TTFT model is fitted on.",
+                              no_args_is_help=True)
+
+PricingOption = Annotated[
+    str | None,
+    typer.Option("--pricing", help="CSV of the site's own prices (columns: docs/model.md); "
+                 "its rows win over the built-in AWS table."),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", envvar="ADVISOR_MODEL", show_envvar=False,
+                 help="Fitted model JSON (default: $ADVISOR_MODEL, else the shipped one)."),
+]
+CalibrationDirOption = Annotated[
+    str | None,
+    typer.Option("--calibration-dir", help="Folder of calibration CSVs (default: "
+                 "$ADVISOR_CALIBRATION_DIR, else data/calibration)."),
+]
+
+
+def _warn(messages: Any) -> None:
+    for m in messages:
+        sys.stderr.write(f"Warning: {m}\n")
+
+
+def fit_cmd(
+    calibration_dir: CalibrationDirOption = None,
+    db: DbOption = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the fitted model "
+                      "JSON here (recommend reads it with --model or $ADVISOR_MODEL).")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap refits for the "
+                         "intervals.")] = 50,
+    alpha: Annotated[float, typer.Option("--alpha", help="Ridge penalty on the covariate "
+                     "effects.")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed of the bootstrap.")] = 0,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Fit the TTFT-vs-cores model on the published and bench points; report its LOO error."""
+    from advisor.calibration import FitConfig, fit_model
+    from advisor.cli._output import RichProgress
+
+    cfg = FitConfig(calibration_dir=calibration_dir, db=db, output=output,
+                    n_bootstrap=bootstrap, alpha=alpha, random_state=seed)
+    with RichProgress() as progress:
+        report = fit_model(cfg, progress)
+    _warn(report.warnings)
+    if fmt is OutputFormat.json:
+        emit_json(report)
+        return
+    emit_rows([{
+        "points_fitted": report.points_fitted, "censored": report.points_censored,
+        "loo_mape": report.loo_mape, "loo_mape_bench": report.loo_mape_bench,
+        "demand_cores_per_gpu": report.demand_cores_per_gpu_at_reference, "k": report.k,
+        "sigma_log": report.sigma_log, "saved_to": report.model_path,
+    }], fmt, title="fit")
+    emit_rows(report.loo_by_group, fmt, title="leave-one-out error by source and platform")
+
+
+def recommend_cmd(
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="GPU family or GRES type, "
+                        "e.g. H100, h100_80gb.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the job; without it, "
+                    "--partition recommends for the partition's observed jobs.")] = None,
+    model_size: Annotated[str | None, typer.Option("--model-size", help="Model size, e.g. 8b, "
+                          "70b (default: the model's reference, 8b).")] = None,
+    rps: Annotated[float | None, typer.Option("--rps", help="Requests per second "
+                   "(default 8).")] = None,
+    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", help="Typical prompt "
+                             "length in tokens (default 16384).")] = None,
+    current_cpus_per_gpu: Annotated[float | None, typer.Option(
+        "--current-cpus-per-gpu", help="Cores per GPU the job has now (default: Slurm's "
+        "default, 1 CPU per task, i.e. 1/GPUs).")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Accept TTFT within this "
+                         "fraction of ample cores.")] = 0.10,
+    ample_ttft_ms: Annotated[float | None, typer.Option("--ample-ttft-ms", help="Measured TTFT "
+                             "with ample cores, to report TTFTs in ms.")] = None,
+    max_cpus_per_gpu: Annotated[int | None, typer.Option("--max-cpus-per-gpu", help="Most cores "
+                                "per GPU a node gives (default: node inventory, else the cloud "
+                                "instance).")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", help="Partition ('*' for all): "
+                         "with --gpus it restricts the node inventory; without, it recommends "
+                         "DefCpuPerGPU from the partition's jobs.")] = None,
+    db: DbOption = None,
+    pricing: PricingOption = None,
+    model: ModelOption = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition), with cost delta."""
+    from advisor.recommend import Workload, parse_model_size
+
+    workload = Workload(parse_model_size(model_size), rps, prompt_tokens)
+    if gpus is None:
+        if partition is None:
+            from advisor.errors import UsageError
+
+            raise UsageError("give --gpus N (a job) or --partition NAME|'*' (a partition's jobs)")
+        from advisor.cli._output import RichProgress
+        from advisor.recommend import PartitionQuery, recommend_partitions
+
+        with RichProgress() as progress:
+            report = recommend_partitions(
+                PartitionQuery(db=db, partition=None if partition == "*" else partition,
+                               gpu_type=gpu_type, workload=workload, tolerance=tolerance,
+                               pricing_file=pricing, model_file=model),
+                progress,
+            )
+        for row in report.rows:
+            _warn(f"{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
+        if fmt is OutputFormat.json:
+            emit_json({"partitions": report.rows, "assumptions": report.assumptions})
+            return
+        emit_rows([{k: v for k, v in r.__dict__.items() if k != "warnings"} for r in report.rows],
+                  fmt, title="DefCpuPerGPU by partition and GPU type")
+        return
+    if gpu_type is None:
+        from advisor.errors import UsageError
+
+        raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
+    from advisor.recommend import JobQuery, recommend_job
+
+    rec = recommend_job(JobQuery(
+        gpu_type=gpu_type, gpus=gpus, workload=workload,
+        current_cpus_per_gpu=current_cpus_per_gpu, tolerance=tolerance,
+        ample_ttft_ms=ample_ttft_ms, max_cpus_per_gpu=max_cpus_per_gpu,
+        partition=None if partition == "*" else partition, db=db, pricing_file=pricing,
+        model_file=model,
+    ))
+    if fmt is OutputFormat.json:
+        emit_json(rec)
+        return
+    _warn(rec.warnings)
+    emit_rows([{
+        "gpu_type": rec.gpu_type, "gpus": rec.gpus, "now": rec.current_cpus_per_gpu,
+        "recommended": rec.slurm_option, "speedup": rec.predicted_speedup,
+        "speedup_low": rec.speedup_interval[0], "speedup_high": rec.speedup_interval[1],
+        "extra_vcpus": rec.extra_vcpus, "usd_per_hour": rec.usd_per_hour_delta,
+        "cost_pct": rec.cost_delta_pct, "cap": rec.max_cpus_per_gpu,
+    }], fmt, title="cores per GPU")
+
+
+class PolicyFormat(StrEnum):
+    lua = "lua"
+    json = "json"
+    slurm_conf = "slurm.conf"
+
+
+class PolicyMode(StrEnum):
+    advise = "advise"
+    set_default_when_unset = "set-default-when-unset"
+    enforce_minimum = "enforce-minimum"
+
+
+@policy_app.command("export")
+def policy_export_cmd(
+    fmt: Annotated[PolicyFormat, typer.Option("--format", "-f", help="lua (for the plugins), "
+                   "json, or slurm.conf lines.")] = PolicyFormat.lua,
+    mode: Annotated[PolicyMode, typer.Option("--mode", help="What the plugins do with the "
+                    "rules.")] = PolicyMode.set_default_when_unset,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Default cores: TTFT within "
+                         "this of ample cores.")] = 0.10,
+    min_tolerance: Annotated[float, typer.Option("--min-tolerance", help="Minimum cores: TTFT "
+                             "within this of ample cores.")] = 0.50,
+    model_size: Annotated[str | None, typer.Option("--model-size", help="Workload: model "
+                          "size.")] = None,
+    rps: Annotated[float | None, typer.Option("--rps", help="Workload: requests/s.")] = None,
+    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens",
+                             help="Workload: prompt tokens.")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of "
+                      "stdout (written whole, then renamed into place).")] = None,
+    db: DbOption = None,
+    pricing: PricingOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
+    from advisor.policy import Mode, PolicyConfig, build_policy, to_json, to_lua, to_slurm_conf
+    from advisor.recommend import Workload, parse_model_size
+
+    policy = build_policy(PolicyConfig(
+        mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
+        workload=Workload(parse_model_size(model_size), rps, prompt_tokens), db=db,
+        pricing_file=pricing, model_file=model,
+    ))
+    render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
+              PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
+    text = render(policy)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    import os
+    from pathlib import Path
+
+    target = Path(output)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)  # the plugins never read a half-written file
+    sys.stderr.write(f"wrote {len(policy.rules)} rules to {target}\n")
+
+
+@calibration_app.command("list")
+def calibration_list_cmd(
+    calibration_dir: CalibrationDirOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Every calibration point (published and bench) with its provenance."""
+    from advisor.calibration import load_points, point_rows
+
+    loaded = load_points(calibration_dir, db)
+    _warn(loaded.problems)
+    columns = None
+    if fmt is OutputFormat.table:
+        columns = ["point_id", "platform", "model", "gpus", "load_rps", "cores_per_gpu",
+                   "metric", "value", "unit", "source"]
+    emit_rows(point_rows(loaded), fmt, columns=columns, title="calibration points")
 
 
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
+    app.command("fit")(fit_cmd)
+    app.command("recommend")(recommend_cmd)
+    app.add_typer(policy_app, name="policy")
+    app.add_typer(calibration_app, name="calibration")

@@ -1,0 +1,240 @@
+"""The CPU-per-GPU policy that Slurm's job_submit / cli_filter Lua plugins apply, and its export.
+
+The structure is the contract in ``docs/policy-format.md``: a version, when and by what it was
+generated, and rules ``(partition, gpu_type, min_cpus_per_gpu, default_cpus_per_gpu, mode)``
+where the most specific match wins. :func:`build_policy` makes the rules from recommendations:
+
+- with a database: one rule per observed (partition, GRES type) from
+  :func:`advisor.recommend.recommend_partitions` (default = the recommended ``DefCpuPerGPU``,
+  minimum = the cores within ``min_tolerance`` of ample);
+- always: one ``("*", <gres type>)`` rule per GPU family with a known instance price (GRES type =
+  the family in lower case, e.g. ``h100``) and a ``("*", "*")`` fallback, from the job
+  recommendation at the configured workload (4 GPUs for the fallback).
+
+Renderers: :func:`to_lua` (a Lua 5.1 chunk returning the table), :func:`to_json`, and
+:func:`to_slurm_conf` (``PartitionName=... DefCpuPerGPU=N`` lines for the partitions).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from advisor.errors import UsageError
+from advisor.progress import ProgressFn, no_progress
+from advisor.recommend import PartitionQuery, Workload
+
+POLICY_VERSION = 1
+WILDCARD = "*"
+
+
+class Mode(StrEnum):
+    advise = "advise"
+    set_default_when_unset = "set-default-when-unset"
+    enforce_minimum = "enforce-minimum"
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """Cores per GPU for jobs of one partition and GRES type (``*`` matches any)."""
+
+    partition: str
+    gpu_type: str
+    min_cpus_per_gpu: int
+    default_cpus_per_gpu: int
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class Policy:
+    version: int
+    generated_at: str
+    source: str
+    rules: tuple[PolicyRule, ...]
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """How to build the policy: the mode, the targets, the workload, and the inputs."""
+
+    mode: Mode = Mode.set_default_when_unset
+    tolerance: float = 0.10
+    min_tolerance: float = 0.50
+    workload: Workload = Workload()
+    fallback_gpus: int = 4
+    db: str | None = None  # None or a missing file: no per-partition rules
+    pricing_file: str | None = None
+    model_file: str | None = None
+
+
+def _specificity(rule: PolicyRule) -> tuple[int, str, str]:
+    rank = (0 if rule.partition != WILDCARD else 2) + (0 if rule.gpu_type != WILDCARD else 1)
+    return (rank, rule.partition, rule.gpu_type)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"advisor {version('advisor')}"
+    except Exception:
+        return "advisor"
+
+
+def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Policy:
+    """Rules from the recommendations (see the module doc), most specific first."""
+    from advisor.pricing import load_pricing
+    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
+    from advisor.slowdown import load_params
+    from advisor.store import resolve_db_path
+
+    if not isinstance(cfg.mode, Mode):
+        raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
+    if not 0 < cfg.tolerance <= cfg.min_tolerance:
+        raise UsageError("need 0 < tolerance <= min tolerance (the default is never below the "
+                         f"minimum); got {cfg.tolerance} and {cfg.min_tolerance}")
+    rules: dict[tuple[str, str], PolicyRule] = {}
+    params = load_params(cfg.model_file)
+    book = load_pricing(cfg.pricing_file)
+
+    def job_rule(partition: str, gres: str, gpu_type: str | None, gpus: int) -> PolicyRule:
+        if gpu_type is not None:
+            rec = recommend_job(JobQuery(gpu_type=gpu_type, gpus=gpus, workload=cfg.workload,
+                                         tolerance=cfg.tolerance, db=cfg.db,
+                                         pricing_file=cfg.pricing_file,
+                                         model_file=cfg.model_file))
+            dflt, cap = rec.cpus_per_gpu, rec.max_cpus_per_gpu
+            platform: str | None = gpu_type
+        else:
+            cap = 64
+            platform = None
+            dflt, _ = smallest_sufficient(params, gpus=gpus, platform=None,
+                                          workload=cfg.workload, tolerance=cfg.tolerance, cap=cap)
+        mn, _ = smallest_sufficient(params, gpus=gpus, platform=platform, workload=cfg.workload,
+                                    tolerance=cfg.min_tolerance, cap=cap)
+        return PolicyRule(partition, gres, min(mn, dflt), dflt, cfg.mode)
+
+    for fam in book.gpu_types():
+        gres = fam.lower().replace(" ", "_")
+        rules[(WILDCARD, gres)] = job_rule(WILDCARD, gres, fam, cfg.fallback_gpus)
+    rules[(WILDCARD, WILDCARD)] = job_rule(WILDCARD, WILDCARD, None, cfg.fallback_gpus)
+
+    db_path = resolve_db_path(cfg.db)
+    if db_path.exists():
+        report = recommend_partitions(
+            PartitionQuery(db=str(db_path), workload=cfg.workload, tolerance=cfg.tolerance,
+                           min_tolerance=cfg.min_tolerance, pricing_file=cfg.pricing_file,
+                           model_file=cfg.model_file),
+            progress,
+        )
+        for r in report.rows:
+            if not r.partition:
+                continue
+            gres = (r.gres_type or (WILDCARD if r.gpu_type == "(untyped)" else r.gpu_type)).lower()
+            rules[(r.partition, gres)] = PolicyRule(
+                r.partition, gres, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode)
+    ordered = tuple(sorted(rules.values(), key=_specificity))
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    return Policy(POLICY_VERSION, now.strftime("%Y-%m-%dT%H:%M:%SZ"), _version(), ordered)
+
+
+def _plain(policy: Policy) -> dict[str, Any]:
+    return {
+        "version": policy.version,
+        "generated_at": policy.generated_at,
+        "source": policy.source,
+        "rules": [
+            {"partition": r.partition, "gpu_type": r.gpu_type,
+             "min_cpus_per_gpu": r.min_cpus_per_gpu,
+             "default_cpus_per_gpu": r.default_cpus_per_gpu, "mode": r.mode.value}
+            for r in policy.rules
+        ],
+    }
+
+
+def to_json(policy: Policy) -> str:
+    """The policy as JSON (the same structure as the Lua table)."""
+    return json.dumps(_plain(policy), indent=2) + "\n"
+
+
+def lua_string(text: str) -> str:
+    """A Lua 5.1 double-quoted string literal of ``text`` (any byte escaped as needed)."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= code < 127:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b}" for b in ch.encode("utf-8"))
+    out.append('"')
+    return "".join(out)
+
+
+def _lua_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot write {value} into a Lua policy")
+        return repr(value)
+    return lua_string(str(value))
+
+
+def to_lua(policy: Policy) -> str:
+    """A Lua 5.1 chunk that returns the policy table (docs/policy-format.md)."""
+    data = _plain(policy)
+    lines = [
+        "-- CPU-per-GPU policy exported by `advisor policy export --format lua`.",
+        "-- Contract: docs/policy-format.md. Most specific rule wins:",
+        '-- (partition, gpu_type) > (partition, "*") > ("*", gpu_type) > ("*", "*").',
+        "return {",
+        f"  version = {data['version']},",
+        f"  generated_at = {lua_string(data['generated_at'])},",
+        f"  source = {lua_string(data['source'])},",
+        "  rules = {",
+    ]
+    for rule in data["rules"]:
+        fields = ", ".join(f"{k} = {_lua_value(v)}" for k, v in rule.items())
+        lines.append(f"    {{ {fields} }},")
+    lines += ["  },", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_slurm_conf(policy: Policy) -> str:
+    """``PartitionName=P DefCpuPerGPU=N`` for each partition with rules (the largest default
+    among its GPU types, since DefCpuPerGPU is per partition), as lines to merge into
+    slurm.conf."""
+    per_partition: dict[str, int] = {}
+    for r in policy.rules:
+        if r.partition == WILDCARD:
+            continue
+        per_partition[r.partition] = max(per_partition.get(r.partition, 0),
+                                         r.default_cpus_per_gpu)
+    lines = [
+        f"# DefCpuPerGPU per partition, from advisor policy ({policy.generated_at}).",
+        "# Merge into the existing PartitionName lines of slurm.conf; Slurm has no MaxCPUsPerGPU,",
+        "# the minimum is enforced by the job_submit plugin (docs/policy-format.md).",
+    ]
+    if not per_partition:
+        fallback = next((r for r in policy.rules
+                         if r.partition == WILDCARD and r.gpu_type == WILDCARD), None)
+        lines.append("# No partitions observed (no database): the cluster-wide default would be")
+        if fallback is not None:
+            lines.append(f"# DefCpuPerGPU={fallback.default_cpus_per_gpu}")
+    for name, value in sorted(per_partition.items()):
+        if any(c.isspace() for c in name) or "=" in name:
+            raise UsageError(f"partition name {name!r} cannot be written into slurm.conf")
+        lines.append(f"PartitionName={name} DefCpuPerGPU={value}")
+    return "\n".join(lines) + "\n"

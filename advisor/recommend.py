@@ -1,0 +1,508 @@
+"""Recommendations of cores per GPU: for one job (the job-submit path) and for a partition's
+observed job mix, each with the predicted TTFT gain and the cost of the extra cores.
+
+For a job (:func:`recommend_job`): the smallest whole number of cores per GPU whose predicted
+TTFT is within ``tolerance`` of ample cores, capped by what the node type can give (the
+``nodes`` table when a database is there, else the reference cloud instance's vCPUs per GPU).
+It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
+exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
+
+For a partition (:func:`recommend_partitions`): from the jobs in the database, per (partition,
+GPU family), the recommended ``DefCpuPerGPU``, the jobs and GPU-hours below it, the GPU time
+estimated lost to CPU starvation, and what fixing it costs per month. Distribution figures
+(jobs, GPU-hours, P25/P50, shares below) come from :func:`advisor.ratios.ratio_summary`, so they
+match ``advisor ratios``; the job mix by (CPUs, GPUs) comes from ``sql/recommend/job_mix.sql``.
+
+Assumptions (also returned with every answer):
+
+- the model predicts the slowdown of TTFT of an LLM server (vLLM-like, attacker/victim load);
+  a job's GPU time lost is its GPU-hours x (1 - slowdown(recommended) / slowdown(its cores)):
+  as if every GPU job were such a server, which overstates it for training and batch jobs;
+- Slurm's default for a job that asks for none is one CPU per task, i.e. 1/GPUs per GPU for a
+  single-task job;
+- costs: extra vCPU-hours x the per-vCPU price, against the job's GPU share of the reference
+  instance (see :mod:`advisor.pricing`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advisor import slowdown
+from advisor.errors import UsageError
+from advisor.pricing import CostDelta, cost_delta, load_pricing
+from advisor.progress import ProgressFn, no_progress
+
+DEFAULT_MAX_CPUS_PER_GPU = 64
+DAYS_PER_MONTH = 30.4375
+
+
+def parse_model_size(text: str | float | None) -> float | None:
+    """Model size in billions of parameters from ``8b``, ``70B``, ``14.7`` or ``1.5t``."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        s = text.strip().lower()
+        mult = 1.0
+        if s.endswith("b"):
+            s = s[:-1]
+        elif s.endswith("t"):
+            s, mult = s[:-1], 1000.0
+        elif s.endswith("m"):
+            s, mult = s[:-1], 0.001
+        try:
+            value = float(s) * mult
+        except ValueError:
+            raise UsageError(
+                f"model size {text!r} is not a size like 8b, 70b or 14.7 (billions of parameters)"
+            ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"model size must be positive, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The serving load a recommendation assumes (None: the model's reference)."""
+
+    model_params_b: float | None = None
+    load_rps: float | None = None
+    prompt_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class JobQuery:
+    """What to recommend for: a job's GPUs, its workload, what it has now, and the sources."""
+
+    gpu_type: str
+    gpus: int
+    workload: Workload = Workload()
+    current_cpus_per_gpu: float | None = None  # None: Slurm's default, one CPU per task
+    tolerance: float = 0.10
+    ample_ttft_ms: float | None = None  # TTFT with ample cores, to report absolute TTFTs
+    max_cpus_per_gpu: int | None = None  # a cap given by hand (beats the node inventory)
+    partition: str | None = None  # restricts the node inventory used for the cap
+    db: str | None = None
+    pricing_file: str | None = None
+    model_file: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRecommendation:
+    """A ``--cpus-per-gpu`` recommendation with its predicted gain and cost.
+
+    Slowdowns are TTFT over TTFT with ample cores; the speedup is TTFT now over TTFT with the
+    recommendation. Interval upper ends are None (JSON null) when unbounded (pathological).
+    """
+
+    gpu_type: str
+    gpus: int
+    cpus_per_gpu: int
+    slurm_option: str
+    current_cpus_per_gpu: float
+    max_cpus_per_gpu: int
+    max_cpus_per_gpu_source: str
+    tolerance: float
+    slowdown_now: float
+    slowdown_now_interval: tuple[float, float]
+    slowdown_recommended: float
+    slowdown_recommended_interval: tuple[float, float]
+    pathological_now: bool
+    ttft_ms_now: float | None
+    ttft_ms_recommended: float | None
+    predicted_speedup: float
+    speedup_interval: tuple[float, float]
+    extra_vcpus: float
+    usd_per_vcpu_hour: float
+    usd_per_hour_delta: float
+    gpu_share_usd_per_hour: float
+    cost_delta_pct: float
+    instance: str
+    warnings: tuple[str, ...]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def _db_path(db: str | None) -> Path | None:
+    from advisor.store import resolve_db_path
+
+    path = resolve_db_path(db)
+    return path if path.exists() else None
+
+
+def node_cap(db: str | None, gpu_type: str, partition: str | None) -> tuple[int, int] | None:
+    """(cores per GPU every node of the type can give, nodes) from the inventory, or None."""
+    path = _db_path(db)
+    if path is None:
+        return None
+    from advisor.store import connect, query
+
+    con = connect(path, read_only=True)
+    try:
+        row = con.execute(query("recommend/node_cap"),
+                          {"gpu_type": gpu_type, "partition": partition}).fetchone()
+    finally:
+        con.close()
+    if not row or row[0] is None or int(row[1]) == 0:
+        return None
+    return int(row[0]), int(row[1])
+
+
+def _rows(params: slowdown.CurveParams, cores: Sequence[float], gpus: float, platform: str | None,
+          w: Workload) -> np.ndarray:
+    return np.array([
+        slowdown.feature_row(c, gpus=gpus, model_params_b=w.model_params_b, load_rps=w.load_rps,
+                             prompt_tokens=w.prompt_tokens, platform=platform)
+        for c in cores
+    ])
+
+
+def smallest_sufficient(
+    params: slowdown.CurveParams, *, gpus: float, platform: str | None, workload: Workload,
+    tolerance: float, cap: int,
+) -> tuple[int, bool]:
+    """Smallest whole cores per GPU in [1, cap] within ``tolerance`` of ample cores.
+
+    Returns (cores, reached): ``reached`` is False when even ``cap`` is not enough (then
+    ``cap`` is returned).
+    """
+    cores = list(range(1, cap + 1))
+    X = _rows(params, cores, gpus, platform, workload)
+    s, patho = slowdown.curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X)
+    ok = (s <= 1.0 + tolerance) & ~patho
+    if ok.any():
+        return cores[int(np.argmax(ok))], True
+    return cap, False
+
+
+def _canonical(gpu_type: str) -> str:
+    from advisor.gputypes import canonical_gpu_type
+
+    return canonical_gpu_type(gpu_type) or gpu_type
+
+
+def _interval(low: float, high: float) -> tuple[float, float]:
+    return (float(low), float(high))
+
+
+def recommend_job(q: JobQuery) -> JobRecommendation:
+    """The smallest sufficient ``--cpus-per-gpu`` for one job (see the module doc)."""
+    if q.gpus < 1:
+        raise UsageError(f"--gpus must be at least 1, got {q.gpus}")
+    if not 0 < q.tolerance < 10:
+        raise UsageError(f"--tolerance must be in (0, 10), got {q.tolerance}")
+    if q.current_cpus_per_gpu is not None and q.current_cpus_per_gpu <= 0:
+        raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
+    params = slowdown.load_params(q.model_file)
+    book = load_pricing(q.pricing_file)
+    platform = _canonical(q.gpu_type)
+    instance = book.instance_for(platform)
+    warnings = slowdown.coverage_warnings(params, platform=platform, gpus=q.gpus)
+
+    if q.max_cpus_per_gpu is not None:
+        if q.max_cpus_per_gpu < 1:
+            raise UsageError(f"--max-cpus-per-gpu must be at least 1, got {q.max_cpus_per_gpu}")
+        cap, cap_source = q.max_cpus_per_gpu, "--max-cpus-per-gpu"
+    else:
+        inv = node_cap(q.db, platform, q.partition)
+        if inv is not None:
+            cap, n = inv
+            cap_source = f"node inventory: {n} {platform} node(s)" + (
+                f" in partition {q.partition}" if q.partition else "")
+        else:
+            cap = int(instance.vcpus_per_gpu)
+            cap_source = (f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} "
+                          "vCPUs per GPU")
+    cap = max(int(cap), 1)
+
+    current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
+    rec, reached = smallest_sufficient(params, gpus=q.gpus, platform=platform,
+                                       workload=q.workload, tolerance=q.tolerance, cap=cap)
+    if not reached:
+        warnings.append(f"even {cap} cores per GPU (the most the node type gives) are predicted "
+                        f"more than {q.tolerance:.0%} slower than ample cores")
+    X = _rows(params, [current, rec], q.gpus, platform, q.workload)
+    pred = slowdown.predict(params, X)
+    speed, s_lo, s_hi = slowdown.ratio_interval(params, X[:1], X[1:])
+    if pred.pathological[0]:
+        warnings.append(
+            f"{current:g} cores per GPU is in the pathological region: CPU demand above the "
+            "cores given (timeouts, unbounded queues); the slowdown shown is the model's cap")
+    if current >= rec:
+        warnings.append(f"the current {current:g} cores per GPU already suffice")
+    extra = max(0.0, (rec - current) * q.gpus)
+    vcpu = book.vcpu
+    cost: CostDelta = cost_delta(extra, q.gpus, instance, vcpu.usd_per_vcpu_hour)
+    ttft_now = ttft_rec = None
+    if q.ample_ttft_ms is not None:
+        ttft_now = q.ample_ttft_ms * float(pred.slowdown[0])
+        ttft_rec = q.ample_ttft_ms * float(pred.slowdown[1])
+    assumptions = {
+        "current_cpus_per_gpu": ("given" if q.current_cpus_per_gpu is not None else
+                                 "Slurm's default: 1 CPU per task, one task, so 1/GPUs per GPU"),
+        "workload": {
+            "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
+            "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,
+            "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
+            "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens)",
+        },
+        "target": f"TTFT within {q.tolerance:.0%} of TTFT with ample cores",
+        "model": {
+            "file": str(q.model_file or os.environ.get(slowdown.MODEL_ENV)
+                        or slowdown.shipped_model_path().name),
+            "fitted_at": params.meta.get("fitted_at"),
+            "loo_mape": params.meta.get("loo_mape"),
+            "interval": params.interval,
+        },
+        "platform": platform,
+        "cap": cap_source,
+        "price": {
+            "instance": instance.name,
+            "instance_usd_per_hour": instance.usd_per_hour,
+            "instance_gpus": instance.gpus,
+            "instance_as_of": instance.as_of.isoformat(),
+            "instance_source": instance.source,
+            "vcpu_basis": vcpu.basis,
+            "usd_per_vcpu_hour": vcpu.usd_per_vcpu_hour,
+            "vcpu_as_of": vcpu.as_of.isoformat(),
+            "vcpu_source": vcpu.source,
+            "rule": "extra vCPUs x per-vCPU price against instance price x GPUs / instance GPUs",
+        },
+    }
+    return JobRecommendation(
+        gpu_type=q.gpu_type,
+        gpus=q.gpus,
+        cpus_per_gpu=rec,
+        slurm_option=f"--cpus-per-gpu={rec}",
+        current_cpus_per_gpu=current,
+        max_cpus_per_gpu=cap,
+        max_cpus_per_gpu_source=cap_source,
+        tolerance=q.tolerance,
+        slowdown_now=float(pred.slowdown[0]),
+        slowdown_now_interval=_interval(pred.low[0], pred.high[0]),
+        slowdown_recommended=float(pred.slowdown[1]),
+        slowdown_recommended_interval=_interval(pred.low[1], pred.high[1]),
+        pathological_now=bool(pred.pathological[0]),
+        ttft_ms_now=ttft_now,
+        ttft_ms_recommended=ttft_rec,
+        predicted_speedup=float(speed[0]),
+        speedup_interval=_interval(s_lo[0], s_hi[0]),
+        extra_vcpus=extra,
+        usd_per_vcpu_hour=cost.usd_per_vcpu_hour,
+        usd_per_hour_delta=cost.usd_per_hour_delta,
+        gpu_share_usd_per_hour=cost.gpu_share_usd_per_hour,
+        cost_delta_pct=cost.cost_delta_pct,
+        instance=instance.name,
+        warnings=tuple(warnings),
+        assumptions=assumptions,
+    )
+
+
+# --------------------------------------------------------------------------- partitions
+
+
+@dataclass(frozen=True)
+class PartitionQuery:
+    """Which partitions / GPU families to recommend for, under which workload and targets."""
+
+    db: str | None = None
+    partition: str | None = None  # None: every partition
+    gpu_type: str | None = None  # canonical family; None: every one
+    workload: Workload = Workload()
+    tolerance: float = 0.10  # the default cores per GPU: within this of ample cores
+    min_tolerance: float = 0.50  # the minimum cores per GPU: within this of ample cores
+    pricing_file: str | None = None
+    model_file: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionRecommendation:
+    """The recommended DefCpuPerGPU of one (partition, GPU family) and what it changes."""
+
+    partition: str | None
+    gpu_type: str
+    gres_type: str | None  # the GRES type users ask for (lower case), for the Lua policy
+    jobs: int
+    gpu_hours: float
+    p25_cores_per_gpu: float
+    p50_cores_per_gpu: float
+    typical_gpus: int  # GPU-hour weighted median GPUs per job, used for the prediction
+    node_max_cpus_per_gpu: int | None
+    def_cpu_per_gpu: int
+    min_cpus_per_gpu: int
+    jobs_below: int
+    share_jobs_below: float
+    gpu_hours_below: float
+    share_gpu_hours_below: float
+    gpu_hours_lost: float
+    months_observed: float
+    gpu_hours_lost_per_month: float
+    lost_usd_per_month: float | None
+    fix_vcpu_hours_per_month: float
+    fix_usd_per_month: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    rows: tuple[PartitionRecommendation, ...]
+    assumptions: dict[str, Any]
+
+
+def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    order = np.argsort(values)
+    v = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    cum = np.cumsum(w)
+    return float(v[int(np.searchsorted(cum, 0.5 * cum[-1]))])
+
+
+def recommend_partitions(
+    q: PartitionQuery, progress: ProgressFn = no_progress
+) -> PartitionReport:
+    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect."""
+    from advisor.errors import NotFoundError
+    from advisor.ratios import RatioQuery, ratio_summary
+    from advisor.store import connect, query, resolve_db_path
+
+    path = resolve_db_path(q.db)
+    if not path.exists():
+        raise NotFoundError(f"{path}: no such database; a partition recommendation needs the "
+                            f"observed jobs: load them first with `advisor ingest FILE --db {path}`")
+    params = slowdown.load_params(q.model_file)
+    book = load_pricing(q.pricing_file)
+    con = connect(path, read_only=True)
+    try:
+        mix = con.execute(query("recommend/job_mix"),
+                          {"partition": q.partition, "gpu_type": q.gpu_type}).fetchall()
+        caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
+                for r in con.execute(query("recommend/partition_caps")).fetchall()}
+        buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
+        for r in mix:
+            buckets[(r[0], r[1])].append(r)
+        # First pass: the recommendation of each group, so the ratio summary can count below it.
+        plans = {}
+        for n, (key, rows) in enumerate(buckets.items()):
+            partition, gpu_type = key
+            gpus_typ = int(_weighted_median([r[4] for r in rows], [r[7] for r in rows]))
+            cap_row = caps.get((partition, gpu_type))
+            cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
+            platform = None if gpu_type == "(untyped)" else _canonical(gpu_type)
+            dflt, reached = smallest_sufficient(params, gpus=gpus_typ, platform=platform,
+                                                workload=q.workload, tolerance=q.tolerance,
+                                                cap=max(cap, 1))
+            mn, _ = smallest_sufficient(params, gpus=gpus_typ, platform=platform,
+                                        workload=q.workload, tolerance=q.min_tolerance,
+                                        cap=max(cap, 1))
+            plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
+            progress("partitions", n + 1, len(buckets))
+        thresholds = tuple(sorted({float(p[3]) for p in plans.values()})) or (1.0,)
+        summary = ratio_summary(con, RatioQuery(
+            by=("partition", "gpu_type"), thresholds_cores_per_gpu=thresholds,
+            partitions=(q.partition,) if q.partition else (),
+            gpu_types=(q.gpu_type,) if q.gpu_type else (),
+        ))
+    finally:
+        con.close()
+    groups = {(g.keys["partition"], g.keys["gpu_type"]): g for g in summary.groups}
+
+    out = []
+    for key, rows in buckets.items():
+        partition, gpu_type = key
+        gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
+        warnings = slowdown.coverage_warnings(params, platform=platform, gpus=gpus_typ)
+        if not reached:
+            warnings.append(f"even {dflt} cores per GPU (the node maximum) are predicted more "
+                            f"than {q.tolerance:.0%} slower than ample cores")
+        if cap_row is None:
+            warnings.append("no node inventory for this partition and GPU type; "
+                            f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU")
+        cores_job = [r[3] / r[4] for r in rows]
+        gpus_job = [float(r[4]) for r in rows]
+        X_job = np.array([
+            slowdown.feature_row(c, gpus=g, model_params_b=q.workload.model_params_b,
+                                 load_rps=q.workload.load_rps,
+                                 prompt_tokens=q.workload.prompt_tokens, platform=platform)
+            for c, g in zip(cores_job, gpus_job, strict=True)
+        ])
+        X_rec = X_job.copy()
+        X_rec[:, 0] = dflt
+        theta = np.asarray(params.theta)
+        s_job, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_job)
+        s_rec, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_rec)
+        below = np.array(cores_job) < dflt
+        gpu_h = np.array([float(r[7]) for r in rows])
+        elapsed_h = np.array([float(r[6]) for r in rows]) / 3600.0
+        lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
+        lost = float(np.sum(gpu_h * lost_frac))
+        deficit_vcpu = np.array([dflt * r[4] - r[3] for r in rows], dtype=float)
+        fix_vcpu_h = float(np.sum(np.where(below, deficit_vcpu * elapsed_h, 0.0)))
+        first = min(r[8] for r in rows)
+        last = max(r[9] for r in rows)
+        days = max((last - first).total_seconds() / 86400.0, 1.0)
+        months = days / DAYS_PER_MONTH
+        try:
+            usd_gpu_h: float | None = book.instance_for(platform or "").usd_per_gpu_hour
+        except Exception:
+            usd_gpu_h = None
+            warnings.append(f"no instance price for {gpu_type}: lost GPU time not priced")
+        g = groups.get(key)
+        jobs = sum(int(r[5]) for r in rows)
+        gpu_hours = float(gpu_h.sum())
+        jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
+        gh_below = float(gpu_h[below].sum())
+        out.append(PartitionRecommendation(
+            partition=partition,
+            gpu_type=gpu_type,
+            gres_type=next((r[2] for r in rows if r[2]), None),
+            jobs=jobs,
+            gpu_hours=gpu_hours,
+            p25_cores_per_gpu=g.p25_cores_per_gpu if g else math.nan,
+            p50_cores_per_gpu=g.p50_cores_per_gpu if g else math.nan,
+            typical_gpus=gpus_typ,
+            node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
+            def_cpu_per_gpu=dflt,
+            min_cpus_per_gpu=mn,
+            jobs_below=jobs_below,
+            share_jobs_below=(g.share_jobs_below.get(float(dflt), jobs_below / jobs) if g
+                              else jobs_below / jobs),
+            gpu_hours_below=gh_below,
+            share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
+            gpu_hours_lost=lost,
+            months_observed=months,
+            gpu_hours_lost_per_month=lost / months,
+            lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
+            fix_vcpu_hours_per_month=fix_vcpu_h / months,
+            fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
+            warnings=tuple(warnings),
+        ))
+    vcpu = book.vcpu
+    assumptions = {
+        "default_cpus_per_gpu": f"TTFT within {q.tolerance:.0%} of ample cores",
+        "min_cpus_per_gpu": f"TTFT within {q.min_tolerance:.0%} of ample cores",
+        "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
+        "gpu_time_lost": "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
+                         "jobs below the recommendation, as if every GPU job were an LLM server "
+                         "bound by TTFT (an upper bound for training and batch jobs)",
+        "fix_cost": "(recommended x GPUs - CPUs) x elapsed hours of the jobs below, x "
+                    f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
+        "lost_usd": "lost GPU-hours x the reference instance's $/GPU-hour",
+        "per_month": f"totals over the observed span (first start to last end) / "
+                     f"{DAYS_PER_MONTH} days",
+        "workload": {
+            "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
+            "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,
+            "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
+        },
+        "model_fitted_at": params.meta.get("fitted_at"),
+    }
+    return PartitionReport(tuple(out), assumptions)
