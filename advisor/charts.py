@@ -111,7 +111,9 @@ def ratio_histogram(
             .encode(
                 x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
                 x2="bin_hi:Q",
-                y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}"),
+                y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
+                        scale=alt.Scale(zero=True)),
+                y2=alt.datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
                 tooltip=[
                     alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
                     alt.Tooltip("bin_hi:Q", title="below cores/GPU"),

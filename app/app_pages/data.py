@@ -29,7 +29,7 @@ else:
     cols = st.columns(min(len(fresh), 4))
     for col, f in zip(cols, fresh, strict=False):
         age = "unknown" if f.age_days is None else f"{f.age_days:,.1f} days old"
-        col.metric(f.cluster, f"{f.jobs:,} jobs", age, delta_color="off")
+        col.metric(f.cluster, f"{f.jobs:,} jobs", age, delta_color="off", delta_arrow="off")
     st.dataframe(pd.DataFrame([asdict(f) for f in fresh]), hide_index=True)
 
 st.subheader("GPU types")

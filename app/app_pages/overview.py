@@ -57,6 +57,7 @@ for col, row in zip(cols, summary.itertuples(), strict=False):
         f"{row.p50_cores_per_gpu:.2f}",
         f"P25 {row.p25_cores_per_gpu:.2f} · {row.jobs:,} jobs",
         delta_color="off",
+        delta_arrow="off",
     )
 
 ecdf_rows = pd.DataFrame(dist.ecdf_records())
