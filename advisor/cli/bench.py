@@ -1,9 +1,215 @@
-"""CLI commands of the bench domain (filled in by its issue)."""
+"""CLI commands of the bench domain: ``bench run``, ``bench runs``, ``bench sweep``,
+``bench collect`` and ``bench make-model``. Each parses, calls one core function, formats.
+
+Core modules are imported inside the commands: ``bench run`` must start on GPU machines that
+have no DuckDB, and every command should start fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Launch TTFT-vs-cores benchmarks (attacker-victim load) and collect their results.",
+    no_args_is_help=True,
+)
+
+RUN_COLUMNS = ["run_id", "cores", "workload", "attacker_rps", "repeat", "status",
+               "victim_ttft_p50_ms", "attacker_ttft_p50_ms", "requests_timed_out"]
+
+
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    from advisor.errors import UsageError
+
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: give integers separated by commas, e.g. 2,4,8") from None
+    if not vals:
+        raise UsageError(f"{flag}: give at least one value")
+    return vals
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    from advisor.errors import UsageError
+
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: give numbers separated by commas, e.g. 8,16") from None
+    if not vals:
+        raise UsageError(f"{flag}: give at least one value")
+    return vals
+
+
+def _range(text: str, flag: str) -> tuple[int, int]:
+    from advisor.errors import UsageError
+
+    lo, sep, hi = text.partition(":")
+    try:
+        a = int(lo)
+        b = int(hi) if sep else a
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: give MIN:MAX tokens, e.g. 16000:64000") from None
+    if a < 1 or b < a:
+        raise UsageError(f"{flag} {text!r}: need 1 <= MIN <= MAX")
+    return a, b
+
+
+@bench_app.command("run")
+def run_cmd(
+    model: Annotated[str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")],
+    cores: Annotated[str, typer.Option(help="Engine core counts, comma-separated: 2,4,8,16.")],
+    out: Annotated[Path, typer.Option(help="Folder for the per-run JSON results.")] = Path("bench-results"),
+    engine: Annotated[str, typer.Option(help="vllm | sglang | transformers | stub (built-in commands).")] = "vllm",
+    engine_cmd: Annotated[str | None, typer.Option(help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}.")] = None,
+    engine_arg: Annotated[list[str] | None, typer.Option(help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy.")] = None,
+    engine_env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for the engine's environment (repeatable).")] = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel size (GPUs).")] = 1,
+    client_cores: Annotated[int, typer.Option(help="Cores kept for the load generator.")] = 2,
+    workload: Annotated[str, typer.Option(help="unique, shared-prefix, or both comma-separated.")] = "unique",
+    attacker_rps: Annotated[str, typer.Option(help="Attacker rates (requests/s), comma-separated: 8,16.")] = "8",
+    attacker_tokens: Annotated[str, typer.Option(help="Attacker prompt tokens MIN:MAX.")] = "16000:64000",
+    attacker_output_tokens: Annotated[int, typer.Option(help="Attacker output tokens.")] = 16,
+    victim_rps: Annotated[float, typer.Option(help="Victim rate (requests/s).")] = 1.0,
+    victim_tokens: Annotated[int, typer.Option(help="Victim prompt tokens.")] = 64,
+    victim_output_tokens: Annotated[int, typer.Option(help="Victim output tokens.")] = 16,
+    duration: Annotated[float, typer.Option(help="Seconds of load per phase.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds after which a request counts as timed out.")] = 200.0,
+    repeats: Annotated[int, typer.Option(help="Repeats of each phase (report medians).")] = 3,
+    start_timeout: Annotated[float, typer.Option(help="Seconds to wait for the engine to be ready.")] = 900.0,
+    conversation_turns: Annotated[int, typer.Option(help="shared-prefix: turns per conversation.")] = 16,
+    seed: Annotated[int, typer.Option(help="Seed of arrivals and prompts.")] = 0,
+    tag: Annotated[str, typer.Option(help="Label prefixed to run ids.")] = "",
+    model_name: Annotated[str | None, typer.Option(help="Model name sent in requests (default: --model).")] = None,
+    port: Annotated[int, typer.Option(help="Engine port (0: a free one).")] = 0,
+    tokenize_probe: Annotated[bool, typer.Option(help="Measure tokenization under the same cores.")] = True,
+    retry_failed: Annotated[bool, typer.Option(help="Rerun points whose result is not ok.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Print the plan and engine commands; start nothing.")] = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
+    from advisor.bench.records import LoadSpec
+    from advisor.bench.runner import BenchConfig, run_bench
+    from advisor.errors import UsageError
+
+    tmin, tmax = _range(attacker_tokens, "--attacker-tokens")
+    env = []
+    for item in engine_env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
+        env.append((key, value))
+    loads = tuple(
+        LoadSpec(
+            workload=w.strip(), attacker_rps=rps, attacker_tokens_min=tmin,
+            attacker_tokens_max=tmax, attacker_output_tokens=attacker_output_tokens,
+            victim_rps=victim_rps, victim_tokens=victim_tokens,
+            victim_output_tokens=victim_output_tokens, duration_s=duration, timeout_s=timeout,
+            seed=seed, conversation_turns=conversation_turns,
+        )
+        for w in workload.split(",") if w.strip()
+        for rps in _floats(attacker_rps, "--attacker-rps")
+    )
+    cfg = BenchConfig(
+        model=model, cores=_ints(cores, "--cores"), loads=loads, out_dir=out, engine=engine,
+        engine_cmd=engine_cmd, engine_args=tuple(engine_arg or ()), engine_env=tuple(env), tp=tp,
+        repeats=repeats, client_cores=client_cores, port=port, start_timeout_s=start_timeout,
+        tokenize_probe=tokenize_probe, retry_failed=retry_failed, dry_run=dry_run, tag=tag,
+        model_name=model_name,
+    )
+    with RichProgress() as progress:
+        rows = run_bench(cfg, progress)
+    cols = RUN_COLUMNS + (["command"] if dry_run else [])
+    emit_rows(rows, fmt, columns=cols, title="bench run")
+
+
+@bench_app.command("make-model")
+def make_model_cmd(
+    out: Annotated[Path, typer.Option(help="Folder to write the model directory into.")],
+    arch: Annotated[str, typer.Option(help="llama-3.1-8b (for vLLM --load-format dummy) or tiny (CPU tests).")] = "llama-3.1-8b",
+    weights: Annotated[bool, typer.Option(help="Also save random weights (tiny only).")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Write config.json, generation_config.json and a BPE tokenizer trained on local text."""
+    from advisor.bench.makemodel import MakeModelConfig, make_model
+
+    with RichProgress() as progress:
+        made = make_model(MakeModelConfig(arch, out, weights=weights, seed=seed), progress)
+    emit_rows([made], fmt, title="bench make-model")
+
+
+@bench_app.command("collect")
+def collect_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Result folders or JSON files (.json, .json.gz).")],
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Load run JSONs into the bench tables and derive calibration points."""
+    from advisor.bench.collect import collect
+
+    with RichProgress() as progress:
+        result = collect(paths, db, progress)
+    emit_rows([result], fmt, title="bench collect")
+
+
+@bench_app.command("runs")
+def runs_cmd(
+    db: DbOption = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform (H200, ...).")] = None,
+    status: Annotated[str | None, typer.Option(help="Only this status (ok, crashed, hung, ...).")] = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """List collected benchmark runs."""
+    from advisor.bench.collect import list_runs
+
+    emit_rows(list_runs(db, platform=platform, status=status), fmt, title="bench runs")
+
+
+@bench_app.command("sweep")
+def sweep_cmd(
+    model: Annotated[str, typer.Option(help="Model directory on the cluster's shared filesystem.")],
+    cores: Annotated[str, typer.Option(help="Engine core counts, one array task each: 2,4,8,16.")],
+    out: Annotated[Path, typer.Option(help="Folder for the scripts, logs and results.")] = Path("bench-sweep"),
+    slurm: Annotated[bool, typer.Option("--slurm", help="Write an sbatch job array (the only backend).")] = True,
+    submit: Annotated[bool, typer.Option(help="Submit it with sbatch.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Print the scripts; write and submit nothing.")] = False,
+    gpus: Annotated[int, typer.Option(help="GPUs per task (also the --tp of each run).")] = 1,
+    client_cores: Annotated[int, typer.Option(help="Extra cores per task for the load generator.")] = 1,
+    partition: Annotated[str | None, typer.Option(help="Slurm partition.")] = None,
+    account: Annotated[str | None, typer.Option(help="Slurm account.")] = None,
+    gpu_type: Annotated[str | None, typer.Option(help="GPU type in --gpus=TYPE:N (e.g. h200).")] = None,
+    time_limit: Annotated[str, typer.Option("--time", help="Slurm time limit per task.")] = "02:00:00",
+    mem: Annotated[str | None, typer.Option(help="Slurm --mem per task, e.g. 64G.")] = None,
+    run_args: Annotated[str, typer.Option(help="Extra arguments for each `advisor bench run` (shell words).")] = "",
+    advisor_cmd: Annotated[str, typer.Option(help="How tasks call advisor on the nodes.")] = "advisor",
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Write (and with --submit, submit) an sbatch job array: one task per core count."""
+    from advisor.bench.sweep import SweepConfig, make_sweep
+
+    cfg = SweepConfig(
+        model=model, cores=_ints(cores, "--cores"), out_dir=out, gpus=gpus,
+        client_cores=client_cores, partition=partition, account=account, gpu_type=gpu_type,
+        time_limit=time_limit, mem=mem, run_args=run_args, advisor_cmd=advisor_cmd,
+        submit=submit, dry_run=dry_run,
+    )
+    result = make_sweep(cfg)
+    if dry_run:
+        import sys
+
+        sys.stdout.write(result.script)
+        return
+    emit_rows([result.summary()], fmt, title="bench sweep")
 
 
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
+    app.add_typer(bench_app, name="bench")

@@ -1,0 +1,474 @@
+"""``advisor bench run``: for each core count, start the engine pinned to that many cores, wait
+until it is ready, warm it up, run every load phase (workloads x attacker rates x repeats)
+against that one start, and write one self-describing JSON per phase; then stop the engine's
+whole process group. Points whose JSON already exists are skipped, so a rerun continues where
+an interrupted one stopped (``retry_failed`` also reruns points that did not end ``ok``).
+
+A start that crashes or never becomes ready, an engine that dies during a phase (``crashed``)
+and one that stops answering (``hung``: alive, yet every request of the phase timed out) are
+recorded as such, with the end of the engine's log; they are results, not exceptions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from advisor.bench import engine as eng
+from advisor.bench.loadgen import Target, plan_phase, run_phase, warmup
+from advisor.bench.metrics import cpu_percent, parse_prometheus, server_ttft_mean_ms, summarise
+from advisor.bench.pinning import (
+    available_cpus,
+    check_pinning,
+    choose_cores,
+    format_cpu_list,
+    gpu_numa_cpus,
+)
+from advisor.bench.records import SCHEMA, WORKLOADS, LoadSpec, Platform, RequestRecord, RunResult
+from advisor.errors import InputError, UsageError
+from advisor.progress import ProgressFn, no_progress
+
+# Engines that take vLLM's sampling extensions (fixed output length through ignore_eos).
+IGNORE_EOS_ENGINES = ("vllm", "sglang")
+
+ENV_KNOBS = (
+    "TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE",
+)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What ``advisor bench run`` does. ``loads`` are run in order against each engine start."""
+
+    model: str  # a model directory (or a name the engine resolves)
+    cores: tuple[int, ...]
+    loads: tuple[LoadSpec, ...]
+    out_dir: Path
+    engine: str = "vllm"
+    engine_cmd: str | None = None  # template; see advisor.bench.engine
+    engine_args: tuple[str, ...] = ()
+    engine_env: tuple[tuple[str, str], ...] = ()
+    tp: int = 1
+    repeats: int = 3
+    client_cores: int = 2
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port per start
+    start_timeout_s: float = 900.0
+    ready_path: str = "/health"
+    warmup_requests: int = 3
+    tokenize_probe: bool = True
+    retry_failed: bool = False
+    dry_run: bool = False
+    tag: str = ""  # added to run ids, to tell apart series with the same settings
+    model_name: str | None = None  # the name sent in requests (default: ``model``)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One point of a ``bench run``, as the CLI lists it."""
+
+    run_id: str
+    cores: int
+    workload: str
+    attacker_rps: float
+    repeat: int
+    status: str  # ok | crashed | hung | start-timeout | failed | skipped | planned
+    victim_ttft_p50_ms: float | None
+    attacker_ttft_p50_ms: float | None
+    requests_timed_out: int | None
+    path: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Point:
+    cores: int
+    load: LoadSpec
+    repeat: int
+    run_id: str
+    path: Path
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower() or "x"
+
+
+def model_label(model: str) -> str:
+    return Path(model.rstrip("/")).name or model
+
+
+def run_id_for(cfg: BenchConfig, platform: str, cores: int, load: LoadSpec, repeat: int) -> str:
+    parts = [
+        cfg.engine, model_label(cfg.model), platform, f"tp{cfg.tp}", f"c{cores}", load.workload,
+        f"a{load.attacker_rps:g}", f"t{load.attacker_tokens_min}-{load.attacker_tokens_max}",
+        f"v{load.victim_rps:g}", f"d{load.duration_s:g}", f"r{repeat}",
+    ]
+    if cfg.tag:
+        parts.insert(0, cfg.tag)
+    return "_".join(_slug(p) for p in parts)
+
+
+def plan_points(cfg: BenchConfig, platform: str) -> list[Point]:
+    if not cfg.cores:
+        raise UsageError("--cores: give at least one core count, e.g. --cores 2,4,8")
+    if cfg.repeats < 1:
+        raise UsageError(f"--repeats {cfg.repeats}: need at least 1")
+    for load in cfg.loads:
+        if load.workload not in WORKLOADS:
+            raise UsageError(f"--workload {load.workload!r}: choose from {', '.join(WORKLOADS)}")
+    pts = []
+    for cores in cfg.cores:
+        for load in cfg.loads:
+            for rep in range(1, cfg.repeats + 1):
+                rid = run_id_for(cfg, platform, cores, load, rep)
+                pts.append(Point(cores, load, rep, rid, Path(cfg.out_dir) / f"{rid}.json"))
+    return pts
+
+
+def _is_done(path: Path, retry_failed: bool) -> bool:
+    if not path.is_file():
+        return False
+    if not retry_failed:
+        return True
+    try:
+        return json.loads(path.read_text())["run"]["status"] == "ok"
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def llama_params_b(model_dir: str) -> float | None:
+    """Parameters (billions) of a Llama-style ``config.json``; None if it cannot be read."""
+    try:
+        c = json.loads((Path(model_dir) / "config.json").read_text())
+        h, layers = int(c["hidden_size"]), int(c["num_hidden_layers"])
+        heads, kv = int(c["num_attention_heads"]), int(c.get("num_key_value_heads", c["num_attention_heads"]))
+        hd = int(c.get("head_dim") or h // heads)
+        inter, vocab = int(c["intermediate_size"]), int(c["vocab_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    attn = h * heads * hd * 2 + 2 * h * kv * hd
+    per_layer = attn + 3 * h * inter + 2 * h
+    emb = vocab * h * (1 if c.get("tie_word_embeddings") else 2)
+    return round((layers * per_layer + emb + h) / 1e9, 6)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+def _engine_cpu_s(pids: Sequence[int]) -> float:
+    total = 0.0
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
+def _write(path: Path, result: RunResult) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result.to_json(), indent=1))
+    os.replace(tmp, path)
+
+
+@dataclass
+class _StartState:
+    """What is known about one engine start, copied into each of its runs."""
+
+    cores: tuple[int, ...]
+    client: tuple[int, ...]
+    client_shares: bool
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    ready_status: str = "not-started"
+    ready_s: float | None = None
+    exit_code: int | None = None
+    log_tail: str = ""
+    warmup_ttft_ms: list[float | None] = field(default_factory=list)
+    tokenize: list[dict[str, Any]] = field(default_factory=list)
+    pinning: dict[str, Any] = field(default_factory=dict)
+    survivors: list[int] = field(default_factory=list)
+
+
+def _base_run(cfg: BenchConfig, plat: Platform, pt: Point, st: _StartState) -> dict[str, Any]:
+    load = pt.load
+    gpus = cfg.tp if plat.gpu_count else 0
+    env = {k: os.environ[k] for k in ENV_KNOBS if k in os.environ}
+    env.update({k: v for k, v in os.environ.items() if k.startswith("VLLM_")})
+    env.update(st.env)
+    return {
+        "run_id": pt.run_id,
+        "started_at": _now(),
+        "finished_at": None,
+        "status": "failed",
+        "engine": cfg.engine,
+        "engine_version": plat.engine_version,
+        "model": model_label(cfg.model),
+        "model_params_b": llama_params_b(cfg.model),
+        "platform": plat.platform,
+        "gpu_name": plat.gpu_name,
+        "cpu_model": plat.cpu_model,
+        "gpus": gpus,
+        "tp": cfg.tp,
+        "cores": pt.cores,
+        "cores_per_gpu": pt.cores / gpus if gpus else None,
+        "core_list": format_cpu_list(st.cores),
+        "workload": load.workload,
+        "attacker_rps": load.attacker_rps,
+        "attacker_tokens_min": load.attacker_tokens_min,
+        "attacker_tokens_max": load.attacker_tokens_max,
+        "victim_rps": load.victim_rps,
+        "duration_s": load.duration_s,
+        "repeat": pt.repeat,
+        "timeout_s": load.timeout_s,
+        "victim_ttft_p50_ms": None,
+        "victim_ttft_p90_ms": None,
+        "attacker_ttft_p50_ms": None,
+        "requests_ok": 0,
+        "requests_failed": 0,
+        "requests_timed_out": 0,
+        "engine_cpu_percent": None,
+        "gpu_util_percent": None,
+        "tokenize_share": None,
+        "env": env,
+        "metrics_before": {},
+        "metrics_after": {},
+        "extra": {
+            "schema": SCHEMA,
+            "hostname": plat.hostname,
+            "gpu_count_visible": plat.gpu_count,
+            "cpu_count": plat.cpu_count,
+            "client_core_list": format_cpu_list(st.client),
+            "client_shares_engine_cores": st.client_shares,
+            "engine_argv": list(st.argv),
+            "engine_ready_status": st.ready_status,
+            "engine_ready_s": st.ready_s,
+            "engine_exit_code": st.exit_code,
+            "engine_log_tail": st.log_tail[-3000:] if st.log_tail else "",
+            "warmup_ttft_ms": st.warmup_ttft_ms,
+            "tokenization": st.tokenize,
+            "pinning": st.pinning,
+            "load": asdict(load),
+        },
+    }
+
+
+def _tokenize_share(st: _StartState, victim_p50: float | None, attacker_p50: float | None) -> tuple[float | None, dict[str, Any]]:
+    base = next((t for t in st.tokenize if t.get("setting") == "parallelism-on"), None)
+    if not base:
+        return None, {}
+    v, a = base.get("victim_encode_ms"), base.get("attacker_encode_ms")
+    share_v = v / victim_p50 if v is not None and victim_p50 else None
+    share_a = a / attacker_p50 if a is not None and attacker_p50 else None
+    return share_v, {"victim_tokenize_share": share_v, "attacker_tokenize_share": share_a}
+
+
+def _pinning_dict(report) -> dict[str, Any]:
+    return {
+        "ok": report.ok,
+        "processes": report.processes,
+        "threads": report.threads,
+        "violations": [asdict(v) for v in report.violations[:20]],
+    }
+
+
+def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunRow]:
+    """Run (or with ``dry_run`` only plan) every point; return one row per point."""
+    from advisor.bench.platform import detect_platform
+
+    engine_env = dict(cfg.engine_env)
+    template = eng.engine_template(cfg.engine, cfg.engine_cmd)
+    plat, gpus = detect_platform(cfg.engine, engine_env)
+    points = plan_points(cfg, plat.platform)
+    avail = available_cpus()
+    preferred = gpu_numa_cpus(gpus.pci_bus_ids[: cfg.tp]) if gpus.pci_bus_ids else ()
+    rows: list[RunRow] = []
+    by_cores: dict[int, list[Point]] = {}
+    for p in points:
+        by_cores.setdefault(p.cores, []).append(p)
+
+    for n_cores, pts in by_cores.items():
+        split = choose_cores(n_cores, cfg.client_cores, avail, preferred)
+        port = cfg.port or eng.free_port(cfg.host)
+        spec = eng.spec_from(
+            template, model=cfg.model, tp=cfg.tp, cores=split.engine, host=cfg.host, port=port,
+            extra_args=cfg.engine_args, env=engine_env, ready_path=cfg.ready_path,
+            log_path=Path(cfg.out_dir) / f"engine-c{n_cores}.log",
+        )
+        todo = [p for p in pts if not _is_done(p.path, cfg.retry_failed)]
+        for p in pts:
+            if p not in todo:
+                rows.append(_row_from_file(p, "skipped"))
+        if cfg.dry_run:
+            cmd = " ".join(spec.argv)
+            rows.extend(
+                RunRow(p.run_id, p.cores, p.load.workload, p.load.attacker_rps, p.repeat,
+                       "planned", None, None, None, str(p.path),
+                       f"taskset -c {format_cpu_list(split.engine)} {cmd}")
+                for p in todo
+            )
+            continue
+        if not todo:
+            continue
+        Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+        rows.extend(_run_one_start(cfg, plat, spec, split, todo, progress))
+    return rows
+
+
+def _row_from_file(p: Point, status: str) -> RunRow:
+    try:
+        run = json.loads(p.path.read_text())["run"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"unreadable result ({exc}); delete it to rerun", source=str(p.path)) from exc
+    return RunRow(p.run_id, p.cores, p.load.workload, p.load.attacker_rps, p.repeat,
+                  status, run.get("victim_ttft_p50_ms"), run.get("attacker_ttft_p50_ms"),
+                  run.get("requests_timed_out"), str(p.path))
+
+
+def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
+    from advisor.bench.prompts import PromptFactory
+
+    label = f"{spec.cores.__len__()} cores"
+    total = len(todo)
+    progress(label, 0, total)
+    st = _StartState(split.engine, split.client, split.client_shares_engine_cores, spec.argv,
+                     dict(spec.env))
+    factory = None
+    model_dir = Path(cfg.model)
+    if (model_dir / "tokenizer.json").is_file():
+        factory = PromptFactory(model_dir, seed=todo[0].load.seed)
+    else:
+        raise InputError(
+            "the benchmark builds prompts with the model's tokenizer.json, which is missing; "
+            "make a model directory with `advisor bench make-model`",
+            source=str(model_dir),
+        )
+    first = todo[0].load
+    if cfg.tokenize_probe:
+        from advisor.bench.tokenize_probe import measure_tokenization
+
+        victims = [factory.unique(first.victim_tokens, f"tok-v{i}").text for i in range(16)]
+        attackers = [factory.unique(n, f"tok-a{i}").text for i, n in enumerate(
+            [first.attacker_tokens_min, (first.attacker_tokens_min + first.attacker_tokens_max) // 2,
+             first.attacker_tokens_max] * 2)]
+        st.tokenize = [asdict(t) for t in measure_tokenization(
+            model_dir / "tokenizer.json", victims, attackers, split.engine,
+            concurrency=max(2, min(16, int(round(first.attacker_rps)))))]
+    target = Target(spec.host, spec.port, cfg.model_name or cfg.model,
+                    ignore_eos=cfg.engine in IGNORE_EOS_ENGINES)
+    rows: list[RunRow] = []
+    own_affinity = os.sched_getaffinity(0)
+    with eng.EngineProcess(spec) as engine:
+        ready = engine.wait_ready(cfg.start_timeout_s)
+        st.ready_status, st.ready_s = ready.status, ready.seconds
+        st.exit_code, st.log_tail = ready.exit_code, ready.log_tail
+        if ready.status == "ok" and cfg.warmup_requests:
+            sizes = [first.victim_tokens] * max(1, cfg.warmup_requests - 1) + [first.attacker_tokens_min]
+            wrecs = warmup(target, factory, sizes, first.timeout_s)
+            st.warmup_ttft_ms = [r.ttft_ms for r in wrecs]
+        if ready.status == "ok":
+            st.pinning = _pinning_dict(check_pinning(engine.pids(), split.engine))
+        for i, pt in enumerate(todo):
+            run = _base_run(cfg, plat, pt, st)
+            records: list[RequestRecord] = []
+            if ready.status != "ok" or not engine.alive():
+                run["status"] = ready.status if ready.status != "ok" else "crashed"
+                run["extra"]["engine_exit_code"] = engine.exit_code()
+                run["extra"]["engine_log_tail"] = engine.log_tail()
+            else:
+                records = _phase(cfg, pt, target, factory, engine, split, run, st)
+            run["finished_at"] = _now()
+            _write(pt.path, RunResult(run, tuple(records)))
+            rows.append(RunRow(pt.run_id, pt.cores, pt.load.workload, pt.load.attacker_rps,
+                               pt.repeat, run["status"], run["victim_ttft_p50_ms"],
+                               run["attacker_ttft_p50_ms"], run["requests_timed_out"], str(pt.path)))
+            progress(label, i + 1, total)
+        st.survivors = engine.stop()
+    os.sched_setaffinity(0, own_affinity)
+    if st.survivors:
+        # Recorded in the last run of this start: the process group did not end.
+        last = todo[-1].path
+        data = json.loads(last.read_text())
+        data["run"]["extra"]["stop_survivors"] = st.survivors
+        last.write_text(json.dumps(data, indent=1))
+    return rows
+
+
+def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestRecord]:
+    from advisor.bench.platform import GpuSampler
+
+    load: LoadSpec = pt.load
+    planned = plan_phase(replace(load, seed=load.seed + pt.repeat * 1000 + pt.cores), target, factory)
+    before_text = eng.http_get_text(target.host, target.port, "/metrics")
+    before = parse_prometheus(before_text)
+    pids = engine.pids()
+    cpu0 = _engine_cpu_s(pids)
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(split.client))
+    t0 = time.monotonic()
+    try:
+        with GpuSampler() as gpu:
+            records, lag_p99_ms = run_phase(planned, target, load.timeout_s)
+    finally:
+        os.sched_setaffinity(0, own)
+    wall = time.monotonic() - t0
+    cpu1 = _engine_cpu_s(engine.pids())
+    after = parse_prometheus(eng.http_get_text(target.host, target.port, "/metrics"))
+    vic, att = summarise(records, "victim"), summarise(records, "attacker")
+    alive = engine.alive()
+    sent = len(records)
+    ok = sum(r.status == "ok" for r in records)
+    timeouts = sum(r.status == "timeout" for r in records)
+    if not alive:
+        status = "crashed"
+    elif sent and ok == 0 and timeouts == sent:
+        status = "hung"
+    elif sent and ok == 0:
+        status = "failed"
+    else:
+        status = "ok"
+    share, shares = _tokenize_share(st, vic.ttft_p50_ms, att.ttft_p50_ms)
+    pin = check_pinning(engine.pids(), split.engine) if alive else None
+    run.update(
+        status=status,
+        victim_ttft_p50_ms=vic.ttft_p50_ms,
+        victim_ttft_p90_ms=vic.ttft_p90_ms,
+        attacker_ttft_p50_ms=att.ttft_p50_ms,
+        requests_ok=ok,
+        requests_failed=sum(r.status == "error" for r in records),
+        requests_timed_out=timeouts,
+        engine_cpu_percent=cpu_percent(cpu0, cpu1, wall),
+        gpu_util_percent=gpu.mean_percent,
+        tokenize_share=share,
+        metrics_before=before,
+        metrics_after=after,
+    )
+    all_ttft = [r.ttft_ms for r in records if r.status == "ok" and r.ttft_ms is not None]
+    run["extra"].update(
+        shares,
+        victim=asdict(vic),
+        attacker=asdict(att),
+        phase_wall_s=wall,
+        client_send_lag_p99_ms=lag_p99_ms,
+        server_ttft_mean_ms=server_ttft_mean_ms(before, after),
+        client_ttft_mean_ms=sum(all_ttft) / len(all_ttft) if all_ttft else None,
+        engine_exit_code=engine.exit_code(),
+        engine_log_tail=engine.log_tail() if status != "ok" else "",
+        pinning_after=_pinning_dict(pin) if pin is not None else None,
+    )
+    return records
