@@ -165,7 +165,7 @@ def parse_gres(gres: str | None) -> dict[str | None, int]:
             cur.append(ch)
     parts.append("".join(cur))
     for part in parts:
-        m = _GRES_RE.match(part.strip())
+        m = _GRES_RE.match(part.strip().replace("(null)", ""))
         if not m:
             raise InputError(f"cannot read GRES entry {part!r}", field="Gres")
         if m.group("name").strip().lower() != "gpu":

@@ -42,9 +42,13 @@ def _insert(con: duckdb.DuckDBPyConnection, jobs: list[dict]) -> None:
         }
         base.update(j)
         rows.append([base[c] for c in cols])
+    import pyarrow as pa
+
+    table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(cols)})
     quoted = ", ".join(store.quote_ident(c) for c in cols)
-    marks = ", ".join("?" for _ in cols)
-    con.executemany(f"INSERT INTO jobs ({quoted}) VALUES ({marks})", rows)
+    con.register("_new_jobs", table)
+    con.execute(f"INSERT INTO jobs ({quoted}) SELECT {quoted} FROM _new_jobs")
+    con.unregister("_new_jobs")
 
 
 @pytest.fixture
