@@ -175,7 +175,7 @@ def lua_string(text: str) -> str:
         elif 32 <= code < 127:
             out.append(ch)
         else:
-            out.extend(f"\\{b}" for b in ch.encode("utf-8"))
+            out.extend(f"\\{b:03d}" for b in ch.encode("utf-8"))
     out.append('"')
     return "".join(out)
 

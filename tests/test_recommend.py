@@ -1,0 +1,172 @@
+"""Recommendations: one job (no database needed), the node cap, cost deltas, partitions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.pricing import PRICING_COLUMNS
+from advisor.recommend import (
+    JobQuery,
+    PartitionQuery,
+    parse_model_size,
+    recommend_job,
+    recommend_partitions,
+)
+from advisor.store import connect
+
+
+@pytest.fixture
+def no_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with no database, and no $ADVISOR_DB."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ADVISOR_DB", raising=False)
+    monkeypatch.delenv("ADVISOR_MODEL", raising=False)
+    return tmp_path
+
+
+def _add_nodes(db: Path, gpu_type: str, cpus: int, gpus: int, partitions: list[str], n: int = 2):
+    con = connect(db)
+    for i in range(n):
+        con.execute(
+            "INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw, partitions,"
+            " snapshot_at) VALUES ('c1', ?, ?, ?, ?, ?, ?, TIMESTAMP '2026-11-01 00:00:00')",
+            [f"{gpu_type.lower()}-{partitions[0]}-{i}", cpus, gpus, gpu_type,
+             gpu_type.lower() + "_80gb", partitions])
+    con.close()
+
+
+def _add_jobs(db: Path, partition: str, gpu_type: str, specs: list[tuple[int, int, int]]):
+    """specs: (cpus, gpus, elapsed hours); every job runs in November 2026."""
+    con = connect(db)
+    start = dt.datetime(2026, 11, 1)
+    base = int(con.execute("SELECT count(*) FROM jobs").fetchone()[0])
+    for i, (cpus, gpus, hours) in enumerate(specs):
+        s = start + dt.timedelta(days=i % 28)
+        con.execute(
+            "INSERT INTO jobs (cluster, job_id_raw, submit, job_id, \"partition\", state, start,"
+            " \"end\", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES"
+            " ('c1', ?, ?, ?, ?, 'COMPLETED', ?, ?, ?, ?, ?, ?, ?)",
+            [base + i, s, str(base + i), partition, s, s + dt.timedelta(hours=hours), hours * 3600,
+             cpus, gpus, gpu_type, gpu_type.lower() + "_80gb"])
+    con.close()
+
+
+def test_json_has_the_fields_a_job_submit_plugin_reads_and_needs_no_database(cli, no_db):
+    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b",
+                         "--rps", "8", "--prompt-tokens", "32000", "--format", "json")
+    assert code == 0, err
+    rec = json.loads(out)
+    for key in ("cpus_per_gpu", "predicted_speedup", "speedup_interval", "extra_vcpus",
+                "usd_per_hour_delta", "cost_delta_pct", "assumptions"):
+        assert key in rec
+    assert not (no_db / "advisor.duckdb").exists()
+    assert rec["current_cpus_per_gpu"] == 0.25  # Slurm's default: 1 CPU for the task's 4 GPUs
+    assert 2 <= rec["cpus_per_gpu"] <= 8
+    low, high = rec["speedup_interval"]
+    assert low <= rec["predicted_speedup"] and (high is None or high >= rec["predicted_speedup"])
+    assert rec["extra_vcpus"] == pytest.approx((rec["cpus_per_gpu"] - 0.25) * 4)
+    assert rec["assumptions"]["price"]["instance"] == "p5.48xlarge"
+    assert "no node inventory" in rec["max_cpus_per_gpu_source"]
+
+
+def test_the_cost_delta_reproduces_the_researchs_1_5_percent(no_db, tmp_path: Path):
+    site = tmp_path / "paper.csv"
+    site.write_text(",".join(PRICING_COLUMNS) + "\n"
+                    "vcpu,paper,,,,,0.05,,2026-03-24,arXiv 2603.22774,\n")
+    # 8 GPUs of a p5.48xlarge; 2 more cores per GPU than the 1 given: 16 vCPUs.
+    rec = recommend_job(JobQuery(gpu_type="H100", gpus=8, current_cpus_per_gpu=1,
+                                 max_cpus_per_gpu=3, tolerance=0.01, pricing_file=str(site)))
+    assert rec.cpus_per_gpu == 3 and rec.extra_vcpus == 16
+    assert rec.usd_per_hour_delta == pytest.approx(0.80)
+    assert rec.gpu_share_usd_per_hour == pytest.approx(55.04)
+    assert rec.cost_delta_pct == pytest.approx(1.45, abs=0.01)
+
+
+def test_more_tolerance_never_asks_for_more_cores(no_db):
+    cores = [recommend_job(JobQuery(gpu_type="H200", gpus=4, tolerance=t)).cpus_per_gpu
+             for t in (0.02, 0.05, 0.1, 0.3, 1.0)]
+    assert cores == sorted(cores, reverse=True)
+    assert cores[0] > cores[-1]
+
+
+def test_starved_cores_are_reported_as_pathological_with_an_open_interval(no_db):
+    rec = recommend_job(JobQuery(gpu_type="H100", gpus=4, current_cpus_per_gpu=0.25))
+    assert rec.pathological_now
+    assert rec.speedup_interval[1] == float("inf")
+    assert any("pathological" in w for w in rec.warnings)
+    assert rec.predicted_speedup > 3
+
+
+def test_the_node_inventory_caps_the_recommendation(db_path: Path):
+    _add_nodes(db_path, "H100", cpus=8, gpus=8, partitions=["gpu"])  # 1 core per GPU at most
+    rec = recommend_job(JobQuery(gpu_type="H100", gpus=4, db=str(db_path)))
+    assert rec.max_cpus_per_gpu == 1 and rec.cpus_per_gpu == 1
+    assert "node inventory: 2 H100 node(s)" in rec.max_cpus_per_gpu_source
+    assert any("even 1 cores per GPU" in w for w in rec.warnings)
+
+
+def test_unknown_platforms_and_gpu_counts_are_flagged_as_extrapolation(no_db):
+    rec = recommend_job(JobQuery(gpu_type="A100", gpus=16))
+    assert any("platform 'A100'" in w for w in rec.warnings)
+    assert any("16 GPUs" in w for w in rec.warnings)
+
+
+def test_a_gpu_type_without_a_price_is_an_error_naming_the_fix(cli, no_db):
+    code, _, err = cli("recommend", "--gpu-type", "Z900", "--gpus", "2", "--format", "json")
+    assert code == 4 and "Error: no instance price for GPU type 'Z900'" in err
+    assert "--pricing FILE" in err
+
+
+@pytest.mark.parametrize(("text", "value"), [("8b", 8.0), ("70B", 70.0), ("14.7", 14.7),
+                                             ("1.5t", 1500.0)])
+def test_model_sizes_parse_as_billions_of_parameters(text, value):
+    assert parse_model_size(text) == pytest.approx(value)
+
+
+def test_a_bad_model_size_is_a_usage_error(cli, no_db):
+    code, _, err = cli("recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "big")
+    assert code == 2 and "model size 'big'" in err
+
+
+def test_a_partition_recommendation_counts_jobs_below_and_prices_the_fix(db_path: Path):
+    _add_nodes(db_path, "H100", cpus=96, gpus=4, partitions=["gpu"])
+    starved = [(1, 4, 10)] * 6  # 0.25 cores per GPU, like the research's teaching cluster P25
+    fine = [(32, 4, 10)] * 2  # 8 cores per GPU
+    _add_jobs(db_path, "gpu", "H100", starved + fine)
+    report = recommend_partitions(PartitionQuery(db=str(db_path)))
+    (row,) = report.rows
+    assert (row.partition, row.gpu_type, row.gres_type) == ("gpu", "H100", "h100_80gb")
+    assert row.jobs == 8 and row.gpu_hours == pytest.approx(8 * 40)
+    assert row.node_max_cpus_per_gpu == 24
+    assert 1 < row.def_cpu_per_gpu <= 8 and row.min_cpus_per_gpu <= row.def_cpu_per_gpu
+    assert row.jobs_below == 6 and row.share_jobs_below == pytest.approx(0.75)
+    assert row.gpu_hours_below == pytest.approx(240)
+    assert 0 < row.gpu_hours_lost < row.gpu_hours_below
+    # Fix: (rec x 4 - 1) vCPUs for 10 h, six jobs; the 8 jobs start a day apart, run 10 h.
+    assert row.months_observed == pytest.approx((7 + 10 / 24) / 30.4375)
+    vcpu_h = (row.def_cpu_per_gpu * 4 - 1) * 10 * 6
+    assert row.fix_vcpu_hours_per_month == pytest.approx(vcpu_h / row.months_observed)
+    assert row.fix_usd_per_month == pytest.approx(vcpu_h / row.months_observed * 0.0504)
+    assert row.lost_usd_per_month == pytest.approx(row.gpu_hours_lost_per_month * 55.04 / 8)
+    assert row.p25_cores_per_gpu == pytest.approx(0.25)
+
+
+def test_partition_recommendation_by_cli_without_a_database_says_how_to_load_one(cli, no_db):
+    code, _, err = cli("recommend", "--partition", "*", "--format", "json")
+    assert code == 4 and "advisor ingest" in err
+
+
+def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
+    _add_nodes(db_path, "A100", cpus=64, gpus=8, partitions=["teach"])
+    _add_jobs(db_path, "teach", "A100", [(2, 2, 5), (4, 2, 5), (16, 2, 5)])
+    code, out, err = cli("recommend", "--partition", "teach", "--db", str(db_path),
+                         "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    (row,) = data["partitions"]
+    assert row["partition"] == "teach" and row["node_max_cpus_per_gpu"] == 8
+    assert "gpu_time_lost" in data["assumptions"]
