@@ -8,9 +8,9 @@ Definitions (see docs/ratios.md):
 
 - The ratio of a job is its allocated Slurm CPUs divided by its allocated GPUs
   (``cores_per_gpu``; Slurm CPUs are logical CPUs, i.e. hardware threads where SMT is on).
-- A job counts when it got an allocation: GPUs > 0, a start time, CPUs > 0 and elapsed > 0.
-  Every other job that passes the filters is counted under a reason in ``excluded``
-  (``no_gpus``, ``never_started``, ``no_cpus``, ``zero_elapsed``), never dropped silently.
+- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0 and elapsed > 0.
+  Every other job that passes the filters is counted in ``excluded`` under the first of these
+  it fails (``never_started``, ``no_gpus``, ``no_cpus``, ``zero_elapsed``), never silently.
 - A job belongs to the month (UTC) it started in, whole, even if it ran across months; time
   filters select on the start time too (the submit time for jobs never started).
 - Percentiles weighted by jobs use linear interpolation (numpy's default, DuckDB's
@@ -51,7 +51,7 @@ GROUP_KEYS: tuple[str, ...] = (
 DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-EXCLUSION_REASONS: tuple[str, ...] = ("no_gpus", "never_started", "no_cpus", "zero_elapsed")
+EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus", "zero_elapsed")
 
 
 class Weight(StrEnum):

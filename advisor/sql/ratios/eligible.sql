@@ -1,6 +1,7 @@
 -- ratios/eligible: every job that passes a ratio query's filters, with its group keys, its
 -- CPU-per-GPU ratio, its GPU-seconds and, when it cannot count, the reason (excluded_reason).
--- A job counts when it got an allocation: GPUs > 0, a start time, CPUs > 0, elapsed > 0.
+-- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0, elapsed > 0; the
+-- first of these that fails is its excluded_reason.
 -- Time filters and the month key use the start time (the submit time for jobs never started).
 -- Parameters (NULL or an empty list = no filter): $start, $end (TIMESTAMP, UTC, [start, end)),
 -- $states, $partitions, $clusters, $gpu_types, $accounts, $users (VARCHAR[]), $min_gpus.
@@ -19,8 +20,8 @@ SELECT
     j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
     j.gpus::BIGINT * j.elapsed_s AS gpu_s,
     CASE
-        WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN j.start IS NULL THEN 'never_started'
+        WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
         WHEN coalesce(j.elapsed_s, 0) <= 0 THEN 'zero_elapsed'
     END AS excluded_reason
