@@ -14,14 +14,16 @@ Column conventions:
 - shares below thresholds: ``gpu_type``, ``threshold_cores_per_gpu``, ``share_jobs``,
   ``share_gpu_hours`` (fractions 0-1)
 - trends: ``month``, a group column, ``p25_cores_per_gpu``, ``p50_cores_per_gpu``
-- TTFT curve: ``cores_per_gpu``, ``ttft_ms``, ``ttft_low_ms``, ``ttft_high_ms``
-- TTFT points: ``cores_per_gpu``, ``ttft_ms``, ``source``
+- TTFT curve: ``cores_per_gpu``, ``ttft_ms``, ``ttft_low_ms``, ``ttft_high_ms`` (or any value
+  and band columns named in the call, e.g. the model's ``slowdown``)
+- TTFT points: ``cores_per_gpu``, the same value column, ``source``
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -286,27 +288,32 @@ def ttft_curve_chart(
     points: pd.DataFrame | None = None,
     *,
     recommended_cores_per_gpu: float | None = None,
+    value: str = "ttft_ms",
+    low: str = "ttft_low_ms",
+    high: str = "ttft_high_ms",
+    y_title: str = "TTFT (ms, log)",
     width: int = 620,
     height: int = 320,
 ) -> AnyChart:
-    """Predicted TTFT against cores per GPU: the interval as a band, the prediction as a line,
-    calibration points (by source) as dots, the recommendation as a green rule."""
+    """Predicted TTFT (or its slowdown, with ``value="slowdown"``) against cores per GPU: the
+    interval (``low``..``high``) as a band, the prediction as a line, calibration points (with a
+    ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule."""
+    y_scale = alt.Scale(type="log")
     base = alt.Chart(curve).encode(
         x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE)
     )
     layers: list[alt.Chart] = []
-    if {"ttft_low_ms", "ttft_high_ms"} <= set(curve.columns):
+    if {low, high} <= set(curve.columns):
         layers.append(
             base.mark_area(opacity=0.25, color="#1f77b4").encode(
-                y=alt.Y("ttft_low_ms:Q", scale=alt.Scale(type="log"), title="TTFT (ms, log)"),
-                y2="ttft_high_ms:Q",
+                y=alt.Y(f"{low}:Q", scale=y_scale, title=y_title), y2=f"{high}:Q"
             )
         )
     layers.append(
         base.mark_line(color="#1f77b4", size=2).encode(
-            y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="TTFT (ms, log)"),
+            y=alt.Y(f"{value}:Q", scale=y_scale, title=y_title),
             tooltip=[alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                     alt.Tooltip("ttft_ms:Q", format=",.0f")],
+                     alt.Tooltip(f"{value}:Q", format=",.2f")],
         )
     )
     if points is not None and not points.empty:
@@ -315,11 +322,11 @@ def ttft_curve_chart(
             .mark_point(filled=True, size=60)
             .encode(
                 x="cores_per_gpu:Q",
-                y="ttft_ms:Q",
+                y=f"{value}:Q",
                 shape=alt.Shape("source:N", title="calibration"),
                 color=alt.Color("source:N", title="calibration"),
                 tooltip=["source:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                         alt.Tooltip("ttft_ms:Q", format=",.0f")],
+                         alt.Tooltip(f"{value}:Q", format=",.2f")],
             )
         )
     if recommended_cores_per_gpu is not None and recommended_cores_per_gpu > 0:
@@ -403,3 +410,142 @@ def share_trend_chart(
         )
         .properties(width=width, height=height)
     )
+
+
+def model_curve_frame(
+    params: Any,
+    *,
+    gpus: int,
+    platform: str | None,
+    model_params_b: float | None = None,
+    load_rps: float | None = None,
+    prompt_tokens: int | None = None,
+    ample_ttft_ms: float | None = None,
+    max_cores_per_gpu: float = 64.0,
+    points_per_octave: int = 8,
+) -> pd.DataFrame:
+    """The fitted model's curve as chart data: ``cores_per_gpu``, ``slowdown`` (against ample
+    cores), ``slowdown_low``/``slowdown_high`` (its interval, the open upper end capped at the
+    model's maximum), ``pathological``; and ``ttft_ms``/``ttft_low_ms``/``ttft_high_ms`` when
+    ``ample_ttft_ms`` (TTFT with ample cores) is given.
+
+    ``params`` is an ``advisor.slowdown.CurveParams``; the grid runs from 1/``gpus`` (Slurm's
+    default of one CPU per task) to ``max_cores_per_gpu`` on a log scale.
+    """
+    import numpy as np
+
+    from advisor import slowdown
+
+    lo = 1.0 / max(gpus, 1)
+    n = int(points_per_octave * math.log2(max_cores_per_gpu / lo)) + 1
+    cores = np.geomspace(lo, max_cores_per_gpu, n)
+    X = np.array([
+        slowdown.feature_row(c, gpus=gpus, model_params_b=model_params_b, load_rps=load_rps,
+                             prompt_tokens=prompt_tokens, platform=platform)
+        for c in cores
+    ])
+    pred = slowdown.predict(params, X)
+    cap = float(params.max_slowdown)
+    frame = pd.DataFrame({
+        "cores_per_gpu": cores,
+        "slowdown": pred.slowdown,
+        "slowdown_low": np.minimum(pred.low, cap),
+        "slowdown_high": np.minimum(pred.high, cap),
+        "pathological": pred.pathological,
+    })
+    if ample_ttft_ms is not None:
+        frame["ttft_ms"] = frame["slowdown"] * ample_ttft_ms
+        frame["ttft_low_ms"] = frame["slowdown_low"] * ample_ttft_ms
+        frame["ttft_high_ms"] = frame["slowdown_high"] * ample_ttft_ms
+    return frame
+
+
+def calibration_frame(training: Any, *, platform: str | None = None,
+                      gpus: int | None = None) -> pd.DataFrame:
+    """Calibration points as chart data: ``cores_per_gpu``, ``slowdown`` (the fit's target),
+    ``source`` (paper / bench, and whether the run timed out), ``point_id``.
+
+    ``training`` is an ``advisor.calibration.TrainingSet``; ``platform``/``gpus`` keep only the
+    points of that platform and GPU count when given.
+    """
+    rows = []
+    for x, y, p, censored in zip(training.X, training.y, training.points, training.censored,
+                                 strict=True):
+        if platform is not None and p.platform != platform:
+            continue
+        if gpus is not None and p.gpus != gpus:
+            continue
+        label = f"{p.source_kind}: {p.platform or '?'}, {p.gpus or '?'} GPUs"
+        rows.append({
+            "cores_per_gpu": float(x[0]),
+            "slowdown": float(y),
+            "source": label + (" (timed out)" if censored else ""),
+            "point_id": p.point_id,
+            "platform": p.platform,
+            "gpus": p.gpus,
+        })
+    return pd.DataFrame(
+        rows, columns=["cores_per_gpu", "slowdown", "source", "point_id", "platform", "gpus"]
+    )
+
+
+def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Benchmark runs as TTFT-vs-cores series: one row per (series, cores per GPU) with the
+    median victim TTFT P50 over repeats (``ttft_ms``), the runs behind it, and a ``series``
+    label (platform, model, GPUs, load). Runs that failed or have no TTFT are left out.
+
+    Columns used: ``platform``, ``model``, ``gpus``, ``attacker_rps``, ``workload``,
+    ``cores_per_gpu``, ``victim_ttft_p50_ms``, ``status``, ``model_params_b``.
+    """
+    cols = ["series", "platform", "model", "model_params_b", "gpus", "attacker_rps", "workload",
+            "cores_per_gpu", "ttft_ms", "runs"]
+    ok = runs[(runs["status"] == "ok") & runs["victim_ttft_p50_ms"].notna()
+              & runs["cores_per_gpu"].notna()]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    keys = ["platform", "model", "model_params_b", "gpus", "attacker_rps", "workload"]
+    g = (
+        ok.fillna({k: "?" for k in ("platform", "model", "workload")})
+        .groupby([*keys, "cores_per_gpu"], dropna=False, as_index=False)
+        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"))
+    )
+    g["series"] = (
+        g["platform"].astype(str) + " · " + g["model"].astype(str) + " · "
+        + g["gpus"].map(lambda n: f"{n:g} GPUs" if pd.notna(n) else "? GPUs") + " · "
+        + g["attacker_rps"].map(lambda r: f"{r:g} rps" if pd.notna(r) else "? rps")
+        + " · " + g["workload"].astype(str)
+    )
+    return g[cols].sort_values(["series", "cores_per_gpu"]).reset_index(drop=True)
+
+
+def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 6) -> pd.DataFrame:
+    """The fitted model's curve for each benchmark series, in milliseconds, for
+    :func:`bench_curves_chart`'s ``fit``: the slowdown curve is anchored at the series' run
+    with the most cores (its TTFT / the predicted slowdown there = TTFT with ample cores)."""
+    import numpy as np
+
+    from advisor import slowdown
+
+    out = []
+    for label, s in series.groupby("series", sort=False):
+        top = s.loc[s["cores_per_gpu"].idxmax()]
+        gpus = int(top["gpus"]) if pd.notna(top["gpus"]) else None
+        platform = top["platform"] if top["platform"] in slowdown.PLATFORMS else None
+        mp = float(top["model_params_b"]) if pd.notna(top["model_params_b"]) else None
+        rps = float(top["attacker_rps"]) if pd.notna(top["attacker_rps"]) else None
+
+        def row(c: float, gpus=gpus, platform=platform, mp=mp, rps=rps) -> list[float]:
+            return slowdown.feature_row(c, gpus=gpus, model_params_b=mp, load_rps=rps,
+                                        platform=platform)
+
+        at_top = slowdown.predict(params, np.array([row(float(top["cores_per_gpu"]))]))
+        ample_ms = float(top["ttft_ms"]) / float(at_top.slowdown[0])
+        lo, hi = float(s["cores_per_gpu"].min()), float(s["cores_per_gpu"].max())
+        n = max(2, int(points_per_octave * math.log2(hi / lo)) + 1) if hi > lo else 2
+        grid = np.geomspace(lo, hi if hi > lo else lo * 2, n)
+        pred = slowdown.predict(params, np.array([row(float(c)) for c in grid]))
+        out.append(pd.DataFrame({"series": label, "cores_per_gpu": grid,
+                                 "ttft_ms": pred.slowdown * ample_ms}))
+    if not out:
+        return pd.DataFrame(columns=["series", "cores_per_gpu", "ttft_ms"])
+    return pd.concat(out, ignore_index=True)

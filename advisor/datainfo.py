@@ -199,6 +199,45 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
     )
 
 
+@dataclass(frozen=True)
+class BenchRun:
+    """One stored benchmark run (a row of ``bench_runs``), as the Benchmarks page lists it."""
+
+    run_id: str
+    started_at: dt.datetime | None
+    status: str
+    engine: str
+    engine_version: str | None
+    model: str | None
+    model_params_b: float | None
+    platform: str | None
+    gpus: int | None
+    tp: int | None
+    cores: int | None
+    cores_per_gpu: float | None
+    workload: str | None
+    attacker_rps: float | None
+    attacker_tokens_min: int | None
+    attacker_tokens_max: int | None
+    victim_rps: float | None
+    repeat: int | None
+    victim_ttft_p50_ms: float | None
+    victim_ttft_p90_ms: float | None
+    attacker_ttft_p50_ms: float | None
+    requests_ok: int | None
+    requests_failed: int | None
+    requests_timed_out: int | None
+    engine_cpu_percent: float | None
+    gpu_util_percent: float | None
+    tokenize_share: float | None
+
+
+def bench_runs(con: duckdb.DuckDBPyConnection, platform: str | None = None) -> list[BenchRun]:
+    """Every stored benchmark run (of ``platform`` when given), ordered by series then cores."""
+    rows = con.execute(query("datainfo/bench_runs"), {"platform": platform}).fetchall()
+    return [BenchRun(*r) for r in rows]
+
+
 def data_status(con: duckdb.DuckDBPyConnection, limit: int = 20) -> DataStatus:
     """Freshness, GPU types (unknown ones named), the ingest log and reject reasons."""
     clusters = freshness(con)

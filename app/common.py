@@ -138,6 +138,11 @@ def recent_rejects(key: DbKey, limit: int) -> list[datainfo.RejectRecord]:
     return datainfo.recent_rejects(connection(key), limit)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def bench_runs(key: DbKey, platform: str | None = None) -> list[datainfo.BenchRun]:
+    return datainfo.bench_runs(connection(key), platform)
+
+
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)
 def freshness(key: DbKey) -> list[datainfo.ClusterFreshness]:
     return datainfo.freshness(connection(key))
@@ -311,3 +316,40 @@ def excluded_caption(report: Any) -> None:
     if report.excluded_jobs:
         parts = ", ".join(f"{n:,} {reason.replace('_', ' ')}" for reason, n in report.excluded.items())
         st.caption(f"Not counted: {parts} (jobs without GPUs, never started, or without CPUs).")
+
+
+# Model, recommendations and calibration (advisor.recommend, advisor.slowdown) ------------------
+
+
+@st.cache_data(
+    show_spinner=False,
+    max_entries=256,
+    hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
+)
+def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef) -> Any:
+    return ref.fn(*args)
+
+
+def cached_call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` through ``st.cache_data`` for core calls that open files themselves."""
+    return guarded(lambda: _cached_call(name, args, _FunctionRef(fn)))
+
+
+def model_params() -> Any:
+    """The fitted TTFT model's parameters (``$ADVISOR_MODEL`` or the shipped model)."""
+    from advisor import slowdown
+
+    return cached_call("load_params", slowdown.load_params, os.environ.get(slowdown.MODEL_ENV))
+
+
+def _training_set(key: DbKey, max_slowdown: float) -> Any:
+    from advisor import calibration
+
+    loaded = calibration.load_points(db=key[0])
+    return calibration.training_set(loaded.points, max_slowdown)
+
+
+def calibration_points(key: DbKey, max_slowdown: float) -> Any:
+    """The calibration points behind the model (shipped CSVs plus the database's table), as
+    the fit sees them (``advisor.calibration.TrainingSet``)."""
+    return cached_call("training_set", _training_set, key, max_slowdown)

@@ -18,9 +18,8 @@ from tests.test_app_data import make_db
 
 APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
 PAGES = ("overview", "trends", "who", "recommend", "benchmarks", "data")
-# Charts each page must draw on the GPU database (Recommend and Benchmarks depend on model and
-# bench data, checked in their own tests below).
-CHARTS = {"overview": 2, "trends": 2, "who": 1, "data": 1}
+# Charts each page must draw on the GPU database.
+CHARTS = {"overview": 2, "trends": 2, "who": 1, "recommend": 1, "benchmarks": 1, "data": 1}
 
 
 @pytest.fixture(scope="module")
@@ -185,15 +184,77 @@ def test_data_page_shows_freshness_ingests_and_rejects_by_reason(monkeypatch, db
     assert log["inserted"].tolist() == [600]
 
 
+def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(monkeypatch, dbs):
+    from advisor import recommend
+
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    at.selectbox(key="rc_gpu_type").set_value("H100")
+    at.selectbox(key="rc_gpus").set_value(8)
+    at.run()
+    _no_exception(at, "recommend")
+    expected = recommend.recommend_job(recommend.JobQuery(
+        gpu_type="H100", gpus=8, db=str(dbs["gpu"]),
+        workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
+    ))
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["Recommended --cpus-per-gpu"].value == str(expected.cpus_per_gpu)
+    assert expected.slurm_option in metrics["Recommended --cpus-per-gpu"].help
+    assert metrics["Predicted TTFT speed-up"].value == f"{expected.predicted_speedup:.2f}x"
+    assert metrics["Extra cost"].value == f"${expected.usd_per_hour_delta:.2f}/h"
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule"]
+    assert spec["layer"][1]["encoding"]["y"]["field"] == "slowdown"
+    # the per-partition table covers the partitions of the GPU jobs loaded
+    table = at.dataframe[0].value
+    assert set(table["partition"]) == {"gpu", "debug"}
+    assert (table["def_cpu_per_gpu"] >= 1).all()
+
+
+def test_recommend_draws_milliseconds_when_the_ample_ttft_is_given(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    at.number_input(key="rc_ample").set_value(200.0).run()
+    _no_exception(at, "recommend")
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert spec["layer"][1]["encoding"]["y"]["field"] == "ttft_ms"
+
+
+def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "benchmarks")
+    _no_exception(at, "benchmarks")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"Runs stored": "9", "Runs ok": "8", "Crashed, hung or timed out": "1"}
+    spec = json.loads(_charts(at)[0].proto.spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "line"]
+    assert spec["layer"][1]["mark"]["strokeDash"] == [5, 3]
+    assert len(at.dataframe[0].value) == 9
+    at.toggle(key="bn_fit").set_value(False).run()
+    assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == ["line"]
+
+
+def test_benchmarks_without_runs_say_how_to_store_some(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["cpu_only"])
+    at.run()
+    _open(at, "benchmarks")
+    _no_exception(at, "benchmarks")
+    assert any("advisor bench collect" in i.value for i in at.info)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_an_empty_database_gets_a_message_on_every_page(monkeypatch, dbs, page):
     at = _app(monkeypatch, dbs["empty"])
     at.run()
     _open(at, page)
     _no_exception(at, page)
-    assert any("no jobs" in i.value.lower() for i in at.info), [i.value for i in at.info]
-    if page != "data":
-        assert not _charts(at)
+    phrase = "no benchmark runs" if page == "benchmarks" else "no jobs"
+    assert any(phrase in i.value.lower() for i in at.info), [i.value for i in at.info]
+    # the model's curve needs no jobs; every chart of the jobs is absent
+    assert len(_charts(at)) == (1 if page == "recommend" else 0)
 
 
 @pytest.mark.parametrize("page", ("overview", "trends", "who"))

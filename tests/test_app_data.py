@@ -72,9 +72,27 @@ def make_db(path: Path, kind: str = "gpu", n_jobs: int = 600) -> Path:
                     [99, "Submit", "99|notadate", "not a timestamp: 'notadate'"],
                 ],
             )
+            if kind == "gpu":
+                _insert_bench_runs(con)
     finally:
         con.close()
     return path
+
+
+def _insert_bench_runs(con) -> None:
+    """A 4-GPU H100 series at 8 rps over 2..16 cores per GPU, two repeats, and one hung run."""
+    rows = []
+    for cores_per_gpu, ttft in ((2, 900.0), (4, 400.0), (8, 260.0), (16, 240.0)):
+        for repeat in (0, 1):
+            rows.append([f"h100-c{cores_per_gpu}-r{repeat}", "ok", cores_per_gpu * 4,
+                         float(cores_per_gpu), repeat, ttft + 20.0 * repeat])
+    rows.append(["h100-c1-r0", "hung", 4, 1.0, 0, None])
+    con.executemany(
+        "INSERT INTO bench_runs (run_id, status, engine, model, model_params_b, platform, gpus,"
+        " tp, cores, cores_per_gpu, workload, attacker_rps, repeat, victim_ttft_p50_ms)"
+        " VALUES (?, ?, 'vllm', 'Llama-3.1-8B', 8.0, 'H100', 4, 4, ?, ?, 'unique', 8.0, ?, ?)",
+        rows,
+    )
 
 
 @pytest.fixture
@@ -215,3 +233,14 @@ def test_dashboard_command_with_a_missing_database_fails_before_starting(cli, tm
     code, out, err = cli("dashboard", "--db", str(tmp_path / "none.duckdb"), "--port", "8999")
     assert code == 4
     assert "Error:" in err and "no such database" in err
+
+
+def test_bench_runs_are_listed_by_series_then_cores_and_filtered_by_platform(gpu_db):
+    con = _ro(gpu_db)
+    runs = datainfo.bench_runs(con)
+    none = datainfo.bench_runs(con, platform="B200")
+    con.close()
+    assert len(runs) == 9 and none == []
+    assert [r.cores_per_gpu for r in runs][:3] == [1.0, 2.0, 2.0]
+    assert {r.status for r in runs} == {"ok", "hung"}
+    assert runs[0].victim_ttft_p50_ms is None

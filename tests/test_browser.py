@@ -34,8 +34,8 @@ PAGES = [
     ("", "CPU cores per GPU", 2),
     ("trends", "Trends by month", 2),
     ("who", "Who runs below the recommendation", 1),
-    ("recommend", "Recommend", 0),
-    ("benchmarks", "Benchmarks", 0),
+    ("recommend", "Recommend cores per GPU", 1),
+    ("benchmarks", "Benchmarks", 1),
     ("data", "Data", 1),
 ]
 
@@ -124,6 +124,11 @@ def _wait_for_run(page, timeout_ms: int = 60_000) -> None:
             return app && app.getAttribute('data-test-script-state') === 'notRunning'
                 && document.querySelector('[data-testid="stMain"] h1');
         }""",
+        timeout=timeout_ms,
+    )
+    # widgets still being laid out show skeletons; a screenshot should not catch them
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
         timeout=timeout_ms,
     )
 

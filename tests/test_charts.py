@@ -130,3 +130,62 @@ def test_every_builder_renders_to_svg_with_vl_convert():
                   charts.ttft_curve_chart(curve), charts.bench_curves_chart(runs, runs)):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and "<path" in svg
+
+
+def _runs() -> pd.DataFrame:
+    rows = []
+    for c, ttft in ((2.0, 900.0), (4.0, 400.0), (8.0, 260.0)):
+        for rep in (0, 1, 2):
+            rows.append({"platform": "H100", "model": "m", "model_params_b": 8.0, "gpus": 4,
+                         "attacker_rps": 8.0, "workload": "unique", "cores_per_gpu": c,
+                         "victim_ttft_p50_ms": ttft + 10.0 * rep, "status": "ok"})
+    rows.append({**rows[0], "status": "hung", "victim_ttft_p50_ms": None, "cores_per_gpu": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_bench_series_take_the_median_of_repeats_and_leave_failed_runs_out():
+    s = charts.bench_series_frame(_runs())
+    assert s["cores_per_gpu"].tolist() == [2.0, 4.0, 8.0]
+    assert s["ttft_ms"].tolist() == [910.0, 410.0, 270.0]
+    assert s["runs"].tolist() == [3, 3, 3]
+    assert s["series"].unique().tolist() == ["H100 · m · 4 GPUs · 8 rps · unique"]
+
+
+def test_bench_fit_is_anchored_at_the_run_with_the_most_cores_and_never_rises_with_cores():
+    from advisor import slowdown
+
+    params = slowdown.load_params()
+    s = charts.bench_series_frame(_runs())
+    fit = charts.bench_fit_frame(s, params)
+    assert fit["cores_per_gpu"].min() == pytest.approx(2.0)
+    assert fit["cores_per_gpu"].max() == pytest.approx(8.0)
+    assert fit["ttft_ms"].iloc[-1] == pytest.approx(270.0)
+    assert fit["ttft_ms"].is_monotonic_decreasing
+
+
+def test_model_curve_spans_slurm_default_to_the_cap_with_a_capped_interval():
+    from advisor import slowdown
+
+    params = slowdown.load_params()
+    f = charts.model_curve_frame(params, gpus=4, platform="H100", ample_ttft_ms=100.0,
+                                 max_cores_per_gpu=32.0)
+    assert f["cores_per_gpu"].iloc[0] == pytest.approx(0.25)
+    assert f["cores_per_gpu"].iloc[-1] == pytest.approx(32.0)
+    assert (f["slowdown_low"] <= f["slowdown"]).all() and (f["slowdown"] <= f["slowdown_high"]).all()
+    assert f["slowdown_high"].max() <= params.max_slowdown
+    assert f["slowdown"].is_monotonic_decreasing
+    assert f["ttft_ms"].tolist() == pytest.approx((f["slowdown"] * 100.0).tolist())
+    assert bool(f["pathological"].iloc[0])  # a quarter core per GPU starves the server
+
+
+def test_calibration_points_keep_their_source_and_filter_by_platform_and_gpus():
+    from advisor import calibration, slowdown
+
+    params = slowdown.load_params()
+    ts = calibration.training_set(calibration.load_points().points, params.max_slowdown)
+    every = charts.calibration_frame(ts)
+    assert len(every) == len(ts.y) > 0
+    assert every["source"].str.startswith("paper").all()
+    four = charts.calibration_frame(ts, gpus=4)
+    assert 0 < len(four) < len(every) and (four["gpus"] == 4).all()
+    assert charts.calibration_frame(ts, platform="no such platform").empty
