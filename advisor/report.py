@@ -35,9 +35,13 @@ from typing import Any
 import duckdb
 
 from advisor import store
-from advisor.errors import NotFoundError, UsageError
+from advisor.errors import AdvisorError, InputError, NotFoundError, UsageError
+from advisor.policy import Policy
+from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
 from advisor.ratios import DEFAULT_THRESHOLDS, RatioGroup, RatioQuery, ratio_summary
+from advisor.recommend import PartitionRecommendation
+from advisor.slowdown import CurveParams
 
 _MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -58,6 +62,9 @@ class ReportConfig:
     png: bool = False
     pdf: bool = False
     top_n: int = 10  # rows in the "most below the recommendation" tables
+    policy_file: Path | None = None  # an exported policy (JSON) to check compliance against
+    model_file: Path | None = None  # the fitted model (default: $ADVISOR_MODEL, else shipped)
+    pricing_file: Path | None = None  # a site's prices over the built-in AWS ones
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,7 @@ class BelowRecommendation:
 class StarvationEstimate:
     """GPU time lost to too few cores per GPU, and the price of the cores that would fix it."""
 
+    partition: str | None
     gpu_type: str
     recommended_cores_per_gpu: float
     gpu_hours_below: float  # GPU-hours of jobs below the recommendation
@@ -237,6 +245,8 @@ class MonthlyReport:
     below_accounts: tuple[BelowRecommendation, ...]
     below_partitions: tuple[BelowRecommendation, ...]
     starvation: tuple[StarvationEstimate, ...]
+    gpu_hours_lost_total: float  # sum over ``starvation``
+    usd_to_fix_total: float  # sum over ``starvation``
     starvation_assumptions: tuple[str, ...]
     policy: PolicyCompliance | None
     quality: DataQuality
@@ -358,54 +368,341 @@ def _ratio_groups(
     return ratio_summary(con, q).groups
 
 
+@dataclass(frozen=True)
+class ReportInputs:
+    """What a report uses besides the month's jobs: the partition recommendations (from
+    :func:`advisor.recommend.recommend_partitions`), the fitted model, the prices, the policy."""
+
+    recommendations: tuple[PartitionRecommendation, ...] = ()
+    recommendation_assumptions: tuple[str, ...] = ()
+    params: CurveParams | None = None
+    prices: PriceBook | None = None
+    policy: Policy | None = None
+    policy_source: str | None = None
+
+
+def load_inputs(config: ReportConfig, db: str | os.PathLike[str] | None = None) -> ReportInputs:
+    """Recommendations over every job in the database, the model, the prices and the policy."""
+    from advisor.pricing import load_pricing
+    from advisor.recommend import PartitionQuery, recommend_partitions
+    from advisor.slowdown import load_params
+
+    path = store.resolve_db_path(db)
+    model_file = str(config.model_file) if config.model_file else None
+    pricing_file = str(config.pricing_file) if config.pricing_file else None
+    params = load_params(model_file)
+    prices = load_pricing(pricing_file)
+    recs = recommend_partitions(
+        PartitionQuery(db=str(path), pricing_file=pricing_file, model_file=model_file)
+    )
+    # The report prices the month itself, so recommend's per-month scaling does not apply.
+    assumptions = tuple(
+        f"{k.replace('_', ' ')}: {_assumption_text(v)}"
+        for k, v in recs.assumptions.items()
+        if k != "per_month"
+    )
+    policy = read_policy(config.policy_file) if config.policy_file else None
+    return ReportInputs(
+        recommendations=recs.rows,
+        recommendation_assumptions=assumptions,
+        params=params,
+        prices=prices,
+        policy=policy,
+        policy_source=str(config.policy_file) if config.policy_file else None,
+    )
+
+
+def _assumption_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
+def _rec_index(inputs: ReportInputs) -> dict[tuple[str | None, str], PartitionRecommendation]:
+    return {(r.partition, r.gpu_type): r for r in inputs.recommendations}
+
+
 def below_recommendation(
-    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, top_n: int
-) -> tuple[tuple[BelowRecommendation, ...], tuple[BelowRecommendation, ...], list[str]]:
-    """Accounts and partitions most below the recommendation (by GPU-hours below)."""
-    return (), (), ["recommendations are not available yet"]
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    inputs: ReportInputs,
+    top_n: int = 10,
+) -> tuple[tuple[BelowRecommendation, ...], tuple[BelowRecommendation, ...]]:
+    """Accounts and partitions whose jobs sit below their (partition, GPU type)'s recommended
+    cores per GPU, most GPU-hours below first (at most ``top_n`` each).
+
+    Counts come from :func:`advisor.ratios.ratio_summary` with the recommended values as
+    thresholds: jobs below = share of jobs below x jobs, GPU-hours below likewise.
+    """
+    recs = _rec_index(inputs)
+    if not recs:
+        return (), ()
+    thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in recs.values()}))
+    out: list[tuple[BelowRecommendation, ...]] = []
+    for scope, by in (
+        ("account", ("account", "partition", "gpu_type")),
+        ("partition", ("partition", "gpu_type")),
+    ):
+        rows = []
+        for g in _ratio_groups(con, month, cluster, by, thresholds):
+            rec = recs.get((g.keys["partition"], g.keys["gpu_type"]))
+            if rec is None:
+                continue
+            t = float(rec.def_cpu_per_gpu)
+            jobs_below = round(g.share_jobs_below[t] * g.jobs)
+            share_h = g.share_gpu_hours_below[t]
+            if jobs_below == 0:
+                continue
+            name = g.keys[scope]
+            if scope == "account":
+                name = f"{name} ({g.keys['partition']})"
+            rows.append(
+                BelowRecommendation(
+                    scope=scope,
+                    name=str(name),
+                    gpu_type=str(g.keys["gpu_type"]),
+                    jobs=g.jobs,
+                    jobs_below=jobs_below,
+                    gpu_hours_below=(share_h * g.gpu_hours) if math.isfinite(share_h) else 0.0,
+                    p50_cores_per_gpu=g.p50_cores_per_gpu,
+                    recommended_cores_per_gpu=t,
+                    flag=f"--cpus-per-gpu={rec.def_cpu_per_gpu}",
+                )
+            )
+        rows.sort(key=lambda b: (-b.gpu_hours_below, -b.jobs_below, b.name, b.gpu_type))
+        out.append(tuple(rows[:top_n]))
+    return out[0], out[1]
 
 
 def starvation_estimates(
-    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
-) -> tuple[tuple[StarvationEstimate, ...], tuple[str, ...], list[str]]:
-    """GPU time lost to CPU starvation per GPU type and the cost of the cores that fix it."""
-    return (), (), ["the TTFT model is not available yet"]
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, inputs: ReportInputs
+) -> tuple[StarvationEstimate, ...]:
+    """Per (partition, GPU type): GPU time the month's jobs below the recommendation lost to
+    CPU starvation, and what the missing cores would have cost.
+
+    The formula is :func:`advisor.recommend.recommend_partitions`' (which the tests check):
+    a job's lost GPU-hours are its GPU-hours x (1 - slowdown(recommended) / slowdown(its own
+    cores per GPU)) from the fitted model at its own GPU count; the fix is (recommended x GPUs
+    - CPUs) x elapsed hours of the jobs below, at the per-vCPU price; the loss is priced at
+    the reference instance's $ per GPU-hour.
+    """
+    import numpy as np
+
+    from advisor import slowdown
+
+    recs = _rec_index(inputs)
+    if not recs or inputs.params is None or inputs.prices is None:
+        return ()
+    params, prices = inputs.params, inputs.prices
+    rows = con.execute(
+        store.query("report/job_mix"), {"start": month.start, "end": month.end, "cluster": cluster}
+    ).fetchall()
+    groups: dict[tuple[str | None, str], list[tuple]] = {}
+    for r in rows:
+        groups.setdefault((r[0], r[1]), []).append(r)
+    theta = np.asarray(params.theta)
+    usd_vcpu = prices.vcpu.usd_per_vcpu_hour
+    out = []
+    for key, members in groups.items():
+        rec = recs.get(key)
+        if rec is None:
+            continue
+        partition, gpu_type = key
+        dflt = float(rec.def_cpu_per_gpu)
+        platform = None if gpu_type == "(untyped)" else gpu_type
+        cores = np.array([m[2] / m[3] for m in members], dtype=float)
+        X_job = np.array([slowdown.feature_row(c, gpus=float(m[3]), platform=platform)
+                          for c, m in zip(cores, members, strict=True)])  # fmt: skip
+        X_rec = X_job.copy()
+        X_rec[:, 0] = dflt
+        s_job, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_job)
+        s_rec, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_rec)
+        below = cores < dflt
+        if not below.any():
+            continue
+        gpu_h = np.array([float(m[6]) for m in members])
+        elapsed_h = np.array([float(m[5]) for m in members]) / 3600.0
+        lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
+        deficit = np.array([dflt * m[3] - m[2] for m in members], dtype=float)
+        extra = float(np.sum(np.where(below, deficit * elapsed_h, 0.0)))
+        lost = float(np.sum(gpu_h * lost_frac))
+        try:
+            usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
+        except AdvisorError:
+            usd_gpu = None
+        out.append(
+            StarvationEstimate(
+                partition=partition,
+                gpu_type=gpu_type,
+                recommended_cores_per_gpu=dflt,
+                gpu_hours_below=float(gpu_h[below].sum()),
+                gpu_hours_lost=lost,
+                extra_cpu_hours=extra,
+                usd_per_vcpu_hour=usd_vcpu,
+                usd_to_fix=extra * usd_vcpu,
+                usd_per_gpu_hour=usd_gpu,
+                usd_lost=lost * usd_gpu if usd_gpu is not None else None,
+            )
+        )
+    out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
+    return tuple(out)
+
+
+def read_policy(path: str | os.PathLike[str]) -> Policy:
+    """An exported policy in its JSON form (``advisor policy export --format json``, the
+    structure of docs/policy-format.md). Bad content names the file, line and field."""
+    from advisor.policy import POLICY_VERSION, Mode, PolicyRule
+    from advisor.policy import Policy as PolicyT
+
+    p = Path(path)
+    src = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{p}: no such policy file; export one with "
+                            "`advisor policy export --format json`") from exc  # fmt: skip
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}); give the JSON export, not the Lua one",
+                         source=src, line=exc.lineno) from exc  # fmt: skip
+    if not isinstance(data, dict):
+        raise InputError("must be a JSON object with version and rules", source=src, line=1)
+    version = data.get("version")
+    if not isinstance(version, int) or version != POLICY_VERSION:
+        raise InputError(f"version {version!r} is not {POLICY_VERSION}", source=src,
+                         line=_line_of(text, '"version"'), field="version")  # fmt: skip
+    raw_rules = data.get("rules")
+    if not isinstance(raw_rules, list):
+        raise InputError("must be a list of rules", source=src,
+                         line=_line_of(text, '"rules"'), field="rules")  # fmt: skip
+    rules = []
+    seen: set[tuple[str, str]] = set()
+    for i, r in enumerate(raw_rules):
+        where = f"rules[{i}]"
+        line = _line_of(text, '"partition"', i)
+        if not isinstance(r, dict):
+            raise InputError("must be an object", source=src, line=line, field=where)
+        for name in ("partition", "gpu_type", "mode"):
+            if not isinstance(r.get(name), str) or not r.get(name):
+                raise InputError("must be a non-empty string", source=src, line=line,
+                                 field=f"{where}.{name}")  # fmt: skip
+        for name in ("min_cpus_per_gpu", "default_cpus_per_gpu"):
+            v = r.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise InputError(f"{v!r} is not a number of cores per GPU (0 or more)",
+                                 source=src, line=line, field=f"{where}.{name}")  # fmt: skip
+        try:
+            mode = Mode(r["mode"])
+        except ValueError:
+            raise InputError(f"{r['mode']!r} is not one of {', '.join(m.value for m in Mode)}",
+                             source=src, line=line, field=f"{where}.mode") from None  # fmt: skip
+        key = (r["partition"], r["gpu_type"].lower())
+        if key in seen:
+            raise InputError(f"a second rule for partition {key[0]!r}, gpu_type {key[1]!r}",
+                             source=src, line=line, field=where)  # fmt: skip
+        seen.add(key)
+        rules.append(PolicyRule(key[0], key[1], r["min_cpus_per_gpu"],
+                                r["default_cpus_per_gpu"], mode))  # fmt: skip
+    return PolicyT(version, str(data.get("generated_at") or ""), str(data.get("source") or ""),
+                   tuple(rules))  # fmt: skip
+
+
+def _line_of(text: str, needle: str, nth: int = 0) -> int | None:
+    """The 1-based line of the ``nth`` occurrence of ``needle`` in ``text`` (None if absent)."""
+    pos = -1
+    for _ in range(nth + 1):
+        pos = text.find(needle, pos + 1)
+        if pos < 0:
+            return None
+    return text.count("\n", 0, pos) + 1
 
 
 def policy_compliance(
-    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
-) -> tuple[PolicyCompliance | None, list[str]]:
-    """The month's GPU jobs against the exported policy, when one is exported."""
-    return None, []
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, inputs: ReportInputs
+) -> PolicyCompliance | None:
+    """The month's GPU jobs against the exported policy (None when no policy is given)."""
+    policy = inputs.policy
+    if policy is None:
+        return None
+    rules = policy.rules
+    params = {
+        "start": month.start,
+        "end": month.end,
+        "cluster": cluster,
+        "rule_no": list(range(len(rules))),
+        "rule_partition": [r.partition for r in rules],
+        "rule_gpu_type": [r.gpu_type for r in rules],
+        "rule_min": [float(r.min_cpus_per_gpu) for r in rules],
+    }
+    counts = {
+        int(n): (int(j), int(c))
+        for n, j, c in con.execute(store.query("report/policy_compliance"), params).fetchall()
+    }
+    out = []
+    for i, r in enumerate(rules):
+        jobs, ok = counts.get(i, (0, 0))
+        if jobs == 0:
+            continue
+        out.append(
+            PolicyRuleCompliance(
+                partition=r.partition, gpu_type=r.gpu_type, mode=str(r.mode.value),
+                min_cpus_per_gpu=float(r.min_cpus_per_gpu), jobs=jobs, jobs_compliant=ok,
+                share_compliant=ok / jobs,
+            )
+        )  # fmt: skip
+    jobs = sum(r.jobs for r in out)
+    ok = sum(r.jobs_compliant for r in out)
+    return PolicyCompliance(
+        source=inputs.policy_source or policy.source,
+        generated_at=policy.generated_at or None,
+        jobs=jobs,
+        jobs_compliant=ok,
+        share_compliant=ok / jobs if jobs else None,
+        rules=tuple(out),
+    )
 
 
 def build_report(
     con: duckdb.DuckDBPyConnection,
     month: Month,
     cluster: str | None = None,
+    inputs: ReportInputs | None = None,
     *,
     top_n: int = 10,
     now: dt.datetime | None = None,
     progress: ProgressFn = no_progress,
 ) -> MonthlyReport:
-    """Gather every number of one month's report from the core functions."""
+    """Gather every number of one month's report from the core functions.
+
+    Without ``inputs`` (see :func:`load_inputs`) the sections that need recommendations, the
+    model or a policy stay empty and the report says why.
+    """
+    inputs = inputs or ReportInputs()
     label = f"report {month.label}"
     steps = 5
     notes: list[str] = []
     progress(label, 0, steps)
     gpu_types = gpu_type_months(con, month, cluster)
     progress(label, 1, steps)
-    accounts, partitions, below_notes = below_recommendation(con, month, cluster, top_n)
-    notes.extend(below_notes)
+    accounts, partitions = below_recommendation(con, month, cluster, inputs, top_n)
+    if not inputs.recommendations:
+        notes.append("No partition recommendations (no GPU jobs in the database, or none "
+                     "given): the sections that compare against them are empty.")  # fmt: skip
     progress(label, 2, steps)
-    starvation, assumptions, starve_notes = starvation_estimates(con, month, cluster)
-    notes.extend(starve_notes)
+    starvation = starvation_estimates(con, month, cluster, inputs)
     progress(label, 3, steps)
-    policy, policy_notes = policy_compliance(con, month, cluster)
-    notes.extend(policy_notes)
+    policy = policy_compliance(con, month, cluster, inputs)
     progress(label, 4, steps)
     quality = data_quality(con, month, cluster)
     progress(label, 5, steps)
+    assumptions = (
+        "Month: allocations that started in it (UTC), counted whole even when they ran on.",
+        "Recommended cores per GPU: advisor.recommend.recommend_partitions over every job in "
+        "the database (not only this month), per partition and GPU type.",
+        *inputs.recommendation_assumptions,
+    )
     return MonthlyReport(
         month=month.label,
         previous_month=month.previous().label,
@@ -415,7 +712,9 @@ def build_report(
         below_accounts=accounts,
         below_partitions=partitions,
         starvation=starvation,
-        starvation_assumptions=assumptions,
+        gpu_hours_lost_total=sum(e.gpu_hours_lost for e in starvation),
+        usd_to_fix_total=sum(e.usd_to_fix for e in starvation),
+        starvation_assumptions=assumptions if starvation else (),
         policy=policy,
         quality=quality,
         notes=tuple(notes),
@@ -718,6 +1017,8 @@ def run_reports(
         raise UsageError("give either --month YYYY-MM or --all-months (exactly one)")
     if config.top_n < 1:
         raise UsageError(f"--top {config.top_n}: must be at least 1")
+    store.connect(db, read_only=True).close()  # a clear error first when there is no database
+    inputs = load_inputs(config, db)
     con = store.connect(db, read_only=True)
     try:
         if config.all_months:
@@ -734,8 +1035,8 @@ def run_reports(
                 _check_cluster(con, config.cluster)
         results = []
         for i, month in enumerate(months):
-            report = build_report(con, month, config.cluster, top_n=config.top_n, now=now,
-                                  progress=progress)  # fmt: skip
+            report = build_report(con, month, config.cluster, inputs, top_n=config.top_n,
+                                  now=now, progress=progress)  # fmt: skip
             results.append(
                 write_report(
                     report, config.out_dir, png=config.png, pdf=config.pdf, progress=progress

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from advisor import report, store
-from advisor.errors import NotFoundError, UsageError
+from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.ratios import RatioQuery, ratio_summary
 from tests.test_report_data import GAP, OCT_DAYS, SEPT_H100_CPUS, build_db
 
@@ -26,10 +26,15 @@ def small_db(db_path: Path) -> Path:
 
 
 @pytest.fixture
-def october(small_db: Path) -> report.MonthlyReport:
+def october(small_db: Path, tmp_path: Path) -> report.MonthlyReport:
+    """October with every section filled: recommendations, model, prices and a policy."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(POLICY)
+    cfg = report.ReportConfig(out_dir=tmp_path, month="2024-10", policy_file=policy)
+    inputs = report.load_inputs(cfg, small_db)
     con = store.connect(small_db, read_only=True)
     try:
-        return report.build_report(con, report.parse_month("2024-10"), now=NOW)
+        return report.build_report(con, report.parse_month("2024-10"), None, inputs, now=NOW)
     finally:
         con.close()
 
@@ -139,7 +144,10 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     html = report.render_html(october)
     values = html_values(html)
     data = report.report_as_dict(october)
-    assert len(values) > 30  # every table cell of the fixture month, not a handful
+    assert len(values) > 90  # every table cell of the fixture month, not a handful
+    sections = {k.split(".")[0] for k in values}
+    assert {"gpu_types", "below_accounts", "below_partitions", "starvation", "policy",
+            "quality"} <= sections  # fmt: skip
     for key, shown in values.items():
         expected = lookup(data, key)
         if isinstance(expected, float):
@@ -263,3 +271,159 @@ def test_values_nan_and_none_render_as_a_dash():
     assert report._num(None) == "–" and report._num(math.nan) == "–"
     assert report._num(1234.5) == "1,234" or report._num(1234.5) == "1,235"
     assert report._num(0.25) == "0.25"
+
+
+# -- recommendations, starvation, policy -------------------------------------------------------
+
+
+@pytest.fixture
+def inputs(small_db) -> report.ReportInputs:
+    return report.load_inputs(report.ReportConfig(out_dir=Path(".")), small_db)
+
+
+def test_below_recommendation_rows_are_ratio_summary_below_recommend_partitions(small_db, inputs):
+    from advisor.recommend import PartitionQuery, recommend_partitions
+
+    recs = {(r.partition, r.gpu_type): r for r in
+            recommend_partitions(PartitionQuery(db=str(small_db))).rows}  # fmt: skip
+    con = store.connect(small_db, read_only=True)
+    month = report.parse_month("2024-10")
+    accounts, partitions = report.below_recommendation(con, month, None, inputs, top_n=10)
+    thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in recs.values()}))
+    direct = {
+        (g.keys["partition"], g.keys["gpu_type"]): g
+        for g in ratio_summary(con, RatioQuery(by=("partition", "gpu_type"),
+                               start=month.start, end=month.end,
+                               thresholds_cores_per_gpu=thresholds)).groups
+    }  # fmt: skip
+    con.close()
+    assert partitions, "the fixture's teaching jobs sit far below any recommendation"
+    for b in partitions:
+        rec = recs[(b.name, b.gpu_type)]
+        g = direct[(b.name, b.gpu_type)]
+        t = float(rec.def_cpu_per_gpu)
+        assert b.recommended_cores_per_gpu == t
+        assert b.flag == f"--cpus-per-gpu={rec.def_cpu_per_gpu}"
+        assert b.jobs == g.jobs and b.p50_cores_per_gpu == g.p50_cores_per_gpu
+        assert b.jobs_below == round(g.share_jobs_below[t] * g.jobs)
+        assert b.gpu_hours_below == pytest.approx(g.share_gpu_hours_below[t] * g.gpu_hours)
+    hours = [b.gpu_hours_below for b in partitions]
+    assert hours == sorted(hours, reverse=True)
+    # the teaching account's H100 jobs (0.25-0.5 cores per GPU) head the accounts table
+    assert accounts[0].name == "teach (gpu)" and accounts[0].gpu_type == "H100"
+    assert accounts[0].jobs_below == 3 * len(OCT_DAYS)
+
+
+def test_top_n_limits_the_below_tables(small_db, inputs):
+    con = store.connect(small_db, read_only=True)
+    accounts, partitions = report.below_recommendation(
+        con, report.parse_month("2024-10"), None, inputs, top_n=1
+    )
+    con.close()
+    assert len(accounts) == 1 and len(partitions) == 1
+
+
+def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(small_db):
+    from advisor.recommend import PartitionQuery, recommend_partitions
+
+    con = store.connect(small_db)
+    con.execute("DELETE FROM jobs WHERE start < TIMESTAMP '2024-10-01'")  # October only
+    con.close()
+    inputs = report.load_inputs(report.ReportConfig(out_dir=Path(".")), small_db)
+    con = store.connect(small_db, read_only=True)
+    estimates = report.starvation_estimates(con, report.parse_month("2024-10"), None, inputs)
+    con.close()
+    recs = {(r.partition, r.gpu_type): r for r in
+            recommend_partitions(PartitionQuery(db=str(small_db))).rows}  # fmt: skip
+    assert estimates
+    for e in estimates:
+        r = recs[(e.partition, e.gpu_type)]
+        assert e.recommended_cores_per_gpu == r.def_cpu_per_gpu
+        assert e.gpu_hours_below == pytest.approx(r.gpu_hours_below)
+        assert e.gpu_hours_lost == pytest.approx(r.gpu_hours_lost)
+        assert e.extra_cpu_hours == pytest.approx(r.fix_vcpu_hours_per_month * r.months_observed)
+        assert e.usd_to_fix == pytest.approx(e.extra_cpu_hours * e.usd_per_vcpu_hour)
+        assert 0 < e.gpu_hours_lost <= e.gpu_hours_below
+    lost = {(r.partition, r.gpu_type) for r in recs.values() if r.gpu_hours_lost > 0}
+    assert {(e.partition, e.gpu_type) for e in estimates} == lost
+
+
+def test_the_report_states_the_assumptions_behind_its_cost_figures(small_db, tmp_path):
+    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db)
+    html = res.html_path.read_text()
+    assert "$/vCPU-hour" in html and "as if every GPU job were an LLM server" in html
+    data = json.loads((res.html_path.parent / "report.json").read_text())
+    assert data["gpu_hours_lost_total"] == pytest.approx(
+        sum(e["gpu_hours_lost"] for e in data["starvation"])
+    )
+
+
+POLICY = """{
+  "version": 1,
+  "generated_at": "2024-11-01T00:00:00Z",
+  "source": "test",
+  "rules": [
+    {"partition": "gpu", "gpu_type": "h100", "min_cpus_per_gpu": 2, "default_cpus_per_gpu": 4,
+     "mode": "set-default-when-unset"},
+    {"partition": "*", "gpu_type": "*", "min_cpus_per_gpu": 1, "default_cpus_per_gpu": 2,
+     "mode": "advise"}
+  ]
+}
+"""
+
+
+def test_policy_compliance_takes_each_jobs_most_specific_rule(small_db, tmp_path):
+    policy = tmp_path / "policy.json"
+    policy.write_text(POLICY)
+    cfg = report.ReportConfig(out_dir=tmp_path, month="2024-10", policy_file=policy)
+    (res,) = report.run_reports(cfg, small_db, now=NOW)
+    p = json.loads((res.html_path.parent / "report.json").read_text())["policy"]
+    days = len(OCT_DAYS)
+    # gpu/h100: the teaching jobs (0.25-0.5 cores/GPU) fail, cluster c2's job (8) passes;
+    # everything else falls to (*, *) with minimum 1, which all of it meets
+    assert [(r["partition"], r["gpu_type"], r["jobs"], r["jobs_compliant"]) for r in p["rules"]] == [
+        ("gpu", "h100", 3 * days + 1, 1),
+        ("*", "*", 4 * days, 4 * days),
+    ]  # fmt: skip
+    assert (p["jobs"], p["jobs_compliant"]) == (7 * days + 1, 4 * days + 1)
+    values = html_values(res.html_path.read_text())
+    assert values["policy.jobs_compliant"] == str(4 * days + 1)
+
+
+def test_a_policy_exported_by_advisor_policy_reads_back_rule_for_rule(small_db, tmp_path):
+    from advisor.policy import PolicyConfig, build_policy, to_json
+
+    exported = build_policy(PolicyConfig(db=str(small_db)))
+    path = tmp_path / "policy.json"
+    path.write_text(to_json(exported))
+    assert report.read_policy(path).rules == exported.rules
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"version": 1,\n "rules": [\n', r"policy.json:3: not valid JSON"),
+        ('{"version": 2, "rules": []}', r"policy.json:1, field version"),
+        (POLICY.replace('"min_cpus_per_gpu": 1', '"min_cpus_per_gpu": "one"'),
+         r"policy.json:8, field rules\[1\].min_cpus_per_gpu"),
+        (POLICY.replace('"advise"', '"shout"'), r"policy.json:8, field rules\[1\].mode"),
+        (POLICY.replace('"partition": "*", "gpu_type": "*"', '"partition": "gpu", "gpu_type": "H100"'),
+         r"policy.json:8, field rules\[1\]: a second rule"),
+    ],
+)  # fmt: skip
+def test_a_bad_policy_file_names_its_line_and_field(tmp_path, text, where):
+    path = tmp_path / "policy.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=where):
+        report.read_policy(path)
+
+
+def test_a_bad_policy_stops_the_report_before_anything_is_written(small_db, tmp_path):
+    path = tmp_path / "policy.json"
+    path.write_text("return { version = 1 }")  # the Lua export, not the JSON one
+    with pytest.raises(InputError, match="not the Lua one"):
+        report.run_reports(
+            report.ReportConfig(out_dir=tmp_path / "out", month="2024-10", policy_file=path),
+            small_db,
+        )
+    assert not (tmp_path / "out").exists()

@@ -62,8 +62,8 @@ def build_db(path: Path) -> Path:
     rows.append(("c1", job, dt.datetime(2024, 10, 5, 1), "teach", "cpu", None, 0, 16, 600, 2))
     con.executemany(
         'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, start, "end", elapsed_s,'
-        ' account, "partition", "user", state, gpu_type, gpus, cpus, ingest_id)'
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'COMPLETED', ?, ?, ?, ?)",
+        ' account, "partition", "user", state, gpu_type, gpu_type_raw, gpus, cpus, ingest_id)'
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'COMPLETED', ?, lower(?), ?, ?, ?)",
         [
             (
                 c,
@@ -76,6 +76,7 @@ def build_db(path: Path) -> Path:
                 acct,
                 part,
                 f"u{j % 7}",
+                gt,
                 gt,
                 g,
                 cpus,

@@ -28,6 +28,16 @@ def report_cmd(
     top: Annotated[
         int, typer.Option("--top", help="Rows in the 'most below the recommendation' tables.")
     ] = 10,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="An exported policy (JSON) to check compliance against."),
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
+    ] = None,
+    pricing: Annotated[
+        Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")
+    ] = None,
     db: DbOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -38,7 +48,7 @@ def report_cmd(
 
     config = ReportConfig(
         out_dir=out, month=month, cluster=cluster, all_months=all_months, png=png, pdf=pdf,
-        top_n=top,
+        top_n=top, policy_file=policy, model_file=model, pricing_file=pricing,
     )  # fmt: skip
     with RichProgress() as progress:
         results = run_reports(config, db, progress=progress)
