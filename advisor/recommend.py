@@ -133,9 +133,9 @@ class JobRecommendation:
 
 
 def _db_path(db: str | None) -> Path | None:
-    from advisor.store import resolve_db_path
-
-    path = resolve_db_path(db)
+    """The database file if one exists (same rule as :func:`advisor.store.resolve_db_path`,
+    repeated here so that the job-submit path does not import DuckDB when there is none)."""
+    path = Path(db) if db else Path(os.environ.get("ADVISOR_DB") or "advisor.duckdb")
     return path if path.exists() else None
 
 

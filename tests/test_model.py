@@ -113,3 +113,28 @@ def test_fit_reports_leave_one_out_error_by_platform_and_extrapolation(tmp_path:
     assert sum(g.points for g in report.loo_by_group) == report.points_fitted - report.points_censored
     assert any("H100" in w and "extrapolation" in w for w in report.warnings)
     assert (tmp_path / "m.json").exists()
+
+
+def test_fit_command_reports_loo_mape_warns_and_its_model_feeds_recommend(cli, tmp_path: Path):
+    out_file = tmp_path / "fitted.json"
+    code, out, err = cli("fit", "--bootstrap", "3", "--output", str(out_file), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert 0 < data["loo_mape"] < 1.0 and data["points_fitted"] >= 14
+    assert "Warning: extrapolation" in err
+    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "4", "--model",
+                         str(out_file), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["assumptions"]["model"]["file"] == str(out_file)
+
+
+def test_fit_names_the_bad_row_and_still_fits_the_rest(cli, tmp_path: Path):
+    src = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published.csv"
+    lines = src.read_text().splitlines()
+    lines.append("broken,paper:x,,,,,,,4,,,,5,1.25,speedup,fast,x,,")
+    (tmp_path / "published.csv").write_text("\n".join(lines) + "\n")
+    code, out, err = cli("fit", "--calibration-dir", str(tmp_path), "--bootstrap", "0",
+                         "--format", "json")
+    assert code == 0, err
+    assert f"{tmp_path / 'published.csv'}:{len(lines)}, field value: 'fast' is not a number" in err
+    assert json.loads(out)["points_fitted"] == 14

@@ -1,0 +1,81 @@
+"""Cold start of ``advisor recommend ... --format json`` (the job-submit path), as a subprocess.
+
+Prints the median wall time of N runs of the recommend command next to the median of
+``python -c pass`` measured in the same run (the interpreter's own start), their difference
+and ratio, and the target (< 0.5 s). Also lists the heaviest modules that the command imports
+(``python -X importtime``), to find what to make lazy.
+
+    python bench/bench_recommend.py [--runs 15]
+
+Timings on a shared 2-core machine are noisy: compare the ratio, run it twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TARGET_S = 0.5
+COMMAND = ["-m", "advisor", "recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size",
+           "8b", "--rps", "8", "--prompt-tokens", "32000", "--format", "json"]
+
+
+def _time(args: list[str], runs: int, cwd: str, env: dict[str, str]) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True)
+        out.append(time.perf_counter() - t0)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(args)} failed: {done.stderr.decode()[-2000:]}")
+    return out
+
+
+def _heaviest_imports(cwd: str, env: dict[str, str], top: int = 8) -> list[tuple[int, str]]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *COMMAND], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _self_us, cum_us, name = line[len("import time:"):].split("|")
+        if not name.startswith("  "):  # top-level imports only (nested ones are indented)
+            rows.append((int(cum_us), name.strip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("ADVISOR_DB", None)
+    with tempfile.TemporaryDirectory() as cwd:  # no database: the job-submit path
+        _time(COMMAND, 2, cwd, env)  # warm the file cache once, as on a submit host
+        base = _time(["-c", "pass"], args.runs, cwd, env)
+        rec = _time(COMMAND, args.runs, cwd, env)
+        heavy = _heaviest_imports(cwd, env)
+    b, r = statistics.median(base), statistics.median(rec)
+    result = {
+        "runs": args.runs,
+        "python_pass_median_s": round(b, 4),
+        "recommend_median_s": round(r, 4),
+        "recommend_min_s": round(min(rec), 4),
+        "advisor_own_s": round(r - b, 4),
+        "ratio_vs_python": round(r / b, 2),
+        "target_s": TARGET_S,
+        "meets_target": r < TARGET_S,
+        "heaviest_top_level_imports_ms": [(name, round(us / 1000, 1)) for us, name in heavy],
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
