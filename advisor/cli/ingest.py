@@ -6,12 +6,188 @@ formats the result; core modules are imported inside the commands to keep start-
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from advisor.cli._output import FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli._output import (
+    DbOption,
+    FormatOption,
+    OutputFormat,
+    RichProgress,
+    emit_rows,
+    fail,
+    stderr,
+)
+from advisor.errors import ExitCode
+
+_INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
+_SUMMARY_COLUMNS = (
+    "source", "format", "compression", "lines_read", "rows_read", "inserted", "updated",
+    "unchanged", "rejected", "seconds", "first_reasons",
+)  # fmt: skip
+
+
+def _parse_time(value: str | None, flag: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise fail(f"{flag} {value!r}: not an ISO 8601 date or time", ExitCode.USAGE) from exc
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.UTC).replace(tzinfo=None)
+    return t
+
+
+def ingest_cmd(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="sacct -P text, sacct --json, jobcomp logs (.gz/.zst ok)."),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output: table, csv or json. Also accepts an input format (sacct-text, "
+            "sacct-json, jobcomp), which overrides detection: the same as --input-format.",
+        ),
+    ] = "table",
+    input_format: Annotated[
+        str | None,
+        typer.Option("--input-format", help="sacct-text | sacct-json | jobcomp (default: detect)."),
+    ] = None,
+    delimiter: Annotated[
+        str | None, typer.Option("--delimiter", help="sacct --delimiter (default: detect).")
+    ] = None,
+    fields: Annotated[
+        str | None,
+        typer.Option(
+            "--fields", help="Comma list of the columns of a header-less file (sacct -n)."
+        ),
+    ] = None,
+    cluster: Annotated[
+        str, typer.Option("--cluster", help="Cluster name for rows whose source names none.")
+    ] = "default",
+    tz: Annotated[
+        str, typer.Option("--tz", help="Time zone of the times in text sources; stored as UTC.")
+    ] = "UTC",
+    gpu_types: Annotated[
+        Path | None, typer.Option("--gpu-types", help="JSON mapping of site GPU names to families.")
+    ] = None,
+    sacct: Annotated[
+        bool, typer.Option("--sacct", help="Run sacct itself instead of reading files.")
+    ] = False,
+    start: Annotated[str | None, typer.Option("--start", help="--sacct: first day (UTC).")] = None,
+    end: Annotated[str | None, typer.Option("--end", help="--sacct: end, exclusive (UTC).")] = None,
+    window: Annotated[
+        float, typer.Option("--window", help="--sacct: window length in days (default 1).")
+    ] = 1.0,
+    sacct_bin: Annotated[
+        str, typer.Option("--sacct-bin", help="--sacct: the sacct program.")
+    ] = "sacct",
+    db: DbOption = None,
+) -> None:
+    """Load Slurm accounting records into the database (idempotent; bad lines kept in rejects)."""
+    from advisor.gputypes import load_site_mapping
+    from advisor.ingest import IngestOptions, SacctWindowConfig, ingest_files, ingest_sacct
+
+    out_fmt = OutputFormat.table
+    if fmt in _INPUT_FORMATS:
+        if input_format is not None and input_format != fmt:
+            raise fail(f"--format {fmt} contradicts --input-format {input_format}", ExitCode.USAGE)
+        input_format = fmt
+    else:
+        try:
+            out_fmt = OutputFormat(fmt)
+        except ValueError as exc:
+            raise fail(
+                f"--format {fmt!r}: use table, csv, json (output) or "
+                f"{', '.join(_INPUT_FORMATS)} (input)",
+                ExitCode.USAGE,
+            ) from exc
+    options = IngestOptions(
+        input_format=input_format,
+        delimiter=delimiter,
+        fields=tuple(f.strip() for f in fields.split(",")) if fields else None,
+        cluster=cluster,
+        source_tz=tz,
+        gpu_types=load_site_mapping(gpu_types) if gpu_types else None,
+    )
+    with RichProgress() as progress:
+        if sacct:
+            if files:
+                raise fail("give files or --sacct, not both", ExitCode.USAGE)
+            t0, t1 = _parse_time(start, "--start"), _parse_time(end, "--end")
+            if t0 is None or t1 is None:
+                raise fail("--sacct needs --start and --end", ExitCode.USAGE)
+            config = SacctWindowConfig(
+                start=t0, end=t1, window=dt.timedelta(days=window), sacct_bin=sacct_bin
+            )
+            summaries = ingest_sacct(db, config, options, progress)
+        else:
+            if not files:
+                raise fail(
+                    "give at least one file, or --sacct --start ... --end ...", ExitCode.USAGE
+                )
+            summaries = ingest_files(db, files, options, progress)
+    for s in summaries:
+        if s.disabled_analyses:
+            stderr.print(
+                f"note: {s.source}: missing {', '.join(s.missing_fields)}; disabled: "
+                + "; ".join(s.disabled_analyses),
+                highlight=False,
+            )
+    if out_fmt is OutputFormat.json:
+        emit_rows(summaries, out_fmt)
+    else:
+        rows = [{**s.__dict__, "first_reasons": " | ".join(s.first_reasons[:3])} for s in summaries]
+        emit_rows(rows, out_fmt, columns=_SUMMARY_COLUMNS, title="ingest")
+
+
+def jobs_cmd(
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Only this cluster.")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Submitted at or after (ISO 8601, UTC).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Submitted before (ISO 8601, UTC).")
+    ] = None,
+    state: Annotated[str | None, typer.Option("--state", help="COMPLETED, FAILED, ...")] = None,
+    gpu_type: Annotated[
+        str | None, typer.Option("--gpu-type", help="Canonical (H100) or site name (h100_80gb).")
+    ] = None,
+    account: Annotated[str | None, typer.Option("--account", help="Only this account.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many rows (0: all).")] = 1000,
+    fmt: FormatOption = OutputFormat.table,
+    db: DbOption = None,
+) -> None:
+    """List the loaded allocation rows (one per job, array task or het component)."""
+    from advisor.ingest import JobFilter, list_jobs
+    from advisor.store import connect
+
+    flt = JobFilter(
+        cluster=cluster,
+        since=_parse_time(since, "--since"),
+        until=_parse_time(until, "--until"),
+        state=state,
+        gpu_type=gpu_type,
+        account=account,
+        user=user,
+        limit=None if limit == 0 else limit,
+    )
+    con = connect(db, read_only=True)
+    try:
+        rows = list_jobs(con, flt)
+    finally:
+        con.close()
+    from advisor.ingest.model import JOB_COLUMNS
+
+    emit_rows(rows, fmt, columns=JOB_COLUMNS, title="jobs")
 
 
 def synth_cmd(
@@ -37,4 +213,6 @@ def synth_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
+    app.command("ingest")(ingest_cmd)
+    app.command("jobs")(jobs_cmd)
     app.command("synth")(synth_cmd)

@@ -1,0 +1,99 @@
+"""Ingest of Slurm accounting records (sacct text, sacct JSON, jobcomp logs, live sacct) into
+the ``jobs`` table: one row per allocation, steps folded, upserted, bad lines kept in ``rejects``.
+
+Public API (other domains call these):
+
+- :func:`ingest_files` (``advisor ingest FILE...``) and :func:`ingest_sacct` (``--sacct``)
+- :func:`list_jobs`, :func:`list_ingests`, :func:`list_rejects`
+- records: :class:`IngestOptions`, :class:`IngestSummary`, :class:`JobFilter`,
+  :class:`SacctWindowConfig`
+
+The modules: ``detect`` (compression, format, delimiter, header), ``text`` (sacct -P via
+DuckDB read_csv, Python repair of the rare bad lines), ``jsonfmt`` (sacct --json 21.08 to
+current), ``jobcomp`` (jobcomp/filetxt), ``pipeline`` (parse/fold/upsert in one transaction),
+``live`` (running sacct window by window), ``listing`` (reading back).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from advisor.errors import NotFoundError
+from advisor.ingest.listing import list_ingests, list_jobs, list_rejects
+from advisor.ingest.model import IngestOptions, IngestSummary, JobFilter
+from advisor.progress import ProgressFn, no_progress
+
+__all__ = [
+    "IngestOptions",
+    "IngestSummary",
+    "JobFilter",
+    "SacctWindowConfig",
+    "ingest_files",
+    "ingest_sacct",
+    "list_ingests",
+    "list_jobs",
+    "list_rejects",
+]
+
+Db = str | os.PathLike[str] | duckdb.DuckDBPyConnection | None
+
+
+def _connection(db: Db) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    if isinstance(db, duckdb.DuckDBPyConnection):
+        return db, False
+    from advisor.store import connect
+
+    return connect(db), True
+
+
+def ingest_files(
+    db: Db,
+    paths: Sequence[str | os.PathLike[str]],
+    options: IngestOptions | None = None,
+    progress: ProgressFn = no_progress,
+) -> list[IngestSummary]:
+    """Load each file in its own transaction; return one summary per file, in order.
+
+    ``db`` is a database path (None: ``$ADVISOR_DB`` / ``./advisor.duckdb``) or an open
+    connection. A file that cannot be read at all raises (InputError / NotFoundError) after
+    the files before it were committed.
+    """
+    from advisor.ingest import pipeline
+
+    opts = options or IngestOptions()
+    pipeline.check_options(opts)
+    files = [Path(p) for p in paths]
+    for f in files:
+        if not f.exists():
+            raise NotFoundError(f"{f}: no such file")
+    con, owned = _connection(db)
+    try:
+        pipeline.prepare(con)
+        return [pipeline.ingest_path(con, f, opts, progress) for f in files]
+    finally:
+        if owned:
+            con.close()
+
+
+def ingest_sacct(
+    db: Db,
+    config: SacctWindowConfig,
+    options: IngestOptions | None = None,
+    progress: ProgressFn = no_progress,
+) -> list[IngestSummary]:
+    """Run the real ``sacct`` window by window and load each window (see advisor.ingest.live)."""
+    from advisor.ingest import live
+
+    con, owned = _connection(db)
+    try:
+        return live.run_windows(con, config, options or IngestOptions(), progress)
+    finally:
+        if owned:
+            con.close()
+
+
+from advisor.ingest.live import SacctWindowConfig  # noqa: E402

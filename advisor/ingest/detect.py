@@ -1,0 +1,167 @@
+"""Recognising a source: its compression (by magic bytes), its format, its delimiter and header.
+
+gzip starts with ``1f 8b``, zstd with ``28 b5 2f fd``; the name's suffix is never trusted.
+A JSON document (``sacct --json`` / slurmrestd) has a ``{`` before anything else that is not
+a login banner; jobcomp/filetxt lines start with ``JobId=``; anything else is sacct text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from advisor.errors import InputError, NotFoundError
+from advisor.ingest.model import CANONICAL_FIELDS, INPUT_FORMATS
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_DELIMITER_CANDIDATES = ("|", "\x1f", "\t", ";", ",", "!", "^", "#", "~")
+_FIELD_ALIASES = {"jobid": "jobid", "job_id": "jobid", "id": "jobid"}
+
+
+def compression_of(path: Path) -> str | None:
+    """'gzip', 'zstd' or None, from the first bytes of the file."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise InputError("is a directory, not a file", source=str(path)) from exc
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+@contextmanager
+def open_decompressed(path: Path, compression: str | None) -> Iterator[BinaryIO]:
+    """The file's uncompressed bytes as a binary stream."""
+    if compression == "gzip":
+        with gzip.open(path, "rb") as gz:
+            yield cast(BinaryIO, gz)
+    elif compression == "zstd":
+        import zstandard
+
+        with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as zr:
+            yield cast(BinaryIO, io.BufferedReader(zr))
+    else:
+        with path.open("rb") as fh:
+            yield fh
+
+
+def read_head(path: Path, compression: str | None, size: int = 65536) -> bytes:
+    """The first ``size`` uncompressed bytes."""
+    with open_decompressed(path, compression) as fh:
+        try:
+            return fh.read(size)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"cannot decompress ({compression}): {exc}", source=str(path)) from exc
+
+
+def detect_format(head: bytes) -> str:
+    """sacct-json, jobcomp or sacct-text, from the first bytes."""
+    text = head.lstrip().decode("utf-8", errors="replace")
+    if text.startswith("{") or text.startswith("["):
+        return "sacct-json"
+    first = text.split("\n", 1)[0]
+    if re.match(r"^JobId=\S*\s+\S+=", first):
+        return "jobcomp"
+    # a banner before a JSON document (SARC strips to the first '{')
+    brace = text.find("\n{")
+    if brace >= 0 and "JobID" not in text[:brace]:
+        return "sacct-json"
+    return "sacct-text"
+
+
+def check_input_format(name: str | None) -> str | None:
+    if name is None or name in INPUT_FORMATS:
+        return name
+    raise InputError(f"unknown input format {name!r}; use one of {', '.join(INPUT_FORMATS)}")
+
+
+def canonical_field(name: str) -> str:
+    """A header name (JobID, jobidraw, AllocTRES) as the parsers' lower-case name."""
+    low = name.strip().lower()
+    return _FIELD_ALIASES.get(low, low)
+
+
+@dataclass(frozen=True)
+class TextLayout:
+    """How a sacct text file is laid out."""
+
+    delimiter: str
+    columns: tuple[str, ...]  # canonical name per column, in file order ('' for unnamed)
+    header_names: tuple[str, ...]  # as written in the header (or in --fields)
+    has_header: bool
+
+
+def _known(names: list[str]) -> int:
+    return sum(1 for n in names if canonical_field(n) in CANONICAL_FIELDS)
+
+
+def text_layout(
+    head: bytes, delimiter: str | None, fields: tuple[str, ...] | None, source: str
+) -> TextLayout:
+    """Find the delimiter and the columns of sacct text from its first line (or ``fields``)."""
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", errors="replace")
+    candidates = (delimiter,) if delimiter else _DELIMITER_CANDIDATES
+    best: tuple[int, str] | None = None
+    for cand in candidates:
+        names = first.split(cand)
+        score = _known(names)
+        if len(names) >= 2 and score >= 2 and (best is None or score > best[0]):
+            best = (score, cand)
+    if best is not None and (fields is None or _known(first.split(best[1])) >= 2):
+        delim = best[1]
+        names = first.split(delim)
+        return TextLayout(delim, _columns(names), tuple(names), True)
+    if fields is None:
+        raise InputError(
+            "no sacct header line found (a line like JobID|JobIDRaw|...|AllocTRES); for a file "
+            "written with sacct -n, give the field list: --fields JobID,JobIDRaw,...",
+            source=source,
+            line=1,
+        )
+    names = [f for f in fields]
+    if delimiter is None:
+        # header-less: pick the candidate that splits the first line into len(fields) parts
+        counts = {c: len(first.split(c)) for c in _DELIMITER_CANDIDATES}
+        exact = [c for c, n in counts.items() if n in (len(names), len(names) + 1)]
+        if not exact:
+            raise InputError(
+                f"cannot find the delimiter: no candidate splits the first line into "
+                f"{len(names)} fields; give --delimiter",
+                source=source,
+                line=1,
+            )
+        delimiter = exact[0]
+    if len(first.split(delimiter)) == len(names) + 1 and first.endswith(delimiter):
+        names = [*names, ""]  # sacct -p: a trailing delimiter
+    if _known(list(names)) == 0:
+        raise InputError(f"--fields names no sacct field: {', '.join(fields)}", source=source)
+    return TextLayout(delimiter, _columns(list(names)), tuple(names), False)
+
+
+def _columns(names: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, n in enumerate(names):
+        c = canonical_field(n)
+        if c not in CANONICAL_FIELDS or c in seen:
+            c = f"_col{i}"
+        seen.add(c)
+        out.append(c)
+    if "jobid" not in seen and "jobidraw" not in seen:
+        raise InputError(
+            "the header has neither JobID nor JobIDRaw: add one to sacct --format "
+            f"(found: {', '.join(n for n in names if n)})"
+        )
+    return tuple(out)

@@ -1,0 +1,126 @@
+"""Slurm's jobcomp/filetxt log: one ``Key=Value`` line per finished job (research §3.7).
+
+Owns splitting such lines into records of canonical sacct fields. Values may contain spaces
+(Name, WorkDir are written unescaped), so a line is cut only before a known key. Times are
+slurmctld local time (``--tz``). ``Tres=`` (older files: ``Gres=``) is the *requested* TRES;
+``ProcCnt`` is the allocated CPU count, so the allocation is taken as ProcCnt CPUs plus the
+requested GPUs (documented in docs/ingest.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import BinaryIO
+
+from advisor.ingest.text import LineReject
+
+KEYS = (
+    "JobId", "UserId", "GroupId", "Name", "JobState", "Partition", "TimeLimit", "StartTime",
+    "EndTime", "NodeList", "NodeCnt", "ProcCnt", "WorkDir", "ReservationName", "Tres", "Gres",
+    "Account", "QOS", "WcKey", "Cluster", "SubmitTime", "EligibleTime", "ArrayJobId",
+    "ArrayTaskId", "HetJobId", "HetJobOffset", "DerivedExitCode", "ExitCode",
+)  # fmt: skip
+_KEY_RE = re.compile(r"(?:^|(?<= ))(" + "|".join(KEYS) + r")=")
+_PRESENT = {
+    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "uid",
+    "jobname", "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw",
+    "timelimitraw", "nnodes", "ncpus", "alloctres", "reqtres", "allocgres", "nodelist",
+    "workdir",
+}  # fmt: skip
+
+
+def split_line(line: str) -> dict[str, str]:
+    """``Key=Value`` pairs of one line, cut only before known keys."""
+    marks = list(_KEY_RE.finditer(line))
+    out: dict[str, str] = {}
+    for i, m in enumerate(marks):
+        stop = marks[i + 1].start() - 1 if i + 1 < len(marks) else len(line)
+        out[m.group(1)] = line[m.end() : max(stop, m.end())].strip()
+    return out
+
+
+def _name_id(v: str | None) -> tuple[str | None, str | None]:
+    if not v:
+        return None, None
+    m = re.fullmatch(r"(.*?)\((\d+)\)", v)
+    return (m.group(1) or None, m.group(2)) if m else (v, None)
+
+
+def _elapsed(start: str | None, end: str | None) -> str | None:
+    try:
+        if not start or not end:
+            return None
+        a = dt.datetime.fromisoformat(start)
+        b = dt.datetime.fromisoformat(end)
+    except ValueError:
+        return None
+    return str(int((b - a).total_seconds())) if b >= a else None
+
+
+def _alloc_tres(tres: str | None, procs: str | None) -> str | None:
+    if tres is None and procs is None:
+        return None
+    parts = [p for p in (tres or "").split(",") if p and not p.startswith("cpu=")]
+    if procs:
+        parts.insert(0, f"cpu={procs}")
+    return ",".join(parts)
+
+
+def records(
+    fh: BinaryIO,
+) -> tuple[list[dict[str, str | int | None]], list[LineReject], set[str], int]:
+    """Records of a jobcomp log, rejects (lines without JobId=), and the physical line count."""
+    out: list[dict[str, str | int | None]] = []
+    rejects: list[LineReject] = []
+    n = 0
+    for n, raw in enumerate(fh, start=1):  # noqa: B007
+        line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+        if not line.strip():
+            continue
+        kv = split_line(line)
+        if "JobId" not in kv or not line.startswith("JobId="):
+            rejects.append(LineReject(n, line, "not a jobcomp line (JobId=... Key=Value ...)"))
+            continue
+        user, uid = _name_id(kv.get("UserId"))
+        group, _gid = _name_id(kv.get("GroupId"))
+        jid = kv["JobId"]
+        display = jid
+        if kv.get("ArrayJobId") and kv.get("ArrayTaskId") not in (None, "", "4294967294"):
+            display = f"{kv['ArrayJobId']}_{kv['ArrayTaskId']}"
+        elif kv.get("HetJobId") and kv.get("HetJobOffset"):
+            display = f"{kv['HetJobId']}+{kv['HetJobOffset']}"
+        tl = kv.get("TimeLimit")
+        tres = kv.get("Tres")
+        out.append(
+            {
+                "jobid": display,
+                "jobidraw": jid,
+                "cluster": kv.get("Cluster"),
+                "partition": kv.get("Partition"),
+                "qos": kv.get("QOS"),
+                "account": kv.get("Account"),
+                "group": group,
+                "user": user,
+                "uid": uid,
+                "jobname": kv.get("Name"),
+                "state": kv.get("JobState"),
+                "exitcode": kv.get("ExitCode"),
+                "submit": kv.get("SubmitTime"),
+                "eligible": kv.get("EligibleTime"),
+                "start": kv.get("StartTime"),
+                "end": kv.get("EndTime"),
+                "elapsedraw": _elapsed(kv.get("StartTime"), kv.get("EndTime")),
+                "timelimitraw": tl if tl and tl.isdigit() else None,
+                "nnodes": kv.get("NodeCnt"),
+                "ncpus": kv.get("ProcCnt"),
+                "alloctres": _alloc_tres(tres, kv.get("ProcCnt")) if tres is not None else None,
+                "reqtres": tres,
+                "allocgres": kv.get("Gres"),
+                "nodelist": kv.get("NodeList"),
+                "workdir": kv.get("WorkDir"),
+                "line_no": n,
+                "_raw": line,
+            }
+        )
+    return out, rejects, set(_PRESENT), n

@@ -1,0 +1,208 @@
+"""``sacct --json`` (and slurmrestd's same document), Slurm 21.08 through the current release.
+
+Owns turning the document into records of canonical sacct fields (text), so that one SQL
+parser serves every format. Shapes handled (research §3.6): dbv0.0.37/38 (plain ints, step.id
+"batch" or int, ``time.start`` holding the eligible time before 22.05.8), data_parser v0.0.39
+(``{set, infinite, number}`` numbers, step.id an object), v0.0.40+ (``state.current`` a list,
+step.id "123.batch", lower-case ``meta.slurm``). A login banner before the ``{`` is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.ingest.text import LineReject
+
+_BASE_STATES = {
+    "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
+    "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REQUEUED",
+    "RESIZING", "REVOKED",
+}  # fmt: skip
+_PRESENT = {
+    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "jobname",
+    "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw", "timelimitraw",
+    "nnodes", "reqcpus", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
+}  # fmt: skip
+
+
+def number(v: Any) -> int | None:
+    """A Slurm JSON number: plain, or {set, infinite, number}; None when unset or infinite."""
+    if isinstance(v, dict):
+        if not v.get("set", True) or v.get("infinite", False):
+            return None
+        v = v.get("number")
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return int(v)
+    return None
+
+
+def _epoch(v: Any) -> str | None:
+    n = number(v)
+    return str(n) if n is not None and n > 0 else None
+
+
+def _tres(items: Any) -> str | None:
+    if not isinstance(items, list):
+        return None
+    parts = []
+    for t in items:
+        if not isinstance(t, dict):
+            continue
+        typ, name, count = t.get("type"), t.get("name"), number(t.get("count"))
+        if not typ or count is None or count < 0:
+            continue
+        key = f"{typ}/{name}" if name else str(typ)
+        parts.append(f"{key}={count}M" if key == "mem" else f"{key}={count}")
+    return ",".join(parts) if parts else ""
+
+
+def _state(v: Any) -> str | None:
+    cur = v.get("current") if isinstance(v, dict) else v
+    if isinstance(cur, list):
+        base = [s for s in cur if isinstance(s, str) and s in _BASE_STATES]
+        return base[0] if base else (str(cur[0]) if cur else None)
+    return str(cur) if cur is not None else None
+
+
+def _exit(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return None
+    rc = number(v.get("return_code"))
+    sig = v.get("signal")
+    sig_n = number(sig.get("id")) if isinstance(sig, dict) else None
+    return f"{rc if rc is not None else 0}:{sig_n if sig_n is not None else 0}"
+
+
+def _version(meta: Any) -> tuple[int, int, int] | None:
+    if not isinstance(meta, dict):
+        return None
+    s = meta.get("slurm") or meta.get("Slurm") or {}
+    v = s.get("version") if isinstance(s, dict) else None
+    if not isinstance(v, dict):
+        return None
+    try:
+        return (int(v.get("major", 0)), int(v.get("minor", 0)), int(v.get("micro", 0)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _display_id(job: dict[str, Any]) -> str:
+    jid = job.get("job_id")
+    arr = job.get("array") or {}
+    het = job.get("het") or {}
+    a_job, a_task = number(arr.get("job_id")), number(arr.get("task_id"))
+    if a_job and a_task is not None:
+        return f"{a_job}_{a_task}"
+    h_job, h_off = number(het.get("job_id")), number(het.get("job_offset"))
+    if h_job and h_off is not None:
+        return f"{h_job}+{h_off}"
+    return str(jid)
+
+
+def _step_suffix(step: dict[str, Any]) -> str | None:
+    sid = (step.get("step") or {}).get("id")
+    if isinstance(sid, dict):  # v0.0.39
+        sid = sid.get("step_id")
+    if isinstance(sid, str) and "." in sid:  # v0.0.40+: "123.batch", "123.0+1"
+        sid = sid.split(".", 1)[1]
+    if sid is None:
+        return None
+    return str(sid).lower() if isinstance(sid, str) else str(sid)
+
+
+def records(
+    data: bytes, source: str
+) -> tuple[list[dict[str, str | int | None]], list[LineReject], set[str]]:
+    """Records (allocations and their steps) of a sacct --json document, per-job rejects."""
+    text = data.decode("utf-8", errors="replace")
+    brace = text.find("{")
+    if brace < 0:
+        raise InputError("no JSON object found (expected sacct --json output)", source=source)
+    try:
+        doc = json.loads(text[brace:])
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno
+        ) from exc
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, list):
+        raise InputError("no 'jobs' list (expected sacct --json output)", source=source)
+    plugin = json.dumps(doc.get("meta", {}).get("plugin", {})) if isinstance(doc, dict) else ""
+    version = _version(doc.get("meta")) if isinstance(doc, dict) else None
+    start_is_eligible = ("dbv0.0.37" in plugin or "dbv0.0.38" in plugin) and (
+        version is None or version < (22, 5, 8)
+    )
+    out: list[dict[str, str | int | None]] = []
+    rejects: list[LineReject] = []
+    for i, job in enumerate(jobs, start=1):
+        try:
+            out.extend(_job_records(job, i, start_is_eligible))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            raw = json.dumps(job, ensure_ascii=False)[:4000]
+            rejects.append(LineReject(i, raw, f"job #{i} of the document: unusable ({exc})"))
+    return out, rejects, set(_PRESENT)
+
+
+def _job_records(
+    job: dict[str, Any], index: int, start_is_eligible: bool
+) -> list[dict[str, str | int | None]]:
+    if not isinstance(job, dict) or number(job.get("job_id")) is None:
+        raise ValueError("no job_id")
+    t = job.get("time") or {}
+    start, end = number(t.get("start")), number(t.get("end"))
+    elapsed = number(t.get("elapsed"))
+    if start_is_eligible:
+        # 21.08 to 22.05.7 wrote the eligible time into time.start: derive the real start
+        start = end - elapsed if end and elapsed is not None and end > 0 else None
+    tres = job.get("tres") or {}
+    req = job.get("required") or {}
+    display = _display_id(job)
+    jid = str(number(job.get("job_id")))
+    rec: dict[str, str | int | None] = {
+        "jobid": display,
+        "jobidraw": jid,
+        "cluster": job.get("cluster"),
+        "partition": job.get("partition"),
+        "qos": job.get("qos"),
+        "account": job.get("account"),
+        "group": job.get("group"),
+        "user": job.get("user"),
+        "jobname": job.get("name"),
+        "state": _state(job.get("state")),
+        "exitcode": _exit(job.get("exit_code")),
+        "submit": _epoch(t.get("submission")),
+        "eligible": _epoch(t.get("eligible")),
+        "start": str(start) if start and start > 0 else None,
+        "end": _epoch(t.get("end")),
+        "elapsedraw": str(elapsed) if elapsed is not None else None,
+        "timelimitraw": str(number(t.get("limit"))) if number(t.get("limit")) else None,
+        "nnodes": str(number(job.get("allocation_nodes"))) if job.get("allocation_nodes") else None,
+        "reqcpus": str(number(req.get("CPUs"))) if number(req.get("CPUs")) is not None else None,
+        "alloctres": _tres(tres.get("allocated")),
+        "reqtres": _tres(tres.get("requested")),
+        "nodelist": job.get("nodes"),
+        "submitline": job.get("submit_line"),
+        "workdir": job.get("working_directory"),
+        "line_no": index,
+        "_raw": json.dumps({k: job.get(k) for k in ("job_id", "name", "state", "tres")},
+                           ensure_ascii=False)[:4000],
+    }  # fmt: skip
+    out = [rec]
+    for step in job.get("steps") or []:
+        suffix = _step_suffix(step) if isinstance(step, dict) else None
+        if suffix is None:
+            continue
+        out.append(
+            {
+                "jobid": f"{display}.{suffix}",
+                "jobidraw": f"{jid}.{suffix}",
+                "cluster": job.get("cluster"),
+                "line_no": index,
+                "_raw": "",
+            }
+        )
+    return out

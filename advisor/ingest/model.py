@@ -1,0 +1,116 @@
+"""The records and configs of the ingest domain, and the field catalogue.
+
+Owns :class:`IngestOptions` (what a load may be told), :class:`IngestSummary` (what a load did,
+per source), :class:`JobFilter` (what ``advisor jobs`` selects), and the sacct field names the
+parsers know, with the analyses each missing field switches off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
+
+# Canonical (lower-case) sacct field names every parser maps its input to; the SQL sees exactly
+# these columns (absent ones as NULL). exclusive_hint carries JSON's / jobcomp's own flag.
+CANONICAL_FIELDS: tuple[str, ...] = (
+    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "uid",
+    "jobname", "state", "exitcode", "submit", "eligible", "start", "end", "elapsed",
+    "elapsedraw", "timelimit", "timelimitraw", "nnodes", "ncpus", "alloccpus", "reqcpus",
+    "reqmem", "reqtres", "alloctres", "allocgres", "reqgres", "nodelist", "submitline",
+    "workdir", "exclusive_hint",
+)  # fmt: skip
+
+# Fields whose text is free (may hold the delimiter, newlines, non-UTF-8 bytes).
+FREE_TEXT_FIELDS = frozenset({"jobname", "submitline", "workdir", "comment", "admincomment",
+                              "constraints", "reason", "wckey"})  # fmt: skip
+
+# What each missing field (or group: all of them missing) switches off. Shown per ingest.
+DISABLED_BY_MISSING: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("alloctres", "allocgres"), "AllocTRES", "GPU counts and types: no cores-per-GPU ratios"),
+    (("alloctres", "ncpus", "alloccpus"), "NCPUS", "CPU counts: no cores-per-GPU ratios"),
+    (("jobidraw",), "JobIDRaw", "array tasks (their raw ids) cannot be keyed and are rejected"),
+    (("cluster",), "Cluster", "per-cluster grouping (rows get --cluster)"),
+    (("partition",), "Partition", "by-partition ratios"),
+    (("account",), "Account", "by-account ratios"),
+    (("user",), "User", "by-user ratios"),
+    (("submit",), "Submit", "by-month grouping; requeue-safe key (submit stored as 1970-01-01)"),
+    (("elapsed", "elapsedraw"), "Elapsed", "GPU-hour weighting"),
+    (("start",), "Start", "wait times and time-range filters on start"),
+    (("state",), "State", "state filters (failed and cancelled jobs look alike)"),
+    (("submitline",), "SubmitLine", "interactive detection from the submit command"),
+    (("reqtres", "reqcpus"), "ReqTRES", "requested-vs-allocated comparison"),
+    (("nodelist",), "NodeList", "node inventory join (feasible cores per GPU)"),
+)
+
+
+def missing_and_disabled(present: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The sacct names of missing fields and the analyses they disable, given canonical names."""
+    missing: list[str] = []
+    disabled: list[str] = []
+    for group, name, analysis in DISABLED_BY_MISSING:
+        if not any(g in present for g in group):
+            missing.append(name)
+            disabled.append(analysis)
+    return tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(disabled))
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How to read the sources of one ``advisor ingest`` call.
+
+    ``input_format`` None detects per file; ``delimiter`` None detects it from the header;
+    ``fields`` names the columns of header-less sacct text; ``cluster`` fills rows whose source
+    names none; ``source_tz`` is the zone of text times (stored as UTC); ``gpu_types`` is a
+    site's extra GPU name mapping (see advisor.gputypes).
+    """
+
+    input_format: str | None = None
+    delimiter: str | None = None
+    fields: tuple[str, ...] | None = None
+    cluster: str = "default"
+    source_tz: str = "UTC"
+    gpu_types: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one source's load did (one ``ingests`` row)."""
+
+    ingest_id: int
+    source: str
+    format: str
+    compression: str | None
+    lines_read: int
+    rows_read: int
+    inserted: int
+    updated: int
+    unchanged: int
+    rejected: int
+    missing_fields: tuple[str, ...] = ()
+    disabled_analyses: tuple[str, ...] = ()
+    first_reasons: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """What ``list_jobs`` selects; None means no condition. Times are UTC, on ``submit``."""
+
+    cluster: str | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    state: str | None = None
+    gpu_type: str | None = None
+    account: str | None = None
+    user: str | None = None
+    limit: int | None = 1000
+    columns: tuple[str, ...] = field(default=())
+
+
+JOB_COLUMNS: tuple[str, ...] = (
+    "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state", "submit",
+    "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type", "gpu_type_raw", "mem_mb",
+)  # fmt: skip

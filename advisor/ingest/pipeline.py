@@ -1,0 +1,329 @@
+"""One load of one source into the store, in one transaction.
+
+Owns the sequence: detect -> fill temp ``raw`` (text, JSON or jobcomp reader) -> parse, fold
+steps, classify against ``jobs`` and upsert (SQL in ``advisor/sql/ingest/``) -> keep rejects ->
+record the ``ingests`` row. A crash or kill before COMMIT leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import zoneinfo
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from advisor.errors import InputError, UsageError
+from advisor.gputypes import canonical_gpu_type, load_site_mapping
+from advisor.ingest import detect, text
+from advisor.ingest.model import (
+    CANONICAL_FIELDS,
+    IngestOptions,
+    IngestSummary,
+    missing_and_disabled,
+)
+from advisor.progress import ProgressFn, no_progress
+from advisor.store import query, quote_ident
+
+_STAGES = 6
+
+
+@dataclass
+class Loaded:
+    """What a reader put into temp table ``raw``."""
+
+    fmt: str
+    present: set[str]  # canonical fields the source has
+    lines_read: int
+    line_rejects: list[text.LineReject]
+    raw_expr: str  # SQL over raw giving a record's original text
+    params: dict[str, object]  # parameters raw_expr needs
+    layout: detect.TextLayout | None = None
+    text_load: text.TextLoad | None = None
+    path: Path | None = None
+    compression: str | None = None
+
+
+def check_options(options: IngestOptions) -> None:
+    detect.check_input_format(options.input_format)
+    try:
+        zoneinfo.ZoneInfo(options.source_tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise UsageError(
+            f"--tz {options.source_tz!r} is not a time zone name (e.g. UTC, Europe/Berlin)"
+        ) from exc
+    if options.delimiter is not None and not (1 <= len(options.delimiter.encode()) <= 4):
+        raise UsageError("--delimiter must be 1 to 4 bytes")
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """Per-connection setup: parsing macros, no DuckDB progress bar on our stdout."""
+    con.execute("SET enable_progress_bar = false")
+    con.execute(query("ingest/macros"))
+
+
+class _Hasher(threading.Thread):
+    """sha256 of the uncompressed bytes, computed beside the load (hashlib frees the GIL)."""
+
+    def __init__(self, path: Path, compression: str | None) -> None:
+        super().__init__(daemon=True)
+        self.path, self.compression = path, compression
+        self.digest: str | None = None
+
+    def run(self) -> None:
+        h = hashlib.sha256()
+        try:
+            with detect.open_decompressed(self.path, self.compression) as fh:
+                while chunk := fh.read(4 << 20):
+                    h.update(chunk)
+            self.digest = h.hexdigest()
+        except (OSError, EOFError):
+            self.digest = None
+
+
+def ingest_path(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    options: IngestOptions,
+    progress: ProgressFn = no_progress,
+    *,
+    source: str | None = None,
+) -> IngestSummary:
+    """Load one file in one transaction and return its summary."""
+    t0 = time.perf_counter()
+    label = source or str(path)
+    compression = detect.compression_of(path)
+    head = detect.read_head(path, compression)
+    fmt = options.input_format or detect.detect_format(head)
+    hasher = _Hasher(path, compression)
+    hasher.start()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        progress(label, 0, _STAGES)
+        row = con.execute(
+            "INSERT INTO ingests (source, format, compression, cluster, source_tz, started_at)"
+            " VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
+            [label, fmt, compression, options.cluster, options.source_tz],
+        ).fetchone()
+        assert row is not None
+        ingest_id = int(row[0])
+        loaded = _read(con, path, compression, head, fmt, options, label)
+        progress(label, 1, _STAGES)
+        summary = _process(con, ingest_id, label, compression, loaded, options, progress)
+        hasher.join()
+        con.execute(
+            "UPDATE ingests SET content_hash = ? WHERE ingest_id = ?", [hasher.digest, ingest_id]
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    progress(label, _STAGES, _STAGES)
+    return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
+
+
+def _read(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    head: bytes,
+    fmt: str,
+    options: IngestOptions,
+    label: str,
+) -> Loaded:
+    if fmt == "sacct-text":
+        layout = detect.text_layout(head, options.delimiter, options.fields, label)
+        load = text.load_raw(con, path, compression, layout)
+        return Loaded(
+            fmt,
+            {c for c in layout.columns if c in CANONICAL_FIELDS},
+            load.lines_read,
+            load.rejects,
+            text.raw_text_expr(layout),
+            {"delim": layout.delimiter},
+            layout,
+            load,
+            path,
+            compression,
+        )
+    if fmt == "sacct-json":
+        from advisor.ingest import jsonfmt
+
+        with detect.open_decompressed(path, compression) as fh:
+            data = fh.read()
+        records, rejects, present = jsonfmt.records(data, label)
+        _fill_raw(con, records)
+        return Loaded(fmt, present, len(records) + len(rejects), rejects, "_raw", {})
+    if fmt == "jobcomp":
+        from advisor.ingest import jobcomp
+
+        with detect.open_decompressed(path, compression) as fh:
+            records, rejects, present, lines = jobcomp.records(fh)
+        _fill_raw(con, records)
+        return Loaded(fmt, present, lines, rejects, "_raw", {})
+    raise InputError(f"unknown input format {fmt!r}", source=label)
+
+
+def _fill_raw(con: duckdb.DuckDBPyConnection, records: list[dict[str, str | int | None]]) -> None:
+    """Temp table ``raw`` from parsed records (canonical fields as text, line_no, _raw)."""
+    con.execute("DROP TABLE IF EXISTS raw")
+    cols = {c: pa.array([r.get(c) for r in records], pa.string()) for c in CANONICAL_FIELDS}
+    cols["_raw"] = pa.array([r.get("_raw") for r in records], pa.string())
+    cols["line_no"] = pa.array([r.get("line_no") for r in records], pa.int64())
+    con.register("ing_records", pa.table(cols))
+    con.execute("CREATE TEMP TABLE raw AS SELECT * FROM ing_records")
+    con.unregister("ing_records")
+
+
+def _create_src(con: duckdb.DuckDBPyConnection, present: set[str], base: int) -> None:
+    cols = ", ".join(
+        quote_ident(c) if c in present else f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
+        for c in CANONICAL_FIELDS
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW src AS SELECT rowid - {int(base)} AS rid, line_no, {cols} "  # noqa: S608
+        "FROM raw"
+    )
+
+
+def _gpu_map(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT gpu_type_raw FROM parsed WHERE gpu_type_raw IS NOT NULL "
+            "UNION SELECT DISTINCT t.name FROM (SELECT unnest(typed_list) AS t FROM parsed)"
+        ).fetchall()
+        if r[0] is not None
+    ]
+    site = dict(options.gpu_types) if options.gpu_types is not None else load_site_mapping()
+    table = pa.table(
+        {
+            "raw": pa.array(names, pa.string()),
+            "canon": pa.array([canonical_gpu_type(n, site) for n in names], pa.string()),
+        }
+    )
+    con.execute("DROP TABLE IF EXISTS gmap")
+    con.register("ing_gmap", table)
+    con.execute("CREATE TEMP TABLE gmap AS SELECT * FROM ing_gmap")
+    con.unregister("ing_gmap")
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> int:
+    row = con.execute(sql, params or []).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _process(
+    con: duckdb.DuckDBPyConnection,
+    ingest_id: int,
+    label: str,
+    compression: str | None,
+    loaded: Loaded,
+    options: IngestOptions,
+    progress: ProgressFn,
+) -> IngestSummary:
+    base = loaded.text_load.rowid_base if loaded.text_load is not None else 0
+    _create_src(con, loaded.present, base)
+    con.execute(query("ingest/parse"), {"cluster": options.cluster, "tz": options.source_tz})
+    progress(label, 2, _STAGES)
+    _gpu_map(con, options)
+    con.execute(query("ingest/fold"))
+    con.execute(query("ingest/classify"))
+    progress(label, 3, _STAGES)
+    counts = dict(con.execute("SELECT action, count(*) FROM classified GROUP BY action").fetchall())
+    store = query("ingest/store_rows")
+    if counts.get("insert"):
+        con.execute(store, {"ingest_id": ingest_id, "action": "insert"})
+    if counts.get("update"):
+        con.execute(store, {"ingest_id": ingest_id, "action": "update"})
+    progress(label, 4, _STAGES)
+    rejects = _rejects(con, ingest_id, label, loaded)
+    progress(label, 5, _STAGES)
+    rows_read = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL") + sum(
+        1 for r in loaded.line_rejects
+    )
+    missing, disabled = missing_and_disabled(loaded.present)
+    inserted = int(counts.get("insert", 0))
+    updated = int(counts.get("update", 0))
+    unchanged = int(counts.get("same", 0)) + int(counts.get("older", 0))
+    con.execute(
+        "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
+        " inserted = ?, updated = ?, unchanged = ?, rejected = ?, missing_fields = ?,"
+        " disabled_analyses = ?, status = 'done' WHERE ingest_id = ?",
+        [rows_read, loaded.lines_read, inserted, updated, unchanged, len(rejects),
+         list(missing), list(disabled), ingest_id],
+    )  # fmt: skip
+    first = tuple(
+        f"line {r[0]}" + (f", field {r[1]}" if r[1] else "") + f": {r[2]}" for r in rejects[:5]
+    )
+    return IngestSummary(
+        ingest_id=ingest_id,
+        source=label,
+        format=loaded.fmt,
+        compression=compression,
+        lines_read=loaded.lines_read,
+        rows_read=rows_read,
+        inserted=inserted,
+        updated=updated,
+        unchanged=unchanged,
+        rejected=len(rejects),
+        missing_fields=missing,
+        disabled_analyses=disabled,
+        first_reasons=first,
+    )
+
+
+def _rejects(
+    con: duckdb.DuckDBPyConnection, ingest_id: int, label: str, loaded: Loaded
+) -> list[tuple[int | None, str | None, str, str]]:
+    """Store every reject; return (line, field, reason, raw) sorted by line."""
+    out: list[tuple[int | None, str | None, str, str]] = [
+        (r.line_no, r.field, r.reason, r.raw) for r in loaded.line_rejects
+    ]
+    value_rows = con.execute(
+        f"WITH v AS ({query('ingest/reject_values')}) "  # noqa: S608
+        f"SELECT v.rid, v.line_no, v.field, v.reason, {loaded.raw_expr} AS raw_text "
+        "FROM v JOIN raw ON raw.rowid - $base = v.rid ORDER BY v.rid",
+        {
+            **loaded.params,
+            "base": loaded.text_load.rowid_base if loaded.text_load is not None else 0,
+        },
+    ).fetchall()
+    if value_rows:
+        skips: list[int] | None = None
+        for rid, line_no, field, reason, raw_text in value_rows:
+            if line_no is None and loaded.layout is not None and loaded.text_load is not None:
+                if skips is None:
+                    skips = _skips(loaded)
+                line_no = text.line_of_rid(int(rid), skips)
+            out.append((line_no, field, reason, raw_text))
+    out.sort(key=lambda r: (r[0] is None, r[0] or 0))
+    if out:
+        table = pa.table(
+            {
+                "ingest_id": pa.array([ingest_id] * len(out), pa.int64()),
+                "source": pa.array([label] * len(out), pa.string()),
+                "line_no": pa.array([r[0] for r in out], pa.int64()),
+                "field": pa.array([r[1] for r in out], pa.string()),
+                "raw": pa.array([r[3] for r in out], pa.string()),
+                "reason": pa.array([r[2] for r in out], pa.string()),
+            }
+        )
+        con.register("ing_rejects", table)
+        con.execute("INSERT INTO rejects BY NAME SELECT * FROM ing_rejects")
+        con.unregister("ing_rejects")
+    return out
+
+
+def _skips(loaded: Loaded) -> list[int]:
+    assert loaded.layout is not None and loaded.text_load is not None
+    load = loaded.text_load
+    if load.blank_lines is None and loaded.path is not None:
+        # blank lines are invisible to DuckDB: one pass finds them (only for files with rejects)
+        _, blanks, _ = text.scan_lines(loaded.path, loaded.compression, set())
+        load.blank_lines = blanks
+    return text.skipped_lines(loaded.layout, load)

@@ -1,0 +1,236 @@
+"""sacct parsable text (``-P``/``-p``, any field order, any delimiter, with or without header).
+
+Owns loading such a file into the temp table ``raw`` (one VARCHAR column per file column):
+DuckDB's ``read_csv`` reads every well-formed line (no quoting: sacct never quotes); the lines it
+cannot read (wrong field count, non-UTF-8 bytes) land in its reject table and only those are
+handled here, in Python: a free-text field that holds the delimiter is re-joined, a record split
+by a newline inside free text is glued back, invalid bytes become U+FFFD; whatever still does
+not fit is returned as a reject with its physical line number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from advisor.ingest.detect import TextLayout, open_decompressed
+from advisor.ingest.model import FREE_TEXT_FIELDS
+from advisor.store import quote_ident
+
+REJ_ERRORS = "ing_csv_errors"
+REJ_SCANS = "ing_csv_scans"
+
+
+@dataclass(frozen=True)
+class LineReject:
+    """A physical line that could not be read as a record."""
+
+    line_no: int
+    raw: str
+    reason: str
+    field: str | None = None
+
+
+@dataclass
+class TextLoad:
+    """What loading the text into ``raw`` found."""
+
+    lines_read: int
+    rejects: list[LineReject]
+    blank_lines: list[int] | None  # known when the file was scanned in Python
+    csv_rejected_lines: list[int]
+    rowid_base: int = 0  # rowid of the first record read (rid = rowid - rowid_base)
+
+
+def load_raw(
+    con: duckdb.DuckDBPyConnection, path: Path, compression: str | None, layout: TextLayout
+) -> TextLoad:
+    """Fill temp table ``raw`` from the file; repair or reject the lines DuckDB could not read."""
+    con.execute(f"DROP TABLE IF EXISTS {REJ_ERRORS}")
+    con.execute(f"DROP TABLE IF EXISTS {REJ_SCANS}")
+    con.execute("DROP TABLE IF EXISTS raw")
+    columns = {c: "VARCHAR" for c in layout.columns}
+    con.execute(
+        "CREATE TEMP TABLE raw AS SELECT *, CAST(NULL AS BIGINT) AS line_no FROM read_csv("
+        "$path, delim = $delim, header = $header, quote = '', escape = '', comment = '',"
+        " auto_detect = false, columns = $columns, compression = $compression,"
+        " store_rejects = true, rejects_table = $rt, rejects_scan = $rs, max_line_size = 4194304,"
+        " strict_mode = true, parallel = true)",
+        {
+            "path": str(path),
+            "delim": layout.delimiter,
+            "header": layout.has_header,
+            "columns": columns,
+            "compression": compression or "none",
+            "rt": REJ_ERRORS,
+            "rs": REJ_SCANS,
+        },
+    )
+    accepted = _one(con, "SELECT count(*) FROM raw")
+    # rowids inside a transaction start at a large base: keep it to number records from 0
+    base = _one(con, "SELECT coalesce(min(rowid), 0) FROM raw")
+    bad = [
+        (int(r[0]), str(r[1]))
+        for r in con.execute(
+            f"SELECT line, min(error_type) FROM {REJ_ERRORS} GROUP BY line ORDER BY line"  # noqa: S608
+        ).fetchall()
+    ]
+    if not bad:
+        return TextLoad(accepted + int(layout.has_header), [], None, [], base)
+    bad_lines = [b[0] for b in bad]
+    want = set(bad_lines) | {b - 1 for b in bad_lines}
+    texts, blanks, total = scan_lines(path, compression, want)
+    rejects = _repair(con, layout, bad_lines, texts)
+    return TextLoad(total, rejects, blanks, bad_lines, base)
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    row = con.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
+def scan_lines(
+    path: Path, compression: str | None, want: set[int]
+) -> tuple[dict[int, bytes], list[int], int]:
+    """One pass over the file: the wanted physical lines (1-based), the blank ones, the count."""
+    texts: dict[int, bytes] = {}
+    blanks: list[int] = []
+    n = 0
+    with open_decompressed(path, compression) as fh:
+        for n, line in enumerate(fh, start=1):  # noqa: B007
+            if n in want:
+                texts[n] = line.rstrip(b"\n").rstrip(b"\r")
+            if line in (b"\n", b"\r\n"):
+                blanks.append(n)
+    return texts, blanks, n
+
+
+def line_of_rid(rid: int, skips_sorted: list[int]) -> int:
+    """The physical line of the ``rid``-th record DuckDB accepted, given the skipped lines."""
+    line = rid + 1
+    i = 0
+    while i < len(skips_sorted) and skips_sorted[i] <= line:
+        line += 1
+        i += 1
+    return line
+
+
+def skipped_lines(layout: TextLayout, load: TextLoad) -> list[int]:
+    """Lines DuckDB did not turn into a row: the header, blank lines, rejected lines."""
+    skips = set(load.csv_rejected_lines) | set(load.blank_lines or [])
+    if layout.has_header:
+        skips.add(1)
+    return sorted(skips)
+
+
+def _split(text: str, delim: str, layout: TextLayout) -> list[str] | None:
+    """Split a record; re-join extra parts into the last free-text column. None if too few."""
+    parts = text.split(delim)
+    n = len(layout.columns)
+    if len(parts) == n:
+        return parts
+    if len(parts) < n:
+        return None
+    free = [i for i, c in enumerate(layout.columns) if c in FREE_TEXT_FIELDS]
+    if not free:
+        return None
+    i = free[-1]
+    extra = len(parts) - n
+    return parts[:i] + [delim.join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
+
+
+_RECORD_START = re.compile(r"\d+(_\d+|_\[[^\]]*\]?|\+\d+)?(\.[A-Za-z0-9+]+)?")
+
+
+def _starts_record(text: str, layout: TextLayout) -> bool:
+    """Whether a line begins like a record (a job id first), so it is no continuation."""
+    if layout.columns[0] not in ("jobid", "jobidraw") or layout.delimiter not in text:
+        return False
+    return _RECORD_START.fullmatch(text.split(layout.delimiter, 1)[0]) is not None
+
+
+def _repair(
+    con: duckdb.DuckDBPyConnection,
+    layout: TextLayout,
+    bad_lines: list[int],
+    texts: dict[int, bytes],
+) -> list[LineReject]:
+    delim = layout.delimiter
+    n = len(layout.columns)
+    bad_set = set(bad_lines)
+    rows: list[tuple[int, list[str]]] = []
+    replaced: list[list[str]] = []  # accepted rows that were the first half of a split record
+    rejects: list[LineReject] = []
+    used: set[int] = set()
+    for ln in bad_lines:
+        if ln in used:
+            continue
+        text = texts.get(ln, b"").decode("utf-8", errors="replace")
+        parts = _split(text, delim, layout)
+        if parts is not None:
+            rows.append((ln, parts))
+            continue
+        # A newline inside free text: glue the following rejected lines on while too short.
+        glued, last = text, ln
+        while (
+            _split(glued, delim, layout) is None
+            and (last + 1) in bad_set
+            and not _starts_record(
+                texts.get(last + 1, b"").decode("utf-8", errors="replace"), layout
+            )
+        ):
+            last += 1
+            glued += "\n" + texts.get(last, b"").decode("utf-8", errors="replace")
+        parts = _split(glued, delim, layout)
+        if parts is not None:
+            rows.append((ln, parts))
+            used.update(range(ln, last + 1))
+            continue
+        # The tail of a record whose first half DuckDB accepted (newline in the last field).
+        prev = ln - 1
+        if (
+            prev not in bad_set
+            and prev in texts
+            and layout.columns[-1] in FREE_TEXT_FIELDS
+            and not _starts_record(text, layout)
+        ):
+            head = texts[prev].decode("utf-8", errors="replace")
+            head_parts = head.split(delim)
+            if len(head_parts) == n:
+                whole = head_parts[:-1] + [head_parts[-1] + "\n" + text]
+                replaced.append(head_parts)
+                rows.append((prev, whole))
+                continue
+        got = text.count(delim) + 1
+        rejects.append(
+            LineReject(
+                ln,
+                text,
+                f"expected {n} fields separated by {delim!r}, found {got}"
+                " (wrong --delimiter or --fields, or a truncated line)",
+            )
+        )
+    for parts in replaced:
+        cond = " AND ".join(f"coalesce({quote_ident(c)}, '') = ?" for c in layout.columns)
+        con.execute(f"DELETE FROM raw WHERE {cond}", parts)  # noqa: S608
+    if rows:
+        table = pa.table(
+            {
+                **{c: [r[1][i] for r in rows] for i, c in enumerate(layout.columns)},
+                "line_no": pa.array([r[0] for r in rows], pa.int64()),
+            }
+        )
+        con.register("ing_repaired", table)
+        con.execute("INSERT INTO raw BY NAME SELECT * FROM ing_repaired")
+        con.unregister("ing_repaired")
+    return rejects
+
+
+def raw_text_expr(layout: TextLayout) -> str:
+    """SQL that rebuilds a record's text from ``raw`` (for rejects of values)."""
+    cols = ", ".join(f"coalesce({quote_ident(c)}, '')" for c in layout.columns)
+    return f"concat_ws($delim, {cols})"

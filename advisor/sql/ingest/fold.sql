@@ -1,0 +1,48 @@
+-- Fold steps into their allocation and keep one row per key (the last line wins within a file).
+-- Interactive evidence, strongest first: SubmitLine (salloc, srun --pty -> yes; sbatch, srun
+-- -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job name (yes).
+CREATE OR REPLACE TEMP TABLE stage AS
+WITH steps AS (
+    SELECT cluster, job_id_raw,
+        bool_or(step = 'interactive') AS has_interactive,
+        bool_or(step = 'batch') AS has_batch
+    FROM parsed
+    WHERE step IS NOT NULL AND job_id_raw IS NOT NULL
+    GROUP BY ALL
+), alloc AS (
+    SELECT * FROM parsed
+    WHERE step IS NULL AND bad_field IS NULL
+    QUALIFY row_number() OVER (PARTITION BY cluster, job_id_raw, submit ORDER BY rid DESC) = 1
+), mp AS (
+    SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap
+), x AS (
+    SELECT alloc.*, steps.has_interactive, steps.has_batch,
+        regexp_extract(lower(coalesce(submit_line, '')), '^\s*(?:\S*/)?(salloc|srun|sbatch)(?:\s|$)', 1) AS cmd
+    FROM alloc LEFT JOIN steps USING (cluster, job_id_raw)
+)
+SELECT
+    x.cluster, x.job_id_raw, x.submit, x.job_id, x.array_job_id, x.array_task_id, x.het_job_id,
+    x.het_job_offset, x."user", x.uid, x."group", x.account, x."partition", x.qos, x.job_name,
+    x.state, x.state_raw, x.exit_code, x.eligible, x."start", x."end", x.elapsed_s,
+    x.timelimit_s, x.nnodes, x.cpus, x.gpus,
+    coalesce(mp.m[x.gpu_type_raw], x.gpu_type_raw) AS gpu_type,
+    x.gpu_type_raw,
+    CASE WHEN x.typed_list IS NOT NULL THEN array_to_string(list_transform(x.typed_list,
+        t -> coalesce(mp.m[t.name], t.name) || ':' || t.n), ',') END AS gpu_types,
+    x.mem_mb, x.billing, x.node_list, x.req_cpus, x.req_gpus, x.req_mem_mb, x.alloc_tres,
+    x.req_tres, x.submit_line, x.work_dir,
+    CASE WHEN x.cmd = 'salloc' THEN TRUE
+         WHEN x.cmd = 'srun' AND regexp_matches(x.submit_line, '(^|\s)--pty(\s|$)') THEN TRUE
+         WHEN x.cmd IN ('sbatch', 'srun') THEN FALSE
+         WHEN x.has_interactive THEN TRUE
+         WHEN x.has_batch THEN FALSE
+         WHEN lower(trim(x.job_name)) IN ('interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish',
+                                          'salloc', 'srun', 'login') THEN TRUE
+    END AS is_interactive,
+    CASE WHEN x.cmd <> '' THEN 'submit_line'
+         WHEN x.has_interactive OR x.has_batch THEN 'step'
+         WHEN lower(trim(x.job_name)) IN ('interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish',
+                                          'salloc', 'srun', 'login') THEN 'job_name'
+    END AS interactive_evidence,
+    x.exclusive
+FROM x CROSS JOIN mp;

@@ -1,0 +1,27 @@
+-- Allocation lines whose fields could not be parsed, and steps whose allocation line is not in
+-- the file, as (rid, line_no, field, reason). The raw text is joined on by the caller.
+SELECT rid, line_no, bad_field AS field,
+    CASE bad_field
+        WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
+        WHEN 'JobIDRaw' THEN 'no numeric raw job id (array tasks need JobIDRaw in --format)'
+        WHEN 'State' THEN 'not a Slurm state (COMPLETED, CANCELLED by 123, ...)'
+        WHEN 'AllocTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G)'
+        WHEN 'ReqTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G)'
+        WHEN 'Elapsed' THEN 'not a duration [D-][HH:]MM:SS'
+        WHEN 'Timelimit' THEN 'not a duration [D-][HH:]MM:SS or UNLIMITED'
+        WHEN 'Submit' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
+        WHEN 'Eligible' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
+        WHEN 'Start' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
+        WHEN 'End' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
+        ELSE 'not a whole number in range'
+    END AS reason
+FROM parsed
+WHERE bad_field IS NOT NULL
+UNION ALL
+SELECT p.rid, p.line_no, 'JobID' AS field,
+    'step line without its allocation line in the same source (steps are folded into it)' AS reason
+FROM parsed p
+WHERE p.step IS NOT NULL AND p.bad_field IS NULL
+  AND NOT EXISTS (SELECT 1 FROM parsed a WHERE a.step IS NULL AND a.cluster = p.cluster
+                  AND a.job_id_raw = p.job_id_raw)
+ORDER BY rid
