@@ -170,3 +170,34 @@ def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
     (row,) = data["partitions"]
     assert row["partition"] == "teach" and row["node_max_cpus_per_gpu"] == 8
     assert "gpu_time_lost" in data["assumptions"]
+
+
+@pytest.mark.parametrize("extra", [
+    [],
+    ["--model-size", "70b", "--rps", "16", "--prompt-tokens", "100000", "--tolerance", "0.05"],
+    ["--current-cpus-per-gpu=2", "--max-cpus-per-gpu", "12", "--ample-ttft-ms", "180"],
+])
+def test_the_fast_job_submit_path_answers_exactly_as_the_typer_command(cli, no_db, capsys, extra):
+    from advisor.cli.model import fast_recommend
+
+    args = ["recommend", "--gpu-type", "H200", "--gpus", "8", *extra, "--format", "json"]
+    code, typer_out, err = cli(*args)
+    assert code == 0, err
+    assert fast_recommend(args) == 0
+    fast_out = capsys.readouterr().out
+    a, b = json.loads(typer_out), json.loads(fast_out)
+    a["assumptions"]["model"].pop("file"), b["assumptions"]["model"].pop("file")
+    assert a == b
+
+
+def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(no_db, capsys):
+    from advisor.cli.model import fast_recommend
+
+    assert fast_recommend(["recommend", "--gpu-type", "Z9", "--gpus", "2", "-f", "json"]) == 4
+    assert "Error: no instance price for GPU type 'Z9'" in capsys.readouterr().err
+    for argv in (["recommend", "--gpu-type", "H100", "--gpus", "2"],  # table output
+                 ["recommend", "--partition", "*", "--format", "json"],  # a partition
+                 ["recommend", "--help"],
+                 ["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"],
+                 ["fit", "--format", "json"]):
+        assert fast_recommend(argv) is None
