@@ -15,7 +15,8 @@ How points become training targets (the slowdown of TTFT against ample cores):
   (same source kind, platform, engine and version, model, GPUs, workload, load and prompt
   tokens); a series needs two core counts or more;
 - ``timeout``: censored at the model's ``max_slowdown`` (at least that slow);
-- any other metric (``tokenize_share``, ``dequeue_ms``, ...) is context, kept but not fitted.
+- any other metric (``tokenize_share``, ``dequeue_ms``, ...) is context, kept but not fitted;
+- points of a CPU-only platform (``CPU``: the launcher's tests without a GPU) are not fitted.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ CALIBRATION_DIR_ENV = "ADVISOR_CALIBRATION_DIR"
 SERIES_METRICS = ("ttft_ms", "ttft_p50_ms", "task_time_s")
 SPEEDUP_METRICS = ("speedup",)
 CENSORED_METRICS = ("timeout",)
+# Platforms whose points are kept but never fitted: CPU-only runs (the launcher's tests).
+NOT_FITTED_PLATFORMS = ("CPU",)
 _FLOATS = ("model_params_b", "load_rps", "cores_per_gpu", "value")
 _INTS = ("gpus", "prompt_tokens", "cores")
 
@@ -303,6 +306,11 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float) -> Tra
 
     series: dict[tuple[Any, ...], list[CalibrationPoint]] = defaultdict(list)
     for p in points:
+        fitted_metric = p.metric in SPEEDUP_METRICS + CENSORED_METRICS + SERIES_METRICS
+        if fitted_metric and (p.platform or "").upper() in NOT_FITTED_PLATFORMS:
+            skipped.append(f"{p.origin}: platform {p.platform} is a CPU-only test run, not a GPU "
+                           "serving measurement; not fitted")
+            continue
         if p.metric in SPEEDUP_METRICS:
             assert p.value is not None
             add(p, max(p.value, 1.0), False)

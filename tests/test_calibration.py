@@ -106,3 +106,14 @@ def test_calibration_list_prints_every_point_as_json(cli):
     assert code == 0, err
     rows = json.loads(out)
     assert len(rows) >= 23 and set(COLUMNS) <= set(rows[0])
+
+
+def test_cpu_only_test_runs_are_kept_but_never_fitted(tmp_path: Path):
+    header = ",".join(COLUMNS)
+    rows = [f"cpu-{c},bench:r{c},,CPU,stub,,tiny,0.001,1,unique,8,100,{c},{c},ttft_ms,{900 / c},ms,,"
+            for c in (1, 2, 4)]
+    (tmp_path / "cpu.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    loaded = load_points(tmp_path)
+    assert len(loaded.points) == 3
+    ts = training_set(loaded.points, 25.0)
+    assert ts.y == [] and len(ts.skipped) == 3 and "CPU-only" in ts.skipped[0]
