@@ -41,7 +41,7 @@ def _summary(nb) -> dict:
 
 def test_there_are_notebooks_to_check():
     names = {p.name for p in NOTEBOOKS}
-    assert "ttft-model-vs-published.ipynb" in names
+    assert {"ttft-model-vs-published.ipynb", "ratio-distributions.ipynb"} <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -69,3 +69,34 @@ def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypa
     # the refit on the same points agrees with the shipped model within 10% everywhere
     assert 0.9 <= s["min_refit_vs_shipped"] <= s["max_refit_vs_shipped"] <= 1.1
     assert 0.0 <= s["mape_shipped_paper"] < 1.0
+
+
+def test_ratio_notebook_reproduces_the_research_table_as_ratio_summary_computes_it(
+    monkeypatch, tmp_path
+):
+    from advisor.ingest import ingest_files
+    from advisor.ratios import RatioQuery, ratio_summary
+    from advisor.store import connect
+    from advisor.synth import expected_percentiles
+
+    nb = _run(ROOT / "notebooks" / "ratio-distributions.ipynb", monkeypatch)
+    s = _summary(nb)
+
+    db = tmp_path / "sample.duckdb"
+    ingest_files(db, [ROOT / "data" / "sample" / "sacct-synth.txt.gz"])
+    con = connect(db, read_only=True)
+    report = ratio_summary(
+        con, RatioQuery(by=("cluster", "gpu_type"), thresholds_cores_per_gpu=(8.000001,))
+    )
+    con.close()
+    groups = {(g.keys["cluster"], g.keys["gpu_type"]): g for g in report.groups}
+    assert s["jobs"] == report.jobs
+    for (cluster, gpu_type), expected in expected_percentiles().items():
+        g = groups[(cluster, gpu_type)]
+        prefix = f"{cluster}_{gpu_type.lower()}"
+        assert s[f"{prefix}_p50"] == g.p50_cores_per_gpu == expected["p50"]
+        if f"{prefix}_p25" in s:
+            assert s[f"{prefix}_p25"] == g.p25_cores_per_gpu == expected["p25"]
+    research = groups[("research", "H100")]
+    assert s["research_h100_share_at_or_below_8"] == research.share_jobs_below[8.000001]
+    assert s["research_h100_share_at_or_below_8"] == pytest.approx(0.60, abs=0.01)
