@@ -287,13 +287,103 @@ def _keys_sql(by: Sequence[str]) -> str:
     return ", ".join(quote_ident(k) for k in (by or ("_all",)))
 
 
-def _sql(name: str, by: Sequence[str]) -> str:
-    # Only fixed, validated key names (GROUP_KEYS) and our own SQL files are spliced in.
+def _month_start(t: dt.datetime | None) -> bool:
+    t = _utc_naive(t)
+    return t is None or (t.day == 1 and t.time() == dt.time(0))
+
+
+def cube_answers(q: RatioQuery) -> bool:
+    """Whether ``ratio_cube`` can answer ``q``: no user/account key or filter, and time bounds
+    that are open or fall on the first instant of a month (UTC)."""
     return (
-        query(f"ratios/{name}")
-        .replace("{{eligible}}", query("ratios/eligible"))
-        .replace("{{keys}}", _keys_sql(by))
+        not ({"user", "account"} & set(q.by))
+        and not q.users
+        and not q.accounts
+        and _month_start(q.start)
+        and _month_start(q.end)
     )
+
+
+def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    row = con.execute(query("ratios/cube_fingerprint")).fetchone()
+    assert row is not None
+    return (int(row[0]), int(row[1]), row[2])
+
+
+def _cube_state(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    row = con.execute(
+        "SELECT jobs_rows, ingest_id, finished_at FROM ratio_cube_state LIMIT 1"
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), row[2])
+
+
+def cube_is_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``ratio_cube`` was built from the jobs as they are now (see refresh_ratio_cube)."""
+    return _cube_state(con) == _fingerprint(con)
+
+
+def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT current_setting('access_mode')").fetchone()
+    return row is not None and str(row[0]) == "read_only"
+
+
+def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
+    """Rebuild ``ratio_cube`` from ``jobs`` (one transaction); return its row count.
+
+    Ingest should call this after a load (it is also rebuilt on demand by the first summary on
+    a writable connection that finds it stale). ``temporary`` builds a TEMP copy that shadows
+    the stored one for this connection only: what a long-lived read-only connection (the
+    dashboard) uses, see :func:`ensure_ratio_cube`.
+    """
+    fp = _fingerprint(con)
+    if temporary:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE ratio_cube AS SELECT * FROM main.ratio_cube LIMIT 0"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE ratio_cube_state AS "
+            "SELECT * FROM main.ratio_cube_state LIMIT 0"
+        )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM ratio_cube")
+        con.execute(query("ratios/cube_refresh"))
+        con.execute("DELETE FROM ratio_cube_state")
+        con.execute(
+            "INSERT INTO ratio_cube_state VALUES (?, ?, ?, now() AT TIME ZONE 'UTC')", list(fp)
+        )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
+    return int(row[0]) if row else 0
+
+
+def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
+    """Make ``ratio_cube`` fresh for this connection: rebuild it in the file when writable, or
+    as a TEMP table on a read-only connection. Returns True when it had to be rebuilt."""
+    if cube_is_fresh(con):
+        return False
+    refresh_ratio_cube(con, temporary=_read_only(con))
+    return True
+
+
+def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
+    """The facts relation for ``q``: the cube when it can answer and is fresh (rebuilt first
+    on a writable connection), else the jobs table itself."""
+    if use_cube is False or not cube_answers(q):
+        return query("ratios/jobs_facts")
+    if not cube_is_fresh(con):
+        if use_cube is None and _read_only(con):
+            return query("ratios/jobs_facts")
+        refresh_ratio_cube(con, temporary=_read_only(con))
+    return query("ratios/cube_facts")
+
+
+def _sql(name: str, by: Sequence[str], facts: str) -> str:
+    # Only fixed, validated key names (GROUP_KEYS) and our own SQL files are spliced in.
+    return query(f"ratios/{name}").replace("{{facts}}", facts).replace("{{keys}}", _keys_sql(by))
 
 
 def _fetch(
@@ -308,24 +398,36 @@ def _keys_of(row: Mapping[str, Any], by: Sequence[str]) -> dict[str, Any]:
     return {k: row[k] for k in by}
 
 
-def excluded_counts(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> dict[str, int]:
+def excluded_counts(
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, *, use_cube: bool | None = None
+) -> dict[str, int]:
     """Jobs that passed the filters but cannot count, by reason (reasons with zero omitted)."""
     _check(q)
-    rows = con.execute(_sql("excluded", q.by), _params(q)).fetchall()
+    rows = con.execute(_sql("excluded", q.by, _facts(con, q, use_cube)), _params(q)).fetchall()
     return {str(r): int(n) for r, n in rows}
 
 
-def ratio_summary(con: duckdb.DuckDBPyConnection, q: RatioQuery | None = None) -> RatioReport:
+def ratio_summary(
+    con: duckdb.DuckDBPyConnection,
+    q: RatioQuery | None = None,
+    *,
+    use_cube: bool | None = None,
+) -> RatioReport:
     """Per group of ``q.by``: jobs, GPU-hours, P10..P90 and mean cores per GPU (weighted by
     ``q.weight``), shares of jobs and GPU-hours below each threshold, and the fair share.
 
     Groups are ordered by their keys (NULLs last). An empty selection gives no groups.
+    ``use_cube``: None (default) reads the pre-aggregated ``ratio_cube`` when it can answer the
+    query and is fresh, rebuilding it first on a writable connection; True always uses it
+    when it can answer (rebuilding a TEMP copy on a read-only connection); False never does.
+    The answer is the same either way.
     """
     q = q or RatioQuery()
     _check(q)
+    facts = _facts(con, q, use_cube)
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
     params = {**_params(q), "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
-    rows = _fetch(con, _sql("summary", q.by), params)
+    rows = _fetch(con, _sql("summary", q.by, facts), params)
     by_gpu_s = q.weight is Weight.gpu_hours
     groups = []
     for r in rows:
@@ -366,18 +468,24 @@ def ratio_summary(con: duckdb.DuckDBPyConnection, q: RatioQuery | None = None) -
                 ),
             )
         )
-    return RatioReport(groups=tuple(groups), excluded=excluded_counts(con, q), query=q)
+    excluded = con.execute(_sql("excluded", q.by, facts), _params(q)).fetchall()
+    return RatioReport(
+        groups=tuple(groups), excluded={str(r): int(n) for r, n in excluded}, query=q
+    )
 
 
 def ratio_distribution(
     con: duckdb.DuckDBPyConnection,
     q: RatioQuery | None = None,
     bins: Sequence[float] = DEFAULT_BIN_EDGES,
+    *,
+    use_cube: bool | None = None,
 ) -> RatioDistribution:
     """Per group of ``q.by``: a histogram of the ratio over ``bins`` (ascending lower edges in
     cores per GPU; the last bin is open; ratios below the first edge fall in the first bin) and
     the exact ECDF (one point per distinct ratio, jobs and GPU-hour shares at or below it).
     Computed in SQL; the output is small (bins x groups, distinct ratios x groups).
+    ``use_cube`` as in :func:`ratio_summary`.
     """
     q = q or RatioQuery()
     _check(q)
@@ -385,8 +493,9 @@ def ratio_distribution(
     if not edges or any(not math.isfinite(e) for e in edges) or list(edges) != sorted(set(edges)):
         raise UsageError(f"bin edges must be finite, strictly ascending numbers, got {list(bins)}")
     params = _params(q)
-    hist_rows = _fetch(con, _sql("histogram", q.by), {**params, "edges": list(edges)})
-    ecdf_rows = _fetch(con, _sql("ecdf", q.by), params)
+    facts = _facts(con, q, use_cube)
+    hist_rows = _fetch(con, _sql("histogram", q.by, facts), {**params, "edges": list(edges)})
+    ecdf_rows = _fetch(con, _sql("ecdf", q.by, facts), params)
     hist: dict[int, list[HistogramBin]] = {}
     keys: dict[int, dict[str, Any]] = {}
     for r in hist_rows:

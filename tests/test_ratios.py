@@ -375,3 +375,104 @@ def test_ratios_bad_options_exit_with_the_usage_code_and_a_message(cli, db_path)
 def test_ratios_on_a_missing_database_says_how_to_create_it(cli, tmp_path):
     code, _, err = cli("ratios", "--db", str(tmp_path / "none.duckdb"))
     assert code == 4 and "advisor ingest" in err
+
+
+# --- the pre-aggregated cube ---------------------------------------------------------------
+
+_CUBE_QUERIES = [
+    RatioQuery(by=("gpu_type",)),
+    RatioQuery(by=("cluster", "gpu_type", "month"), weight=Weight.gpu_hours),
+    RatioQuery(by=("interactive", "gpu_count", "partition"), thresholds_cores_per_gpu=(3, 16)),
+    RatioQuery(
+        by=("gpu_type",),
+        start=dt.datetime(2024, 2, 1),
+        end=dt.datetime(2024, 3, 1),
+        states=("COMPLETED", "FAILED"),
+        min_gpus=2,
+        clusters=("research",),
+    ),
+    RatioQuery(by=()),
+]
+
+
+def _varied_jobs(seed: int, n: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    jobs = _random_jobs(seed, n)
+    for j in jobs:
+        j["start"] = T0 + dt.timedelta(seconds=int(rng.integers(0, 90 * 86400)))
+        j["state"] = str(rng.choice(["COMPLETED", "FAILED", "TIMEOUT"]))
+        j["is_interactive"] = [True, False, None][int(rng.integers(0, 3))]
+        if rng.random() < 0.1:
+            j["start"], j["elapsed_s"] = None, 0
+        if rng.random() < 0.1:
+            j["gpus"], j["gpu_type"] = 0, None
+    return jobs
+
+
+@pytest.mark.parametrize("q", _CUBE_QUERIES)
+def test_the_cube_and_the_jobs_table_give_the_same_report(con, q):
+    _insert(con, _varied_jobs(21, 1500))
+    assert ratios.cube_answers(q)
+    from_jobs = ratios.ratio_summary(con, q, use_cube=False)
+    from_cube = ratios.ratio_summary(con, q, use_cube=True)
+    assert ratios.cube_is_fresh(con)
+    assert from_jobs.groups
+    assert from_jobs.excluded or q.start is not None  # never-started jobs fall before Feb
+    assert from_cube.excluded == from_jobs.excluded
+    assert len(from_cube.groups) == len(from_jobs.groups)
+    for a, b in zip(from_cube.groups, from_jobs.groups, strict=True):
+        _same(a.as_row(), b.as_row())
+    d_jobs = ratios.ratio_distribution(con, q, use_cube=False)
+    d_cube = ratios.ratio_distribution(con, q, use_cube=True)
+    for a, b in zip(d_cube.histogram_records(), d_jobs.histogram_records(), strict=True):
+        _same(a, b)
+    for a, b in zip(d_cube.ecdf_records(), d_jobs.ecdf_records(), strict=True):
+        _same(a, b)
+
+
+def _same(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        if isinstance(b[k], float):
+            assert a[k] == pytest.approx(b[k], rel=1e-12, nan_ok=True), k
+        else:
+            assert a[k] == b[k], k
+
+
+def test_queries_on_users_accounts_or_mid_month_times_are_not_answered_by_the_cube():
+    assert not ratios.cube_answers(RatioQuery(by=("user",)))
+    assert not ratios.cube_answers(RatioQuery(accounts=("lab",)))
+    assert not ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 3)))
+    assert ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 1), end=None))
+
+
+def test_the_cube_is_rebuilt_when_jobs_change_so_it_is_never_read_stale(con):
+    _insert(con, [{"cpus": 1}])
+    assert ratios.ratio_summary(con).groups[0].p50_cores_per_gpu == 1.0
+    assert ratios.cube_is_fresh(con)
+    _insert(con, [{"cpus": 9, "job_id_raw": 5}, {"cpus": 9, "job_id_raw": 6}])
+    assert not ratios.cube_is_fresh(con)
+    assert ratios.ratio_summary(con).groups[0].p50_cores_per_gpu == 9.0
+    assert ratios.cube_is_fresh(con)
+    # a later finished ingest (e.g. jobs updated in place) also makes it stale
+    con.execute(
+        "INSERT INTO ingests (source, format, started_at, finished_at, status) "
+        "VALUES ('x', 'sacct-text', now(), now(), 'done')"
+    )
+    assert not ratios.cube_is_fresh(con)
+
+
+def test_a_read_only_connection_never_writes_and_can_build_a_private_cube(db_path):
+    c = store.connect(db_path)
+    _insert(c, [{"cpus": 2}, {"cpus": 4}])
+    c.close()
+    ro = store.connect(db_path, read_only=True)
+    assert not ratios.cube_is_fresh(ro)
+    assert ratios.ratio_summary(ro).groups[0].p50_cores_per_gpu == 3.0  # read from jobs
+    assert ratios.ensure_ratio_cube(ro) is True  # a TEMP cube for this connection
+    assert ratios.cube_is_fresh(ro) and ratios.ensure_ratio_cube(ro) is False
+    assert ratios.ratio_summary(ro).groups[0].p50_cores_per_gpu == 3.0
+    ro.close()
+    c = store.connect(db_path)
+    assert c.execute("SELECT count(*) FROM ratio_cube_state").fetchone() == (0,)
+    c.close()

@@ -1,12 +1,12 @@
 -- ratios/ecdf: per group, every distinct CPU-per-GPU ratio with the share of jobs and of
 -- GPU-seconds at or below it (the empirical CDF; small: one row per distinct ratio).
--- Placeholders (eligible jobs, group keys) as in ratios/summary.
-WITH eligible AS (
-{{eligible}}
+-- Placeholders (facts, group keys) as in ratios/summary.
+WITH facts AS (
+{{facts}}
 ),
 vals AS (
-    SELECT {{keys}}, cores_per_gpu AS v, count(*) AS n, sum(gpu_s) AS w
-    FROM eligible
+    SELECT {{keys}}, v, sum(n) AS n, sum(w) AS w
+    FROM facts
     WHERE excluded_reason IS NULL
     GROUP BY ALL
 ),

@@ -1,9 +1,9 @@
 -- ratios/excluded: how many jobs that passed the filters could not count, by reason.
-WITH eligible AS (
-{{eligible}}
+WITH facts AS (
+{{facts}}
 )
-SELECT excluded_reason AS reason, count(*) AS jobs
-FROM eligible
+SELECT excluded_reason AS reason, sum(n) AS jobs
+FROM facts
 WHERE excluded_reason IS NOT NULL
 GROUP BY excluded_reason
 ORDER BY excluded_reason

@@ -1,13 +1,13 @@
 -- ratios/histogram: per group, jobs and GPU-seconds in each bin [lo, hi) of CPU-per-GPU ratio.
 -- $edges (DOUBLE[], ascending) are the bins' lower edges; the last bin is open ([last, inf)),
 -- and ratios below the first edge fall in the first bin. Empty bins are returned with zeros.
--- Placeholders (eligible jobs, group keys) as in ratios/summary.
-WITH eligible AS (
-{{eligible}}
+-- Placeholders (facts, group keys) as in ratios/summary.
+WITH facts AS (
+{{facts}}
 ),
 vals AS (
-    SELECT {{keys}}, cores_per_gpu AS v, count(*) AS n, sum(gpu_s) AS w
-    FROM eligible
+    SELECT {{keys}}, v, sum(n) AS n, sum(w) AS w
+    FROM facts
     WHERE excluded_reason IS NULL
     GROUP BY ALL
 ),

@@ -1,7 +1,7 @@
 -- ratios/summary: per group, jobs, GPU-seconds, percentiles, mean, shares below thresholds and
--- below the node types' fair share. Placeholders: eligible (the text of ratios/eligible) and
+-- below the node types' fair share. Placeholders: facts (ratios/jobs_facts or ratios/cube_facts) and
 -- keys (the quoted group key columns: fixed names chosen in advisor.ratios, never user text).
--- Parameters: those of ratios/eligible, plus $quantiles and $thresholds (DOUBLE[]).
+-- Parameters: those of ratios/jobs_facts, plus $quantiles and $thresholds (DOUBLE[]).
 --
 -- Percentiles are computed from the exact distinct-value counts of each group, so they are
 -- exact, not approximated:
@@ -9,13 +9,13 @@
 --     DuckDB's quantile_cont): h = (n - 1) q, x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]);
 --   by GPU-seconds: the weighted inverted CDF (numpy.percentile(method="inverted_cdf",
 --     weights=...)): the smallest ratio whose cumulative GPU-second share reaches q.
-WITH eligible AS (
-{{eligible}}
+WITH facts AS (
+{{facts}}
 ),
 per_type AS (
-    SELECT {{keys}}, cluster AS _cluster, gpu_type AS _gpu_type, cores_per_gpu AS v,
-           count(*) AS n, sum(gpu_s) AS w
-    FROM eligible
+    SELECT {{keys}}, cluster AS _cluster, gpu_type AS _gpu_type, v,
+           sum(n) AS n, sum(w) AS w
+    FROM facts
     WHERE excluded_reason IS NULL
     GROUP BY ALL
 ),

@@ -1,5 +1,7 @@
--- ratios/eligible: every job that passes a ratio query's filters, with its group keys, its
--- CPU-per-GPU ratio, its GPU-seconds and, when it cannot count, the reason (excluded_reason).
+-- ratios/jobs_facts: every job that passes a ratio query's filters (one row each, n = 1),
+-- with its group keys, its CPU-per-GPU ratio (v), its GPU-seconds (w) and, when it cannot
+-- count, the reason (excluded_reason). ratios/cube_facts gives the same columns from the
+-- pre-aggregated ratio_cube.
 -- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0, elapsed > 0; the
 -- first of these that fails is its excluded_reason.
 -- Time filters and the month key use the start time (the submit time for jobs never started).
@@ -17,8 +19,9 @@ SELECT
     CASE j.is_interactive
         WHEN TRUE THEN 'interactive' WHEN FALSE THEN 'batch' ELSE 'unknown'
     END AS interactive,
-    j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
-    j.gpus::BIGINT * j.elapsed_s AS gpu_s,
+    j.cpus::DOUBLE / j.gpus AS v,
+    1 AS n,
+    j.gpus::BIGINT * j.elapsed_s AS w,
     CASE
         WHEN j.start IS NULL THEN 'never_started'
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
