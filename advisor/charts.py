@@ -97,64 +97,70 @@ def ratio_histogram(
     quantiles: pd.DataFrame | None = None,
     fair_share: pd.DataFrame | None = None,
     width: int = 560,
-    height: int = 160,
+    height: int = 140,
 ) -> AnyChart:
-    """One histogram panel per GPU type: share of jobs (or GPU-hours) per power-of-two bin,
-    with P25/P50 as solid/dashed red rules and the node types' fair share as a grey rule."""
+    """One histogram panel per GPU type (rows, in the order the types first appear): share of
+    jobs (or GPU-hours) per power-of-two bin, with P25/P50 as solid/dashed red rules and the
+    node types' fair share as a grey dotted rule.
+
+    Built as one faceted, layered chart over a single table (a ``layer`` column tells bars,
+    quantiles and fair shares apart): a few chart objects whatever the number of GPU types.
+    """
     bins = binned_distribution(dist, weight)
-    qlong = _quantile_long(quantiles)
-    panels = []
-    types = list(dict.fromkeys(bins["gpu_type"]))[:_MAX_PANELS]
-    for gpu_type in types:
-        b = bins[bins["gpu_type"] == gpu_type]
-        bars = (
-            alt.Chart(b)
-            .mark_bar(opacity=0.8, stroke="white")
-            .encode(
-                x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
-                x2="bin_hi:Q",
-                y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
-                        scale=alt.Scale(zero=True)),
-                y2=alt.datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
-                tooltip=[
-                    alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
-                    alt.Tooltip("bin_hi:Q", title="below cores/GPU"),
-                    alt.Tooltip(f"{weight}:Q", format=",.0f"),
-                    alt.Tooltip("share:Q", format=".1%"),
-                ],
-            )
+    order = list(dict.fromkeys(bins["gpu_type"]))[:_MAX_PANELS]
+    parts = [bins[bins["gpu_type"].isin(order)].assign(layer="bin")]
+    q = _quantile_long(quantiles)
+    if not q.empty:
+        parts.append(q[q["gpu_type"].isin(order)].assign(layer="quantile"))
+    if fair_share is not None and not fair_share.empty:
+        f = fair_share[fair_share["gpu_type"].isin(order) & (fair_share["fair_cores_per_gpu"] > 0)]
+        parts.append(f.rename(columns={"fair_cores_per_gpu": "cores_per_gpu"}).assign(layer="fair"))
+    data = pd.concat(parts, ignore_index=True)
+    base = alt.Chart()
+    bars = (
+        base.mark_bar(opacity=0.8, stroke="white")
+        .encode(
+            x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            x2="bin_hi:Q",
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
+                    scale=alt.Scale(zero=True)),
+            y2=alt.datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
+            tooltip=[
+                alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
+                alt.Tooltip("bin_hi:Q", title="below cores/GPU"),
+                alt.Tooltip(f"{weight}:Q", format=",.0f"),
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
         )
-        layers: list[alt.Chart] = [bars]
-        q = qlong[qlong["gpu_type"] == gpu_type]
-        if not q.empty:
-            layers.append(
-                alt.Chart(q)
-                .mark_rule(color="#d62728", size=2)
-                .encode(
-                    x="cores_per_gpu:Q",
-                    strokeDash=alt.StrokeDash(
-                        "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
-                    ),
-                    tooltip=["quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
-                )
-            )
-        if fair_share is not None and not fair_share.empty:
-            f = fair_share[
-                (fair_share["gpu_type"] == gpu_type) & (fair_share["fair_cores_per_gpu"] > 0)
-            ]
-            if not f.empty:
-                layers.append(
-                    alt.Chart(f)
-                    .mark_rule(color="#555", size=2, strokeDash=[2, 2])
-                    .encode(
-                        x="fair_cores_per_gpu:Q",
-                        tooltip=[alt.Tooltip("fair_cores_per_gpu:Q", title="fair share", format=".1f")],
-                    )
-                )
-        panels.append(
-            alt.layer(*layers).properties(title=str(gpu_type), width=width, height=height)
+        .transform_filter(alt.datum.layer == "bin")
+    )
+    rules = (
+        base.mark_rule(color="#d62728", size=2)
+        .encode(
+            x="cores_per_gpu:Q",
+            strokeDash=alt.StrokeDash(
+                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
+            ),
+            tooltip=["quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
-    return alt.vconcat(*panels).resolve_scale(x="shared")
+        .transform_filter(alt.datum.layer == "quantile")
+    )
+    fair = (
+        base.mark_rule(color="#555", size=2, strokeDash=[2, 2])
+        .encode(
+            x="cores_per_gpu:Q",
+            tooltip=[alt.Tooltip("cores_per_gpu:Q", title="fair share", format=".1f")],
+        )
+        .transform_filter(alt.datum.layer == "fair")
+    )
+    return (
+        alt.layer(bars, rules, fair, data=data)
+        .properties(width=width, height=height)
+        .facet(row=alt.Row("gpu_type:N", sort=order, title=None,
+                           header=alt.Header(labelAngle=0, labelAlign="left",
+                                             labelFontWeight="bold")))
+        .resolve_scale(y="independent")
+    )
 
 
 def ratio_ecdf(

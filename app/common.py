@@ -353,3 +353,35 @@ def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     """The calibration points behind the model (shipped CSVs plus the database's table), as
     the fit sees them (``advisor.calibration.TrainingSet``)."""
     return cached_call("training_set", _training_set, key, max_slowdown)
+
+
+def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
+    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type):
+    the recommended DefCpuPerGPU each partition's jobs should get (the Who page's target)."""
+    from advisor import recommend
+
+    report = cached_call(
+        "recommend_partitions", recommend.recommend_partitions,
+        recommend.PartitionQuery(db=key[0]),
+    )
+    return {(r.partition, r.gpu_type): r for r in report.rows}
+
+
+# Charts ----------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _chart_spec(builder: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    from advisor import charts
+
+    chart = getattr(charts, builder)(*args, **kwargs)
+    # advisor's chart tests validate every builder's spec against the Vega-Lite schema; here
+    # validating again would cost more than the rest of a cached re-run.
+    spec: dict[str, Any] = chart.to_dict(validate=False)
+    return spec
+
+
+def show_chart(builder: str, *args: Any, **kwargs: Any) -> None:
+    """Draw ``advisor.charts.<builder>(*args, **kwargs)``; the spec is cached by its inputs
+    (building an altair chart costs ~100 ms, more than a cached page re-run)."""
+    st.vega_lite_chart(_chart_spec(builder, args, kwargs))

@@ -59,14 +59,21 @@ def test_an_unknown_weight_is_refused():
 def test_histogram_has_one_panel_per_gpu_type_with_p25_p50_and_fair_share_rules():
     fair = pd.DataFrame({"gpu_type": ["H100"], "fair_cores_per_gpu": [12.0]})
     spec = _spec(charts.ratio_histogram(DIST, quantiles=QUANT, fair_share=fair))
-    assert [p["title"] for p in spec["vconcat"]] == ["H100", "A100"]
-    h100_marks = [layer["mark"]["type"] for layer in spec["vconcat"][0]["layer"]]
-    assert h100_marks == ["bar", "rule", "rule"]
-    assert [layer["mark"]["type"] for layer in spec["vconcat"][1]["layer"]] == ["bar", "rule"]
-    assert spec["vconcat"][0]["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
+    assert spec["facet"]["row"]["field"] == "gpu_type"
+    assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # the order the types came in
+    layers = spec["spec"]["layer"]
+    assert [layer["mark"]["type"] for layer in layers] == ["bar", "rule", "rule"]
+    assert layers[0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
     rows = [r for d in _datasets(spec) for r in d]
-    assert {"gpu_type": "H100", "quantile": "P25", "cores_per_gpu": 0.25} in rows
-    assert any(r.get("fair_cores_per_gpu") == 12.0 for r in rows)
+    quantile_rows = {(r["gpu_type"], r["quantile"], r["cores_per_gpu"])
+                     for r in rows if r["layer"] == "quantile"}
+    assert quantile_rows == {("H100", "P25", 0.25), ("H100", "P50", 1.0),
+                             ("A100", "P25", 1.0), ("A100", "P50", 1.0)}
+    assert [(r["gpu_type"], r["cores_per_gpu"]) for r in rows if r["layer"] == "fair"] == [
+        ("H100", 12.0)
+    ]
+    bars = [r for r in rows if r["layer"] == "bin"]
+    assert sum(r["share"] for r in bars if r["gpu_type"] == "H100") == pytest.approx(1.0)
 
 
 def test_ecdf_chart_marks_the_quantiles_at_a_quarter_and_a_half():

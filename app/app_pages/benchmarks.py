@@ -41,7 +41,7 @@ else:
     show_fit = st.toggle("Show the fitted model", value=True, key="bn_fit")
     fit = charts.bench_fit_frame(series, common.model_params()) if show_fit else None
     st.subheader("Victim TTFT P50 against cores per GPU")
-    st.altair_chart(charts.bench_curves_chart(series, fit))
+    common.show_chart("bench_curves_chart", series, fit)
     st.caption(
         "Solid: median of the repeats of each core count. Dashed: the fitted model for the same "
         "platform, GPUs, model size and load, anchored at the run with the most cores."

@@ -8,7 +8,6 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
-from advisor import charts
 from app import common
 
 st.title("Data")
@@ -56,9 +55,9 @@ if not reasons:
 else:
     rdf = pd.DataFrame([asdict(r) for r in reasons])
     rdf["label"] = rdf["reason"].str.slice(0, 80) + rdf["field"].map(lambda f: f" [{f}]" if f else "")
-    st.altair_chart(
-        charts.top_bar_chart(rdf, name="label", value="records", title="rejected records",
-                             tooltip=["example_source:N", "example_line_no:Q"])
+    common.show_chart(
+        "top_bar_chart", rdf, name="label", value="records", title="rejected records",
+        tooltip=("example_source:N", "example_line_no:Q"),
     )
     st.dataframe(rdf.drop(columns=["label"]), hide_index=True)
     with st.expander("Latest rejected records"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisor import charts
 from app import common
 
 st.title("CPU cores per GPU")
@@ -68,10 +67,11 @@ fair = summary[["gpu_type", "fair_cores_per_gpu"]].dropna()
 
 st.subheader(f"Distribution ({'share of ' + weight_label})")
 if view == "ECDF":
-    chart = charts.ratio_ecdf(ecdf_rows, weight=column, quantiles=quantiles)
+    common.show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
 else:
-    chart = charts.ratio_histogram(ecdf_rows, weight=column, quantiles=quantiles, fair_share=fair)
-st.altair_chart(chart)
+    common.show_chart(
+        "ratio_histogram", ecdf_rows, weight=column, quantiles=quantiles, fair_share=fair
+    )
 st.caption(
     "Red rules: P25 (solid) and P50 (dashed) of the chosen weight. Grey dotted rule: the node "
     "type's fair share (usable CPUs / GPUs per node), when the node inventory is loaded."
@@ -90,7 +90,7 @@ shares = pd.DataFrame(
         for t in sorted(g.share_jobs_below)
     ]
 )
-st.altair_chart(charts.share_below_chart(shares))
+common.show_chart("share_below_chart", shares)
 
 st.subheader("Per GPU type")
 st.dataframe(pd.DataFrame(report.rows()), hide_index=True)

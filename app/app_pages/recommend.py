@@ -86,14 +86,13 @@ if same_gpus:
     points = points[points["gpus"] == int(gpus)]
 if ample_ttft:
     points = points.assign(ttft_ms=points["slowdown"] * ample_ttft)
-    chart = charts.ttft_curve_chart(curve, points, recommended_cores_per_gpu=rec.cpus_per_gpu)
+    chart_kwargs: dict[str, object] = {}
 else:
-    chart = charts.ttft_curve_chart(
-        curve, points, recommended_cores_per_gpu=rec.cpus_per_gpu, value="slowdown",
-        low="slowdown_low", high="slowdown_high", y_title="TTFT slowdown vs ample cores (log)",
-    )
+    chart_kwargs = {"value": "slowdown", "low": "slowdown_low", "high": "slowdown_high",
+                    "y_title": "TTFT slowdown vs ample cores (log)"}
 st.subheader("Predicted TTFT against cores per GPU")
-st.altair_chart(chart)
+common.show_chart("ttft_curve_chart", curve, points, recommended_cores_per_gpu=rec.cpus_per_gpu,
+                  **chart_kwargs)
 st.caption(
     f"Band: the model's {params.interval:.0%} interval (bootstrap refits plus residual spread); "
     f"it is open above where the model predicts timeouts (capped at {params.max_slowdown:g}x). "

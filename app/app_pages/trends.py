@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisor import charts
 from app import common
 
 st.title("Trends by month")
@@ -52,12 +51,10 @@ rows = pd.DataFrame(
 )
 
 st.subheader(f"P25 and P50 cores per GPU, by {split_label}")
-st.altair_chart(charts.trend_chart(rows, group=split))
+common.show_chart("trend_chart", rows, group=split)
 
 st.subheader(f"Share below {threshold:g} cores per GPU")
-st.altair_chart(
-    charts.share_trend_chart(rows, group=split, threshold_cores_per_gpu=threshold)
-)
+common.show_chart("share_trend_chart", rows, group=split, threshold_cores_per_gpu=threshold)
 
 with st.expander("The numbers"):
     st.dataframe(rows, hide_index=True)

@@ -1,5 +1,7 @@
 """Who page: the accounts and users with the most GPU-hours below the recommended cores per GPU,
-and the flag each should submit with. Names become pseudonyms when the privacy setting is on."""
+and the flag each should submit with. The target is the model's recommendation for the job's
+partition and GPU type (``advisor.recommend.recommend_partitions``) or a fixed number; names
+become pseudonyms when the privacy setting is on."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import math
 import pandas as pd
 import streamlit as st
 
-from advisor import charts
 from app import common
 
 st.title("Who runs below the recommendation")
@@ -17,53 +18,67 @@ common.require_gpu_jobs(key)
 common.warn_unknown_gpu_types(key)
 filters = common.current_filters()
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 who = c1.segmented_control("Who", ["account", "user"], default="account", key="who_by") or "account"
-target = c2.number_input(
-    "Recommended cores per GPU", min_value=0.25, max_value=128.0, value=8.0, step=1.0,
-    key="who_target",
-    help="Jobs below this ratio count as under-provisioned. The research behind advisor saw "
-    "TTFT fall 1.4-5.4x when LLM-serving jobs got enough cores per GPU.",
+mode = c2.segmented_control(
+    "Target", ["recommended", "fixed"], default="recommended", key="who_mode",
+    help="recommended: the model's DefCpuPerGPU for each partition and GPU type; "
+    "fixed: one number of cores per GPU for every job.",
+) or "recommended"
+fixed = c3.number_input(
+    "Fixed target (cores per GPU)", min_value=0.25, max_value=128.0, value=8.0, step=1.0,
+    key="who_target", disabled=mode != "fixed",
 )
-top_n = c3.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
+top_n = c4.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
 
-q = common.ratio_query(filters, by=(who, "gpu_type"), weight="gpu-hours", thresholds=(target,))
+if mode == "recommended":
+    recs = common.partition_recommendations(key)
+    targets = {k: float(r.def_cpu_per_gpu) for k, r in recs.items()}
+else:
+    targets = {}
+thresholds = tuple(sorted(set(targets.values()))) if targets else (float(fixed),)
+
+q = common.ratio_query(
+    filters, by=(who, "partition", "gpu_type"), weight="gpu-hours", thresholds=thresholds
+)
 report = common.ratio_summary(key, q)
 if not report.groups:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 
-flag = f"--cpus-per-gpu={math.ceil(target)}"
-rows = pd.DataFrame(
-    [
-        {
-            who: common.display_name(g.keys[who]) or "(none)",
-            "gpu_type": g.keys["gpu_type"],
-            "jobs": g.jobs,
-            "gpu_hours": g.gpu_hours,
-            "gpu_hours_below": g.gpu_hours * (g.share_gpu_hours_below[target] or 0.0),
-            "share_jobs_below": g.share_jobs_below[target],
-            "p50_cores_per_gpu": g.p50_cores_per_gpu,
-            "flag": flag,
-        }
-        for g in report.groups
-    ]
-)
+records = []
+for g in report.groups:
+    target = targets.get((g.keys["partition"], g.keys["gpu_type"])) if targets else float(fixed)
+    if target is None:
+        continue
+    share_h = g.share_gpu_hours_below[target]
+    records.append({
+        who: common.display_name(g.keys[who]) or "(none)",
+        "partition": g.keys["partition"],
+        "gpu_type": g.keys["gpu_type"],
+        "jobs": g.jobs,
+        "gpu_hours": g.gpu_hours,
+        "gpu_hours_below": g.gpu_hours * share_h if math.isfinite(share_h) else 0.0,
+        "share_jobs_below": g.share_jobs_below[target],
+        "p50_cores_per_gpu": g.p50_cores_per_gpu,
+        "target_cores_per_gpu": target,
+        "flag": f"--cpus-per-gpu={math.ceil(target)}",
+    })
+rows = pd.DataFrame(records)
+if rows.empty or not (rows["gpu_hours_below"] > 0).any():
+    common.stop_info("No GPU-hours ran below the target with these filters.")
 rows = rows[rows["gpu_hours_below"] > 0].sort_values("gpu_hours_below", ascending=False)
-if rows.empty:
-    st.success(f"No GPU-hours ran below {target:g} cores per GPU with these filters.")
-    st.stop()
-rows["label"] = rows[who] + " · " + rows["gpu_type"]
+rows["label"] = rows[who] + " · " + rows["partition"].fillna("?") + " · " + rows["gpu_type"]
 
-st.altair_chart(
-    charts.top_bar_chart(
-        rows, name="label", value="gpu_hours_below",
-        title=f"GPU-hours below {target:g} cores per GPU", limit=top_n,
-        tooltip=["jobs:Q", "share_jobs_below:Q", "flag:N"],
-    )
+common.show_chart(
+    "top_bar_chart", rows, name="label", value="gpu_hours_below",
+    title="GPU-hours below the target", limit=top_n,
+    tooltip=("jobs:Q", "share_jobs_below:Q", "flag:N"),
 )
 st.dataframe(rows.drop(columns=["label"]).head(top_n), hide_index=True)
 st.caption(
-    f"Each of them should submit with `{flag}` (or `--cpus-per-task` = that times the GPUs per "
+    "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
     "task). GPU-hours weighted; a job belongs to the month it started in."
+    + (" Targets: the model's recommendation per partition and GPU type (see Recommend)."
+       if mode == "recommended" else "")
 )
 common.excluded_caption(report)
