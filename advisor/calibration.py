@@ -339,6 +339,7 @@ class FitConfig:
     alpha: float = 1.0
     max_slowdown: float = 25.0
     censored_weight: float = 0.01
+    pole_exponent: float = 2.0
     n_bootstrap: int = 50
     interval: float = 0.9
     random_state: int = 0
@@ -391,7 +392,8 @@ def _loo(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn) -> list[tuple[in
     for n, i in enumerate(rows):
         keep = np.arange(len(y)) != i
         est = CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
-                                    censored_weight=cfg.censored_weight, n_bootstrap=0)
+                                    censored_weight=cfg.censored_weight,
+                                    pole_exponent=cfg.pole_exponent, n_bootstrap=0)
         est.fit(X[keep], y[keep])
         pred = float(est.predict(X[i : i + 1])[0])
         out.append((i, abs(pred - y[i]) / y[i]))
@@ -418,6 +420,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     progress("fit", 0, 1)
     est = CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
                                 censored_weight=cfg.censored_weight,
+                                pole_exponent=cfg.pole_exponent,
                                 n_bootstrap=cfg.n_bootstrap, interval=cfg.interval,
                                 random_state=cfg.random_state)
     est.fit(np.asarray(ts.X), np.asarray(ts.y))
@@ -460,6 +463,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "loo_mape": mape_of("paper"),
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {"alpha": cfg.alpha, "censored_weight": cfg.censored_weight,
+                     "pole_exponent": cfg.pole_exponent,
                      "n_bootstrap": cfg.n_bootstrap, "random_state": cfg.random_state},
     }
     params = est.to_params(meta)

@@ -40,9 +40,10 @@ def _residuals(
     alpha: float,
     max_slowdown: float,
     censored_weight: float,
+    pole_exponent: float,
 ) -> np.ndarray:
     theta, log_k = p[:-1], p[-1]
-    pred, _ = slowdown.curve(theta, log_k, max_slowdown, X)
+    pred, _ = slowdown.curve(theta, log_k, max_slowdown, X, pole_exponent)
     r = np.log(pred) - log_y
     r = np.where(censored, math.sqrt(censored_weight) * np.minimum(r, 0.0), r)
     ridge = math.sqrt(alpha) * theta[1:]
@@ -64,6 +65,7 @@ def _fit_once(
     alpha: float,
     max_slowdown: float,
     censored_weight: float,
+    pole_exponent: float,
     start: np.ndarray | None = None,
 ) -> np.ndarray:
     censored = y >= max_slowdown
@@ -72,7 +74,7 @@ def _fit_once(
     result = least_squares(
         _residuals,
         x0,
-        args=(X, log_y, censored, alpha, max_slowdown, censored_weight),
+        args=(X, log_y, censored, alpha, max_slowdown, censored_weight, pole_exponent),
         method="trf",
         x_scale=1.0,
         max_nfev=2000,
@@ -92,6 +94,8 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         cores given); targets at or above it are censored (timed out). 25 is the research's
         200 s timeout over its ~8 s ample-core task time.
     censored_weight : weight of the censored (timed-out) points.
+    pole_exponent : how sharp the cliff at the CPU demand is (``q`` in
+        ``1 + k rho / (1 - rho)**q``; 1 is M/M/1). 2 by leave-one-out on the published points.
     n_bootstrap : case-resampled refits for the interval (0: residual spread only).
     interval : the central probability of the interval, e.g. 0.9.
     random_state : seed of the bootstrap.
@@ -102,6 +106,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         alpha: float = 1.0,
         max_slowdown: float = 25.0,
         censored_weight: float = 0.01,
+        pole_exponent: float = slowdown.DEFAULT_POLE_EXPONENT,
         n_bootstrap: int = 50,
         interval: float = 0.9,
         random_state: int | None = None,
@@ -109,6 +114,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         self.alpha = alpha
         self.max_slowdown = max_slowdown
         self.censored_weight = censored_weight
+        self.pole_exponent = pole_exponent
         self.n_bootstrap = n_bootstrap
         self.interval = interval
         self.random_state = random_state
@@ -124,6 +130,8 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"alpha must be >= 0, got {self.alpha}")
         if not self.max_slowdown > 1:
             raise ValueError(f"max_slowdown must be > 1, got {self.max_slowdown}")
+        if not self.pole_exponent > 0:
+            raise ValueError(f"pole_exponent must be > 0, got {self.pole_exponent}")
         if not 0 < self.interval < 1:
             raise ValueError(f"interval must be in (0, 1), got {self.interval}")
         if int(self.n_bootstrap) < 0:
@@ -135,10 +143,12 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, y_numeric=True)
         X = np.asarray(X, dtype=float)
         y = np.maximum(np.asarray(y, dtype=float), 1.0)  # faster than ample is noise around 1
-        p = _fit_once(X, y, self.alpha, self.max_slowdown, self.censored_weight)
+        p = _fit_once(X, y, self.alpha, self.max_slowdown, self.censored_weight,
+                      self.pole_exponent)
         self.theta_ = p[:-1]
         self.log_k_ = float(p[-1])
-        pred, _ = slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X)
+        pred, _ = slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
+                                 self.pole_exponent)
         seen = y < self.max_slowdown
         resid = np.log(pred[seen]) - np.log(y[seen])
         dof = max(int(seen.sum()) - 2, 1)
@@ -148,7 +158,8 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         for _ in range(int(self.n_bootstrap)):
             idx = rng.randint(0, n, size=n)
-            pb = _fit_once(X[idx], y[idx], self.alpha, self.max_slowdown, self.censored_weight, p)
+            pb = _fit_once(X[idx], y[idx], self.alpha, self.max_slowdown, self.censored_weight,
+                           self.pole_exponent, p)
             thetas.append(pb[:-1])
             log_ks.append(float(pb[-1]))
         self.bootstrap_theta_ = np.array(thetas).reshape(len(thetas), X.shape[1])
@@ -159,7 +170,8 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         """Point prediction of the slowdown (``max_slowdown`` in the pathological region)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X)[0]
+        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
+                              self.pole_exponent)[0]
 
     def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) of every prediction; high is inf in the pathological region."""
@@ -172,7 +184,8 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         """True where the CPU demand is at or above the cores given (timeouts, unbounded queues)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X)[1]
+        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
+                              self.pole_exponent)[1]
 
     def to_params(self, meta: dict[str, Any] | None = None) -> slowdown.CurveParams:
         """The fitted parameters as plain data (what :func:`advisor.slowdown.save_params` writes)."""
@@ -188,6 +201,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
             max_slowdown=float(self.max_slowdown),
             sigma_log=self.sigma_log_,
             interval=float(self.interval),
+            pole_exponent=float(self.pole_exponent),
             bootstrap_theta=tuple(tuple(float(v) for v in t) for t in self.bootstrap_theta_),
             bootstrap_log_k=tuple(float(v) for v in self.bootstrap_log_k_),
             feature_names=names,
@@ -198,7 +212,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
     def from_params(cls, params: slowdown.CurveParams) -> CoreSlowdownRegressor:
         """A fitted estimator rebuilt from plain parameters (e.g. loaded from JSON)."""
         est = cls(max_slowdown=params.max_slowdown, interval=params.interval,
-                  n_bootstrap=len(params.bootstrap_theta))
+                  pole_exponent=params.pole_exponent, n_bootstrap=len(params.bootstrap_theta))
         est.theta_ = np.asarray(params.theta, dtype=float)
         est.log_k_ = float(params.log_k)
         est.sigma_log_ = float(params.sigma_log)

@@ -177,7 +177,7 @@ def smallest_sufficient(
     """
     cores = list(range(1, cap + 1))
     X = _rows(params, cores, gpus, platform, workload)
-    s, patho = slowdown.curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X)
+    s, patho = slowdown.evaluate(params, X)
     ok = (s <= 1.0 + tolerance) & ~patho
     if ok.any():
         return cores[int(np.argmax(ok))], True
@@ -436,9 +436,8 @@ def recommend_partitions(
         ])
         X_rec = X_job.copy()
         X_rec[:, 0] = dflt
-        theta = np.asarray(params.theta)
-        s_job, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_job)
-        s_rec, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_rec)
+        s_job, _ = slowdown.evaluate(params, X_job)
+        s_rec, _ = slowdown.evaluate(params, X_rec)
         below = np.array(cores_job) < dflt
         gpu_h = np.array([float(r[7]) for r in rows])
         elapsed_h = np.array([float(r[6]) for r in rows]) / 3600.0

@@ -11,8 +11,10 @@ The curve (a queueing-style saturating law, monotone by construction):
   where ``x`` are the covariates (log2 GPUs, model size, load, prompt tokens over a reference,
   and one-hot platform offsets);
 - with ``c`` cores per GPU the CPU load is ``rho = demand / c``;
-- for ``rho < 1`` the slowdown of TTFT against ample cores is ``1 + k * rho / (1 - rho)``:
-  it falls towards 1 as cores grow and never increases with cores (``k > 0``);
+- for ``rho < 1`` the slowdown of TTFT against ample cores is ``1 + k * rho / (1 - rho)**q``:
+  it falls towards 1 as cores grow and never increases with cores (``k > 0``, ``q > 0``);
+  ``q`` (the pole exponent, default 2) sets how sharp the cliff near the demand is: 1 is the
+  M/M/1 law; 2 was chosen by leave-one-out on the published points (docs/model.md);
 - for ``rho >= 1`` (CPU demand above the cores given) the queues are unbounded and runs time out:
   the **pathological region**. It is not extrapolated: the slowdown is reported as
   ``max_slowdown`` with the flag ``pathological`` and an unbounded upper interval.
@@ -49,6 +51,7 @@ FEATURES: tuple[str, ...] = (
     "log2_prompt_tokens",
     *(f"platform={p}" for p in PLATFORMS),
 )
+DEFAULT_POLE_EXPONENT = 2.0
 # Cores per GPU used as "ample" when a ratio is asked against ample cores.
 AMPLE_CORES_PER_GPU = 1.0e6
 _MIN_CORES = 1e-6
@@ -82,11 +85,16 @@ def feature_row(
 
 
 def curve(
-    theta: np.ndarray, log_k: float, max_slowdown: float, X: np.ndarray
+    theta: np.ndarray,
+    log_k: float,
+    max_slowdown: float,
+    X: np.ndarray,
+    pole_exponent: float = DEFAULT_POLE_EXPONENT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slowdown against ample cores for each row of ``X``, and the pathological flag.
 
-    ``theta`` has one more entry than ``X`` has covariates (the intercept first).
+    ``theta`` has one more entry than ``X`` has covariates (the intercept first). With fitted
+    parameters at hand, prefer :func:`evaluate`, which passes the pole exponent along.
     """
     X = np.asarray(X, dtype=float)
     cores = np.maximum(X[:, 0], _MIN_CORES)
@@ -94,7 +102,8 @@ def curve(
     rho = np.exp(np.clip(log_demand, -50.0, 50.0)) / cores
     k = math.exp(log_k)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        raw = np.where(rho < 1.0, 1.0 + k * rho / np.maximum(1.0 - rho, 1e-300), np.inf)
+        gap = np.maximum(1.0 - rho, 1e-300) ** pole_exponent
+        raw = np.where(rho < 1.0, 1.0 + k * rho / gap, np.inf)
     pathological = raw >= max_slowdown
     return np.minimum(raw, max_slowdown), pathological
 
@@ -108,6 +117,7 @@ class CurveParams:
     max_slowdown: float
     sigma_log: float  # std of log residuals (prediction noise around the curve)
     interval: float  # e.g. 0.9 for a 90% interval
+    pole_exponent: float = DEFAULT_POLE_EXPONENT
     bootstrap_theta: tuple[tuple[float, ...], ...] = ()
     bootstrap_log_k: tuple[float, ...] = ()
     feature_names: tuple[str, ...] = FEATURES
@@ -122,6 +132,7 @@ class CurveParams:
             "max_slowdown": self.max_slowdown,
             "sigma_log": self.sigma_log,
             "interval": self.interval,
+            "pole_exponent": self.pole_exponent,
             "bootstrap_theta": [list(t) for t in self.bootstrap_theta],
             "bootstrap_log_k": list(self.bootstrap_log_k),
             "meta": self.meta,
@@ -143,6 +154,7 @@ class CurveParams:
                 max_slowdown=float(data["max_slowdown"]),
                 sigma_log=float(data["sigma_log"]),
                 interval=float(data["interval"]),
+                pole_exponent=float(data["pole_exponent"]),
                 bootstrap_theta=boot,
                 bootstrap_log_k=tuple(float(v) for v in data.get("bootstrap_log_k", [])),
                 feature_names=names,
@@ -171,6 +183,12 @@ class Prediction:
     pathological: np.ndarray
 
 
+def evaluate(params: CurveParams, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Point slowdown and pathological flag of the fitted curve for each row of ``X``."""
+    return curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X,
+                 params.pole_exponent)
+
+
 def _z(interval: float) -> float:
     # Two-sided normal quantile without scipy: inverse of erf by bisection (cheap, exact enough).
     target = 0.5 + interval / 2.0
@@ -188,7 +206,7 @@ def bootstrap_curves(params: CurveParams, X: np.ndarray) -> np.ndarray:
     """Slowdowns of every bootstrap refit, shape (n_bootstrap, n_rows); empty when none."""
     X = np.asarray(X, dtype=float)
     out = [
-        curve(np.asarray(t), lk, params.max_slowdown, X)[0]
+        curve(np.asarray(t), lk, params.max_slowdown, X, params.pole_exponent)[0]
         for t, lk in zip(params.bootstrap_theta, params.bootstrap_log_k, strict=True)
     ]
     return np.vstack(out) if out else np.empty((0, X.shape[0]))
@@ -197,7 +215,7 @@ def bootstrap_curves(params: CurveParams, X: np.ndarray) -> np.ndarray:
 def predict(params: CurveParams, X: np.ndarray) -> Prediction:
     """Point slowdown, interval and pathological flag for each row of the design matrix ``X``."""
     X = np.asarray(X, dtype=float)
-    point, patho = curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X)
+    point, patho = evaluate(params, X)
     alpha = (1.0 - params.interval) / 2.0
     boots = bootstrap_curves(params, X)
     if boots.shape[0]:
@@ -222,9 +240,8 @@ def ratio_interval(
     noise widens it as for a single prediction. The high end is inf when the numerator sits in
     the pathological region.
     """
-    theta = np.asarray(params.theta)
-    num, patho = curve(theta, params.log_k, params.max_slowdown, X_num)
-    den, _ = curve(theta, params.log_k, params.max_slowdown, X_den)
+    num, patho = evaluate(params, X_num)
+    den, _ = evaluate(params, X_den)
     point = num / den
     alpha = (1.0 - params.interval) / 2.0
     bn, bd = bootstrap_curves(params, X_num), bootstrap_curves(params, X_den)

@@ -53,6 +53,8 @@ def fit_cmd(
     alpha: Annotated[float, typer.Option("--alpha", help="Ridge penalty on the covariate "
                      "effects.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed of the bootstrap.")] = 0,
+    pole_exponent: Annotated[float, typer.Option("--pole-exponent", help="Sharpness of the "
+                             "cliff at the CPU demand (1: M/M/1).")] = 2.0,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Fit the TTFT-vs-cores model on the published and bench points; report its LOO error."""
@@ -60,7 +62,8 @@ def fit_cmd(
     from advisor.cli._output import RichProgress
 
     cfg = FitConfig(calibration_dir=calibration_dir, db=db, output=output,
-                    n_bootstrap=bootstrap, alpha=alpha, random_state=seed)
+                    n_bootstrap=bootstrap, alpha=alpha, random_state=seed,
+                    pole_exponent=pole_exponent)
     with RichProgress() as progress:
         report = fit_model(cfg, progress)
     _warn(report.warnings)
