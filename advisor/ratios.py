@@ -428,6 +428,8 @@ def ratio_summary(
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
     params = {**_params(q), "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
     rows = _fetch(con, _sql("summary", q.by, facts), params)
+    excluded_row = next(r for r in rows if r["gid"] is None)
+    rows = sorted((r for r in rows if r["gid"] is not None), key=lambda r: int(r["gid"]))
     by_gpu_s = q.weight is Weight.gpu_hours
     groups = []
     for r in rows:
@@ -468,10 +470,8 @@ def ratio_summary(
                 ),
             )
         )
-    excluded = con.execute(_sql("excluded", q.by, facts), _params(q)).fetchall()
-    return RatioReport(
-        groups=tuple(groups), excluded={str(r): int(n) for r, n in excluded}, query=q
-    )
+    excluded = {str(e["reason"]): int(e["jobs"]) for e in excluded_row["excluded"] or ()}
+    return RatioReport(groups=tuple(groups), excluded=excluded, query=q)
 
 
 def ratio_distribution(

@@ -12,12 +12,18 @@
 WITH facts AS (
 {{facts}}
 ),
-per_type AS (
+agg AS MATERIALIZED (
+    -- one pass over the facts: counted jobs by ratio, and excluded jobs by reason
     SELECT {{keys}}, cluster AS _cluster, gpu_type AS _gpu_type, v,
-           sum(n) AS n, sum(w) AS w
+           excluded_reason AS _reason, sum(n) AS n, sum(w) AS w
     FROM facts
-    WHERE excluded_reason IS NULL
     GROUP BY ALL
+),
+per_type AS (
+    SELECT * EXCLUDE (_reason) FROM agg WHERE _reason IS NULL
+),
+excl AS (
+    SELECT _reason AS reason, sum(n) AS jobs FROM agg WHERE _reason IS NOT NULL GROUP BY _reason
 ),
 fair AS (
     SELECT cluster AS _cluster, coalesce(gpu_type, '(untyped)') AS _gpu_type,
@@ -92,8 +98,12 @@ stats AS (
     FROM grouped
     GROUP BY ALL
 )
-SELECT s.*, q.pct_jobs, q.pct_gpu_s, b.n_below, b.w_below
+-- One row per group, plus one row (gid NULL) whose `excluded` lists {reason, jobs}.
+SELECT s.*, q.pct_jobs, q.pct_gpu_s, b.n_below, b.w_below,
+       NULL::STRUCT(reason VARCHAR, jobs HUGEINT)[] AS excluded
 FROM stats AS s
 JOIN qagg AS q USING (gid)
 LEFT JOIN bagg AS b USING (gid)
-ORDER BY s.gid
+UNION ALL BY NAME
+SELECT (SELECT coalesce(list({'reason': reason, 'jobs': jobs} ORDER BY reason), [])
+        FROM excl) AS excluded
