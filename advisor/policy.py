@@ -6,9 +6,10 @@ where the most specific match wins. :func:`build_policy` makes the rules from re
 
 - with a database: one rule per observed (partition, GRES type) from
   :func:`advisor.recommend.recommend_partitions` (default = the recommended ``DefCpuPerGPU``,
-  minimum = the cores within ``min_tolerance`` of ample);
+  minimum = the cores within ``min_tolerance`` of ample), and a ``(partition, "*")`` rule with
+  the partition's largest default, for its other GRES names and untyped requests;
 - always: one ``("*", <gres type>)`` rule per GPU family with a known instance price (GRES type =
-  the family in lower case, e.g. ``h100``) and a ``("*", "*")`` fallback, from the job
+  the family in lower case, spaces as ``_``, e.g. ``h100``) and a ``("*", "*")`` fallback, from the job
   recommendation at the configured workload (4 GPUs for the fallback).
 
 Renderers: :func:`to_lua` (a Lua 5.1 chunk returning the table), :func:`to_json`, and
@@ -137,6 +138,11 @@ def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Polic
             gres = (r.gres_type or (WILDCARD if r.gpu_type == "(untyped)" else r.gpu_type)).lower()
             rules[(r.partition, gres)] = PolicyRule(
                 r.partition, gres, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode)
+            # Other GRES names in the same partition (and untyped requests): its largest rule.
+            prev = rules.get((r.partition, WILDCARD))
+            if prev is None or r.def_cpu_per_gpu > prev.default_cpus_per_gpu:
+                rules[(r.partition, WILDCARD)] = PolicyRule(
+                    r.partition, WILDCARD, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode)
     ordered = tuple(sorted(rules.values(), key=_specificity))
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     return Policy(POLICY_VERSION, now.strftime("%Y-%m-%dT%H:%M:%SZ"), _version(), ordered)

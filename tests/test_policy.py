@@ -82,6 +82,9 @@ def test_lua_export_is_valid_lua_5_1_with_the_same_rules(cli, no_db, db_path: Pa
     assert _lua_eval(out_file, "p.rules[1].default_cpus_per_gpu") == \
         str(first["default_cpus_per_gpu"])
     assert _lua_eval(out_file, "p.rules[1].mode") == "enforce-minimum"
+    # other GRES names in the partition fall back to the partition's own rule, not the cluster's
+    assert (rules[1]["partition"], rules[1]["gpu_type"]) == ("gpu", "*")
+    assert rules[1]["default_cpus_per_gpu"] == first["default_cpus_per_gpu"]
 
 
 @needs_lua
