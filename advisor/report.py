@@ -84,11 +84,19 @@ def parse_month(text: str) -> Month:
     """``YYYY-MM`` to a :class:`Month`; anything else is a usage error naming the flag."""
     m = _MONTH_RE.match(text.strip()) if text else None
     if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1970:
-        raise UsageError(f"--month {text!r}: expected a month as YYYY-MM, e.g. 2024-10")
+        raise UsageError(f"--month {text!r}: expected a month as YYYY-MM (e.g. 2024-10) or 'last'")
     year, month = int(m.group(1)), int(m.group(2))
     start = dt.datetime(year, month, 1)
     end = dt.datetime(year + (month == 12), month % 12 + 1, 1)
     return Month(f"{year:04d}-{month:02d}", start, end)
+
+
+def resolve_month(text: str, now: dt.datetime | None = None) -> Month:
+    """``YYYY-MM``, or ``last`` for the calendar month before ``now`` (UTC), as cron jobs want."""
+    if text.strip().lower() in ("last", "previous"):
+        today = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
+        return parse_month(f"{today.year:04d}-{today.month:02d}").previous()
+    return parse_month(text)
 
 
 def available_months(con: duckdb.DuckDBPyConnection, cluster: str | None = None) -> list[Month]:
@@ -835,6 +843,8 @@ def _num(value: object) -> str:
             return "–"
         if abs(value) >= 1000:
             return f"{value:,.0f}"
+        if 0 < abs(value) < 1:
+            return f"{value:.3g}"  # 0.25, 0.0504, 0.625: small figures keep their digits
         return f"{value:,.2f}"
     return str(value)
 
@@ -1030,7 +1040,7 @@ def run_reports(
                     "`advisor ingest FILE`"
                 )
         else:
-            months = [parse_month(config.month or "")]
+            months = [resolve_month(config.month or "", now)]
             if config.cluster is not None:
                 _check_cluster(con, config.cluster)
         results = []

@@ -160,7 +160,7 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     h100 = next(i for i, g in enumerate(october.gpu_types) if g.gpu_type == "H100")
     key = f"gpu_types.{h100}.p50_cores_per_gpu"
     assert (
-        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.50<' in html
+        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.5<' in html
     )
 
 
@@ -267,10 +267,11 @@ def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_p
     assert res.gpu_jobs == 0
 
 
-def test_values_nan_and_none_render_as_a_dash():
+def test_numbers_render_readably_and_missing_ones_as_a_dash():
     assert report._num(None) == "–" and report._num(math.nan) == "–"
-    assert report._num(1234.5) == "1,234" or report._num(1234.5) == "1,235"
-    assert report._num(0.25) == "0.25"
+    assert report._num(1234.5) == "1,234"  # round half to even
+    assert report._num(0.25) == "0.25" and report._num(0.0504) == "0.0504"
+    assert report._num(2.0) == "2.00" and report._num(12345) == "12,345"
 
 
 # -- recommendations, starvation, policy -------------------------------------------------------
@@ -427,3 +428,16 @@ def test_a_bad_policy_stops_the_report_before_anything_is_written(small_db, tmp_
             small_db,
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_last_month_is_the_calendar_month_before_now_in_utc():
+    jan = dt.datetime(2025, 1, 1, 0, 30, tzinfo=dt.UTC)
+    assert report.resolve_month("last", jan).label == "2024-12"
+    assert report.resolve_month("previous", dt.datetime(2024, 11, 30, 23, 59)).label == "2024-10"
+    assert report.resolve_month("2024-07", jan).label == "2024-07"
+
+
+def test_month_last_writes_the_month_before_now(small_db, tmp_path):
+    cfg = report.ReportConfig(out_dir=tmp_path, month="last")
+    (res,) = report.run_reports(cfg, small_db, now=dt.datetime(2024, 11, 3))
+    assert res.month == "2024-10" and res.gpu_jobs == 7 * len(OCT_DAYS) + 1

@@ -45,3 +45,14 @@ def test_a_missing_database_exits_4_and_says_how_to_create_it(cli, tmp_path):
                           str(tmp_path / "none.duckdb"))  # fmt: skip
     assert code == 4
     assert "advisor ingest" in stderr and stderr.startswith("Error: ")
+
+
+def test_a_bad_policy_file_exits_3_naming_its_line_and_field(cli, db_path, tmp_path):
+    build_db(db_path)
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"version": 1,\n "rules": [{"partition": "gpu"}]}')
+    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(tmp_path / "out"),
+                          "--db", str(db_path), "--policy", str(policy))  # fmt: skip
+    assert code == 3
+    assert f"{policy}:2, field rules[0].gpu_type" in stderr
+    assert not (tmp_path / "out").exists()

@@ -15,7 +15,12 @@ def report_cmd(
         Path, typer.Option("--out", "-o", help="Folder for the reports (one subfolder per month).")
     ],
     month: Annotated[
-        str | None, typer.Option("--month", "-m", help="The month to report, YYYY-MM (UTC).")
+        str | None,
+        typer.Option(
+            "--month",
+            "-m",
+            help="The month to report: YYYY-MM (UTC), or 'last' for the previous month.",
+        ),
     ] = None,
     all_months: Annotated[
         bool, typer.Option("--all-months", help="Report every month in the database (a backlog).")
