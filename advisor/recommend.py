@@ -127,6 +127,7 @@ class JobRecommendation:
     usd_per_hour_delta: float
     gpu_share_usd_per_hour: float
     cost_delta_pct: float
+    cost_delta_pct_band: tuple[float, float]  # over every per-vCPU price in the price book
     instance: str
     warnings: tuple[str, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
@@ -242,6 +243,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     extra = max(0.0, (rec - current) * q.gpus)
     vcpu = book.vcpu
     cost: CostDelta = cost_delta(extra, q.gpus, instance, vcpu.usd_per_vcpu_hour)
+    pcts = [cost_delta(extra, q.gpus, instance, v.usd_per_vcpu_hour).cost_delta_pct
+            for v in book.vcpu_prices]
     ttft_now = ttft_rec = None
     if q.ample_ttft_ms is not None:
         ttft_now = q.ample_ttft_ms * float(pred.slowdown[0])
@@ -276,6 +279,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
             "vcpu_as_of": vcpu.as_of.isoformat(),
             "vcpu_source": vcpu.source,
             "rule": "extra vCPUs x per-vCPU price against instance price x GPUs / instance GPUs",
+            "band": "cost_delta_pct_band: the same with each per-vCPU price of the price book "
+                    "(c7i compute to the g6e in-family marginal vCPU, RAM included)",
         },
     }
     return JobRecommendation(
@@ -301,6 +306,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         usd_per_hour_delta=cost.usd_per_hour_delta,
         gpu_share_usd_per_hour=cost.gpu_share_usd_per_hour,
         cost_delta_pct=cost.cost_delta_pct,
+        cost_delta_pct_band=(min(pcts), max(pcts)),
         instance=instance.name,
         warnings=tuple(warnings),
         assumptions=assumptions,

@@ -84,6 +84,9 @@ def test_the_cost_delta_reproduces_the_researchs_1_5_percent(no_db, tmp_path: Pa
     assert rec.usd_per_hour_delta == pytest.approx(0.80)
     assert rec.gpu_share_usd_per_hour == pytest.approx(55.04)
     assert rec.cost_delta_pct == pytest.approx(1.45, abs=0.01)
+    low, high = rec.cost_delta_pct_band  # the site's 0.05 plus the built-in 0.0446..0.0953
+    assert low == pytest.approx(16 * 0.044625 / 55.04 * 100)
+    assert high == pytest.approx(16 * 0.0953 / 55.04 * 100)
 
 
 def test_more_tolerance_never_asks_for_more_cores(no_db):
