@@ -77,7 +77,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
 
 
@@ -107,7 +107,14 @@ def emit_rows(
         table.add_column(c, overflow="fold")
     for r in plain:
         table.add_row(*(_cell(r.get(c)) for c in cols))
-    Console().print(table)
+    out = Console()
+    if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
+        out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
+    out.print(table)
+
+
+def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:
+    return max([len(col), *(len(_cell(r.get(col))) for r in rows)])
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
