@@ -135,7 +135,9 @@ def ratios_command(
     table = []
     for r in rows:
         t = {k: r[k] for k in q.by}
-        t.update({k: r[k] for k in ("jobs", "gpu_hours", "p10", "p25", "p50", "p75", "p90")})
+        t["jobs"] = r["jobs"]
+        t["gpu_hours"] = f"{r['gpu_hours']:,.1f}"
+        t.update({k: r[k] for k in ("p10", "p25", "p50", "p75", "p90")})
         t["mean"] = r["mean"]
         for k, v in r.items():
             if k.startswith(share) and not k.endswith("_fair_share"):
