@@ -1,0 +1,85 @@
+"""The dashboard over the project's own sample: the shipped synthetic ``sacct -P`` file and node
+inventory (data/sample/) loaded by the real ingest into a real DuckDB file, then the pages read
+through AppTest. The sample is calibrated to the research, so the Overview must show its
+numbers: teaching H100 P25 0.25 / P50 1.00, teaching A100 P25 1.00 / P50 2.00, research H100
+P50 8.00, and the node types' fair share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor import store
+from advisor.synth import expected_percentiles
+from tests.test_app import chart_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+APP = ROOT / "app" / "streamlit_app.py"
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory) -> Path:
+    from advisor.ingest import ingest_files
+    from advisor.nodes import NodeIngestConfig, ingest_nodes
+
+    sacct = SAMPLE / "sacct-synth.txt.gz"
+    nodes = SAMPLE / "scontrol-nodes-synth.txt"
+    if not sacct.exists() or not nodes.exists():
+        pytest.skip(f"SKIPPED LOUDLY: the shipped sample is missing ({sacct}, {nodes})")
+    db = tmp_path_factory.mktemp("sample") / "sample.duckdb"
+    ingest_files(str(db), [sacct])
+    con = store.connect(db)
+    try:
+        ingest_nodes(con, NodeIngestConfig(path=nodes))
+    finally:
+        con.close()
+    return db
+
+
+def _app(monkeypatch, db: Path) -> AppTest:
+    monkeypatch.setenv("ADVISOR_DB", str(db))
+    monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("cluster", ["teaching", "research"])
+def test_overview_of_the_sample_shows_the_research_percentiles(monkeypatch, sample_db, cluster):
+    at = _app(monkeypatch, sample_db)
+    at.sidebar.multiselect(key="f_clusters").set_value([cluster]).run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("gpu_type")
+    for (c, gpu_type), want in expected_percentiles().items():
+        if c != cluster:
+            continue
+        assert table.loc[gpu_type, "p25"] == pytest.approx(want["p25"])
+        assert table.loc[gpu_type, "p50"] == pytest.approx(want["p50"])
+        metric = next(m for m in at.metric if m.label.startswith(f"{gpu_type}:"))
+        assert metric.value == f"{want['p50']:.2f}"
+
+
+def test_overview_of_the_sample_draws_the_node_types_fair_share(monkeypatch, sample_db):
+    at = _app(monkeypatch, sample_db)
+    at.sidebar.multiselect(key="f_clusters").set_value(["teaching"]).run()
+    rows = chart_rows(at.get("vega_lite_chart")[0])
+    fair = {r["gpu_type"]: r["cores_per_gpu"] for r in rows if r.get("layer") == "fair"}
+    table = at.dataframe[0].value.set_index("gpu_type")
+    assert fair and set(fair) <= set(table.index)
+    for gpu_type, cores in fair.items():
+        assert cores == pytest.approx(table.loc[gpu_type, "fair_share_cores_per_gpu"])
+
+
+def test_every_page_renders_the_sample_without_an_exception(monkeypatch, sample_db):
+    at = _app(monkeypatch, sample_db)
+    for page in ("trends", "who", "recommend", "benchmarks", "data"):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert not at.error, (page, [e.value for e in at.error])
+    log = next(d.value for d in at.dataframe if "inserted" in d.value.columns)
+    sacct = log[log["source"].str.endswith("sacct-synth.txt.gz")]
+    assert sacct["inserted"].tolist() == [20000] and sacct["status"].tolist() == ["done"]
