@@ -121,12 +121,25 @@ end
 local lfs_ok, lfs = pcall(require, "lfs")
 local cache = { path = nil, text = nil, policy = nil, checked = -math.huge, mtime = nil, logged = nil }
 
+-- M.QUIET (set by cli_filter.lua): policy load messages go to debug level, not the terminal.
+M.QUIET = false
+
 local function log_error(msg)
-  if slurm and slurm.log_error then slurm.log_error("%s", msg) end
+  if not slurm then return end
+  if M.QUIET then
+    if slurm.log_debug then slurm.log_debug("%s", msg) end
+  elseif slurm.log_error then
+    slurm.log_error("%s", msg)
+  end
 end
 
 local function log_info(msg)
-  if slurm and slurm.log_info then slurm.log_info("%s", msg) end
+  if not slurm then return end
+  if M.QUIET then
+    if slurm.log_debug then slurm.log_debug("%s", msg) end
+  elseif slurm.log_info then
+    slurm.log_info("%s", msg)
+  end
 end
 
 -- The current policy (nil when missing or broken): one stat (with lfs) or, without lfs, one

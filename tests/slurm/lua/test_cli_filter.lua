@@ -1,0 +1,93 @@
+-- Unit tests of slurm/cli_filter.lua run by plain lua5.1, with a stand-in `slurm` table.
+-- Usage: lua5.1 tests/slurm/lua/test_cli_filter.lua REPO_ROOT TMPDIR
+
+local root, tmp = arg[1], arg[2]
+local logs = { info = {}, error = {}, debug = {} }
+slurm = {
+  SUCCESS = 0, ERROR = -1,
+  log_info = function(fmt, ...) logs.info[#logs.info + 1] = string.format(fmt, ...) end,
+  log_error = function(fmt, ...) logs.error[#logs.error + 1] = string.format(fmt, ...) end,
+  log_debug = function(fmt, ...) logs.debug[#logs.debug + 1] = string.format(fmt, ...) end,
+}
+local policy_path = tmp .. "/advisor-policy.lua"
+local env = { ADVISOR_POLICY = policy_path }
+local real_getenv = os.getenv
+os.getenv = function(k) if env[k] ~= nil then return env[k] or nil end return real_getenv(k) end
+
+dofile(root .. "/slurm/cli_filter.lua")
+local F = advisor_cli_filter
+local failures, count = 0, 0
+
+local function test(name, fn)
+  count = count + 1
+  for k in pairs(logs) do logs[k] = {} end
+  F.lib.reset_cache()
+  local ok, err = pcall(fn)
+  if ok then print("ok " .. count .. " " .. name)
+  else failures = failures + 1; print("not ok " .. count .. " " .. name .. ": " .. tostring(err)) end
+end
+
+local function eq(got, want, what)
+  if got ~= want then error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2) end
+end
+
+local fh = assert(io.open(policy_path, "w"))
+fh:write([[return { version = 1, rules = {
+  { partition = "gpu", gpu_type = "h100", min_cpus_per_gpu = 4, default_cpus_per_gpu = 8, mode = "set-default-when-unset" },
+  { partition = "*", gpu_type = "*", min_cpus_per_gpu = 2, default_cpus_per_gpu = 4, mode = "advise" },
+} }]])
+fh:close()
+
+test("client options become the job_desc fields job_submit.lua reads", function()
+  local j = F.as_job({ gres = "gpu:h100:4", partition = "gpu", ["cpus-per-task"] = "0", ntasks = "2" })
+  eq(j.tres_per_node, "gres:gpu:h100:4"); eq(j.cpus_per_task, nil, "0 is unset"); eq(j.num_tasks, 2)
+  j = F.as_job({ gpus = "a100:2", ["cpus-per-gpu"] = "6", nodes = "2-3" })
+  eq(j.tres_per_job, "gres:gpu:a100:2"); eq(j.cpus_per_tres, "gres:gpu:6"); eq(j.min_nodes, 2)
+  j = F.as_job({ ["gpus-per-node"] = "2" })
+  eq(j.tres_per_node, "gres:gpu:2")
+end)
+
+test("a GPU job with no CPU count gets advice naming the flag, options unchanged", function()
+  local o = { gres = "gpu:h100:2", partition = "gpu" }
+  eq(slurm_cli_pre_submit(o, 0), 0)
+  eq(#logs.info, 1, "one line of advice")
+  assert(logs.info[1]:find("--cpus-per-gpu=8", 1, true), logs.info[1])
+  eq(o["cpus-per-gpu"], nil, "not set without ADVISOR_CLI_SET_DEFAULTS")
+end)
+
+test("with ADVISOR_CLI_SET_DEFAULTS=1 the client sets --cpus-per-gpu itself", function()
+  env.ADVISOR_CLI_SET_DEFAULTS = "1"
+  local o = { gres = "gpu:h100:2", partition = "gpu" }
+  eq(slurm_cli_pre_submit(o, 0), 0)
+  eq(o["cpus-per-gpu"], "8")
+  env.ADVISOR_CLI_SET_DEFAULTS = false
+end)
+
+test("advise rules never set options, even when asked to", function()
+  env.ADVISOR_CLI_SET_DEFAULTS = "1"
+  local o = { gpus = "4", partition = "debug" }
+  eq(slurm_cli_pre_submit(o, 0), 0)
+  eq(o["cpus-per-gpu"], nil)
+  assert(logs.info[1] and logs.info[1]:find("--cpus-per-gpu=4", 1, true), tostring(logs.info[1]))
+  env.ADVISOR_CLI_SET_DEFAULTS = false
+end)
+
+test("enough cores, CPU-only jobs and steps inside a job print nothing", function()
+  eq(slurm_cli_pre_submit({ gres = "gpu:h100:2", partition = "gpu", ["cpus-per-gpu"] = "8" }, 0), 0)
+  eq(slurm_cli_pre_submit({ ntasks = "4" }, 0), 0)
+  env.SLURM_JOB_ID = "12"
+  eq(slurm_cli_pre_submit({ ["cpus-per-task"] = "1" }, 0), 0)
+  env.SLURM_JOB_ID = false
+  eq(#logs.info, 0, "no advice")
+end)
+
+test("a broken policy prints nothing on the user's terminal and changes nothing", function()
+  local f = assert(io.open(policy_path, "w")); f:write("return {"); f:close()
+  local o = { gres = "gpu:h100:2", partition = "gpu" }
+  eq(slurm_cli_pre_submit(o, 0), 0)
+  eq(#logs.info + #logs.error, 0, "silent"); eq(#logs.debug, 1, "debug only")
+  eq(o["cpus-per-gpu"], nil)
+end)
+
+print(string.format("1..%d", count))
+if failures > 0 then print(failures .. " failed"); os.exit(1) end
