@@ -326,20 +326,39 @@ def excluded_caption(report: Any) -> None:
     max_entries=256,
     hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
 )
-def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef) -> Any:
+def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef, extra: Any) -> Any:
     return ref.fn(*args)
 
 
-def cached_call(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` through ``st.cache_data`` for core calls that open files themselves."""
-    return guarded(lambda: _cached_call(name, args, _FunctionRef(fn)))
+def cached_call(name: str, fn: Callable[..., Any], *args: Any, extra: Any = None) -> Any:
+    """``fn(*args)`` through ``st.cache_data`` for core calls that open files themselves;
+    ``extra`` joins the cache key only (e.g. the model file's modification time)."""
+    return guarded(lambda: _cached_call(name, args, _FunctionRef(fn), extra))
+
+
+def model_file() -> str | None:
+    """``$ADVISOR_MODEL`` (None: the shipped model)."""
+    from advisor import slowdown
+
+    return os.environ.get(slowdown.MODEL_ENV) or None
+
+
+def model_key() -> tuple[str, float]:
+    """The model file in use and its modification time (a refit invalidates cached answers)."""
+    from advisor import slowdown
+
+    path = Path(model_file() or slowdown.shipped_model_path())
+    try:
+        return (str(path), path.stat().st_mtime)
+    except OSError:
+        return (str(path), 0.0)
 
 
 def model_params() -> Any:
     """The fitted TTFT model's parameters (``$ADVISOR_MODEL`` or the shipped model)."""
     from advisor import slowdown
 
-    return cached_call("load_params", slowdown.load_params, os.environ.get(slowdown.MODEL_ENV))
+    return cached_call("load_params", slowdown.load_params, model_file(), extra=model_key())
 
 
 def _training_set(key: DbKey, max_slowdown: float) -> Any:
@@ -352,7 +371,7 @@ def _training_set(key: DbKey, max_slowdown: float) -> Any:
 def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     """The calibration points behind the model (shipped CSVs plus the database's table), as
     the fit sees them (``advisor.calibration.TrainingSet``)."""
-    return cached_call("training_set", _training_set, key, max_slowdown)
+    return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
 def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
@@ -362,7 +381,7 @@ def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
 
     report = cached_call(
         "recommend_partitions", recommend.recommend_partitions,
-        recommend.PartitionQuery(db=key[0]),
+        recommend.PartitionQuery(db=key[0], model_file=model_file()), extra=(key, model_key()),
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}
 

@@ -323,3 +323,30 @@ def test_cluster_partition_and_gpu_type_filters_combine(monkeypatch, dbs):
     _no_exception(at, "overview")
     # teach jobs are even-numbered, debug every 5th, A100 every 3rd: 600 / 30 = 20 remain
     assert at.dataframe[0].value["jobs"].sum() == 20
+
+
+def test_a_file_that_is_not_a_duckdb_database_is_an_error_naming_it(monkeypatch, tmp_path):
+    bad = tmp_path / "notes.duckdb"
+    bad.write_text("this is not a database\n")
+    at = _app(monkeypatch, bad)
+    at.run()
+    _no_exception(at, "overview")
+    message = " ".join(e.value for e in at.error)
+    assert "notes.duckdb" in message and "cannot open" in message
+    assert bad.read_text() == "this is not a database\n"  # read-only: left as it was
+
+
+def test_a_broken_model_file_is_an_error_naming_the_file_and_line(monkeypatch, dbs, tmp_path):
+    model = tmp_path / "model.json"
+    model.write_text('{"format": "advisor-slowdown-model/1",\n "theta": [1, 2,,]}\n')
+    monkeypatch.setenv("ADVISOR_MODEL", str(model))
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    _no_exception(at, "recommend")
+    message = " ".join(e.value for e in at.error)
+    assert f"{model}:2" in message and "not valid JSON" in message
+    # the other pages, which need no model, still work
+    _open(at, "overview")
+    _no_exception(at, "overview")
+    assert not at.error and _charts(at)

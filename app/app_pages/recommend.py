@@ -53,9 +53,11 @@ workload = recommend.Workload(model_params_b=model_b, load_rps=load_rps, prompt_
 job = recommend.JobQuery(
     gpu_type=gpu_type, gpus=int(gpus), workload=workload,
     current_cpus_per_gpu=current or None, tolerance=tolerance,
-    ample_ttft_ms=ample_ttft or None, db=key[0],
+    ample_ttft_ms=ample_ttft or None, db=key[0], model_file=common.model_file(),
 )
-rec = common.cached_call("recommend_job", recommend.recommend_job, job)
+rec = common.cached_call(
+    "recommend_job", recommend.recommend_job, job, extra=(key, common.model_key())
+)
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Recommended --cpus-per-gpu", f"{rec.cpus_per_gpu}",
@@ -118,8 +120,9 @@ else:
             db=key[0],
             gpu_type=filters.gpu_types[0] if len(filters.gpu_types) == 1 else None,
             partition=filters.partitions[0] if len(filters.partitions) == 1 else None,
-            workload=workload, tolerance=tolerance,
+            workload=workload, tolerance=tolerance, model_file=common.model_file(),
         ),
+        extra=(key, common.model_key()),
     )
     rows = pd.DataFrame([asdict(r) for r in report.rows])
     if rows.empty:
