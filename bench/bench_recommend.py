@@ -7,6 +7,12 @@ and ratio, and the target (< 0.5 s); and the same for the job-submit fast path
 (``python -X importtime``), to find what to make lazy.
 
     python bench/bench_recommend.py [--runs 15]
+    python bench/bench_recommend.py --partitions-db BIG.duckdb   # also the partition path
+
+With ``--partitions-db``, also times :func:`advisor.recommend.recommend_partitions` over every
+partition of that database (e.g. the 4.65M-job file of bench/bench_dashboard.py) against the
+bare DuckDB pass it is built on (a plain GROUP BY of the jobs by partition, GPU type, CPUs and
+GPUs) in the same process.
 
 Timings on a shared 2-core machine are noisy: compare the ratio, run it twice.
 """
@@ -59,6 +65,7 @@ def _heaviest_imports(cwd: str, env: dict[str, str], top: int = 8) -> list[tuple
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--partitions-db", help="DuckDB file to time the partition path on")
     args = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -89,7 +96,35 @@ def main() -> None:
         "fast_path_meets_target": f < TARGET_S,
         "heaviest_top_level_imports_ms": [(name, round(us / 1000, 1)) for us, name in heavy],
     }
+    if args.partitions_db:
+        result["partitions"] = _partitions(args.partitions_db, max(3, args.runs // 3))
     print(json.dumps(result, indent=2))
+
+
+def _partitions(db: str, runs: int) -> dict[str, object]:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from advisor.recommend import PartitionQuery, recommend_partitions
+    from advisor.store import connect
+
+    con = connect(db, read_only=True)
+    jobs = con.execute("SELECT count(*) FROM jobs").fetchone()
+    bare, full = [], []
+    try:
+        for _ in range(runs):  # interleaved
+            t0 = time.perf_counter()
+            con.execute(
+                'SELECT "partition", gpu_type, cpus, gpus, count(*), sum(elapsed_s) FROM jobs '
+                "WHERE gpus > 0 AND cpus > 0 AND elapsed_s > 0 GROUP BY ALL").fetchall()
+            bare.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            rows = recommend_partitions(PartitionQuery(db=db)).rows
+            full.append(time.perf_counter() - t0)
+    finally:
+        con.close()
+    b, f = statistics.median(bare), statistics.median(full)
+    return {"jobs": jobs[0] if jobs else None, "groups": len(rows), "runs": runs,
+            "bare_group_by_median_s": round(b, 4), "recommend_partitions_median_s": round(f, 4),
+            "ratio_vs_bare": round(f / b, 2)}
 
 
 if __name__ == "__main__":

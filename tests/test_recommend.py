@@ -204,3 +204,37 @@ def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(
                  ["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"],
                  ["fit", "--format", "json"]):
         assert fast_recommend(argv) is None
+
+
+def test_partition_figures_equal_the_ratio_engines_on_a_mixed_cluster(db_path: Path):
+    import numpy as np
+
+    from advisor.ratios import RatioQuery, ratio_summary
+    from advisor.recommend import job_percentile
+
+    rng = np.random.default_rng(3)
+    for partition, gpu_type in (("gpu", "H100"), ("teach", "A100"), ("gpu", "L40S")):
+        specs = [(int(rng.choice([1, 2, 4, 8, 16, 32, 48])), int(rng.choice([1, 2, 4, 8])),
+                  int(rng.integers(1, 30))) for _ in range(60)]
+        _add_jobs(db_path, partition, gpu_type, specs)
+    report = recommend_partitions(PartitionQuery(db=str(db_path)))
+    con = connect(db_path, read_only=True)
+    thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in report.rows}))
+    summary = ratio_summary(con, RatioQuery(by=("partition", "gpu_type"),
+                                            thresholds_cores_per_gpu=thresholds))
+    con.close()
+    groups = {(g.keys["partition"], g.keys["gpu_type"]): g for g in summary.groups}
+    assert len(report.rows) == len(groups) == 3
+    for row in report.rows:
+        g = groups[(row.partition, row.gpu_type)]
+        assert row.jobs == g.jobs
+        assert row.gpu_hours == pytest.approx(g.gpu_hours)
+        assert row.p25_cores_per_gpu == pytest.approx(g.p25_cores_per_gpu)
+        assert row.p50_cores_per_gpu == pytest.approx(g.p50_cores_per_gpu)
+        assert row.share_jobs_below == pytest.approx(g.share_jobs_below[float(row.def_cpu_per_gpu)])
+        assert row.share_gpu_hours_below == pytest.approx(
+            g.share_gpu_hours_below[float(row.def_cpu_per_gpu)])
+    values, counts = [0.5, 1.0, 3.0, 8.0], [3, 1, 4, 2]
+    expanded = np.repeat(values, counts)
+    for q in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0):
+        assert job_percentile(values, counts, q) == pytest.approx(np.quantile(expanded, q))
