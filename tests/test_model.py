@@ -138,3 +138,16 @@ def test_fit_names_the_bad_row_and_still_fits_the_rest(cli, tmp_path: Path):
     assert code == 0, err
     assert f"{tmp_path / 'published.csv'}:{len(lines)}, field value: 'fast' is not a number" in err
     assert json.loads(out)["points_fitted"] == 14
+
+
+def test_every_published_point_lies_inside_the_shipped_models_interval():
+    params = slowdown.load_params(slowdown.shipped_model_path())
+    ts = training_set(load_points().points, params.max_slowdown)
+    pred = slowdown.predict(params, np.array(ts.X))
+    for p, y, censored, lo, hi in zip(ts.points, ts.y, ts.censored, pred.low, pred.high,
+                                      strict=True):
+        if not censored:
+            assert lo <= y <= hi, (p.point_id, y, lo, hi)
+    # and the tail, where cores are ample, has a bounded, narrow interval
+    tail = [i for i, p in enumerate(ts.points) if p.cores_per_gpu and p.cores_per_gpu >= 4]
+    assert tail and all(pred.high[i] < 2.0 for i in tail)
