@@ -1,0 +1,119 @@
+"""slurm/job_submit.lua and slurm/cli_filter.lua inside the sandbox's real slurmctld and clients.
+
+The module fixture writes a policy by hand (docs/policy-format.md), restarts slurmctld with
+JobSubmitPlugins=lua and CliFilterPlugins=lua (`scripts/slurm-sandbox plugins on`), and turns
+them off again afterwards. The allocated CPUs are read back from scontrol and sacct.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from tests.slurm import jobset
+
+pytestmark = pytest.mark.slurm
+
+POLICY = """\
+return {
+  version = 1, generated_at = "2026-11-29T22:40:00Z", source = "tests/slurm",
+  rules = {
+    { partition = "gpu", gpu_type = "h100", min_cpus_per_gpu = 4, default_cpus_per_gpu = 8,
+      mode = "set-default-when-unset" },
+    { partition = "gpu", gpu_type = "a100", min_cpus_per_gpu = 4, default_cpus_per_gpu = 6,
+      mode = "advise" },
+  },
+}
+"""
+SCRIPT = jobset.ROOT / "scripts" / "slurm-sandbox"
+POLICY_FILE = jobset.SANDBOX / "etc" / "advisor-policy.lua"
+
+
+def sandbox(*args: str) -> None:
+    subprocess.run([str(SCRIPT), *args], check=True, capture_output=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def plugins_on():  # type: ignore[no-untyped-def]
+    POLICY_FILE.write_text(POLICY, encoding="utf-8")
+    sandbox("plugins", "on")
+    try:
+        yield POLICY_FILE
+    finally:
+        POLICY_FILE.unlink(missing_ok=True)
+        sandbox("plugins", "off")
+
+
+def submit(user: str, *args: str) -> tuple[int, str]:
+    """sbatch as ``user``; (job id, what sbatch printed on stderr)."""
+    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", "true"], user=user)
+    return int(cp.stdout.strip().split(";")[0]), cp.stderr
+
+
+def allocated_cpus(job_id: int) -> int:
+    """CPUs of the job as slurmctld allocated them (scontrol), checked against sacct."""
+    jobset._wait_state(job_id, {"COMPLETED", "FAILED", "CANCELLED"})
+    [rec] = jobset.scontrol_job(job_id)
+    cpus = int(rec["NumCPUs"])
+    for _ in range(50):  # slurmdbd receives the record a moment after the job ends
+        out = jobset.run(["sacct", "-X", "-n", "-P", "-j", str(job_id), "-o", "AllocTRES"]).stdout
+        m = re.search(r"cpu=(\d+)", out)
+        if m:
+            assert int(m.group(1)) == cpus
+            return cpus
+        time.sleep(0.2)
+    raise AssertionError(f"sacct has no AllocTRES for job {job_id}")
+
+
+def test_a_gpu_job_that_sets_no_cpus_gets_the_policy_cores_per_gpu(plugins_on):
+    job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
+    assert allocated_cpus(job) == 16  # 2 GPUs x default_cpus_per_gpu 8
+    assert "this job gets --cpus-per-gpu=8 (16 CPUs for 2 GPUs)" in err
+
+
+def test_a_job_with_its_own_cpus_per_gpu_is_left_alone_in_default_mode(plugins_on):
+    job, err = submit("bob", "-p", "gpu", "--gres=gpu:h100:2", "--cpus-per-gpu=5")
+    assert allocated_cpus(job) == 10
+    assert "advisor" not in err
+
+
+def test_a_job_with_a_low_cpus_per_task_keeps_it_and_is_told_the_flag(plugins_on):
+    job, err = submit("carol", "-A", "chem", "-p", "gpu", "--gres=gpu:h100:2", "-c", "2")
+    assert allocated_cpus(job) == 2
+    assert "this job gets 1 CPU cores per GPU (2 h100 GPUs in partition gpu)" in err
+    assert "--cpus-per-gpu=8" in err
+
+
+def test_advise_mode_tells_the_salloc_user_and_changes_nothing(plugins_on):
+    cp = jobset.run(["salloc", "-p", "gpu", "--gres=gpu:a100:1", "sh", "-c",
+                     "echo JOBID=$SLURM_JOB_ID"], user="bob")  # fmt: skip
+    job = int(re.search(r"JOBID=(\d+)", cp.stdout).group(1))  # type: ignore[union-attr]
+    # from job_submit.lua (slurm.log_user) and from cli_filter.lua (slurm.log_info, "lua:")
+    assert "salloc: advisor: this job gets 1 CPU cores per GPU (1 a100 GPU" in cp.stderr
+    assert "salloc: lua: advisor: this job gets 1 CPU cores per GPU" in cp.stderr
+    assert "--cpus-per-gpu=6" in cp.stderr
+    assert allocated_cpus(job) == 2  # one whole core (2 threads) on anode1, as without a policy
+
+
+def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_on):
+    log = jobset.SANDBOX / "log" / "slurmctld.log"
+    before = log.stat().st_size
+    try:
+        plugins_on.write_text("return {  -- cut off mid-write\n", encoding="utf-8")
+        # slurmctld reloads job_submit.lua when its mtime changes; the new Lua state reads
+        # the policy again at once (otherwise within RELOAD_S seconds)
+        os.utime((jobset.SANDBOX / "etc" / "job_submit.lua").resolve())
+        job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
+        assert allocated_cpus(job) == 1  # Slurm's own default: one CPU
+        assert "advisor" not in err  # neither plugin says anything to the user
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            fh.seek(before)
+            tail = fh.read()
+        assert "advisor policy" in tail and "jobs go through unchanged" in tail
+    finally:
+        plugins_on.write_text(POLICY, encoding="utf-8")
+        os.utime((jobset.SANDBOX / "etc" / "job_submit.lua").resolve())
