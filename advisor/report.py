@@ -130,7 +130,8 @@ class BelowRecommendation:
     """An account or partition whose jobs ask for fewer cores per GPU than recommended."""
 
     scope: str  # "account" | "partition"
-    name: str
+    name: str  # the account's or the partition's name
+    partition: str | None  # the partition whose recommendation applies
     gpu_type: str
     jobs: int
     jobs_below: int
@@ -462,13 +463,11 @@ def below_recommendation(
             share_h = g.share_gpu_hours_below[t]
             if jobs_below == 0:
                 continue
-            name = g.keys[scope]
-            if scope == "account":
-                name = f"{name} ({g.keys['partition']})"
             rows.append(
                 BelowRecommendation(
                     scope=scope,
-                    name=str(name),
+                    name=str(g.keys[scope]),
+                    partition=g.keys["partition"],
                     gpu_type=str(g.keys["gpu_type"]),
                     jobs=g.jobs,
                     jobs_below=jobs_below,
@@ -786,8 +785,8 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
     below = [*report.below_accounts, *report.below_partitions]
     if below:
         df = pd.DataFrame(
-            [{"who": f"{b.scope} {b.name} ({b.gpu_type})", "gpu_hours_below": b.gpu_hours_below,
-              "flag": b.flag} for b in below]
+            [{"who": _who(b), "gpu_hours_below": b.gpu_hours_below, "flag": b.flag}
+             for b in below]
         )  # fmt: skip
         from advisor.charts import top_bar_chart
 
@@ -816,6 +815,11 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
 
 
 _BUNDLE_SNIPPET = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
+
+
+def _who(b: BelowRecommendation) -> str:
+    where = f" in {b.partition}" if b.scope == "account" else ""
+    return f"{b.scope} {b.name}{where} ({b.gpu_type})"
 
 
 @cache

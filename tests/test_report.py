@@ -300,6 +300,7 @@ def test_below_recommendation_rows_are_ratio_summary_below_recommend_partitions(
     con.close()
     assert partitions, "the fixture's teaching jobs sit far below any recommendation"
     for b in partitions:
+        assert b.partition == b.name
         rec = recs[(b.name, b.gpu_type)]
         g = direct[(b.name, b.gpu_type)]
         t = float(rec.def_cpu_per_gpu)
@@ -311,7 +312,11 @@ def test_below_recommendation_rows_are_ratio_summary_below_recommend_partitions(
     hours = [b.gpu_hours_below for b in partitions]
     assert hours == sorted(hours, reverse=True)
     # the teaching account's H100 jobs (0.25-0.5 cores per GPU) head the accounts table
-    assert accounts[0].name == "teach (gpu)" and accounts[0].gpu_type == "H100"
+    assert (accounts[0].name, accounts[0].partition, accounts[0].gpu_type) == (
+        "teach",
+        "gpu",
+        "H100",
+    )
     assert accounts[0].jobs_below == 3 * len(OCT_DAYS)
 
 
