@@ -304,6 +304,17 @@ def cube_answers(q: RatioQuery) -> bool:
     )
 
 
+def people_cube_answers(q: RatioQuery) -> bool:
+    """Whether ``ratio_cube_people`` can answer ``q``: no month or interactive key, no state
+    filter and no time bounds (it keeps accounts and users instead)."""
+    return (
+        not ({"month", "interactive"} & set(q.by))
+        and not q.states
+        and q.start is None
+        and q.end is None
+    )
+
+
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     row = con.execute(query("ratios/cube_fingerprint")).fetchone()
     assert row is not None
@@ -328,7 +339,8 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
-    """Rebuild ``ratio_cube`` from ``jobs`` (one transaction); return its row count.
+    """Rebuild ``ratio_cube`` and ``ratio_cube_people`` from ``jobs`` (one transaction);
+    return the row count of ``ratio_cube``.
 
     Ingest should call this after a load (it is also rebuilt on demand by the first summary on
     a writable connection that finds it stale). ``temporary`` builds a TEMP copy that shadows
@@ -337,17 +349,17 @@ def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = Fals
     """
     fp = _fingerprint(con)
     if temporary:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE ratio_cube AS SELECT * FROM main.ratio_cube LIMIT 0"
-        )
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE ratio_cube_state AS "
-            "SELECT * FROM main.ratio_cube_state LIMIT 0"
-        )
+        for table in ("ratio_cube", "ratio_cube_people", "ratio_cube_state"):
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
+                f"SELECT * FROM main.{table} LIMIT 0"
+            )
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM ratio_cube")
         con.execute(query("ratios/cube_refresh"))
+        con.execute("DELETE FROM ratio_cube_people")
+        con.execute(query("ratios/cube_people_refresh"))
         con.execute("DELETE FROM ratio_cube_state")
         con.execute(
             "INSERT INTO ratio_cube_state VALUES (?, ?, ?, now() AT TIME ZONE 'UTC')", list(fp)
@@ -370,15 +382,21 @@ def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
-    """The facts relation for ``q``: the cube when it can answer and is fresh (rebuilt first
+    """The facts relation for ``q``: a cube when one can answer and it is fresh (rebuilt first
     on a writable connection), else the jobs table itself."""
-    if use_cube is False or not cube_answers(q):
+    if cube_answers(q):
+        name = "ratios/cube_facts"
+    elif people_cube_answers(q):
+        name = "ratios/cube_people_facts"
+    else:
+        return query("ratios/jobs_facts")
+    if use_cube is False:
         return query("ratios/jobs_facts")
     if not cube_is_fresh(con):
         if use_cube is None and _read_only(con):
             return query("ratios/jobs_facts")
         refresh_ratio_cube(con, temporary=_read_only(con))
-    return query("ratios/cube_facts")
+    return query(name)
 
 
 def _sql(name: str, by: Sequence[str], facts: str) -> str:
@@ -417,8 +435,8 @@ def ratio_summary(
     ``q.weight``), shares of jobs and GPU-hours below each threshold, and the fair share.
 
     Groups are ordered by their keys (NULLs last). An empty selection gives no groups.
-    ``use_cube``: None (default) reads the pre-aggregated ``ratio_cube`` when it can answer the
-    query and is fresh, rebuilding it first on a writable connection; True always uses it
+    ``use_cube``: None (default) reads a pre-aggregated cube (``ratio_cube``, or
+    ``ratio_cube_people`` for account/user queries) when one can answer the query and is fresh, rebuilding it first on a writable connection; True always uses it
     when it can answer (rebuilding a TEMP copy on a read-only connection); False never does.
     The answer is the same either way.
     """

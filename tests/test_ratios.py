@@ -392,6 +392,9 @@ _CUBE_QUERIES = [
         clusters=("research",),
     ),
     RatioQuery(by=()),
+    # answered by ratio_cube_people
+    RatioQuery(by=("user",), weight=Weight.gpu_hours),
+    RatioQuery(by=("account", "gpu_type"), users=("u1", "u2"), min_gpus=2),
 ]
 
 
@@ -402,6 +405,8 @@ def _varied_jobs(seed: int, n: int) -> list[dict]:
         j["start"] = T0 + dt.timedelta(seconds=int(rng.integers(0, 90 * 86400)))
         j["state"] = str(rng.choice(["COMPLETED", "FAILED", "TIMEOUT"]))
         j["is_interactive"] = [True, False, None][int(rng.integers(0, 3))]
+        j["user"] = f"u{int(rng.integers(0, 6))}"
+        j["account"] = f"a{int(rng.integers(0, 3))}"
         if rng.random() < 0.1:
             j["start"], j["elapsed_s"] = None, 0
         if rng.random() < 0.1:
@@ -412,7 +417,7 @@ def _varied_jobs(seed: int, n: int) -> list[dict]:
 @pytest.mark.parametrize("q", _CUBE_QUERIES)
 def test_the_cube_and_the_jobs_table_give_the_same_report(con, q):
     _insert(con, _varied_jobs(21, 1500))
-    assert ratios.cube_answers(q)
+    assert ratios.cube_answers(q) or ratios.people_cube_answers(q)
     from_jobs = ratios.ratio_summary(con, q, use_cube=False)
     from_cube = ratios.ratio_summary(con, q, use_cube=True)
     assert ratios.cube_is_fresh(con)
@@ -439,11 +444,31 @@ def _same(a: dict, b: dict) -> None:
             assert a[k] == b[k], k
 
 
-def test_queries_on_users_accounts_or_mid_month_times_are_not_answered_by_the_cube():
+def test_each_cube_answers_only_the_queries_its_columns_allow():
     assert not ratios.cube_answers(RatioQuery(by=("user",)))
     assert not ratios.cube_answers(RatioQuery(accounts=("lab",)))
     assert not ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 3)))
     assert ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 1), end=None))
+    assert ratios.people_cube_answers(RatioQuery(by=("user", "gpu_type"), accounts=("lab",)))
+    assert not ratios.people_cube_answers(RatioQuery(by=("user", "month")))
+    assert not ratios.people_cube_answers(RatioQuery(by=("user",), states=("COMPLETED",)))
+    assert not ratios.people_cube_answers(RatioQuery(by=("user",), start=dt.datetime(2024, 2, 1)))
+
+
+def test_user_queries_with_a_time_range_read_the_jobs_table_and_agree_with_it(con):
+    _insert(con, _varied_jobs(8, 600))
+    q = RatioQuery(by=("user",), start=dt.datetime(2024, 1, 10), end=dt.datetime(2024, 2, 20))
+    assert not ratios.cube_answers(q) and not ratios.people_cube_answers(q)
+    users = {j["user"] for j in _varied_jobs(8, 600)}
+    got = ratios.ratio_summary(con, q)
+    assert {g.keys["user"] for g in got.groups} <= users
+    assert got.jobs == sum(
+        1
+        for j in _varied_jobs(8, 600)
+        if j["start"] is not None
+        and dt.datetime(2024, 1, 10) <= j["start"] < dt.datetime(2024, 2, 20)
+        and j["gpus"] > 0
+    )
 
 
 def test_the_cube_is_rebuilt_when_jobs_change_so_it_is_never_read_stale(con):
