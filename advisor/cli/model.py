@@ -195,14 +195,16 @@ def policy_export_cmd(
     model: ModelOption = None,
 ) -> None:
     """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
+    from advisor.cli._output import RichProgress
     from advisor.policy import Mode, PolicyConfig, build_policy, to_json, to_lua, to_slurm_conf
     from advisor.recommend import Workload, parse_model_size
 
-    policy = build_policy(PolicyConfig(
-        mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
-        workload=Workload(parse_model_size(model_size), rps, prompt_tokens), db=db,
-        pricing_file=pricing, model_file=model,
-    ))
+    with RichProgress() as progress:
+        policy = build_policy(PolicyConfig(
+            mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
+            workload=Workload(parse_model_size(model_size), rps, prompt_tokens), db=db,
+            pricing_file=pricing, model_file=model,
+        ), progress)
     render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
               PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
     text = render(policy)
