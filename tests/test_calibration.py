@@ -117,3 +117,25 @@ def test_cpu_only_test_runs_are_kept_but_never_fitted(tmp_path: Path):
     assert len(loaded.points) == 3
     ts = training_set(loaded.points, 25.0)
     assert ts.y == [] and len(ts.skipped) == 3 and "CPU-only" in ts.skipped[0]
+
+
+def test_fit_reports_bench_error_separately_by_platform(tmp_path: Path, db_path: Path):
+    from advisor.calibration import FitConfig, fit_model
+
+    shutil.copy(PUBLISHED, tmp_path / "published.csv")
+    con = connect(db_path)
+    for cores, ttft in ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 300.0), (16, 280.0),
+                        (32, 270.0)):
+        con.execute(
+            "INSERT INTO calibration (point_id, source, platform, engine, model, model_params_b,"
+            " gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
+            " VALUES (?, 'bench:h200-' || ?, 'H200', 'vllm', 'Llama-3.1-8B', 8, 4, 8, ?, ?,"
+            " 'ttft_ms', ?, 'ms')", [f"b-{cores}", str(cores), cores, cores / 4, ttft])
+    con.close()
+    report = fit_model(FitConfig(calibration_dir=str(tmp_path), db=str(db_path), n_bootstrap=0))
+    assert report.points_fitted == 14 + 6
+    assert report.loo_mape_bench is not None and report.loo_mape_bench > 0
+    groups = {(g.source_kind, g.platform): g for g in report.loo_by_group}
+    assert groups[("bench", "H200")].points == 6
+    assert "H200" in report.platforms_seen
+    assert not any("H200" in w and "platform(s)" in w for w in report.warnings)
