@@ -118,7 +118,7 @@ class NodeIngestResult:
 
 def _split_pairs(line: str) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
-    for word in line.split(" "):
+    for word in line.split():
         m = _KEY_RE.match(word)
         if m:
             pairs.append((m.group(1), m.group(2)))

@@ -235,3 +235,31 @@ def test_nodes_ingest_cli_errors_name_the_problem(cli, db_path, tmp_path):
     code, _, err = cli("nodes", "ingest", "--db", str(db_path))
     assert code == 2 and "--live" in err
     assert os.path.exists(db_path)
+
+
+REAL = (
+    Path(__file__).resolve().parent.parent / "data" / "sample" / "slurm" / "scontrol-show-node.txt"
+)
+
+
+def test_real_slurm_scontrol_output_loads_with_exact_shapes(db_path):
+    if not REAL.exists():
+        pytest.skip(f"SKIPPED LOUDLY: the real Slurm capture {REAL} is missing")
+    con = store.connect(db_path)
+    result = nodes.ingest_nodes(con, NodeIngestConfig(path=REAL, cluster="advisor-sandbox"))
+    assert result.rejects == ()
+    got = {
+        n.node_name: (n.cpus, n.cpus_effective, n.gpus, n.gpu_type, n.partitions, n.sockets)
+        for n in nodes.list_nodes(con)
+    }
+    assert got == {
+        "anode1": (64, 64, 8, "A100", ("gpu",), 2),
+        "cnode1": (16, 16, 0, None, ("cpu",), 1),
+        "hnode1": (32, 32, 4, "H100", ("gpu",), 2),
+        "hnode2": (32, 32, 4, "H100", ("gpu",), 2),
+    }
+    assert [(t.gpu_type, t.nodes, t.cores_per_gpu) for t in ratios.fair_share(con)] == [
+        ("A100", 1, 8.0),
+        ("H100", 2, 8.0),
+    ]
+    con.close()
