@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -29,24 +31,40 @@ DbKey = tuple[str, float]  # (resolved path, modification time)
 
 @dataclass(frozen=True)
 class Filters:
-    """The sidebar's choices; an empty tuple means "all"."""
+    """The sidebar's choices; an empty tuple means "all". The time range is whole months
+    (UTC, by job start), as ``advisor ratios`` assigns jobs to months: ``first_month`` and
+    ``last_month`` (inclusive) are ``YYYY-MM`` or None for an open end."""
 
     clusters: tuple[str, ...] = ()
     partitions: tuple[str, ...] = ()
     gpu_types: tuple[str, ...] = ()
-    since: dt.date | None = None
-    until: dt.date | None = None  # inclusive
-
-    @property
-    def until_exclusive(self) -> dt.datetime | None:
-        """The first instant after the chosen last day (for half-open time ranges)."""
-        if self.until is None:
-            return None
-        return dt.datetime.combine(self.until + dt.timedelta(days=1), dt.time())
+    first_month: str | None = None
+    last_month: str | None = None
 
     @property
     def since_datetime(self) -> dt.datetime | None:
-        return dt.datetime.combine(self.since, dt.time()) if self.since else None
+        """The first instant of the first month."""
+        if self.first_month is None:
+            return None
+        return dt.datetime.strptime(self.first_month, "%Y-%m")
+
+    @property
+    def until_exclusive(self) -> dt.datetime | None:
+        """The first instant after the last month (for half-open time ranges)."""
+        if self.last_month is None:
+            return None
+        start = dt.datetime.strptime(self.last_month, "%Y-%m")
+        return (start + dt.timedelta(days=32)).replace(day=1)
+
+
+def months_between(first: dt.datetime, last: dt.datetime) -> list[str]:
+    """Every month (``YYYY-MM``) from ``first``'s to ``last``'s, inclusive."""
+    out = []
+    year, month = first.year, first.month
+    while (year, month) <= (last.year, last.month):
+        out.append(f"{year:04d}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return out
 
 
 def _argv_db() -> str | None:
@@ -77,17 +95,44 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _connection(key: DbKey) -> duckdb.DuckDBPyConnection:
-    return store.connect(key[0], read_only=True)
+class _Shared:
+    """The one read-only connection of a database file, and the lock that serialises its use
+    (a DuckDB connection is not safe to share between threads; Streamlit runs each browser
+    session in its own thread)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.lock = threading.Lock()
 
 
-def connection(key: DbKey) -> duckdb.DuckDBPyConnection:
-    """A cursor on the one read-only connection of this database file (one per thread call)."""
+@st.cache_resource(show_spinner="Opening the database and building its ratio cube...",
+                   max_entries=4)
+def _connection(key: DbKey) -> _Shared:
+    con = store.connect(key[0], read_only=True)
     try:
-        return _connection(key).cursor()
+        from advisor import ratios
+
+        # The pre-aggregated ratio cube answers summaries in milliseconds instead of a scan
+        # of every job. A read-only connection builds it as TEMP tables, which only this
+        # connection sees: hence one shared connection, not a cursor per call.
+        ensure = getattr(ratios, "ensure_ratio_cube", None)
+        if ensure is not None:
+            ensure(con)
+    except Exception:
+        con.close()
+        raise
+    return _Shared(con)
+
+
+@contextmanager
+def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The database's shared read-only connection, held alone for the duration."""
+    try:
+        shared = _connection(key)
     except AdvisorError as exc:
         stop_error(str(exc))
+    with shared.lock:
+        yield shared.con
 
 
 def stop_error(message: str) -> NoReturn:
@@ -115,37 +160,44 @@ def guarded(fn: Callable[[], T]) -> T:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def filter_options(key: DbKey) -> datainfo.FilterOptions:
-    return datainfo.filter_options(connection(key))
+    with connection(key) as con:
+        return datainfo.filter_options(con)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def gpu_type_counts(key: DbKey, extra_known: tuple[str, ...] = ()) -> list[datainfo.GpuTypeCount]:
-    return datainfo.gpu_type_counts(connection(key), extra_known)
+    with connection(key) as con:
+        return datainfo.gpu_type_counts(con, extra_known)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def ingest_log(key: DbKey, limit: int) -> list[datainfo.IngestRecord]:
-    return datainfo.ingest_log(connection(key), limit)
+    with connection(key) as con:
+        return datainfo.ingest_log(con, limit)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def reject_reasons(key: DbKey, limit: int) -> list[datainfo.RejectReason]:
-    return datainfo.reject_reasons(connection(key), limit)
+    with connection(key) as con:
+        return datainfo.reject_reasons(con, limit)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def recent_rejects(key: DbKey, limit: int) -> list[datainfo.RejectRecord]:
-    return datainfo.recent_rejects(connection(key), limit)
+    with connection(key) as con:
+        return datainfo.recent_rejects(con, limit)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def bench_runs(key: DbKey, platform: str | None = None) -> list[datainfo.BenchRun]:
-    return datainfo.bench_runs(connection(key), platform)
+    with connection(key) as con:
+        return datainfo.bench_runs(con, platform)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)
 def freshness(key: DbKey) -> list[datainfo.ClusterFreshness]:
-    return datainfo.freshness(connection(key))
+    with connection(key) as con:
+        return datainfo.freshness(con)
 
 
 def cached_core(name: str, key: DbKey, fn: Callable[..., Any], *args: Any) -> Any:
@@ -170,7 +222,8 @@ class _FunctionRef:
     hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
 )
 def _cached_core(name: str, key: DbKey, args: tuple[Any, ...], ref: _FunctionRef) -> Any:
-    return ref.fn(connection(key), *args)
+    with connection(key) as con:
+        return ref.fn(con, *args)
 
 
 # Filters and privacy -------------------------------------------------------------------------
@@ -202,16 +255,17 @@ def sidebar_filters(key: DbKey) -> Filters:
     clusters = sb.multiselect("Cluster", opts.clusters, key="f_clusters", placeholder="all")
     partitions = sb.multiselect("Partition", opts.partitions, key="f_partitions", placeholder="all")
     gpu_types = sb.multiselect("GPU type", opts.gpu_types, key="f_gpu_types", placeholder="all")
-    since = until = None
+    first = last = None
     if opts.first_time is not None and opts.last_time is not None:
-        lo, hi = opts.first_time.date(), opts.last_time.date()
-        chosen = sb.date_input(
-            "Jobs started between (UTC)", value=(lo, hi), min_value=lo, max_value=hi, key="f_dates"
-        )
-        if isinstance(chosen, (tuple, list)) and len(chosen) == 2:
-            since, until = chosen[0], chosen[1]
-            if (since, until) == (lo, hi):
-                since = until = None  # the whole span: no time filter at all
+        months = months_between(opts.first_time, opts.last_time)
+        if len(months) > 1:
+            chosen = sb.select_slider(
+                "Months (job start, UTC)", options=months, value=(months[0], months[-1]),
+                key="f_months",
+            )
+            first, last = chosen
+            if (first, last) == (months[0], months[-1]):
+                first = last = None  # the whole span: no time filter at all
     forced = datainfo.hash_users_setting()
     sb.toggle(
         "Hide user and account names",
@@ -221,7 +275,7 @@ def sidebar_filters(key: DbKey) -> Filters:
         help="Shows stable pseudonyms instead of names (forced on by ADVISOR_HASH_USERS=1).",
     )
     sb.caption(f"Database: `{Path(key[0]).name}` · {opts.jobs:,} jobs, {opts.gpu_jobs:,} GPU jobs")
-    filters = Filters(tuple(clusters), tuple(partitions), tuple(gpu_types), since, until)
+    filters = Filters(tuple(clusters), tuple(partitions), tuple(gpu_types), first, last)
     st.session_state["_filters"] = filters
     return filters
 
