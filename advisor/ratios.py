@@ -8,9 +8,11 @@ Definitions (see docs/ratios.md):
 
 - The ratio of a job is its allocated Slurm CPUs divided by its allocated GPUs
   (``cores_per_gpu``; Slurm CPUs are logical CPUs, i.e. hardware threads where SMT is on).
-- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0 and elapsed > 0.
-  Every other job that passes the filters is counted in ``excluded`` under the first of these
-  it fails (``never_started``, ``no_gpus``, ``no_cpus``, ``zero_elapsed``), never silently.
+- A job counts when it got an allocation: a start time, GPUs > 0 and CPUs > 0 (allocated, so a
+  job cancelled while pending has none). Every other job that passes the filters is counted in
+  ``excluded`` under the first of these it fails (``never_started``, ``no_gpus``,
+  ``no_cpus``), never silently. A job that started and ended within the same second counts,
+  with zero GPU-hours (it weighs nothing in GPU-hour-weighted figures).
 - A job belongs to the month (UTC) it started in, whole, even if it ran across months; time
   filters select on the start time too (the submit time for jobs never started).
 - Percentiles weighted by jobs use linear interpolation (numpy's default, DuckDB's
@@ -51,7 +53,9 @@ GROUP_KEYS: tuple[str, ...] = (
 DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus", "zero_elapsed")
+EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus")
+CUBE_RULES_VERSION = 2
+"""Bumped whenever the rules the cubes are built with change, so an old cube reads stale."""
 
 
 class Weight(StrEnum):
@@ -240,6 +244,10 @@ class NodeType:
     partitions: tuple[str, ...]
 
 
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
 def _fmt_threshold(t: float) -> str:
     return str(int(t)) if float(t).is_integer() else repr(float(t))
 
@@ -318,14 +326,14 @@ def people_cube_answers(q: RatioQuery) -> bool:
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     row = con.execute(query("ratios/cube_fingerprint")).fetchone()
     assert row is not None
-    return (int(row[0]), int(row[1]), row[2])
+    return (int(row[0]), int(row[1]), row[2], CUBE_RULES_VERSION)
 
 
 def _cube_state(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     row = con.execute(
-        "SELECT jobs_rows, ingest_id, finished_at FROM ratio_cube_state LIMIT 1"
+        "SELECT jobs_rows, ingest_id, finished_at, rules_version FROM ratio_cube_state LIMIT 1"
     ).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), row[2])
+    return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
 
 
 def cube_is_fresh(con: duckdb.DuckDBPyConnection) -> bool:
@@ -362,7 +370,9 @@ def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = Fals
         con.execute(query("ratios/cube_people_refresh"))
         con.execute("DELETE FROM ratio_cube_state")
         con.execute(
-            "INSERT INTO ratio_cube_state VALUES (?, ?, ?, now() AT TIME ZONE 'UTC')", list(fp)
+            "INSERT INTO ratio_cube_state (jobs_rows, ingest_id, finished_at, rules_version, "
+            "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
+            list(fp),
         )
         con.execute("COMMIT")
     except Exception:
@@ -463,11 +473,11 @@ def ratio_summary(
                 keys=_keys_of(r, q.by),
                 jobs=jobs,
                 gpu_hours=gpu_s / 3600.0,
-                p10_cores_per_gpu=float(pct[0]),
-                p25_cores_per_gpu=float(pct[1]),
-                p50_cores_per_gpu=float(pct[2]),
-                p75_cores_per_gpu=float(pct[3]),
-                p90_cores_per_gpu=float(pct[4]),
+                p10_cores_per_gpu=_num(pct[0]),
+                p25_cores_per_gpu=_num(pct[1]),
+                p50_cores_per_gpu=_num(pct[2]),
+                p75_cores_per_gpu=_num(pct[3]),
+                p90_cores_per_gpu=_num(pct[4]),
                 mean_cores_per_gpu=float(
                     (r["mean_gpu_s"] if by_gpu_s else r["mean_jobs"]) or math.nan
                 ),

@@ -167,17 +167,24 @@ def test_jobs_without_an_allocation_are_counted_by_reason_never_silently(con):
             {"gpus": 0, "cpus": 8},  # CPU-only
             {"start": None, "elapsed_s": 0, "cpus": 0, "state": "CANCELLED"},  # pending-cancelled
             {"cpus": None},  # no CPU count known
-            {"elapsed_s": 0},  # cancelled the instant it started
+            {"elapsed_s": 0, "cpus": 8},  # ended within the second it started: it counts
         ],
     )
     report = ratios.ratio_summary(con, RatioQuery(by=()))
-    assert report.jobs == 1
-    assert dict(report.excluded) == {
-        "no_gpus": 1,
-        "never_started": 1,
-        "no_cpus": 1,
-        "zero_elapsed": 1,
-    }
+    assert report.jobs == 2
+    assert dict(report.excluded) == {"no_gpus": 1, "never_started": 1, "no_cpus": 1}
+    g = report.groups[0]
+    assert g.p50_cores_per_gpu == 6.0  # between 4 and 8, by jobs
+    assert g.gpu_hours == 1.0  # the zero-second job adds no GPU-hours
+
+
+def test_gpu_hour_figures_of_a_group_without_gpu_hours_are_not_numbers(con):
+    _insert(con, [{"elapsed_s": 0}, {"elapsed_s": None}])
+    g = ratios.ratio_summary(con, RatioQuery(by=(), weight=Weight.gpu_hours)).groups[0]
+    assert g.jobs == 2 and g.gpu_hours == 0.0
+    assert np.isnan(g.p50_cores_per_gpu) and np.isnan(g.mean_cores_per_gpu)
+    assert np.isnan(g.share_gpu_hours_below[8.0])
+    assert g.share_jobs_below[8.0] == 1.0
 
 
 def test_a_job_belongs_to_the_month_it_started_in_whole(con):

@@ -13,9 +13,8 @@ SELECT
         WHEN j.start IS NULL THEN 'never_started'
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
-        WHEN coalesce(j.elapsed_s, 0) <= 0 THEN 'zero_elapsed'
     END AS excluded_reason,
     count(*),
-    coalesce(sum(j.gpus::BIGINT * j.elapsed_s), 0)
+    coalesce(sum(j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0)), 0)
 FROM jobs AS j
 GROUP BY ALL

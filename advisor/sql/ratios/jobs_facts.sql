@@ -2,8 +2,9 @@
 -- with its group keys, its CPU-per-GPU ratio (v), its GPU-seconds (w) and, when it cannot
 -- count, the reason (excluded_reason). ratios/cube_facts gives the same columns from the
 -- pre-aggregated ratio_cube.
--- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0, elapsed > 0; the
--- first of these that fails is its excluded_reason.
+-- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0; the first of
+-- these that fails is its excluded_reason. A job with no elapsed time (started and ended in
+-- the same second) counts, with zero GPU-seconds.
 -- Time filters and the month key use the start time (the submit time for jobs never started).
 -- Parameters (NULL or an empty list = no filter): $start, $end (TIMESTAMP, UTC, [start, end)),
 -- $states, $partitions, $clusters, $gpu_types, $accounts, $users (VARCHAR[]), $min_gpus.
@@ -21,12 +22,11 @@ SELECT
     END AS interactive,
     j.cpus::DOUBLE / j.gpus AS v,
     1 AS n,
-    j.gpus::BIGINT * j.elapsed_s AS w,
+    j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS w,
     CASE
         WHEN j.start IS NULL THEN 'never_started'
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
-        WHEN coalesce(j.elapsed_s, 0) <= 0 THEN 'zero_elapsed'
     END AS excluded_reason
 FROM jobs AS j
 WHERE ($start::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) >= $start::TIMESTAMP)

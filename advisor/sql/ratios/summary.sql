@@ -56,7 +56,7 @@ quant AS (
            min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q)) AS lo,
            min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q) + 1) AS hi,
            any_value((c.tot_n - 1) * qs.q - floor((c.tot_n - 1) * qs.q)) AS frac,
-           min(c.v) FILTER (WHERE c.cum_w::DOUBLE / c.tot_w >= qs.q) AS wq
+           min(c.v) FILTER (WHERE c.cum_w::DOUBLE / nullif(c.tot_w, 0) >= qs.q) AS wq
     FROM cum AS c CROSS JOIN qs
     GROUP BY c.gid, qs.q
 ),
