@@ -39,7 +39,13 @@ from advisor.errors import AdvisorError, InputError, NotFoundError, UsageError
 from advisor.policy import Policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
-from advisor.ratios import DEFAULT_THRESHOLDS, RatioGroup, RatioQuery, ratio_summary
+from advisor.ratios import (
+    DEFAULT_THRESHOLDS,
+    RatioGroup,
+    RatioQuery,
+    ratio_distribution,
+    ratio_summary,
+)
 from advisor.recommend import PartitionRecommendation
 from advisor.slowdown import CurveParams
 
@@ -123,6 +129,16 @@ class GpuTypeMonth:
     prev_p25_cores_per_gpu: float | None
     prev_p50_cores_per_gpu: float | None
     p50_change_cores_per_gpu: float | None  # this month's P50 minus last month's
+
+
+@dataclass(frozen=True)
+class RatioCount:
+    """Jobs and GPU-hours of one GPU type at one distinct cores-per-GPU value (the month)."""
+
+    gpu_type: str
+    cores_per_gpu: float
+    jobs: int
+    gpu_hours: float
 
 
 @dataclass(frozen=True)
@@ -251,6 +267,7 @@ class MonthlyReport:
     cluster: str | None
     generated_at: dt.datetime
     gpu_types: tuple[GpuTypeMonth, ...]
+    distribution: tuple[RatioCount, ...]  # the month's ratios per GPU type (for the histogram)
     below_accounts: tuple[BelowRecommendation, ...]
     below_partitions: tuple[BelowRecommendation, ...]
     starvation: tuple[StarvationEstimate, ...]
@@ -348,6 +365,19 @@ def gpu_type_months(
             )
         )
     return tuple(out)
+
+
+def month_distribution(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None = None
+) -> tuple[RatioCount, ...]:
+    """Every distinct cores-per-GPU value of the month per GPU type, with its jobs and
+    GPU-hours: :func:`advisor.ratios.ratio_distribution`'s ECDF points, without the shares."""
+    dist = ratio_distribution(con, ratio_query(month, cluster, ("gpu_type",)))
+    return tuple(
+        RatioCount(str(g.keys["gpu_type"]), p.cores_per_gpu, p.jobs, p.gpu_hours)
+        for g in dist.groups
+        for p in g.ecdf
+    )
 
 
 def ratio_query(
@@ -692,6 +722,7 @@ def build_report(
     notes: list[str] = []
     progress(label, 0, steps)
     gpu_types = gpu_type_months(con, month, cluster)
+    distribution = month_distribution(con, month, cluster)
     progress(label, 1, steps)
     accounts, partitions = below_recommendation(con, month, cluster, inputs, top_n)
     if not inputs.recommendations:
@@ -716,6 +747,7 @@ def build_report(
         cluster=cluster,
         generated_at=(now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0),
         gpu_types=gpu_types,
+        distribution=distribution,
         below_accounts=accounts,
         below_partitions=partitions,
         starvation=starvation,
@@ -782,6 +814,18 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                     "cores-per-gpu", "Cores per GPU: this month against last", chart.to_dict()
                 )
             )
+    if report.distribution:
+        from advisor.charts import ratio_histogram
+
+        dist = pd.DataFrame([vars(p) for p in report.distribution])
+        quantiles = pd.DataFrame(
+            [{"gpu_type": g.gpu_type, "p25_cores_per_gpu": g.p25_cores_per_gpu,
+              "p50_cores_per_gpu": g.p50_cores_per_gpu} for g in report.gpu_types if g.jobs]
+        )  # fmt: skip
+        chart = ratio_histogram(dist, quantiles=quantiles, height=120)
+        charts.append(
+            ReportChart("ratio-histogram", f"Cores per GPU in {report.month}", chart.to_dict())
+        )
     below = [*report.below_accounts, *report.below_partitions]
     if below:
         df = pd.DataFrame(

@@ -120,6 +120,29 @@ def test_cores_per_gpu_rows_equal_ratio_summary_for_this_month_and_last(small_db
         assert g.prev_p50_cores_per_gpu == (b.p50_cores_per_gpu if b else None)
 
 
+def test_the_histogram_data_is_ratio_distributions_and_adds_up_to_the_table(small_db, october):
+    from advisor.ratios import ratio_distribution
+
+    con = store.connect(small_db, read_only=True)
+    month = report.parse_month("2024-10")
+    dist = ratio_distribution(con, RatioQuery(by=("gpu_type",), start=month.start, end=month.end))
+    con.close()
+    direct = [
+        (g.keys["gpu_type"], p.cores_per_gpu, p.jobs, p.gpu_hours)
+        for g in dist.groups
+        for p in g.ecdf
+    ]
+    assert [
+        (d.gpu_type, d.cores_per_gpu, d.jobs, d.gpu_hours) for d in october.distribution
+    ] == direct
+    for g in october.gpu_types:
+        assert sum(d.jobs for d in october.distribution if d.gpu_type == g.gpu_type) == g.jobs
+    # H100 in October: 0.25 (4 GPUs/1 CPU and 8/2), 0.5, 4, 8 cores per GPU, and c2's 8
+    h100 = {d.cores_per_gpu: d.jobs for d in october.distribution if d.gpu_type == "H100"}
+    days = len(OCT_DAYS)
+    assert h100 == {0.25: 2 * days, 0.5: days, 4.0: days, 8.0: days + 1}
+
+
 def test_last_months_h100_percentiles_match_numpy_on_the_raw_ratios(october):
     h100 = next(g for g in october.gpu_types if g.gpu_type == "H100")
     ratios = np.array(SEPT_H100_CPUS) / 4.0
