@@ -146,3 +146,30 @@ def test_loading_the_same_real_capture_twice_changes_nothing(tmp_path, expected)
     load(db, CAPTURED, "wide")
     again = load(db, CAPTURED, "wide")
     assert (again.inserted, again.updated, again.unchanged) == (0, 0, 19)
+
+
+def test_the_advisor_ingest_command_loads_the_header_less_capture_given_its_fields(
+    cli, tmp_path, expected
+):
+    meta, jobs = expected
+    db = tmp_path / "a.duckdb"
+    code, out, err = cli(
+        "ingest", str(CAPTURED / capture.FILES["noheader"]), "--fields",
+        str(meta["noheader_fields"]), "--db", str(db), "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    [summary] = json.loads(out)
+    assert (summary["rows_read"], summary["rejected"]) == (19, 0)
+    checks.assert_jobs_loaded(db, [r for r in jobs if r.expected.started], NOHEADER_FIELDS)
+
+
+def test_the_advisor_ingest_command_reads_the_custom_delimiter_capture(cli, tmp_path, expected):
+    _, jobs = expected
+    db = tmp_path / "a.duckdb"
+    code, out, err = cli(
+        "ingest", str(CAPTURED / capture.FILES["delimiter"]), "--delimiter", "^|^",
+        "--db", str(db), "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)[0]["inserted"] == 19
+    checks.assert_jobs_loaded(db, [r for r in jobs if r.expected.started])
