@@ -7,7 +7,8 @@ JavaScript inlined from vl-convert's bundle, so the file opens offline with no C
 PNG/PDF copies of the charts (vl-convert), and the ``--all-months`` backlog.
 
 Layout on disk: ``OUT/<YYYY-MM>/report.html`` (``OUT/<YYYY-MM>--<cluster>/`` for one cluster),
-with ``<chart>.png`` / ``<chart>.pdf`` next to it, and ``OUT/index.json`` listing every report.
+with ``<chart>.png`` / ``<chart>.pdf`` next to it, and ``OUT/index.json`` (and ``index.html``)
+listing every report.
 Writing a month again replaces its folder as a whole (built aside, then swapped in), so no file
 of an older run survives next to a newer report.
 
@@ -911,14 +912,10 @@ def _share(value: float | None) -> str:
 
 
 @cache
-def _template() -> Any:
+def _template(name: str = "report.html.j2") -> Any:
     import jinja2
 
-    text = (
-        resources.files("advisor")
-        .joinpath("report_templates", "report.html.j2")
-        .read_text(encoding="utf-8")
-    )
+    text = resources.files("advisor").joinpath("report_templates", name).read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = _num
     env.filters["raw"] = _raw
@@ -1058,6 +1055,12 @@ def _write_index(out_dir: Path, results: Iterable[ReportResult]) -> None:
     tmp = index_path.with_name(".index.json.tmp")
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
     tmp.replace(index_path)
+    # and a page for people: newest month first
+    newest = sorted(data["reports"], key=lambda e: (e["month"], e["cluster"] or ""), reverse=True)
+    page = _template("index.html.j2").render(entries=newest)
+    tmp = out_dir / ".index.html.tmp"
+    tmp.write_text(str(page), encoding="utf-8")
+    tmp.replace(out_dir / "index.html")
 
 
 def run_reports(

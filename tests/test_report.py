@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,11 @@ def test_all_months_writes_one_report_per_month_and_keeps_other_entries(small_db
     ]  # fmt: skip
     written = json.loads((out / "2024-10" / "report.json").read_text())
     assert written["quality"]["gpu_jobs"] == results[1].gpu_jobs
+    page = (out / "index.html").read_text()
+    links = re.findall(r'<a href="([^"]+)">(\d{4}-\d{2})</a>', page)
+    assert links == [("2024-10--c2/report.html", "2024-10"), ("2024-10/report.html", "2024-10"),
+                     ("2024-09/report.html", "2024-09")]  # fmt: skip
+    assert all((out / href).is_file() for href, _ in links)
 
 
 def test_png_and_pdf_copies_of_every_chart_are_real_images(small_db, tmp_path):
