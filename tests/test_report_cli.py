@@ -56,3 +56,23 @@ def test_a_bad_policy_file_exits_3_naming_its_line_and_field(cli, db_path, tmp_p
     assert code == 3
     assert f"{policy}:2, field rules[0].gpu_type" in stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_every_option_the_docs_use_exists_and_every_option_is_documented():
+    import re
+    from pathlib import Path
+
+    import typer
+
+    from advisor.cli import app
+
+    command = typer.main.get_command(app).commands["report"]  # type: ignore[attr-defined]
+    options = {o for p in command.params for o in p.opts if o.startswith("--")}
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text()
+    used = set()
+    for line in doc.splitlines():
+        if "advisor report" in line:
+            used |= set(re.findall(r"(--[a-z][a-z-]*)", line.split("advisor report", 1)[1]))
+    assert used and used <= options, used - options
+    documented = set(re.findall(r"`(--[a-z][a-z-]*)", doc))
+    assert options - {"--help"} <= documented, options - documented
