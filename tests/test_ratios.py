@@ -508,3 +508,22 @@ def test_a_read_only_connection_never_writes_and_can_build_a_private_cube(db_pat
     c = store.connect(db_path)
     assert c.execute("SELECT count(*) FROM ratio_cube_state").fetchone() == (0,)
     c.close()
+
+
+def test_ratios_cli_filters_by_time_state_and_gpu_count(cli, db_path):
+    db = _db_with_jobs(
+        db_path,
+        [
+            {"start": dt.datetime(2024, 3, 5), "state": "COMPLETED", "gpus": 4, "cpus": 4},
+            {"start": dt.datetime(2024, 3, 6), "state": "FAILED", "gpus": 4, "cpus": 32},
+            {"start": dt.datetime(2024, 4, 1), "state": "COMPLETED", "gpus": 4, "cpus": 64},
+            {"start": dt.datetime(2024, 3, 7), "state": "COMPLETED", "gpus": 1, "cpus": 64},
+        ],
+    )
+    code, out, err = cli(
+        "ratios", "--db", db, "--by", "", "--start", "2024-03-01", "--end", "2024-04-01",
+        "--state", "COMPLETED,failed", "--min-gpus", "2", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert [(r["jobs"], r["p50"]) for r in data] == [(2, 4.5)]

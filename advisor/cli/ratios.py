@@ -226,19 +226,22 @@ def nodes_list(
 ) -> None:
     """The node inventory, or (--types) its GPU node types and their cores per GPU."""
     from advisor import store
+    from advisor.cli._output import to_plain
 
     con = store.connect(db, read_only=True)
     try:
         if types:
             from advisor.ratios import fair_share
 
-            emit_rows(fair_share(con, cluster), fmt)
-            return
-        from advisor.nodes import list_nodes
+            rows = to_plain(fair_share(con, cluster))
+        else:
+            from advisor.nodes import list_nodes
 
-        rows = list_nodes(con, cluster)
+            rows = to_plain(list_nodes(con, cluster))
     finally:
         con.close()
+    if fmt is not OutputFormat.json:  # one cell: gpu,debug
+        rows = [{**r, "partitions": ",".join(r["partitions"])} for r in rows]
     emit_rows(rows, fmt)
 
 
