@@ -1078,6 +1078,8 @@ def run_reports(
         raise UsageError("give either --month YYYY-MM or --all-months (exactly one)")
     if config.top_n < 1:
         raise UsageError(f"--top {config.top_n}: must be at least 1")
+    if config.out_dir.exists() and not config.out_dir.is_dir():
+        raise UsageError(f"--out {config.out_dir}: exists and is not a folder")
     store.connect(db, read_only=True).close()  # a clear error first when there is no database
     inputs = load_inputs(config, db)
     con = store.connect(db, read_only=True)

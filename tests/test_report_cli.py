@@ -76,3 +76,13 @@ def test_every_option_the_docs_use_exists_and_every_option_is_documented():
     assert used and used <= options, used - options
     documented = set(re.findall(r"`(--[a-z][a-z-]*)", doc))
     assert options - {"--help"} <= documented, options - documented
+
+
+def test_an_out_path_that_is_a_file_exits_2_before_any_work(cli, db_path, tmp_path):
+    build_db(db_path)
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(target), "--db",
+                          str(db_path))  # fmt: skip
+    assert code == 2 and "is not a folder" in stderr
+    assert target.read_text() == "not a folder"
