@@ -285,7 +285,7 @@ def top_bar_chart(
             x=alt.X(f"{value}:Q", title=title),
             tooltip=[f"{name}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), *tooltip],
         )
-        .properties(width=width, height=max(60, 18 * len(top)))
+        .properties(width=width, height=alt.Step(22))
     )
 
 

@@ -74,7 +74,9 @@ common.show_chart(
     title="GPU-hours below the target", limit=top_n,
     tooltip=("jobs:Q", "share_jobs_below:Q", "flag:N"),
 )
-st.dataframe(rows.drop(columns=["label"]).head(top_n), hide_index=True)
+columns = [who, "partition", "gpu_type", "flag", "gpu_hours_below", "share_jobs_below",
+           "p50_cores_per_gpu", "target_cores_per_gpu", "jobs", "gpu_hours"]
+st.dataframe(rows[columns].head(top_n), hide_index=True)
 st.caption(
     "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
     "task). GPU-hours weighted; a job belongs to the month it started in."
