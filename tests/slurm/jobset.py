@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDBOX = Path(os.environ.get("ADVISOR_SLURM_SANDBOX", ROOT / ".slurm-sandbox"))
+# The real path: <repo>/.slurm-sandbox may be a link to /var/lib (see scripts/slurm-sandbox).
+SANDBOX = Path(os.environ.get("ADVISOR_SLURM_SANDBOX", ROOT / ".slurm-sandbox")).resolve()
 CLUSTER = "advisor-sandbox"
 
 
