@@ -173,3 +173,35 @@ def test_the_advisor_ingest_command_reads_the_custom_delimiter_capture(cli, tmp_
     assert code == 0, err
     assert json.loads(out)[0]["inserted"] == 19
     checks.assert_jobs_loaded(db, [r for r in jobs if r.expected.started])
+
+
+def test_array_tasks_and_het_components_keep_their_ids_and_salloc_is_interactive(
+    tmp_path, expected
+):
+    _, jobs = expected
+    db = tmp_path / "a.duckdb"
+    load(db, CAPTURED, "wide")
+    con = duckdb.connect(str(db), read_only=True)
+    rows = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT job_id_raw, array_job_id, array_task_id, het_job_id, het_job_offset,"
+            " is_interactive FROM jobs"
+        ).fetchall()
+    }
+    con.close()
+    for r in jobs:
+        array_job, array_task, het_job, het_offset, interactive = rows[r.job_id_raw]
+        if "_" in r.job_id:
+            want_array = tuple(int(x) for x in r.job_id.split("_"))
+            assert (array_job, array_task) == want_array, r.key
+        else:
+            assert (array_job, array_task) == (None, None), r.key
+        if "+" in r.job_id:
+            assert (het_job, het_offset) == tuple(int(x) for x in r.job_id.split("+")), r.key
+        else:
+            assert (het_job, het_offset) == (None, None), r.key
+        if r.key == "salloc-h100-c4":
+            assert interactive is True
+        elif r.key != "srun-a100":  # a bare srun allocation: either reading is defensible
+            assert interactive is False, r.key
