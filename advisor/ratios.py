@@ -346,12 +346,15 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     return row is not None and str(row[0]) == "read_only"
 
 
-def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
+def refresh_ratio_cube(
+    con: duckdb.DuckDBPyConnection, *, temporary: bool = False, in_transaction: bool = False
+) -> int:
     """Rebuild ``ratio_cube`` and ``ratio_cube_people`` from ``jobs`` (one transaction);
     return the row count of ``ratio_cube``.
 
-    Ingest should call this after a load (it is also rebuilt on demand by the first summary on
-    a writable connection that finds it stale). ``temporary`` builds a TEMP copy that shadows
+    Ingest should call this after a load has committed (it is also rebuilt on demand by the
+    first summary on a writable connection that finds it stale). ``in_transaction=True`` when
+    the caller has a transaction open: the rebuild then joins it instead of opening its own. ``temporary`` builds a TEMP copy that shadows
     the stored one for this connection only: what a long-lived read-only connection (the
     dashboard) uses, see :func:`ensure_ratio_cube`.
     """
@@ -362,7 +365,9 @@ def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = Fals
                 f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
                 f"SELECT * FROM main.{table} LIMIT 0"
             )
-    con.execute("BEGIN TRANSACTION")
+    own = not in_transaction
+    if own:
+        con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM ratio_cube")
         con.execute(query("ratios/cube_refresh"))
@@ -374,9 +379,11 @@ def refresh_ratio_cube(con: duckdb.DuckDBPyConnection, *, temporary: bool = Fals
             "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
             list(fp),
         )
-        con.execute("COMMIT")
+        if own:
+            con.execute("COMMIT")
     except Exception:
-        con.execute("ROLLBACK")
+        if own:
+            con.execute("ROLLBACK")
         raise
     row = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
     return int(row[0]) if row else 0

@@ -527,3 +527,13 @@ def test_ratios_cli_filters_by_time_state_and_gpu_count(cli, db_path):
     assert code == 0, err
     data = json.loads(out)
     assert [(r["jobs"], r["p50"]) for r in data] == [(2, 4.5)]
+
+
+def test_refreshing_the_cube_inside_a_transaction_joins_it(con):
+    _insert(con, [{"cpus": 2}])
+    con.execute("BEGIN TRANSACTION")
+    ratios.refresh_ratio_cube(con, in_transaction=True)
+    con.execute("ROLLBACK")
+    assert not ratios.cube_is_fresh(con)  # rolled back with the caller's transaction
+    assert ratios.refresh_ratio_cube(con) == 1
+    assert ratios.cube_is_fresh(con)
