@@ -101,7 +101,9 @@ def parse_month(text: str) -> Month:
 def resolve_month(text: str, now: dt.datetime | None = None) -> Month:
     """``YYYY-MM``, or ``last`` for the calendar month before ``now`` (UTC), as cron jobs want."""
     if text.strip().lower() in ("last", "previous"):
-        today = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
+        today = now or dt.datetime.now(dt.UTC)
+        if today.tzinfo is not None:
+            today = today.astimezone(dt.UTC)
         return parse_month(f"{today.year:04d}-{today.month:02d}").previous()
     return parse_month(text)
 
