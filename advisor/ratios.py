@@ -267,7 +267,8 @@ def _check(q: RatioQuery) -> None:
             raise UsageError(f"threshold {t!r} is not a positive number of cores per GPU")
     if q.min_gpus is not None and q.min_gpus < 0:
         raise UsageError(f"min_gpus must be 0 or more, got {q.min_gpus}")
-    if q.start is not None and q.end is not None and q.start >= q.end:
+    start, end = _utc_naive(q.start), _utc_naive(q.end)
+    if start is not None and end is not None and start >= end:
         raise UsageError(f"the time range is empty: start {q.start} is not before end {q.end}")
 
 

@@ -537,3 +537,15 @@ def test_refreshing_the_cube_inside_a_transaction_joins_it(con):
     assert not ratios.cube_is_fresh(con)  # rolled back with the caller's transaction
     assert ratios.refresh_ratio_cube(con) == 1
     assert ratios.cube_is_fresh(con)
+
+
+def test_time_bounds_with_a_time_zone_are_taken_in_utc(con):
+    _insert(con, [{"start": dt.datetime(2024, 3, 1, 0, 30), "cpus": 2}])
+    cet = dt.timezone(dt.timedelta(hours=1))
+    # 01:00 CET on 1 March is 00:00 UTC: the job (00:30 UTC) is inside [start, end)
+    q = RatioQuery(by=(), start=dt.datetime(2024, 3, 1, 1, 0, tzinfo=cet))
+    assert ratios.ratio_summary(con, q).jobs == 1
+    q = RatioQuery(by=(), start=dt.datetime(2024, 3, 1, 2, 0, tzinfo=cet))
+    assert ratios.ratio_summary(con, q).jobs == 0
+    with pytest.raises(UsageError, match="time range is empty"):
+        ratios.ratio_summary(con, RatioQuery(start=dt.datetime(2024, 3, 2), end=q.start))
