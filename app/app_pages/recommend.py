@@ -131,5 +131,7 @@ else:
         st.dataframe(rows, hide_index=True)
         st.caption(
             "`def_cpu_per_gpu` is the DefCpuPerGPU to set per partition (export it with "
-            "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server."
+            "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "
+            "Computed over every loaded job of the partition and GPU type chosen in the sidebar "
+            "(a policy is per partition, so the cluster and month filters do not apply here)."
         )
