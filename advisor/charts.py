@@ -33,6 +33,8 @@ AnyChart = alt.Chart | alt.LayerChart | alt.VConcatChart | alt.FacetChart
 """What the builders return: something ``st.altair_chart`` and ``vl_convert`` both accept."""
 
 _LOG2 = alt.Scale(type="log", base=2)
+# Ticks at powers of two only: 0.25, 1, 8 cores per GPU are the values people talk about.
+_RATIO_AXIS = alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g")
 _MAX_PANELS = 12
 
 
@@ -120,7 +122,7 @@ def ratio_histogram(
     bars = (
         base.mark_bar(opacity=0.8, stroke="white")
         .encode(
-            x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2="bin_hi:Q",
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
                     scale=alt.Scale(zero=True)),
@@ -178,7 +180,7 @@ def ratio_ecdf(
         alt.Chart(e)
         .mark_line(interpolate="step-after", point=False)
         .encode(
-            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"),
             color=alt.Color("gpu_type:N", title="GPU type"),
             tooltip=[
@@ -252,7 +254,7 @@ def trend_chart(
         .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
-            y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             color=alt.Color(f"{group}:N"),
             strokeDash=alt.StrokeDash(
                 "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[6, 3], [1, 0]])
@@ -306,7 +308,7 @@ def ttft_curve_chart(
     ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule."""
     y_scale = alt.Scale(type="log")
     base = alt.Chart(curve).encode(
-        x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE)
+        x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
     )
     layers: list[alt.Chart] = []
     if {low, high} <= set(curve.columns):
@@ -360,7 +362,7 @@ def bench_curves_chart(
         alt.Chart(runs)
         .mark_line(point=True)
         .encode(
-            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE),
+            x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
             color=alt.Color(f"{series}:N", title=None),
             tooltip=[f"{series}:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
