@@ -87,11 +87,11 @@ function slurm_cli_pre_submit(options, pack_offset)
     local d = lib.decide(policy, as_job(options), nil)
     if d.action == "none" then return end
     local set = (SET_DEFAULTS or os.getenv("ADVISOR_CLI_SET_DEFAULTS") == "1")
-      and d.rule and d.rule.mode ~= "advise" and d.action == "set"
+      and d.rule and d.rule.mode ~= "advise" and d.action == "set" and d.reason == "unset"
     if set then
       options["cpus-per-gpu"] = d.cpus_per_tres:match("(%d+)$")
       slurm.log_info("%s", "advisor: set --cpus-per-gpu=" .. options["cpus-per-gpu"] .. " (site policy)")
-    elseif d.action == "set" then
+    elseif d.action == "set" and d.reason == "unset" then
       slurm.log_info("%s", string.format(
         "advisor: no CPU count given: this job would get 1 CPU for its GPUs; the site recommends --cpus-per-gpu=%d.",
         d.rule.default_cpus_per_gpu))

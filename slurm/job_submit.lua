@@ -274,7 +274,7 @@ end
 ---------------------------------------------------------------------------------------------
 
 -- Returns a decision table:
---   action = "none" | "advise" | "set" | "reject"
+--   action = "none" | "advise" | "set" | "reject"; reason = "unset" | "raise" (for "set")
 --   cpus_per_tres = string to set (for "set"), message = text for the user (or nil)
 function M.decide(policy, job, part_list)
   if not policy then return { action = "none" } end
@@ -298,7 +298,7 @@ function M.decide(policy, job, part_list)
   end
   if req.set_by == nil then
     return {
-      action = "set", rule = rule,
+      action = "set", reason = "unset", rule = rule,
       cpus_per_tres = "gres:gpu:" .. rule.default_cpus_per_gpu,
       message = string.format("advisor: no CPU count given: this job gets --cpus-per-gpu=%d (%d CPUs for %d GPUs).",
         rule.default_cpus_per_gpu, rule.default_cpus_per_gpu * req.gpus, req.gpus),
@@ -308,7 +308,7 @@ function M.decide(policy, job, part_list)
   if rule.mode == "enforce-minimum" then
     if req.set_by == "--cpus-per-gpu" then
       return {
-        action = "set", rule = rule, cpus_per_tres = "gres:gpu:" .. rule.min_cpus_per_gpu,
+        action = "set", reason = "raise", rule = rule, cpus_per_tres = "gres:gpu:" .. rule.min_cpus_per_gpu,
         message = string.format("advisor: --cpus-per-gpu=%d raised to the minimum of %d here.",
           req.cpus_per_gpu, rule.min_cpus_per_gpu),
       }

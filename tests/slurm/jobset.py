@@ -192,11 +192,14 @@ def slurm_env() -> dict[str, str]:
 
 
 def run(argv: Sequence[str], *, user: str | None = None, timeout_s: float = 120,
-        check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """Run a Slurm client (as ``user`` through runuser) in the sandbox's jobs dir."""
+        check: bool = True, env: Mapping[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run a Slurm client (as ``user`` through runuser, which keeps the environment) in the
+    sandbox's jobs dir; ``env`` adds variables."""
     cmd = ["runuser", "-u", user, "--", *argv] if user and user != "root" else list(argv)
     cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                        env=slurm_env(), cwd=SANDBOX / "jobs", check=False)  # fmt: skip
+                        env={**slurm_env(), **(env or {})}, cwd=SANDBOX / "jobs",
+                        check=False)  # fmt: skip
     if check and cp.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd)} exited {cp.returncode}: {cp.stderr.strip()}")
     return cp

@@ -26,6 +26,8 @@ return {
       mode = "set-default-when-unset" },
     { partition = "gpu", gpu_type = "a100", min_cpus_per_gpu = 4, default_cpus_per_gpu = 6,
       mode = "advise" },
+    { partition = "gpu", gpu_type = "*", min_cpus_per_gpu = 3, default_cpus_per_gpu = 5,
+      mode = "enforce-minimum" },
   },
 }
 """
@@ -48,9 +50,10 @@ def plugins_on():  # type: ignore[no-untyped-def]
         sandbox("plugins", "off")
 
 
-def submit(user: str, *args: str) -> tuple[int, str]:
+def submit(user: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """sbatch as ``user``; (job id, what sbatch printed on stderr)."""
-    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", "true"], user=user)
+    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", "true"],
+                    user=user, env=env)  # fmt: skip
     return int(cp.stdout.strip().split(";")[0]), cp.stderr
 
 
@@ -117,3 +120,31 @@ def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_
     finally:
         plugins_on.write_text(POLICY, encoding="utf-8")
         os.utime((jobset.SANDBOX / "etc" / "job_submit.lua").resolve())
+
+
+def test_an_untyped_gpus_request_without_cpus_gets_the_wildcard_rule_default(plugins_on):
+    job, err = submit("alice", "-p", "gpu", "--gpus=2")  # arrives as tres_per_job
+    assert allocated_cpus(job) == 10  # 2 GPUs x default 5 of the (gpu, *) rule
+    assert "this job gets --cpus-per-gpu=5 (10 CPUs for 2 GPUs)" in err
+
+
+def test_enforce_minimum_raises_a_low_cpus_per_gpu(plugins_on):
+    job, err = submit("bob", "-p", "gpu", "--gpus=2", "--cpus-per-gpu=1")
+    assert allocated_cpus(job) == 6  # raised to the minimum 3 per GPU
+    assert "sbatch: advisor: --cpus-per-gpu=1 raised to the minimum of 3 here." in err
+
+
+def test_enforce_minimum_rejects_a_low_cpus_per_task_naming_the_flag(plugins_on):
+    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", "gpu", "--gpus=2", "-c",
+                     "1", "--wrap", "true"], user="carol", check=False)  # fmt: skip
+    assert cp.returncode != 0 and cp.stdout.strip() == ""
+    assert "below the minimum of 3 here; submit with --cpus-per-gpu=5 instead" in cp.stderr
+    assert "Batch job submission failed" in cp.stderr
+
+
+def test_cli_filter_sets_the_default_itself_when_the_user_asks(plugins_on):
+    job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2",
+                      env={"ADVISOR_CLI_SET_DEFAULTS": "1"})  # fmt: skip
+    assert allocated_cpus(job) == 16
+    assert "sbatch: lua: advisor: set --cpus-per-gpu=8 (site policy)" in err
+    assert "no CPU count given" not in err  # job_submit saw the user's (client-set) value

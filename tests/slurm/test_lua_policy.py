@@ -55,5 +55,5 @@ def test_job_submit_lua_decides_as_the_policy_format_says(tmp_path, exported_pol
 @needs_lua
 def test_cli_filter_lua_advises_and_sets_defaults_only_when_asked(tmp_path):
     lines = run_lua("test_cli_filter.lua", tmp_path)
-    assert len([ln for ln in lines if ln.startswith("ok ")]) == 6
-    assert lines[-1] == "1..6"
+    assert len([ln for ln in lines if ln.startswith("ok ")]) == 7
+    assert lines[-1] == "1..7"

@@ -72,6 +72,26 @@ test("advise rules never set options, even when asked to", function()
   env.ADVISOR_CLI_SET_DEFAULTS = false
 end)
 
+test("a --cpus-per-gpu below an enforced minimum is reported as raised, never as missing", function()
+  local f = assert(io.open(policy_path, "w"))
+  f:write([[return { version = 1, rules = {
+    { partition = "*", gpu_type = "*", min_cpus_per_gpu = 3, default_cpus_per_gpu = 5, mode = "enforce-minimum" } } }]])
+  f:close()
+  env.ADVISOR_CLI_SET_DEFAULTS = "1"
+  local o = { gpus = "2", ["cpus-per-gpu"] = "1", ["cpus-per-task"] = "0", ntasks = "1", nodes = "1-0", mincpus = "-1" }
+  eq(slurm_cli_pre_submit(o, 0), 0)
+  eq(o["cpus-per-gpu"], "1", "the client leaves the raise to job_submit")
+  eq(#logs.info, 1)
+  assert(logs.info[1]:find("raised to the minimum of 3", 1, true), logs.info[1])
+  env.ADVISOR_CLI_SET_DEFAULTS = false
+  f = assert(io.open(policy_path, "w"))
+  f:write([[return { version = 1, rules = {
+    { partition = "gpu", gpu_type = "h100", min_cpus_per_gpu = 4, default_cpus_per_gpu = 8, mode = "set-default-when-unset" },
+    { partition = "*", gpu_type = "*", min_cpus_per_gpu = 2, default_cpus_per_gpu = 4, mode = "advise" },
+  } }]])
+  f:close()
+end)
+
 test("enough cores, CPU-only jobs and steps inside a job print nothing", function()
   eq(slurm_cli_pre_submit({ gres = "gpu:h100:2", partition = "gpu", ["cpus-per-gpu"] = "8" }, 0), 0)
   eq(slurm_cli_pre_submit({ ntasks = "4" }, 0), 0)

@@ -92,7 +92,7 @@ end)
 
 test("a GPU job that set no CPUs gets the rule's default through cpus_per_tres", function()
   local d = M.decide(policy, job({ partition = "gpu", tres_per_node = "gres:gpu:h100:4" }), {})
-  eq(d.action, "set"); eq(d.cpus_per_tres, "gres:gpu:8")
+  eq(d.action, "set"); eq(d.cpus_per_tres, "gres:gpu:8"); eq(d.reason, "unset")
 end)
 
 test("--gpus=2 (tres_per_job, untyped) gets the partition's wildcard rule", function()
@@ -123,7 +123,7 @@ end)
 
 test("enforce-minimum raises a low --cpus-per-gpu and rejects a low --cpus-per-task", function()
   local d = M.decide(policy, job({ partition = "other", tres_per_node = "gres:gpu:a100:2", cpus_per_tres = "gres:gpu:1" }), {})
-  eq(d.action, "set"); eq(d.cpus_per_tres, "gres:gpu:2")
+  eq(d.action, "set"); eq(d.cpus_per_tres, "gres:gpu:2"); eq(d.reason, "raise")
   d = M.decide(policy, job({ partition = "other", tres_per_node = "gres:gpu:a100:2", cpus_per_task = 1 }), {})
   eq(d.action, "reject")
   assert(d.message:find("--cpus-per-gpu=5", 1, true), d.message)
