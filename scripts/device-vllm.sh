@@ -23,9 +23,9 @@ case "${1:-}" in
     nvidia-smi --query-gpu=name,pci.bus_id --format=csv,noheader; nproc ;;
   start)
     tp=$2; cores=$3; shift 3
-    [ -d /tmp/vx/site/vllm ] || tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
+    [ -f /tmp/vx/site/vllm/__init__.py ] || tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
-    python3 -c "import vllm, sys; print('vllm', vllm.__version__, sys.version.split()[0])" || exit 1
+    python3 -c "import importlib.metadata as m, sys; print('vllm', m.version('vllm'), sys.version.split()[0])" || exit 1
     python3 -m advisor bench run --help >/dev/null || { echo "advisor CLI does not start"; exit 1; }
     setsid nohup python3 -m advisor bench run --engine vllm --model /tmp/model --tp "$tp" \
       --cores "$cores" --out "$RES" --start-timeout 400 \

@@ -25,6 +25,7 @@ LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+MODEL_INFO = "advisor-model.json"  # what make-model made: the name results carry
 BOS = "<|begin_of_text|>"
 EOS = "<|end_of_text|>"
 
@@ -44,6 +45,7 @@ class ArchSpec:
     max_position_embeddings: int
     rope_theta: float
     params_b: float  # parameters, billions (for the results' model_params_b)
+    display_name: str  # the model's name in results (advisor-model.json)
     llama3_rope: bool
     training_text_bytes: int  # how much standard-library text trains the tokenizer
 
@@ -51,11 +53,14 @@ class ArchSpec:
 ARCHS: dict[str, ArchSpec] = {
     # Shape from Meta's published Llama-3.1-8B config.json (see ../shared/tools/vllm-offline).
     "llama-3.1-8b": ArchSpec(
-        "llama-3.1-8b", 4096, 32, 32, 8, 14336, 128000, 256, 131072, 500000.0, 8.03, True,
+        "llama-3.1-8b", 4096, 32, 32, 8, 14336, 128000, 256, 131072, 500000.0, 8.03,
+        "Llama-3.1-8B", True,
         24_000_000,
     ),
     # For CPU tests: a few hundred thousand parameters, served by `transformers serve`.
-    "tiny": ArchSpec("tiny", 64, 2, 4, 2, 128, 1024, 256, 8192, 10000.0, 0.0002, False, 400_000),
+    "tiny": ArchSpec(
+        "tiny", 64, 2, 4, 2, 128, 1024, 256, 8192, 10000.0, 0.0002, "tiny-llama", False, 400_000
+    ),
 }
 
 
@@ -198,6 +203,14 @@ def make_model(config: MakeModelConfig, progress: ProgressFn = no_progress) -> M
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
     (out / "generation_config.json").write_text(
         json.dumps({"bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": False}, indent=2)
+    )
+    (out / MODEL_INFO).write_text(
+        json.dumps(
+            {"name": spec.display_name, "arch": spec.name, "weights": "random",
+             "tokenizer": "byte-level BPE trained on the Python standard library's source",
+             "made_by": "advisor bench make-model"},
+            indent=2,
+        )
     )
     saved = False
     if config.weights:

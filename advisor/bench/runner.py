@@ -102,6 +102,15 @@ def _slug(text: str) -> str:
 
 
 def model_label(model: str) -> str:
+    """The model's name in results: ``advisor-model.json``'s (make-model), else the folder's."""
+    from advisor.bench.makemodel import MODEL_INFO
+
+    try:
+        name = json.loads((Path(model) / MODEL_INFO).read_text()).get("name")
+        if isinstance(name, str) and name:
+            return name
+    except (OSError, ValueError, AttributeError):
+        pass
     return Path(model.rstrip("/")).name or model
 
 

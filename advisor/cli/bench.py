@@ -150,14 +150,22 @@ def make_model_cmd(
 def collect_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Result folders or JSON files (.json, .json.gz).")],
     db: DbOption = None,
+    calibration_csv: Annotated[Path | None, typer.Option(help="Also write the runs' calibration points to this CSV.")] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Load run JSONs into the bench tables and derive calibration points."""
     from advisor.bench.collect import collect
+    from advisor.errors import InputError
 
     with RichProgress() as progress:
-        result = collect(paths, db, progress)
-    emit_rows([result], fmt, title="bench collect")
+        result = collect(paths, db, progress, calibration_csv=calibration_csv)
+    emit_rows([result], fmt, columns=["files", "runs_loaded", "requests_loaded",
+                                      "calibration_points", "calibration_csv"], title="bench collect")
+    if result.problems:
+        raise InputError(
+            f"{len(result.problems)} file(s) not loaded (the others were):\n  "
+            + "\n  ".join(result.problems)
+        )
 
 
 @bench_app.command("runs")

@@ -1,0 +1,263 @@
+"""``advisor bench collect`` and ``bench runs``: run JSONs into DuckDB, calibration points.
+
+The only module of :mod:`advisor.bench` that imports duckdb (the GPU machines have none): it
+reads the self-describing run files that ``bench run`` writes (plain ``.json`` or compressed
+``.json.gz``), validates them, and loads each run in its own transaction into ``bench_runs``
+and ``bench_requests`` (a run loaded again replaces itself, so collecting twice changes
+nothing). From each run it derives the points the TTFT model is fitted on (the
+``calibration`` table; see :func:`calibration_points`), and can write them as a calibration CSV
+with the same columns (``data/calibration/h200-*.csv``). A bad file is reported with its name
+and field; every other file still loads.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.bench.records import RUN_STATUSES, SCHEMA
+from advisor.errors import InputError, NotFoundError
+from advisor.progress import ProgressFn, no_progress
+
+CALIBRATION_COLUMNS = (
+    "point_id", "source", "source_ref", "platform", "engine", "engine_version", "model",
+    "model_params_b", "gpus", "workload", "load_rps", "prompt_tokens", "cores", "cores_per_gpu",
+    "metric", "value", "unit", "measured_on", "notes",
+)
+RUN_COLUMNS = (
+    "run_id", "started_at", "finished_at", "status", "engine", "engine_version", "model",
+    "model_params_b", "platform", "gpu_name", "cpu_model", "gpus", "tp", "cores",
+    "cores_per_gpu", "core_list", "workload", "attacker_rps", "attacker_tokens_min",
+    "attacker_tokens_max", "victim_rps", "duration_s", "repeat", "timeout_s",
+    "victim_ttft_p50_ms", "victim_ttft_p90_ms", "attacker_ttft_p50_ms", "requests_ok",
+    "requests_failed", "requests_timed_out", "engine_cpu_percent", "gpu_util_percent",
+    "tokenize_share", "env", "metrics_before", "metrics_after", "extra",
+)
+REQUEST_COLUMNS = (
+    "request_no", "kind", "prompt_tokens", "output_tokens", "sent_s", "first_token_s",
+    "finished_s", "ttft_ms", "e2e_ms", "status", "error",
+)
+_REQUIRED = ("run_id", "status", "engine", "cores")
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    files: int
+    runs_loaded: int
+    requests_loaded: int
+    calibration_points: int
+    problems: tuple[str, ...] = ()
+    calibration_csv: str | None = None
+
+
+def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Every ``*.json`` / ``*.json.gz`` run file under the given files and folders, sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.name.endswith((".json", ".json.gz"))))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise NotFoundError(f"{p}: no such file or folder")
+    return out
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """Parse and validate one run file; InputError names the file and the field."""
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError, EOFError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"not a readable run JSON ({exc})", source=str(path), line=line) from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise InputError(f"not an advisor bench result (expected schema {SCHEMA!r})",
+                         source=str(path), field="schema")
+    run = data.get("run")
+    if not isinstance(run, dict):
+        raise InputError("missing the run object", source=str(path), field="run")
+    for name in _REQUIRED:
+        if run.get(name) in (None, ""):
+            raise InputError("missing", source=str(path), field=f"run.{name}")
+    if run["status"] not in RUN_STATUSES:
+        raise InputError(f"{run['status']!r} is not one of {', '.join(RUN_STATUSES)}",
+                         source=str(path), field="run.status")
+    for name in ("cores", "tp", "gpus", "requests_ok"):
+        v = run.get(name)
+        if v is not None and not isinstance(v, int):
+            raise InputError(f"{v!r} is not an integer", source=str(path), field=f"run.{name}")
+    reqs = data.get("requests", [])
+    if not isinstance(reqs, list):
+        raise InputError("not a list", source=str(path), field="requests")
+    for i, r in enumerate(reqs):
+        if not isinstance(r, dict) or "request_no" not in r or "kind" not in r or "status" not in r:
+            raise InputError("needs request_no, kind and status", source=str(path),
+                             field=f"requests[{i}]")
+    return data
+
+
+def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> list[dict[str, Any]]:
+    """The calibration rows one run gives (columns of the ``calibration`` table).
+
+    An ``ok`` run gives its victims' median TTFT (``ttft_p50_ms``: fitted as a series over core
+    counts), and as context the attackers' median TTFT and tokenization's share of victim TTFT.
+    A ``hung`` run or a ``start-timeout`` gives a censored ``timeout`` point at its timeout.
+    A crashed or failed run gives nothing: it says nothing about speed.
+    """
+    rid = run["run_id"]
+    tmin, tmax = run.get("attacker_tokens_min"), run.get("attacker_tokens_max")
+    prompt = (tmin + tmax) // 2 if tmin is not None and tmax is not None else None
+    started = str(run.get("started_at") or "")[:10] or None
+    base = {
+        "source": f"bench:{rid}",
+        "source_ref": source_ref,
+        "platform": run.get("platform"),
+        "engine": run.get("engine"),
+        "engine_version": run.get("engine_version"),
+        "model": run.get("model"),
+        "model_params_b": run.get("model_params_b"),
+        "gpus": run.get("gpus") or run.get("tp"),
+        "workload": run.get("workload"),
+        "load_rps": run.get("attacker_rps"),
+        "prompt_tokens": prompt,
+        "cores": run.get("cores"),
+        "cores_per_gpu": run.get("cores_per_gpu"),
+        "measured_on": started,
+    }
+    note = (
+        f"attacker-victim: attackers {tmin}-{tmax} tokens Poisson {run.get('attacker_rps')}/s, "
+        f"victims {run.get('victim_rps')}/s; {run.get('duration_s')} s phase, repeat "
+        f"{run.get('repeat')}; cores {run.get('core_list')}; {run.get('gpu_name')}"
+    )
+    out = []
+
+    def add(metric: str, value: float | None, unit: str, what: str) -> None:
+        if value is None:
+            return
+        out.append({**base, "point_id": f"bench:{rid}:{metric}", "metric": metric,
+                    "value": float(value), "unit": unit, "notes": f"{what}; {note}"})
+
+    status = run.get("status")
+    if status == "ok":
+        add("ttft_p50_ms", run.get("victim_ttft_p50_ms"), "ms", "victim TTFT median")
+        add("attacker_ttft_p50_ms", run.get("attacker_ttft_p50_ms"), "ms", "attacker TTFT median")
+        add("tokenize_share", run.get("tokenize_share"), "fraction",
+            "victim prompt tokenization time over victim TTFT median")
+    elif status in ("hung", "start-timeout"):
+        add("timeout", run.get("timeout_s"), "s", f"run {status}: censored at the timeout")
+    return out
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, int]:
+    from advisor.store import query
+
+    run = data["run"]
+    params = {c: run.get(c) for c in RUN_COLUMNS}
+    for c in ("env", "metrics_before", "metrics_after", "extra"):
+        params[c] = _json_text(params[c])
+    params["source_file"] = source_file
+    reqs = [
+        [run["run_id"], *(r.get(c) for c in REQUEST_COLUMNS)] for r in data.get("requests", [])
+    ]
+    points = calibration_points(run, Path(source_file).name)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name in ("bench/delete_run_requests", "bench/delete_run_calibration", "bench/delete_run"):
+            con.execute(query(name), {"run_id": run["run_id"]})
+        con.execute(query("bench/insert_run"), params)
+        if reqs:
+            con.executemany(query("bench/insert_request"), reqs)
+        if points:
+            con.executemany(
+                query("bench/insert_calibration"),
+                [[p.get(c) for c in CALIBRATION_COLUMNS] for p in points],
+            )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return len(reqs), len(points)
+
+
+def collect(
+    paths: Sequence[str | os.PathLike[str]],
+    db: str | os.PathLike[str] | None = None,
+    progress: ProgressFn = no_progress,
+    calibration_csv: str | os.PathLike[str] | None = None,
+) -> CollectResult:
+    """Load every run file under ``paths`` into the database; optionally write the calibration
+    points of the runs read to ``calibration_csv``. Bad files are listed in ``problems`` (each
+    with its file and field) and the others still load; the CLI reports them as errors."""
+    import duckdb
+
+    from advisor.store import connect
+
+    files = result_files(paths)
+    con = connect(db)
+    runs = reqs = pts = 0
+    problems: list[str] = []
+    all_points: list[dict[str, Any]] = []
+    try:
+        for i, path in enumerate(files):
+            try:
+                data = read_result(path)
+                n_req, n_pts = _load_one(con, data, str(path))
+            except InputError as exc:
+                problems.append(str(exc))
+                continue
+            except duckdb.Error as exc:
+                problems.append(f"{path}: cannot load: {exc}")
+                continue
+            all_points.extend(calibration_points(data["run"], path.name))
+            runs += 1
+            reqs += n_req
+            pts += n_pts
+            progress("collect", i + 1, len(files))
+    finally:
+        con.close()
+    if calibration_csv is not None:
+        write_calibration_csv(all_points, Path(calibration_csv))
+    return CollectResult(len(files), runs, reqs, pts, tuple(problems),
+                         str(calibration_csv) if calibration_csv else None)
+
+
+def write_calibration_csv(points: Sequence[dict[str, Any]], path: Path) -> None:
+    """Calibration points as a CSV with the ``calibration`` table's columns, sorted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(points, key=lambda p: (str(p.get("workload")), p.get("gpus") or 0,
+                                         p.get("load_rps") or 0, p["metric"], p.get("cores") or 0,
+                                         p["point_id"]))
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(CALIBRATION_COLUMNS)
+        for p in rows:
+            w.writerow(["" if p.get(c) is None else p.get(c) for c in CALIBRATION_COLUMNS])
+
+
+def list_runs(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    platform: str | None = None,
+    status: str | None = None,
+) -> list[dict[str, Any]]:
+    """Collected runs (see advisor/sql/bench/list_runs.sql), as dicts."""
+    from advisor.store import connect, query
+
+    con = connect(db, read_only=True)
+    try:
+        cur = con.execute(query("bench/list_runs"), {"platform": platform, "status": status})
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        con.close()
