@@ -63,9 +63,14 @@ def test_sacct_P_with_a_wide_field_list_loads_every_job_as_submitted(tmp_path, e
     _, jobs = expected
     s = load(tmp_path / "a.duckdb", CAPTURED, "wide")
     assert (s.rows_read, s.inserted, s.rejected) == (19, 19, 0)
-    lines = (CAPTURED / capture.FILES["wide"]).read_text(encoding="utf-8").splitlines()
-    assert s.lines_read == len(lines) - 1  # every job and step line, the header not counted
     checks.assert_jobs_loaded(tmp_path / "a.duckdb", jobs)
+
+
+def test_lines_read_counts_every_job_and_step_record_but_not_the_header(tmp_path):
+    s = load(tmp_path / "a.duckdb", CAPTURED, "wide")
+    lines = (CAPTURED / capture.FILES["wide"]).read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("JobID|") and len(lines) == 47
+    assert s.lines_read == 46  # 19 allocations and 27 steps (ingests.lines_read: records)
 
 
 def test_sacct_P_with_a_custom_delimiter_loads_every_job_as_submitted(tmp_path, expected):
