@@ -351,3 +351,34 @@ def test_a_broken_model_file_is_an_error_naming_the_file_and_line(monkeypatch, d
     _open(at, "overview")
     _no_exception(at, "overview")
     assert not at.error and _charts(at)
+
+
+def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer(
+    monkeypatch, dbs
+):
+    """Streamlit runs each browser session in its own thread over one shared connection."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("ADVISOR_DB", str(dbs["gpu"]))
+    monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
+
+    def session(cluster: str) -> dict[str, int]:
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.run()
+        for months in (("2024-01", "2024-03"), ("2024-04", "2024-06"), ("2024-01", "2024-06")):
+            at.sidebar.multiselect(key="f_clusters").set_value([cluster])
+            at.sidebar.select_slider(key="f_months").set_value(months)
+            at.run()
+            assert not at.exception, [e.value for e in at.exception]
+        return at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+
+    with ThreadPoolExecutor(2) as pool:
+        teach, research = pool.map(session, ["teach", "research"])
+    con = store.connect(dbs["gpu"], read_only=True)
+    want = {
+        c: {g.keys["gpu_type"]: g.jobs
+            for g in ratios.ratio_summary(con, ratios.RatioQuery(clusters=(c,))).groups}
+        for c in ("teach", "research")
+    }
+    con.close()
+    assert teach == want["teach"] and research == want["research"]
