@@ -425,13 +425,72 @@ def test_policy_compliance_takes_each_jobs_most_specific_rule(small_db, tmp_path
     assert values["policy.jobs_compliant"] == str(4 * days + 1)
 
 
-def test_a_policy_exported_by_advisor_policy_reads_back_rule_for_rule(small_db, tmp_path):
-    from advisor.policy import PolicyConfig, build_policy, to_json
+@pytest.mark.parametrize("form", ["json", "lua"])
+def test_a_policy_exported_by_advisor_policy_reads_back_rule_for_rule(small_db, tmp_path, form):
+    import dataclasses
+
+    from advisor.policy import PolicyConfig, build_policy, to_json, to_lua
 
     exported = build_policy(PolicyConfig(db=str(small_db)))
-    path = tmp_path / "policy.json"
-    path.write_text(to_json(exported))
-    assert report.read_policy(path).rules == exported.rules
+    # a source with quotes, a backslash, a newline and non-ASCII survives the Lua escaping
+    exported = dataclasses.replace(exported, source='advisor "test" \\ caf\u00e9\n')
+    path = tmp_path / f"advisor-policy.{form}"
+    path.write_text(to_json(exported) if form == "json" else to_lua(exported))
+    back = report.read_policy(path)
+    assert back.rules == exported.rules and len(back.rules) >= 3
+    assert (back.version, back.generated_at, back.source) == (
+        exported.version, exported.generated_at, exported.source,
+    )  # fmt: skip
+
+
+def test_the_lua_policy_the_plugins_load_gives_the_same_compliance_as_its_json(small_db, tmp_path):
+    from advisor.policy import PolicyConfig, build_policy, to_json, to_lua
+
+    exported = build_policy(PolicyConfig(db=str(small_db)))
+    (tmp_path / "p.json").write_text(to_json(exported))
+    (tmp_path / "p.lua").write_text(to_lua(exported))
+    month = report.parse_month("2024-10")
+    con = store.connect(small_db, read_only=True)
+    got = [
+        report.policy_compliance(
+            con, month, None, report.ReportInputs(policy=report.read_policy(tmp_path / name))
+        )
+        for name in ("p.json", "p.lua")
+    ]
+    con.close()
+    assert got[0] is not None and got[1] is not None
+    assert got[0].rules == got[1].rules and got[0].jobs == 7 * len(OCT_DAYS) + 1
+
+
+LUA_POLICY = """-- exported
+return {
+  version = 1,
+  rules = {
+    { partition = "gpu", gpu_type = "h100", min_cpus_per_gpu = 2, default_cpus_per_gpu = 4, mode = "advise" },
+    { partition = "*", gpu_type = "*", min_cpus_per_gpu = 1, default_cpus_per_gpu = 2, mode = "advise" },
+  },
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("hello", r"p.lua:1: expected 'return', found 'hello'"),
+        (LUA_POLICY.replace("  },\n}", ""), r"p.lua:6: expected '}', found 'the end of the file'"),
+        ("return { version = 1 }", r"p.lua, field rules: must be a list"),
+        (LUA_POLICY.replace('mode = "advise" },\n  },', 'mode = "shout" },\n  },'),
+         r"p.lua:6, field rules\[1\].mode"),
+        (LUA_POLICY.replace("= 1, default", "= nil, default"), r"p.lua:6: unexpected 'nil'"),
+        (LUA_POLICY.replace("--[[", "").replace("-- exported", "--[[ block ]]"),
+         r"p.lua:1: cannot read"),
+    ],
+)  # fmt: skip
+def test_a_bad_lua_policy_names_its_line_and_field(tmp_path, text, where):
+    path = tmp_path / "p.lua"
+    path.write_text(text)
+    with pytest.raises(InputError, match=where):
+        report.read_policy(path)
 
 
 @pytest.mark.parametrize(
@@ -455,8 +514,8 @@ def test_a_bad_policy_file_names_its_line_and_field(tmp_path, text, where):
 
 def test_a_bad_policy_stops_the_report_before_anything_is_written(small_db, tmp_path):
     path = tmp_path / "policy.json"
-    path.write_text("return { version = 1 }")  # the Lua export, not the JSON one
-    with pytest.raises(InputError, match="not the Lua one"):
+    path.write_text("return { version = 1, rules = {")  # a Lua export cut short
+    with pytest.raises(InputError, match="policy.json:1: expected '}'"):
         report.run_reports(
             report.ReportConfig(out_dir=tmp_path / "out", month="2024-10", policy_file=path),
             small_db,

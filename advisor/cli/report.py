@@ -35,7 +35,10 @@ def report_cmd(
     ] = 10,
     policy: Annotated[
         Path | None,
-        typer.Option("--policy", help="An exported policy (JSON) to check compliance against."),
+        typer.Option(
+            "--policy",
+            help="An exported policy (the Lua file the plugins load, or JSON) to check compliance against.",
+        ),
     ] = None,
     model: Annotated[
         Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
