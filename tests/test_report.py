@@ -534,3 +534,31 @@ def test_month_last_writes_the_month_before_now(small_db, tmp_path):
     cfg = report.ReportConfig(out_dir=tmp_path, month="last")
     (res,) = report.run_reports(cfg, small_db, now=dt.datetime(2024, 11, 3))
     assert res.month == "2024-10" and res.gpu_jobs == 7 * len(OCT_DAYS) + 1
+
+
+def test_the_lua_reader_agrees_with_the_real_lua_interpreter(small_db, tmp_path):
+    import shutil
+    import subprocess
+
+    from advisor.policy import PolicyConfig, build_policy, to_lua
+
+    lua = shutil.which("lua5.1") or shutil.which("lua")
+    if lua is None:
+        pytest.skip("SKIPPED LOUDLY: no lua5.1 interpreter (apt-get install lua5.1)")
+    path = tmp_path / "advisor-policy.lua"
+    path.write_text(to_lua(build_policy(PolicyConfig(db=str(small_db)))))
+    script = (
+        "local p = dofile(arg[1]) print(p.version) print(p.source) "
+        "for _, r in ipairs(p.rules) do print(table.concat({r.partition, r.gpu_type, "
+        "r.min_cpus_per_gpu, r.default_cpus_per_gpu, r.mode}, '|')) end"
+    )
+    dump = tmp_path / "dump.lua"
+    dump.write_text(script)
+    out = subprocess.run([lua, str(dump), str(path)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()  # fmt: skip
+    ours = report.read_policy(path)
+    assert out[0] == str(ours.version) and out[1] == ours.source
+    assert out[2:] == [
+        f"{r.partition}|{r.gpu_type}|{r.min_cpus_per_gpu}|{r.default_cpus_per_gpu}|{r.mode.value}"
+        for r in ours.rules
+    ]
