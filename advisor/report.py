@@ -987,10 +987,14 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
             alt.Chart(df)
             .mark_bar()
             .encode(
-                x=alt.X("day:T", title="day (UTC)", timeUnit="yearmonthdate"),
+                x=alt.X("day:T", title="day (UTC)", timeUnit="utcyearmonthdate"),
                 y=alt.Y("jobs:Q", title="allocations started"),
                 color=alt.condition("datum.jobs == 0", alt.value("#d62728"), alt.value("#4c78a8")),
-                tooltip=[alt.Tooltip("day:T", format="%Y-%m-%d"), "jobs:Q", "gpu_jobs:Q"],
+                tooltip=[
+                    alt.Tooltip("day:T", timeUnit="utcyearmonthdate", format="%Y-%m-%d"),
+                    "jobs:Q",
+                    "gpu_jobs:Q",
+                ],
             )
             .properties(width=620, height=160)
         )

@@ -84,3 +84,20 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
     assert requested == [res.html_path.as_uri()]  # nothing but the file itself was fetched
     assert page.title().startswith("CPU cores per GPU, 2024-10")
     context.close()
+
+
+def test_the_daily_chart_reads_the_same_days_in_every_browser_time_zone(browser, db_path, tmp_path):
+    build_db(db_path)
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path / "out", month="2024-10"), db_path
+    )
+    seen = {}
+    for tz in ("UTC", "America/Los_Angeles", "Asia/Tokyo"):
+        context = browser.new_context(offline=True, timezone_id=tz)
+        page = context.new_page()
+        page.goto(res.html_path.as_uri())
+        page.wait_for_selector("body[data-charts-drawn]", timeout=30_000)
+        seen[tz] = page.locator("#chart-daily-starts svg text").all_text_contents()
+        context.close()
+    assert any("Oct" in t for t in seen["UTC"])
+    assert seen["America/Los_Angeles"] == seen["UTC"] == seen["Asia/Tokyo"]
