@@ -1035,8 +1035,8 @@ def _num(value: object) -> str:
             return "–"
         if abs(value) >= 1000:
             return f"{value:,.0f}"
-        if 0 < abs(value) < 1:
-            return f"{value:.3g}"  # 0.25, 0.0504, 0.625: small figures keep their digits
+        if 0 < abs(value) < 0.1:
+            return f"{value:.3g}"  # 0.0504 $/vCPU-hour: small figures keep their digits
         return f"{value:,.2f}"
     return str(value)
 

@@ -184,7 +184,7 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     h100 = next(i for i, g in enumerate(october.gpu_types) if g.gpu_type == "H100")
     key = f"gpu_types.{h100}.p50_cores_per_gpu"
     assert (
-        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.5<' in html
+        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.50<' in html
     )
 
 
@@ -301,6 +301,7 @@ def test_numbers_render_readably_and_missing_ones_as_a_dash():
     assert report._num(1234.5) == "1,234"  # round half to even
     assert report._num(0.25) == "0.25" and report._num(0.0504) == "0.0504"
     assert report._num(2.0) == "2.00" and report._num(12345) == "12,345"
+    assert report._num(0.5) == "0.50"
 
 
 # -- recommendations, starvation, policy -------------------------------------------------------
