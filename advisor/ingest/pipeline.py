@@ -29,7 +29,7 @@ from advisor.ingest.model import (
 from advisor.progress import ProgressFn, no_progress
 from advisor.store import query, quote_ident
 
-_STAGES = 6
+_STAGES = 5
 
 
 @dataclass
@@ -60,9 +60,14 @@ def check_options(options: IngestOptions) -> None:
         raise UsageError("--delimiter must be 1 to 4 bytes")
 
 
+MEMORY_LIMIT = "1GB"  # DuckDB spills to disk beyond it: a load of millions stays under ~2 GB RSS
+
+
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
-    """Per-connection setup: parsing macros, no DuckDB progress bar on our stdout."""
+    """Per-connection setup: parsing macros, a memory cap, no DuckDB progress bar on stdout."""
     con.execute("SET enable_progress_bar = false")
+    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+    con.execute("SET preserve_insertion_order = true")
     con.execute(query("ingest/macros"))
 
 
@@ -229,23 +234,25 @@ def _process(
     base = loaded.text_load.rowid_base if loaded.text_load is not None else 0
     _create_src(con, loaded.present, base)
     con.execute(query("ingest/parse"), {"cluster": options.cluster, "tz": options.source_tz})
+    rejects = _rejects(con, ingest_id, label, loaded)
+    con.execute("DROP VIEW src")
+    con.execute("DROP TABLE raw")  # only rejects needed the original text: free the memory
     progress(label, 2, _STAGES)
+    allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
     _gpu_map(con, options)
+    con.execute(query("ingest/superseded"))
     con.execute(query("ingest/fold"))
     con.execute(query("ingest/classify"))
+    con.execute("DROP VIEW stage")
+    con.execute("DROP TABLE parsed")
     progress(label, 3, _STAGES)
     counts = dict(con.execute("SELECT action, count(*) FROM classified GROUP BY action").fetchall())
-    store = query("ingest/store_rows")
     if counts.get("insert"):
-        con.execute(store, {"ingest_id": ingest_id, "action": "insert"})
+        con.execute(query("ingest/insert_new"), {"ingest_id": ingest_id})
     if counts.get("update"):
-        con.execute(store, {"ingest_id": ingest_id, "action": "update"})
+        con.execute(query("ingest/replace_changed"), {"ingest_id": ingest_id})
     progress(label, 4, _STAGES)
-    rejects = _rejects(con, ingest_id, label, loaded)
-    progress(label, 5, _STAGES)
-    rows_read = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL") + sum(
-        1 for r in loaded.line_rejects
-    )
+    rows_read = allocations + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
     inserted = int(counts.get("insert", 0))
     updated = int(counts.get("update", 0))
@@ -284,23 +291,25 @@ def _rejects(
     out: list[tuple[int | None, str | None, str, str]] = [
         (r.line_no, r.field, r.reason, r.raw) for r in loaded.line_rejects
     ]
-    value_rows = con.execute(
-        f"WITH v AS ({query('ingest/reject_values')}) "  # noqa: S608
-        f"SELECT v.rid, v.line_no, v.field, v.reason, {loaded.raw_expr} AS raw_text "
-        "FROM v JOIN raw ON raw.rowid - $base = v.rid ORDER BY v.rid",
-        {
-            **loaded.params,
-            "base": loaded.text_load.rowid_base if loaded.text_load is not None else 0,
-        },
-    ).fetchall()
-    if value_rows:
+    found = con.execute(query("ingest/reject_values")).fetchall()
+    if _count(con, "SELECT count(*) FROM parsed WHERE step IS NOT NULL"):
+        found += con.execute(query("ingest/orphan_steps")).fetchall()
+    if found:
+        base = loaded.text_load.rowid_base if loaded.text_load is not None else 0
+        texts = dict(
+            con.execute(
+                f"SELECT rowid - $base AS rid, {loaded.raw_expr} FROM raw "  # noqa: S608
+                "WHERE rowid - $base IN (SELECT unnest($rids))",
+                {**loaded.params, "base": base, "rids": [int(r[0]) for r in found]},
+            ).fetchall()
+        )
         skips: list[int] | None = None
-        for rid, line_no, field, reason, raw_text in value_rows:
+        for rid, line_no, field, reason in sorted(found, key=lambda r: int(r[0])):
             if line_no is None and loaded.layout is not None and loaded.text_load is not None:
                 if skips is None:
                     skips = _skips(loaded)
                 line_no = text.line_of_rid(int(rid), skips)
-            out.append((line_no, field, reason, raw_text))
+            out.append((line_no, field, reason, texts.get(rid, "")))
     out.sort(key=lambda r: (r[0] is None, r[0] or 0))
     if out:
         table = pa.table(

@@ -11,6 +11,7 @@ not fit is returned as a reject with its physical line number.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def load_raw(
     bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
     texts, blanks, total = scan_lines(path, compression, want)
-    rejects = _repair(con, layout, bad_lines, texts)
+    skips = sorted(set(bad_lines) | set(blanks) | ({1} if layout.has_header else set()))
+    rejects = _repair(con, layout, bad_lines, texts, skips, base)
     return TextLoad(total, rejects, blanks, bad_lines, base)
 
 
@@ -158,12 +160,14 @@ def _repair(
     layout: TextLayout,
     bad_lines: list[int],
     texts: dict[int, bytes],
+    skips: list[int],
+    base: int,
 ) -> list[LineReject]:
     delim = layout.delimiter
     n = len(layout.columns)
     bad_set = set(bad_lines)
     rows: list[tuple[int, list[str]]] = []
-    replaced: list[list[str]] = []  # accepted rows that were the first half of a split record
+    replaced: list[int] = []  # rids of accepted rows that were the first half of a split record
     rejects: list[LineReject] = []
     used: set[int] = set()
     for ln in bad_lines:
@@ -202,7 +206,7 @@ def _repair(
             head_parts = head.split(delim)
             if len(head_parts) == n:
                 whole = head_parts[:-1] + [head_parts[-1] + "\n" + text]
-                replaced.append(head_parts)
+                replaced.append(prev - 1 - bisect_left(skips, prev))
                 rows.append((prev, whole))
                 continue
         got = text.count(delim) + 1
@@ -214,9 +218,11 @@ def _repair(
                 " (wrong --delimiter or --fields, or a truncated line)",
             )
         )
-    for parts in replaced:
-        cond = " AND ".join(f"coalesce({quote_ident(c)}, '') = ?" for c in layout.columns)
-        con.execute(f"DELETE FROM raw WHERE {cond}", parts)  # noqa: S608
+    if replaced:
+        con.execute(
+            "DELETE FROM raw WHERE rowid - $base IN (SELECT unnest($rids))",
+            {"base": base, "rids": replaced},
+        )
     if rows:
         table = pa.table(
             {

@@ -1,7 +1,7 @@
 -- Fold steps into their allocation and keep one row per key (the last line wins within a file).
 -- Interactive evidence, strongest first: SubmitLine (salloc, srun --pty -> yes; sbatch, srun
 -- -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job name (yes).
-CREATE OR REPLACE TEMP TABLE stage AS
+CREATE OR REPLACE TEMP VIEW stage AS
 WITH steps AS (
     SELECT cluster, job_id_raw,
         bool_or(step = 'interactive') AS has_interactive,
@@ -11,13 +11,12 @@ WITH steps AS (
     GROUP BY ALL
 ), alloc AS (
     SELECT * FROM parsed
-    WHERE step IS NULL AND bad_field IS NULL
-    QUALIFY row_number() OVER (PARTITION BY cluster, job_id_raw, submit ORDER BY rid DESC) = 1
+    WHERE step IS NULL AND bad_field IS NULL AND rid NOT IN (SELECT rid FROM superseded)
 ), mp AS (
     SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap
 ), x AS (
     SELECT alloc.*, steps.has_interactive, steps.has_batch,
-        regexp_extract(lower(coalesce(submit_line, '')), '^\s*(?:\S*/)?(salloc|srun|sbatch)(?:\s|$)', 1) AS cmd
+        lower(split_part(split_part(ltrim(coalesce(submit_line, '')), ' ', 1), '/', -1)) AS cmd
     FROM alloc LEFT JOIN steps USING (cluster, job_id_raw)
 )
 SELECT
@@ -32,17 +31,17 @@ SELECT
     x.mem_mb, x.billing, x.node_list, x.req_cpus, x.req_gpus, x.req_mem_mb, x.alloc_tres,
     x.req_tres, x.submit_line, x.work_dir,
     CASE WHEN x.cmd = 'salloc' THEN TRUE
-         WHEN x.cmd = 'srun' AND regexp_matches(x.submit_line, '(^|\s)--pty(\s|$)') THEN TRUE
+         WHEN x.cmd = 'srun' AND contains(x.submit_line, '--pty') THEN TRUE
          WHEN x.cmd IN ('sbatch', 'srun') THEN FALSE
          WHEN x.has_interactive THEN TRUE
          WHEN x.has_batch THEN FALSE
-         WHEN lower(trim(x.job_name)) IN ('interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish',
-                                          'salloc', 'srun', 'login') THEN TRUE
+         WHEN list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc',
+                                        'srun', 'login'], lower(trim(x.job_name))) THEN TRUE
     END AS is_interactive,
-    CASE WHEN x.cmd <> '' THEN 'submit_line'
+    CASE WHEN x.cmd IN ('salloc', 'srun', 'sbatch') THEN 'submit_line'
          WHEN x.has_interactive OR x.has_batch THEN 'step'
-         WHEN lower(trim(x.job_name)) IN ('interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish',
-                                          'salloc', 'srun', 'login') THEN 'job_name'
+         WHEN list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc',
+                                        'srun', 'login'], lower(trim(x.job_name))) THEN 'job_name'
     END AS interactive_evidence,
     x.exclusive
 FROM x CROSS JOIN mp;

@@ -1,53 +1,62 @@
--- Parsing helpers for the ingest SQL (temporary macros, created once per connection).
--- Times: 'Unknown'/'None'/'' are NULL; epoch seconds (SLURM_TIME_FORMAT=%s) are UTC already;
--- 'YYYY-MM-DDTHH:MM:SS' is local to the source time zone `tz` and converted to UTC.
+-- Parsing helpers for the ingest SQL (temporary macros, created once per connection). They use
+-- plain string functions (split_part, contains) rather than regular expressions: they run on
+-- every field of millions of records.
+-- Blank: what sacct prints for "no value" (read_csv already turns '' into NULL).
+-- (list_contains, not IN: an IN list becomes a join per use.)
 CREATE OR REPLACE TEMP MACRO ing_blank(x) AS
-    x IS NULL OR trim(x) IN ('', 'Unknown', 'unknown', 'None', 'N/A', '(null)');
+    x IS NULL OR list_contains(['', 'Unknown', 'unknown', 'None', 'N/A', '(null)', 'NONE'], x);
+-- A time: 'YYYY-MM-DDTHH:MM:SS' (local to the source zone tz, converted to UTC) or epoch
+-- seconds (SLURM_TIME_FORMAT=%s, UTC already); NULL when blank or unparsable.
+CREATE OR REPLACE TEMP MACRO ing_ts_local(t, tz) AS
+    CASE WHEN tz = 'UTC' THEN t ELSE timezone('UTC', timezone(tz, t)) END;
+CREATE OR REPLACE TEMP MACRO ing_ts_epoch(x) AS
+    CASE WHEN TRY_CAST(x AS BIGINT) > 0 AND TRY_CAST(x AS BIGINT) < 100000000000
+         THEN make_timestamp(TRY_CAST(x AS BIGINT) * 1000000) END;
 CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
-    CASE WHEN ing_blank(x) THEN NULL
-         WHEN regexp_full_match(trim(x), '-?\d{1,12}')
-             THEN CASE WHEN TRY_CAST(trim(x) AS BIGINT) <= 0 THEN NULL
-                       ELSE make_timestamp(TRY_CAST(trim(x) AS BIGINT) * 1000000) END
-         WHEN tz = 'UTC' THEN try_strptime(trim(x), ['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S'])
-         ELSE timezone('UTC', timezone(tz, try_strptime(trim(x), ['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S'])))
+    coalesce(ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz),
+             CASE WHEN NOT contains(x, '-') THEN ing_ts_epoch(x) END);
+CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, ts) AS
+    NOT ing_blank(x) AND ts IS NULL AND TRY_CAST(x AS BIGINT) IS NULL;
+-- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank, UNLIMITED-like or unparsable.
+-- `rest` is x without its 'D-' prefix (computed once by the caller).
+CREATE OR REPLACE TEMP MACRO ing_dur_s(x, rest) AS
+    CASE WHEN ing_blank(x) OR list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], x) THEN NULL
+    ELSE CAST(
+        CASE WHEN contains(x, '-') THEN TRY_CAST(split_part(x, '-', 1) AS BIGINT) ELSE 0 END * 86400
+        + CASE WHEN length(rest) = 8 AND rest[3] = ':' AND rest[6] = ':'  -- HH:MM:SS, the usual
+                 THEN TRY_CAST(rest[1:2] AS BIGINT) * 3600 + TRY_CAST(rest[4:5] AS BIGINT) * 60
+                      + TRY_CAST(rest[7:8] AS BIGINT)
+               ELSE CASE length(rest) - length(replace(rest, ':', ''))
+                 WHEN 2 THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
+                           + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
+                           + TRY_CAST(split_part(rest, ':', 3) AS DOUBLE)
+                 WHEN 1 THEN CASE WHEN contains(x, '-')
+                                  THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
+                                       + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
+                                  ELSE TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 60
+                                       + TRY_CAST(split_part(rest, ':', 2) AS DOUBLE) END
+                 WHEN 0 THEN CASE WHEN contains(x, '-') THEN TRY_CAST(rest AS BIGINT) * 3600 END
+               END
+          END AS BIGINT)
     END;
-CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, tz) AS
-    NOT ing_blank(x) AND ing_ts(x, tz) IS NULL AND NOT regexp_full_match(trim(x), '-?\d{1,12}');
--- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank or UNLIMITED-like.
-CREATE OR REPLACE TEMP MACRO ing_dur_parts(x) AS
-    regexp_extract(trim(x), '^(?:(\d{1,7})-)?(?:(\d{1,4}):)?(\d{1,4}):(\d{1,2})(?:\.\d+)?$', ['d', 'h', 'm', 's']);
-CREATE OR REPLACE TEMP MACRO ing_dur_s(x) AS
-    CASE WHEN ing_blank(x) OR trim(x) IN ('UNLIMITED', 'Partition_Limit', 'INVALID', 'NONE') THEN NULL
-         WHEN regexp_full_match(trim(x), '\d{1,4}-\d{1,4}') -- D-HH
-             THEN CAST(split_part(trim(x), '-', 1) AS BIGINT) * 86400
-                  + CAST(split_part(trim(x), '-', 2) AS BIGINT) * 3600
-         ELSE (SELECT CASE WHEN p.m = '' THEN NULL ELSE
-                  coalesce(TRY_CAST(nullif(p.d, '') AS BIGINT), 0) * 86400
-                  + coalesce(TRY_CAST(nullif(p.h, '') AS BIGINT), 0) * 3600
-                  + CAST(p.m AS BIGINT) * 60 + CAST(p.s AS BIGINT) END
-               FROM (SELECT ing_dur_parts(x) AS p) AS q(p))
-    END;
-CREATE OR REPLACE TEMP MACRO ing_dur_bad(x) AS
-    NOT ing_blank(x) AND trim(x) NOT IN ('UNLIMITED', 'Partition_Limit', 'INVALID', 'NONE')
-    AND ing_dur_s(x) IS NULL;
--- One integer TRES entry (`key` matched as a whole key, so gres/gpu never matches gres/gpumem).
-CREATE OR REPLACE TEMP MACRO ing_tres_num(s, key) AS
-    TRY_CAST(nullif(regexp_extract(s, '(?:^|,)' || key || '=([0-9]+(?:\.[0-9]+)?)(?:,|$)', 1), '') AS DOUBLE);
+CREATE OR REPLACE TEMP MACRO ing_dur_rest(x) AS
+    CASE WHEN contains(x, '-') THEN split_part(x, '-', 2) ELSE x END;
+-- The value of TRES key `key` (matched as a whole key: ',cpu=' never matches ',gres/cpu=').
+-- `s` is the TRES string with a leading comma.
+CREATE OR REPLACE TEMP MACRO ing_tres_val(s, key) AS
+    nullif(split_part(split_part(s, ',' || key || '=', 2), ',', 1), '');
 CREATE OR REPLACE TEMP MACRO ing_tres_has(s, key) AS
-    regexp_matches(s, '(?:^|,)' || key || '=');
--- Memory with K/M/G/T/P (MB based, as sacct prints TRES mem) -> MB.
-CREATE OR REPLACE TEMP MACRO ing_mem_mb(v, u) AS
-    TRY_CAST(v AS DOUBLE) * CASE upper(u) WHEN 'K' THEN 1.0 / 1024 WHEN 'G' THEN 1024
-        WHEN 'T' THEN 1024 * 1024 WHEN 'P' THEN 1024 * 1024 * 1024 ELSE 1 END;
--- Typed GPU entries of a TRES string: [{name, n}] (gres/gpu:TYPE=N; not gpumem/gpuutil).
+    contains(s, ',' || key || '=');
+-- Memory '64G', '2.50G', '374000M', '512K' (MB based, as sacct prints TRES mem) -> MB.
+CREATE OR REPLACE TEMP MACRO ing_mem_mb(v) AS
+    TRY_CAST(rtrim(v, 'KMGTPkmgtp') AS DOUBLE) * CASE upper(right(v, 1))
+        WHEN 'K' THEN 1.0 / 1024 WHEN 'G' THEN 1024 WHEN 'T' THEN 1024 * 1024
+        WHEN 'P' THEN 1024 * 1024 * 1024 ELSE 1 END;
+-- Typed GPU entries of a TRES string (several types): [{name, n}]; never gpumem/gpuutil.
 CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
-    list_transform(regexp_extract_all(s, '(?:^|,)gres/gpu:[^=,]+=[0-9]+'),
-        e -> {'name': regexp_extract(e, 'gres/gpu:([^=]+)=', 1),
-              'n': TRY_CAST(regexp_extract(e, '=([0-9]+)$', 1) AS BIGINT)});
--- A TRES string that is not a comma list of key=value.
-CREATE OR REPLACE TEMP MACRO ing_tres_bad(s) AS
-    NOT ing_blank(s) AND NOT regexp_full_match(trim(s), '[^,=]+=[^,=]*(,[^,=]+=[^,=]*)*');
--- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x).
+    list_transform(regexp_extract_all(s, ',gres/gpu:[^=,]+=[0-9]+'),
+        e -> {'name': split_part(split_part(e, 'gres/gpu:', 2), '=', 1),
+              'n': TRY_CAST(split_part(e, '=', 2) AS BIGINT)});
+-- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=).
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
-    len(list_filter(regexp_extract_all(s, '(?:^|,)gres/gpu(?::[^=,]+)?=([^,]*)', 1),
-        v -> NOT regexp_full_match(v, '[0-9]{1,9}'))) > 0;
+    contains(s, ',gres/gpu') AND regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)');

@@ -1,129 +1,163 @@
 -- Parse every record of the temp view `src` (one VARCHAR column per canonical sacct field, plus
 -- rid = read order and line_no where known) into typed values. Steps keep only what folding
--- needs. `bad_field`/`bad_reason` name the first field that could not be parsed.
+-- needs. `bad_field` names the first field of an allocation line that could not be parsed.
 -- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone).
+-- Plain string functions, not regular expressions, on the hot path (millions of rows).
 CREATE OR REPLACE TEMP TABLE parsed AS
 WITH a AS (
     SELECT src.*,
-        trim(coalesce(nullif(trim(jobid), ''), trim(jobidraw))) AS id_txt,
-        trim(jobidraw) AS raw_txt
+        coalesce(nullif(jobid, ''), jobidraw) AS id_txt,
+        ',' || coalesce(alloctres, '') AS atres,
+        ',' || coalesce(reqtres, '') AS rtres,
+        ing_dur_rest(elapsed) AS el_rest,
+        ing_dur_rest(timelimit) AS tl_rest
     FROM src
 ), b AS (
     SELECT *,
         split_part(id_txt, '.', 1) AS alloc_txt,
         CASE WHEN contains(id_txt, '.') THEN split_part(id_txt, '.', 2) END AS step,
-        nullif(split_part(raw_txt, '.', 1), '') AS raw_alloc_txt,
-        coalesce(nullif(trim(cluster), ''), $cluster) AS cl
-    FROM a
-), c AS (
-    SELECT *,
-        regexp_extract(alloc_txt, '^(\d+)_(\d+)$', ['j', 't']) AS arr,
-        regexp_extract(alloc_txt, '^(\d+)\+(\d+)$', ['j', 'o']) AS het,
-        regexp_full_match(alloc_txt, '\d+_\[.*') AS arr_pending,
-        regexp_full_match(alloc_txt, '\d+(_\d+|_\[.*|\+\d+)?') AS id_ok,
-        coalesce(nullif(trim(alloctres), ''), '') AS atres,
-        coalesce(nullif(trim(reqtres), ''), '') AS rtres
-    FROM b
-), d AS (
-    SELECT *,
-        CASE WHEN raw_alloc_txt IS NOT NULL THEN TRY_CAST(raw_alloc_txt AS BIGINT)
-             WHEN regexp_full_match(alloc_txt, '\d+') THEN TRY_CAST(alloc_txt AS BIGINT)
-             WHEN het.j <> '' THEN TRY_CAST(het.j AS BIGINT) + TRY_CAST(het.o AS BIGINT)
-             WHEN arr_pending THEN TRY_CAST(split_part(alloc_txt, '_', 1) AS BIGINT)
-        END AS job_id_raw,
-        ing_typed_gpus(atres) AS typed,
-        ing_typed_gpus(rtres) AS rtyped,
-        regexp_extract(coalesce(allocgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS agres,
-        regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres,
-        regexp_extract(atres, '(?:^|,)mem=([0-9]+(?:\.[0-9]+)?)([KMGTP]?)(?:,|$)', ['v', 'u']) AS amem,
-        regexp_extract(trim(coalesce(reqmem, '')), '^([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([cn]?)$', ['v', 'u', 'per']) AS rmem,
+        nullif(split_part(jobidraw, '.', 1), '') AS raw_alloc_txt,
+        coalesce(nullif(cluster, ''), $cluster) AS cl,
         ing_ts(submit, $tz) AS submit_ts,
         ing_ts(eligible, $tz) AS eligible_ts,
         ing_ts("start", $tz) AS start_ts,
         ing_ts("end", $tz) AS end_ts,
-        coalesce(TRY_CAST(nullif(trim(elapsedraw), '') AS BIGINT), ing_dur_s(elapsed)) AS elapsed_s,
-        coalesce(TRY_CAST(nullif(trim(timelimitraw), '') AS BIGINT) * 60, ing_dur_s(timelimit)) AS timelimit_s,
-        trim(state) AS state_raw
+        coalesce(TRY_CAST(elapsedraw AS BIGINT), ing_dur_s(elapsed, el_rest)) AS elapsed_v,
+        coalesce(TRY_CAST(timelimitraw AS BIGINT) * 60, ing_dur_s(timelimit, tl_rest)) AS timelimit_v,
+        TRY_CAST(nnodes AS INTEGER) AS nnodes_v,
+        TRY_CAST(ncpus AS INTEGER) AS ncpus_v,
+        TRY_CAST(alloccpus AS INTEGER) AS alloccpus_v,
+        TRY_CAST(reqcpus AS INTEGER) AS reqcpus_v,
+        TRY_CAST(uid AS BIGINT) AS uid_v,
+        ing_tres_val(atres, 'cpu') AS a_cpu,
+        ing_tres_val(atres, 'gres/gpu') AS a_gpu,
+        ing_tres_val(atres, 'mem') AS a_mem,
+        ing_tres_val(rtres, 'cpu') AS r_cpu,
+        ing_tres_val(rtres, 'gres/gpu') AS r_gpu,
+        length(atres) - length(replace(atres, ',gres/gpu:', '')) AS a_typed_chars,
+        length(rtres) - length(replace(rtres, ',gres/gpu:', '')) AS r_typed_chars,
+        split_part(atres, ',gres/gpu:', 2) AS a_typed1,
+        split_part(rtres, ',gres/gpu:', 2) AS r_typed1,
+        split_part(state, ' ', 1) AS state_word
+    FROM a
+), c AS (
+    SELECT *,
+        TRY_CAST(alloc_txt AS BIGINT) AS plain_id,
+        CASE WHEN contains(alloc_txt, '_') THEN split_part(alloc_txt, '_', 1) END AS arr_j,
+        CASE WHEN contains(alloc_txt, '_') THEN split_part(alloc_txt, '_', 2) END AS arr_t,
+        CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 1) END AS het_j,
+        CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 2) END AS het_o,
+        -- typed GPUs: one type (the usual case) read with split_part, several with a regex
+        CASE WHEN a_typed_chars > 10 THEN ing_typed_gpus(atres) END AS typed_list,
+        CASE WHEN a_typed_chars = 10 THEN split_part(a_typed1, '=', 1) END AS typed1_name,
+        CASE WHEN a_typed_chars = 10 THEN TRY_CAST(split_part(split_part(a_typed1, '=', 2), ',', 1) AS BIGINT) END AS typed1_n,
+        CASE WHEN r_typed_chars > 10 THEN list_sum(list_transform(ing_typed_gpus(rtres), x -> x.n))
+             WHEN r_typed_chars = 10 THEN TRY_CAST(split_part(split_part(r_typed1, '=', 2), ',', 1) AS BIGINT) END AS r_typed_sum,
+        regexp_extract(coalesce(allocgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS agres,
+        regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres
+    FROM b
+), d AS (
+    SELECT *,
+        TRY_CAST(arr_j AS BIGINT) AS arr_j_n,
+        TRY_CAST(arr_t AS BIGINT) AS arr_t_n,
+        starts_with(coalesce(arr_t, ''), '[') AS arr_pending,
+        TRY_CAST(het_j AS BIGINT) AS het_j_n,
+        TRY_CAST(het_o AS INTEGER) AS het_o_n,
+        CASE WHEN typed_list IS NOT NULL THEN list_sum(list_transform(typed_list, x -> x.n)) ELSE typed1_n END AS typed_sum,
+        CASE WHEN typed_list IS NOT NULL
+             THEN list_sort(list_transform(typed_list, x -> lpad(CAST(x.n AS VARCHAR), 10, '0') || chr(9) || x.name), 'DESC')[1]
+        END AS top_typed
     FROM c
 ), e AS (
     SELECT *,
-        list_sum(list_transform(typed, x -> x.n)) AS typed_sum,
-        list_sort(list_transform(typed, x -> lpad(CAST(x.n AS VARCHAR), 10, '0') || chr(9) || x.name), 'DESC')[1] AS top_typed,
-        ing_tres_num(atres, 'gres/gpu') AS untyped,
-        ing_tres_num(atres, 'cpu') AS tres_cpu,
-        ing_tres_num(rtres, 'cpu') AS rtres_cpu,
-        ing_tres_num(rtres, 'gres/gpu') AS runtyped,
-        list_sum(list_transform(rtyped, x -> x.n)) AS rtyped_sum
+        plain_id IS NOT NULL
+            OR (arr_j_n IS NOT NULL AND (arr_t_n IS NOT NULL OR arr_pending))
+            OR (het_j_n IS NOT NULL AND het_o_n IS NOT NULL) AS id_ok,
+        CASE WHEN raw_alloc_txt IS NOT NULL THEN TRY_CAST(raw_alloc_txt AS BIGINT)
+             WHEN plain_id IS NOT NULL THEN plain_id
+             WHEN het_j_n IS NOT NULL THEN het_j_n + het_o_n
+             WHEN arr_pending THEN arr_j_n
+        END AS job_id_raw,
+        TRY_CAST(a_gpu AS BIGINT) AS untyped,
+        TRY_CAST(a_cpu AS INTEGER) AS a_cpu_v,
+        ing_mem_mb(a_mem) AS a_mem_v,
+        TRY_CAST(r_gpu AS BIGINT) AS runtyped
     FROM d
 )
 SELECT
     rid, line_no, cl AS cluster, job_id_raw, alloc_txt AS job_id, step,
     coalesce(submit_ts, TIMESTAMP '1970-01-01 00:00:00') AS submit,
-    TRY_CAST(nullif(CASE WHEN arr_pending THEN split_part(alloc_txt, '_', 1) ELSE arr.j END, '') AS BIGINT) AS array_job_id,
-    TRY_CAST(nullif(arr.t, '') AS BIGINT) AS array_task_id,
-    TRY_CAST(nullif(het.j, '') AS BIGINT) AS het_job_id,
-    TRY_CAST(nullif(het.o, '') AS INTEGER) AS het_job_offset,
-    nullif(trim("user"), '') AS "user",
-    TRY_CAST(nullif(trim(uid), '') AS BIGINT) AS uid,
-    nullif(trim("group"), '') AS "group",
-    nullif(trim(account), '') AS account,
-    nullif(trim("partition"), '') AS "partition",
-    nullif(trim(qos), '') AS qos,
+    arr_j_n AS array_job_id,
+    arr_t_n AS array_task_id,
+    het_j_n AS het_job_id,
+    het_o_n AS het_job_offset,
+    nullif("user", '') AS "user",
+    uid_v AS uid,
+    nullif("group", '') AS "group",
+    nullif(account, '') AS account,
+    nullif("partition", '') AS "partition",
+    nullif(qos, '') AS qos,
     jobname AS job_name,
-    nullif(upper(split_part(state_raw, ' ', 1)), '') AS state,
-    nullif(state_raw, '') AS state_raw,
-    nullif(trim(exitcode), '') AS exit_code,
+    nullif(upper(state_word), '') AS state,
+    nullif(state, '') AS state_raw,
+    nullif(exitcode, '') AS exit_code,
     eligible_ts AS eligible, start_ts AS "start", end_ts AS "end",
-    elapsed_s, timelimit_s,
-    coalesce(TRY_CAST(nullif(trim(nnodes), '') AS INTEGER), TRY_CAST(ing_tres_num(atres, 'node') AS INTEGER)) AS nnodes,
-    coalesce(TRY_CAST(tres_cpu AS INTEGER),
-             TRY_CAST(nullif(trim(coalesce(ncpus, alloccpus)), '') AS INTEGER)) AS cpus,
+    elapsed_v AS elapsed_s,
+    timelimit_v AS timelimit_s,
+    coalesce(nnodes_v, TRY_CAST(ing_tres_val(atres, 'node') AS INTEGER)) AS nnodes,
+    coalesce(a_cpu_v, ncpus_v, alloccpus_v) AS cpus,
     coalesce(TRY_CAST(coalesce(untyped, typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
-    CASE WHEN len(typed) > 0 THEN split_part(top_typed, chr(9), 2)
+    CASE WHEN typed_list IS NOT NULL THEN split_part(top_typed, chr(9), 2)
+         WHEN typed1_name IS NOT NULL THEN typed1_name
          WHEN nullif(agres.t, '') IS NOT NULL THEN agres.t END AS gpu_type_raw,
-    CASE WHEN len(typed) > 1 THEN typed END AS typed_list,
-    CAST(round(ing_mem_mb(nullif(amem.v, ''), amem.u)) AS BIGINT) AS mem_mb,
-    ing_tres_num(atres, 'billing') AS billing,
-    nullif(trim(nodelist), '') AS node_list,
-    coalesce(TRY_CAST(nullif(trim(reqcpus), '') AS INTEGER), TRY_CAST(rtres_cpu AS INTEGER)) AS req_cpus,
-    TRY_CAST(coalesce(runtyped, rtyped_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
-    CAST(round(ing_mem_mb(nullif(rmem.v, ''), rmem.u) * CASE rmem.per
-        WHEN 'c' THEN coalesce(TRY_CAST(nullif(trim(reqcpus), '') AS INTEGER), 1)
-        WHEN 'n' THEN coalesce(TRY_CAST(nullif(trim(nnodes), '') AS INTEGER), 1) ELSE 1 END) AS BIGINT) AS req_mem_mb,
-    nullif(atres, '') AS alloc_tres,
-    nullif(rtres, '') AS req_tres,
+    typed_list,
+    CAST(round(a_mem_v) AS BIGINT) AS mem_mb,
+    TRY_CAST(ing_tres_val(atres, 'billing') AS DOUBLE) AS billing,
+    nullif(nodelist, '') AS node_list,
+    coalesce(reqcpus_v, TRY_CAST(r_cpu AS INTEGER)) AS req_cpus,
+    TRY_CAST(coalesce(runtyped, r_typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
+    CAST(round(ing_mem_mb(rtrim(reqmem, 'cn')) * CASE right(reqmem, 1)
+        WHEN 'c' THEN coalesce(reqcpus_v, 1)
+        WHEN 'n' THEN coalesce(nnodes_v, 1) ELSE 1 END) AS BIGINT) AS req_mem_mb,
+    nullif(alloctres, '') AS alloc_tres,
+    nullif(reqtres, '') AS req_tres,
     submitline AS submit_line,
     workdir AS work_dir,
-    coalesce(regexp_matches(coalesce(submitline, ''), '(^|\s)--exclusive(\s|=|$)'), FALSE)
-        OR coalesce(lower(trim(exclusive_hint)) IN ('true', '1', 'yes'), FALSE) AS exclusive,
+    coalesce(contains(submitline, '--exclusive'), FALSE)
+        OR coalesce(lower(exclusive_hint) IN ('true', '1', 'yes'), FALSE) AS exclusive,
     -- the first field that could not be parsed (allocation lines only; steps are folded)
     CASE
-        WHEN NOT id_ok OR (step IS NOT NULL AND step = '') THEN 'JobID'
-        WHEN job_id_raw IS NULL AND raw_alloc_txt IS NOT NULL THEN 'JobIDRaw'
+        WHEN id_txt IS NULL OR NOT id_ok OR (step IS NOT NULL AND step = '') THEN 'JobID'
         WHEN job_id_raw IS NULL THEN 'JobIDRaw'
         WHEN step IS NOT NULL THEN NULL
-        WHEN ing_ts_bad(submit, $tz) THEN 'Submit'
-        WHEN ing_ts_bad(eligible, $tz) THEN 'Eligible'
-        WHEN ing_ts_bad("start", $tz) THEN 'Start'
-        WHEN ing_ts_bad("end", $tz) THEN 'End'
-        WHEN nullif(trim(elapsedraw), '') IS NOT NULL AND TRY_CAST(trim(elapsedraw) AS BIGINT) IS NULL THEN 'ElapsedRaw'
-        WHEN ing_dur_bad(elapsed) THEN 'Elapsed'
-        WHEN nullif(trim(timelimitraw), '') IS NOT NULL AND trim(timelimitraw) NOT IN ('UNLIMITED', 'Partition_Limit')
-             AND TRY_CAST(trim(timelimitraw) AS BIGINT) IS NULL THEN 'TimelimitRaw'
-        WHEN ing_dur_bad(timelimit) THEN 'Timelimit'
-        WHEN nullif(trim(nnodes), '') IS NOT NULL AND TRY_CAST(trim(nnodes) AS INTEGER) IS NULL THEN 'NNodes'
-        WHEN nullif(trim(ncpus), '') IS NOT NULL AND TRY_CAST(trim(ncpus) AS INTEGER) IS NULL THEN 'NCPUS'
-        WHEN nullif(trim(alloccpus), '') IS NOT NULL AND TRY_CAST(trim(alloccpus) AS INTEGER) IS NULL THEN 'AllocCPUS'
-        WHEN nullif(trim(reqcpus), '') IS NOT NULL AND TRY_CAST(trim(reqcpus) AS INTEGER) IS NULL THEN 'ReqCPUS'
-        WHEN nullif(trim(uid), '') IS NOT NULL AND TRY_CAST(trim(uid) AS BIGINT) IS NULL THEN 'UID'
-        WHEN ing_tres_bad(atres) THEN 'AllocTRES'
-        WHEN ing_tres_has(atres, 'cpu') AND TRY_CAST(tres_cpu AS INTEGER) IS NULL THEN 'AllocTRES'
-        WHEN ing_tres_has(atres, 'mem') AND amem.v = '' THEN 'AllocTRES'
+        WHEN ing_ts_bad(submit, submit_ts) THEN 'Submit'
+        WHEN ing_ts_bad(eligible, eligible_ts) THEN 'Eligible'
+        WHEN ing_ts_bad("start", start_ts) THEN 'Start'
+        WHEN ing_ts_bad("end", end_ts) THEN 'End'
+        WHEN elapsedraw IS NOT NULL AND TRY_CAST(elapsedraw AS BIGINT) IS NULL THEN 'ElapsedRaw'
+        WHEN elapsedraw IS NULL AND (elapsed_v < 0 OR (elapsed_v IS NULL AND NOT ing_blank(elapsed)
+             AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed))) THEN 'Elapsed'
+        WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
+             AND TRY_CAST(timelimitraw AS BIGINT) IS NULL THEN 'TimelimitRaw'
+        WHEN timelimitraw IS NULL AND (timelimit_v < 0 OR (timelimit_v IS NULL AND NOT ing_blank(timelimit)
+             AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit))) THEN 'Timelimit'
+        WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
+        WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
+        WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
+        WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
+        WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
+        WHEN nullif(alloctres, '') IS NOT NULL AND NOT contains(alloctres, '=') THEN 'AllocTRES'
+        WHEN a_cpu IS NOT NULL AND a_cpu_v IS NULL THEN 'AllocTRES'
+        WHEN a_mem IS NOT NULL AND a_mem_v IS NULL THEN 'AllocTRES'
         WHEN ing_gpu_vals_bad(atres) THEN 'AllocTRES'
         WHEN coalesce(untyped, typed_sum, 0) > 2147483647 THEN 'AllocTRES'
-        WHEN ing_tres_bad(rtres) THEN 'ReqTRES'
+        WHEN nullif(reqtres, '') IS NOT NULL AND NOT contains(reqtres, '=') THEN 'ReqTRES'
         WHEN ing_gpu_vals_bad(rtres) THEN 'ReqTRES'
-        WHEN state_raw IS NOT NULL AND state_raw <> ''
-             AND NOT regexp_full_match(state_raw, '[A-Za-z_]+\+?( by -?\d+)?') THEN 'State'
+        WHEN state IS NOT NULL
+             AND NOT list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
+                 'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
+                 'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
+                 'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'], upper(state_word))
+             AND NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?') THEN 'State'
     END AS bad_field
 FROM e;

@@ -1,5 +1,4 @@
--- Allocation lines whose fields could not be parsed, and steps whose allocation line is not in
--- the file, as (rid, line_no, field, reason). The raw text is joined on by the caller.
+-- Allocation lines whose fields could not be parsed, as (rid, line_no, field, reason).
 SELECT rid, line_no, bad_field AS field,
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
@@ -17,11 +16,3 @@ SELECT rid, line_no, bad_field AS field,
     END AS reason
 FROM parsed
 WHERE bad_field IS NOT NULL
-UNION ALL
-SELECT p.rid, p.line_no, 'JobID' AS field,
-    'step line without its allocation line in the same source (steps are folded into it)' AS reason
-FROM parsed p
-WHERE p.step IS NOT NULL AND p.bad_field IS NULL
-  AND NOT EXISTS (SELECT 1 FROM parsed a WHERE a.step IS NULL AND a.cluster = p.cluster
-                  AND a.job_id_raw = p.job_id_raw)
-ORDER BY rid

@@ -1,6 +1,5 @@
--- Write the new and changed allocations of `classified` into jobs (one statement: new keys
--- insert, existing keys are replaced). Parameter: $ingest_id.
-INSERT OR REPLACE INTO jobs (
+-- Insert the allocations of `classified` whose key is new. Parameter: $ingest_id.
+INSERT INTO jobs (
     cluster, job_id_raw, submit, job_id, array_job_id, array_task_id, het_job_id, het_job_offset,
     "user", uid, "group", account, "partition", qos, job_name, state, state_raw, exit_code,
     eligible, "start", "end", elapsed_s, timelimit_s, nnodes, cpus, gpus, gpu_type, gpu_type_raw,
@@ -14,4 +13,4 @@ SELECT
     submit_line, work_dir, is_interactive, interactive_evidence, exclusive, $ingest_id,
     timezone('UTC', now())
 FROM classified
-WHERE action = $action;
+WHERE action = 'insert';

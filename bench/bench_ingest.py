@@ -1,0 +1,208 @@
+"""Ingest speed: advisor's ingest against DuckDB's raw materialise and pandas + Python per line.
+
+Generates N synthetic sacct -P allocation records (``advisor synth``: 27 fields, steps off, so
+N lines like the research's 4.65M-record export), then measures in this one process, one after
+the other, each into a fresh DuckDB file:
+
+1. raw:    ``CREATE TABLE AS SELECT * FROM read_csv(file, all_varchar=true)`` (the floor: no parsing);
+2. pandas: the obvious approach: pandas.read_csv in chunks, then a Python loop over the lines
+           (itertuples) parsing TRES, times and durations, rows appended to DuckDB;
+3. advisor: ``advisor.ingest.ingest_files`` (parse, fold, upsert, rejects, one transaction).
+
+Prints seconds, rows, the ratios (advisor / raw, pandas / advisor) and the peak RSS of each
+phase (sampled every 20 ms). Targets (DESIGN.md): advisor < 20 s at 4.65M on a 2-core machine,
+<= 2x raw, >= 3x faster than pandas, peak < 2 GB. Timings on a shared machine are noisy: the
+ratios, measured in one run, are the figures to compare.
+
+    python bench/bench_ingest.py                    # 4.65M records
+    python bench/bench_ingest.py --records 500000   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.ingest import ingest_files  # noqa: E402
+from advisor.synth import SynthConfig, generate  # noqa: E402
+
+
+class PeakRss:
+    """Peak resident memory of this process while the block runs (sampled)."""
+
+    def __init__(self) -> None:
+        self.proc = psutil.Process()
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            self._stop.wait(0.02)
+
+    def __enter__(self) -> PeakRss:
+        gc.collect()
+        self.peak = self.proc.memory_info().rss
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+
+def raw_materialise(path: Path, db: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    con.execute("SET enable_progress_bar = false")
+    con.execute(
+        "CREATE TABLE raw AS SELECT * FROM read_csv(?, all_varchar = true, delim = '|', "
+        "header = true, ignore_errors = true)",
+        [str(path)],
+    )
+    row = con.execute("SELECT count(*) FROM raw").fetchone()
+    con.close()
+    return int(row[0]) if row else 0
+
+
+_DUR = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
+
+
+def _tres(s: object) -> tuple[int | None, int, str | None]:
+    cpus, gpus, gtype = None, 0, None
+    if isinstance(s, str):
+        for part in s.split(","):
+            key, _, val = part.partition("=")
+            if key == "cpu":
+                cpus = int(val)
+            elif key == "gres/gpu":
+                gpus = int(val)
+            elif key.startswith("gres/gpu:"):
+                gtype = key[9:]
+    return cpus, gpus, gtype
+
+
+def _dur(s: object) -> int | None:
+    m = _DUR.match(s) if isinstance(s, str) else None
+    if not m:
+        return None
+    d, h, mi, se = (int(x) if x else 0 for x in m.groups())
+    return d * 86400 + h * 3600 + mi * 60 + se
+
+
+def _ts(s: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+
+
+def pandas_python(path: Path, db: Path) -> int:
+    """The obvious approach: pandas reads the text, a Python loop parses each line."""
+    import csv
+
+    import duckdb
+    import pandas as pd
+
+    con = duckdb.connect(str(db))
+    con.execute("SET enable_progress_bar = false")
+    total = 0
+    reader = pd.read_csv(
+        path, sep="|", dtype=str, quoting=csv.QUOTE_NONE, on_bad_lines="skip",
+        encoding_errors="replace", chunksize=500_000, keep_default_na=False,
+    )  # fmt: skip
+    for chunk in reader:
+        rows = []
+        for r in chunk.itertuples(index=False):
+            if "." in r.JobID:
+                continue  # a step: its allocation line carries the numbers
+            cpus, gpus, gtype = _tres(r.AllocTRES)
+            rows.append((
+                r.Cluster, r.JobID, int(r.JobIDRaw), r.User, r.Account, r.Partition,
+                r.State.split(" ", 1)[0], r.State, _ts(r.Submit), _ts(r.Start), _ts(r.End),
+                _dur(r.Elapsed), _dur(r.Timelimit), int(r.NNodes), cpus, gpus, gtype,
+                int(r.ReqCPUS), r.NodeList, r.JobName, r.SubmitLine,
+            ))  # fmt: skip
+        out = pd.DataFrame(rows, columns=[
+            "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state",
+            "state_raw", "submit", "start", "end", "elapsed_s", "timelimit_s", "nnodes", "cpus",
+            "gpus", "gpu_type_raw", "req_cpus", "node_list", "job_name", "submit_line",
+        ])  # fmt: skip
+        if total == 0:
+            con.execute("CREATE TABLE jobs AS SELECT * FROM out")
+        else:
+            con.execute("INSERT INTO jobs SELECT * FROM out")
+        total += len(out)
+    con.close()
+    return total
+
+
+def advisor_ingest(path: Path, db: Path) -> int:
+    [s] = ingest_files(db, [path])
+    return s.inserted
+
+
+def measure(name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path) -> dict[str, float]:
+    db = tmp / f"{name}.duckdb"
+    with PeakRss() as rss:
+        t0 = time.perf_counter()
+        rows = fn(path, db)
+        secs = time.perf_counter() - t0
+    print(
+        f"{name:>8}: {secs:8.2f} s  {rows:>10,} rows  peak RSS {rss.peak / 2**20:8.0f} MB",
+        flush=True,
+    )
+    return {"s": secs, "rows": rows, "rss": rss.peak}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--records", type=int, default=4_650_000)
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--file", type=Path, help="reuse this sacct file instead of generating one")
+    ap.add_argument("--skip-pandas", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
+        tmp = Path(tmpdir)
+        path = args.file
+        if path is None:
+            path = tmp / "sacct.txt"
+            t0 = time.perf_counter()
+            res = generate(SynthConfig(records=args.records, seed=args.seed, step_share=0.0), path)
+            print(f"generated {res.lines:,} lines, {res.bytes_written / 1e9:.2f} GB, "
+                  f"{len(res.__dict__)} summary fields, in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+        print(
+            f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared: noisy)"
+        )
+        raw = measure("raw", raw_materialise, path, tmp)
+        adv = measure("advisor", advisor_ingest, path, tmp)
+        pdm = None if args.skip_pandas else measure("pandas", pandas_python, path, tmp)
+        print()
+        print(f"advisor / raw materialise : {adv['s'] / raw['s']:.2f}x  (target <= 2x)")
+        if pdm:
+            print(f"pandas / advisor          : {pdm['s'] / adv['s']:.2f}x  (target >= 3x)")
+        print(f"advisor seconds           : {adv['s']:.1f} s  (target < 20 s at 4.65M)")
+        print(f"advisor peak RSS          : {adv['rss'] / 2**20:.0f} MB  (target < 2048 MB)")
+        print(f"load average after        : {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
