@@ -139,7 +139,14 @@ def _record(p: PlannedRequest, t0: float, sent_t: float, outcome, timeout_s: flo
     )
 
 
-async def _run(planned: list[PlannedRequest], target: Target, timeout_s: float) -> tuple[list[RequestRecord], float]:
+@dataclass(frozen=True)
+class PhaseResult:
+    records: list[RequestRecord]  # in request order
+    send_lag_p99_ms: float  # how late the client sent requests against the schedule
+    t0_s: float  # the phase's start on time.perf_counter() (CLOCK_MONOTONIC on Linux)
+
+
+async def _run(planned: list[PlannedRequest], target: Target, timeout_s: float) -> PhaseResult:
     loop_t0 = time.perf_counter()
     lags: list[float] = []
 
@@ -157,15 +164,14 @@ async def _run(planned: list[PlannedRequest], target: Target, timeout_s: float) 
     records = list(await asyncio.gather(*tasks))
     lags.sort()
     lag_p99 = lags[int(0.99 * (len(lags) - 1))] * 1000.0 if lags else 0.0
-    return records, lag_p99
-
-
-def run_phase(planned: list[PlannedRequest], target: Target, timeout_s: float) -> tuple[list[RequestRecord], float]:
-    """Send the planned requests on schedule; return their records (in request order) and the
-    99th percentile of how late the client sent them, in ms."""
-    records, lag_p99_ms = asyncio.run(_run(planned, target, timeout_s))
     records.sort(key=lambda r: r.request_no)
-    return records, lag_p99_ms
+    return PhaseResult(records, lag_p99, loop_t0)
+
+
+def run_phase(planned: list[PlannedRequest], target: Target, timeout_s: float) -> PhaseResult:
+    """Send the planned requests on schedule (times relative to the phase's start) and record
+    each one; a request past ``timeout_s`` is recorded as a timeout."""
+    return asyncio.run(_run(planned, target, timeout_s))
 
 
 def warmup(target: Target, factory: PromptFactory, prompt_tokens: list[int], timeout_s: float) -> list[RequestRecord]:
@@ -180,6 +186,5 @@ def warmup(target: Target, factory: PromptFactory, prompt_tokens: list[int], tim
     ]
     out = []
     for p in planned:
-        recs, _ = run_phase([p], target, timeout_s)
-        out.extend(recs)
+        out.extend(run_phase([p], target, timeout_s).records)
     return out

@@ -432,7 +432,8 @@ def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestReco
     t0 = time.monotonic()
     try:
         with GpuSampler() as gpu:
-            records, lag_p99_ms = run_phase(planned, target, load.timeout_s)
+            phase = run_phase(planned, target, load.timeout_s)
+            records, lag_p99_ms = phase.records, phase.send_lag_p99_ms
     finally:
         os.sched_setaffinity(0, own)
     wall = time.monotonic() - t0

@@ -74,9 +74,9 @@ class Stub:
         a = self.args
         self.requests += 1
         n = self.requests
-        if a.die_after and n > a.die_after:
+        if a.die_after is not None and n > a.die_after:
             os._exit(9)
-        if a.hang_after and n > a.hang_after:
+        if a.hang_after is not None and n > a.hang_after:
             await asyncio.Event().wait()  # never answers
         req = json.loads(body or b"{}")
         max_tokens = int(req.get("max_tokens") or 1)
@@ -94,10 +94,10 @@ class Stub:
                 await asyncio.sleep(a.itl_ms / 1000.0)
             event = {"id": f"stub-{n}", "object": "text_completion",
                      "choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
+            if i == 0:
+                first_sent = time.monotonic_ns()  # before the write: the client sees it after
             self._chunk(writer, b"data: " + json.dumps(event).encode() + b"\n\n")
             await writer.drain()
-            if i == 0:
-                first_sent = time.monotonic_ns()
         usage = {"id": f"stub-{n}", "choices": [], "usage": {
             "prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens}}
         self._chunk(writer, b"data: " + json.dumps(usage).encode() + b"\n\n")
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--start-delay-s", type=float, default=0.0)
     p.add_argument("--crash-on-start", action="store_true")
     p.add_argument("--never-ready", action="store_true")
-    p.add_argument("--hang-after", type=int, default=0, help="stop answering after N requests")
-    p.add_argument("--die-after", type=int, default=0, help="exit after N requests")
+    p.add_argument("--hang-after", type=int, default=None, help="stop answering after N requests")
+    p.add_argument("--die-after", type=int, default=None, help="exit after N requests")
     p.add_argument("--log", default=None)
     p.add_argument("--model", default=None, help="accepted and ignored")
     args = p.parse_args(argv)
