@@ -130,3 +130,32 @@ def test_synth_command_writes_the_file_and_reports_json(cli, tmp_path: Path) -> 
     doc = json.loads(stdout)
     assert doc[0]["allocations"] == 300
     assert out.read_bytes().startswith(b"JobID|JobIDRaw|")
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "expected"),
+    [("synth-sacct-v0.0.40.json", "sacct-json", 400), ("synth-jobcomp.log", "jobcomp", None)],
+)
+def test_shipped_json_and_jobcomp_samples_load_without_rejects(
+    db_path: Path, name: str, fmt: str, expected: int | None
+) -> None:
+    from advisor.ingest import ingest_files
+
+    path = SAMPLE.parent / name
+    [s] = ingest_files(db_path, [path])
+    assert (s.format, s.rejected) == (fmt, 0)
+    lines = path.read_bytes().count(b"\n")
+    assert s.inserted == (expected if expected is not None else lines)
+
+
+def test_json_and_jobcomp_outputs_hold_the_same_jobs_as_the_text(tmp_path: Path) -> None:
+    import json
+
+    from advisor.synth import generate_as
+
+    generate_as(SynthConfig(records=300, seed=4), tmp_path / "a.json", "sacct-json")
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert len(doc["jobs"]) == 300
+    assert doc["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.40"
+    with pytest.raises(UsageError, match="--as"):
+        generate_as(SynthConfig(records=10), tmp_path / "x", "yaml")

@@ -199,14 +199,18 @@ def synth_cmd(
     step_share: Annotated[
         float, typer.Option("--step-share", help="Share of started jobs printed with step lines.")
     ] = 0.3,
+    output: Annotated[
+        str,
+        typer.Option("--as", help="sacct-text (default), sacct-json or jobcomp (samples only)."),
+    ] = "sacct-text",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Generate realistic `sacct -P` text calibrated to the research's cluster figures."""
-    from advisor.synth import SynthConfig, generate
+    from advisor.synth import SynthConfig, generate_as
 
     with RichProgress() as progress:
-        result = generate(
-            SynthConfig(records=records, seed=seed, step_share=step_share), out, progress
+        result = generate_as(
+            SynthConfig(records=records, seed=seed, step_share=step_share), out, output, progress
         )
     emit_rows([result], fmt)
 
