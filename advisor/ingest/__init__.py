@@ -71,12 +71,15 @@ def ingest_files(
         if not f.exists():
             raise NotFoundError(f"{f}: no such file")
     con, owned = _connection(db)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
     try:
         pipeline.prepare(con)
         return [pipeline.ingest_path(con, f, opts, progress) for f in files]
     finally:
         if owned:
             con.close()
+        elif limit:  # a caller's connection gets its memory limit back
+            con.execute("SET memory_limit = ?", [limit[0]])
 
 
 def ingest_sacct(
@@ -89,11 +92,14 @@ def ingest_sacct(
     from advisor.ingest import live
 
     con, owned = _connection(db)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
     try:
         return live.run_windows(con, config, options or IngestOptions(), progress)
     finally:
         if owned:
             con.close()
+        elif limit:
+            con.execute("SET memory_limit = ?", [limit[0]])
 
 
 from advisor.ingest.live import SacctWindowConfig  # noqa: E402
