@@ -155,3 +155,33 @@ def test_sweep_dry_run_writes_nothing(tmp_path: Path):
     result = make_sweep(SweepConfig(model="m", cores=(3,), out_dir=out, dry_run=True))
     assert "# sbatch --parsable --array=0 --cpus-per-task=4" in result.script
     assert not out.exists()
+
+
+def test_make_model_tiny_writes_a_llama_dir_whose_tokenizer_round_trips(tmp_path: Path):
+    import json
+
+    from tokenizers import Tokenizer
+
+    from advisor.bench.makemodel import BOS, EOS, MakeModelConfig, make_model
+
+    made = make_model(MakeModelConfig("tiny", tmp_path))
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    tok = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert cfg["vocab_size"] == made.vocab_size >= tok.get_vocab_size()
+    assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (tok.token_to_id(BOS), tok.token_to_id(EOS))
+    text = "def f(x):\n    return x + 1  # ünïcode\n"
+    enc = tok.encode(text)
+    assert enc.ids[0] == cfg["bos_token_id"]
+    assert tok.decode(enc.ids, skip_special_tokens=True) == text
+    assert json.loads((tmp_path / "advisor-model.json").read_text())["name"] == "tiny-llama"
+    assert not made.weights_saved and not (tmp_path / "model.safetensors").exists()
+
+
+def test_make_model_refuses_an_unknown_arch_and_weights_for_a_big_one(tmp_path: Path):
+    from advisor.bench.makemodel import MakeModelConfig, make_model
+
+    with pytest.raises(UsageError, match="--arch 'gpt-9': unknown; choose one of"):
+        make_model(MakeModelConfig("gpt-9", tmp_path))
+    with pytest.raises(UsageError, match="--weights with --arch llama-3.1-8b: too large"):
+        make_model(MakeModelConfig("llama-3.1-8b", tmp_path / "big", weights=True))
+    assert not (tmp_path / "big").exists()

@@ -174,6 +174,11 @@ def make_model(config: MakeModelConfig, progress: ProgressFn = no_progress) -> M
     spec = ARCHS.get(config.arch)
     if spec is None:
         raise UsageError(f"--arch {config.arch!r}: unknown; choose one of {', '.join(ARCHS)}")
+    if config.weights and spec.params_b > 0.1:
+        raise UsageError(
+            f"--weights with --arch {spec.name}: too large to save random weights; "
+            "serve it with vLLM's --load-format dummy instead"
+        )
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tok = train_tokenizer(spec, progress)
@@ -214,11 +219,6 @@ def make_model(config: MakeModelConfig, progress: ProgressFn = no_progress) -> M
     )
     saved = False
     if config.weights:
-        if spec.params_b > 0.1:
-            raise UsageError(
-                f"--weights with --arch {spec.name}: too large to save random weights; "
-                "serve it with vLLM's --load-format dummy instead"
-            )
         _save_random_weights(out, cfg, config.seed)
         saved = True
     return MadeModel(
