@@ -39,6 +39,12 @@ def _summary(nb) -> dict:
     raise AssertionError("the notebook printed no SUMMARY line")
 
 
+def _svg_charts(nb) -> int:
+    return sum(
+        "image/svg+xml" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", [])
+    )
+
+
 def test_there_are_notebooks_to_check():
     names = {p.name for p in NOTEBOOKS}
     assert {"ttft-model-vs-published.ipynb", "ratio-distributions.ipynb"} <= names
@@ -59,6 +65,7 @@ def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypa
 
     nb = _run(ROOT / "notebooks" / "ttft-model-vs-published.ipynb", monkeypatch)
     s = _summary(nb)
+    assert _svg_charts(nb) == 1 + (s["bench_points"] > 0)  # the curve, and the bench series
     loaded = calibration.load_points(ROOT / "data" / "calibration")
     params = slowdown.load_params()
     ts = calibration.training_set(loaded.points, params.max_slowdown)
@@ -91,6 +98,7 @@ def test_ratio_notebook_reproduces_the_research_table_as_ratio_summary_computes_
 
     nb = _run(ROOT / "notebooks" / "ratio-distributions.ipynb", monkeypatch)
     s = _summary(nb)
+    assert _svg_charts(nb) == 2  # histograms and ECDF, drawn
 
     db = tmp_path / "sample.duckdb"
     ingest_files(db, [ROOT / "data" / "sample" / "sacct-synth.txt.gz"])
