@@ -541,7 +541,6 @@ def starvation_estimates(
     groups: dict[tuple[str | None, str], list[tuple]] = {}
     for r in rows:
         groups.setdefault((r[0], r[1]), []).append(r)
-    theta = np.asarray(params.theta)
     usd_vcpu = prices.vcpu.usd_per_vcpu_hour
     out = []
     for key, members in groups.items():
@@ -556,8 +555,8 @@ def starvation_estimates(
                           for c, m in zip(cores, members, strict=True)])  # fmt: skip
         X_rec = X_job.copy()
         X_rec[:, 0] = dflt
-        s_job, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_job)
-        s_rec, _ = slowdown.curve(theta, params.log_k, params.max_slowdown, X_rec)
+        s_job, _ = slowdown.evaluate(params, X_job)
+        s_rec, _ = slowdown.evaluate(params, X_rec)
         below = cores < dflt
         if not below.any():
             continue
