@@ -359,18 +359,29 @@ def test_top_n_limits_the_below_tables(small_db, inputs):
     assert len(accounts) == 1 and len(partitions) == 1
 
 
-def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(small_db):
+@pytest.mark.parametrize("pole_exponent", [None, 1.0])
+def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(
+    small_db, tmp_path, pole_exponent
+):
+    import dataclasses
+
+    from advisor import slowdown
     from advisor.recommend import PartitionQuery, recommend_partitions
 
+    model = None
+    if pole_exponent is not None:  # a model that is not the shipped one: every knob must pass
+        model = tmp_path / "model.json"
+        params = dataclasses.replace(slowdown.load_params(), pole_exponent=pole_exponent)
+        slowdown.save_params(params, model)
     con = store.connect(small_db)
     con.execute("DELETE FROM jobs WHERE start < TIMESTAMP '2024-10-01'")  # October only
     con.close()
-    inputs = report.load_inputs(report.ReportConfig(out_dir=Path(".")), small_db)
+    inputs = report.load_inputs(report.ReportConfig(out_dir=Path("."), model_file=model), small_db)
     con = store.connect(small_db, read_only=True)
     estimates = report.starvation_estimates(con, report.parse_month("2024-10"), None, inputs)
     con.close()
-    recs = {(r.partition, r.gpu_type): r for r in
-            recommend_partitions(PartitionQuery(db=str(small_db))).rows}  # fmt: skip
+    query = PartitionQuery(db=str(small_db), model_file=str(model) if model else None)
+    recs = {(r.partition, r.gpu_type): r for r in recommend_partitions(query).rows}
     assert estimates
     for e in estimates:
         r = recs[(e.partition, e.gpu_type)]
