@@ -277,6 +277,7 @@ class MonthlyReport:
     gpu_hours_lost_total: float  # sum over ``starvation``
     usd_to_fix_total: float  # sum over ``starvation``
     starvation_assumptions: tuple[str, ...]
+    starvation_warnings: tuple[str, ...]  # recommend's warnings for the rows shown (extrapolation)
     policy: PolicyCompliance | None
     quality: DataQuality
     notes: tuple[str, ...] = field(default_factory=tuple)  # sections that could not be computed
@@ -840,6 +841,17 @@ def policy_compliance(
     )
 
 
+def _warnings_for(estimates: Sequence[StarvationEstimate], inputs: ReportInputs) -> tuple[str, ...]:
+    """The recommendations' own warnings for the (partition, GPU type) rows the report shows."""
+    recs = _rec_index(inputs)
+    out: dict[str, None] = {}
+    for e in estimates:
+        rec = recs.get((e.partition, e.gpu_type))
+        for w in rec.warnings if rec else ():
+            out[f"{e.partition or '(no partition)'} / {e.gpu_type}: {w}"] = None
+    return tuple(out)
+
+
 def build_report(
     con: duckdb.DuckDBPyConnection,
     month: Month,
@@ -893,6 +905,7 @@ def build_report(
         gpu_hours_lost_total=sum(e.gpu_hours_lost for e in starvation),
         usd_to_fix_total=sum(e.usd_to_fix for e in starvation),
         starvation_assumptions=assumptions if starvation else (),
+        starvation_warnings=_warnings_for(starvation, inputs),
         policy=policy,
         quality=quality,
         notes=tuple(notes),

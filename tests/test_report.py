@@ -395,6 +395,19 @@ def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(
     assert {(e.partition, e.gpu_type) for e in estimates} == lost
 
 
+def test_the_recommendations_warnings_are_shown_for_the_rows_they_concern(october, inputs):
+    recs = {(r.partition, r.gpu_type): r for r in inputs.recommendations}
+    expected = {
+        f"{e.partition} / {e.gpu_type}: {w}"
+        for e in october.starvation
+        for w in recs[(e.partition, e.gpu_type)].warnings
+    }
+    assert expected, "the fixture has no node inventory, so recommend warns about the cap"
+    assert set(october.starvation_warnings) == expected
+    html = report.render_html(october)
+    assert all(w.replace("'", "&#39;").replace('"', "&#34;") in html for w in expected)
+
+
 def test_the_report_states_the_assumptions_behind_its_cost_figures(small_db, tmp_path):
     (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db)
     html = res.html_path.read_text()
