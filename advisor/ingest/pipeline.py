@@ -217,7 +217,9 @@ def _gpu_map(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
     con.unregister("ing_gmap")
 
 
-def _count(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> int:
+def _count(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | dict[str, object] | None = None
+) -> int:
     row = con.execute(sql, params or []).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
@@ -242,21 +244,16 @@ def _process(
     _gpu_map(con, options)
     con.execute(query("ingest/superseded"))
     con.execute(query("ingest/fold"))
-    con.execute(query("ingest/classify"))
+    progress(label, 3, _STAGES)
+    staged = _count(con, "SELECT count(*) FROM stage")
+    updated = _count(con, query("ingest/replace_changed"), {"ingest_id": ingest_id})
+    inserted = _count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
+    unchanged = staged - updated - inserted
     con.execute("DROP VIEW stage")
     con.execute("DROP TABLE parsed")
-    progress(label, 3, _STAGES)
-    counts = dict(con.execute("SELECT action, count(*) FROM classified GROUP BY action").fetchall())
-    if counts.get("insert"):
-        con.execute(query("ingest/insert_new"), {"ingest_id": ingest_id})
-    if counts.get("update"):
-        con.execute(query("ingest/replace_changed"), {"ingest_id": ingest_id})
     progress(label, 4, _STAGES)
     rows_read = allocations + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
-    inserted = int(counts.get("insert", 0))
-    updated = int(counts.get("update", 0))
-    unchanged = int(counts.get("same", 0)) + int(counts.get("older", 0))
     con.execute(
         "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
         " inserted = ?, updated = ?, unchanged = ?, rejected = ?, missing_fields = ?,"
