@@ -191,6 +191,9 @@ def test_a_rerun_skips_finished_points_and_retries_failed_ones_only_when_asked(
     cfg = _cfg(tmp_path, tiny_model, repeats=2)
     first = run_bench(cfg)
     assert [r.status for r in first] == ["ok", "ok"]
+    extra = _run_json(first[0])["run"]["extra"]
+    [proc] = extra["engine_cpu_by_process"]
+    assert proc["name"].startswith("python") and proc["cpu_percent"] >= 0.0
     mtimes = [Path(r.path).stat().st_mtime_ns for r in first]
     again = run_bench(cfg)
     assert [r.status for r in again] == ["skipped", "skipped"]
@@ -209,6 +212,16 @@ def test_dry_run_lists_points_and_pinned_commands_and_starts_nothing(tmp_path: P
     assert rows[0].command.startswith(f"taskset -c {CPUS[0]} ")
     assert "advisor.bench.stubserver" in rows[0].command
     assert not (tmp_path / "out").exists()
+
+
+def test_a_model_without_a_tokenizer_is_refused_naming_the_file(tmp_path: Path):
+    from advisor.errors import InputError
+
+    empty = tmp_path / "no-tokenizer"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"no-tokenizer/tokenizer.json: no tokenizer.json"):
+        run_bench(_cfg(tmp_path, empty))
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.json"))
 
 
 @pytest.mark.server

@@ -173,19 +173,32 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
-def _engine_cpu_s(pids: Sequence[int]) -> float:
-    total = 0.0
+def _engine_cpu_by_pid(pids: Sequence[int]) -> dict[int, tuple[str, float]]:
+    """(process name, CPU seconds so far) of each live engine process."""
+    out: dict[int, tuple[str, float]] = {}
     try:
         import psutil
     except ImportError:
-        return 0.0
+        return out
     for pid in pids:
         try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system
+            proc = psutil.Process(pid)
+            t = proc.cpu_times()
+            out[pid] = (proc.name(), t.user + t.system)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-    return total
+    return out
+
+
+def _per_process_cpu(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], wall_s: float
+) -> list[dict[str, Any]]:
+    """Each engine process's CPU use over the phase (percent of one core), busiest first."""
+    rows = []
+    for pid, (name, cpu1) in after.items():
+        cpu0 = before.get(pid, (name, 0.0))[1]
+        rows.append({"pid": pid, "name": name, "cpu_percent": cpu_percent(cpu0, cpu1, wall_s)})
+    return sorted(rows, key=lambda r: -(r["cpu_percent"] or 0.0))
 
 
 def _write(path: Path, result: RunResult) -> None:
@@ -306,6 +319,12 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
     points = plan_points(cfg, plat.platform)
     avail = available_cpus()
     preferred = gpu_numa_cpus(gpus.pci_bus_ids[: cfg.tp]) if gpus.pci_bus_ids else ()
+    if not cfg.dry_run and not (Path(cfg.model) / "tokenizer.json").is_file():
+        raise InputError(
+            "no tokenizer.json: the benchmark builds its prompts with the model's tokenizer; "
+            "give a model directory (make one with `advisor bench make-model`)",
+            source=str(Path(cfg.model) / "tokenizer.json"),
+        )
     rows: list[RunRow] = []
     by_cores: dict[int, list[Point]] = {}
     for p in points:
@@ -357,16 +376,8 @@ def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
     progress(label, 0, total)
     st = _StartState(split.engine, split.client, split.client_shares_engine_cores, spec.argv,
                      dict(spec.env))
-    factory = None
     model_dir = Path(cfg.model)
-    if (model_dir / "tokenizer.json").is_file():
-        factory = PromptFactory(model_dir, seed=todo[0].load.seed)
-    else:
-        raise InputError(
-            "the benchmark builds prompts with the model's tokenizer.json, which is missing; "
-            "make a model directory with `advisor bench make-model`",
-            source=str(model_dir),
-        )
+    factory = PromptFactory(model_dir, seed=todo[0].load.seed)
     first = todo[0].load
     if cfg.tokenize_probe:
         from advisor.bench.tokenize_probe import measure_tokenization
@@ -425,8 +436,7 @@ def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestReco
     planned = plan_phase(replace(load, seed=load.seed + pt.repeat * 1000 + pt.cores), target, factory)
     before_text = eng.http_get_text(target.host, target.port, "/metrics")
     before = parse_prometheus(before_text)
-    pids = engine.pids()
-    cpu0 = _engine_cpu_s(pids)
+    cpu_before = _engine_cpu_by_pid(engine.pids())
     own = os.sched_getaffinity(0)
     os.sched_setaffinity(0, set(split.client))
     t0 = time.monotonic()
@@ -437,7 +447,9 @@ def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestReco
     finally:
         os.sched_setaffinity(0, own)
     wall = time.monotonic() - t0
-    cpu1 = _engine_cpu_s(engine.pids())
+    cpu_after = _engine_cpu_by_pid(engine.pids())
+    cpu0 = sum(c for _, c in cpu_before.values())
+    cpu1 = sum(c for _, c in cpu_after.values())
     after = parse_prometheus(eng.http_get_text(target.host, target.port, "/metrics"))
     vic, att = summarise(records, "victim"), summarise(records, "attacker")
     alive = engine.alive()
@@ -480,5 +492,6 @@ def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestReco
         engine_exit_code=engine.exit_code(),
         engine_log_tail=engine.log_tail() if status != "ok" else "",
         pinning_after=_pinning_dict(pin) if pin is not None else None,
+        engine_cpu_by_process=_per_process_cpu(cpu_before, cpu_after, wall),
     )
     return records
