@@ -151,3 +151,24 @@ def test_cli_sweep_dry_run_prints_the_script(cli):
     assert code == 0
     assert out.startswith("#!/bin/bash") and "#SBATCH --array=0-1" in out
     assert "# sbatch --parsable --array=1 --cpus-per-task=7" in out
+
+
+def test_points_fold_repeats_into_a_median_with_its_range_and_a_speedup(
+    db_path: Path, cli
+):
+    collect([H200 / "h200x2-tp2"], db_path)
+    code, out, _ = cli("bench", "runs", "--db", str(db_path), "--by-point", "--format", "json")
+    assert code == 0
+    points = {(p["workload"], p["cores"]): p for p in json.loads(out)}
+    assert len(points) == 6 and all(p["runs"] == p["runs_ok"] == 2 for p in points.values())
+    p3, p30 = points[("unique", 3)], points[("unique", 30)]
+    con = duckdb.connect(str(db_path), read_only=True)
+    reps = sorted(r[0] for r in con.execute(
+        "SELECT victim_ttft_p50_ms FROM bench_runs WHERE workload = 'unique' AND cores = 3"
+    ).fetchall())
+    con.close()
+    assert (p3["victim_ttft_p50_min_ms"], p3["victim_ttft_p50_max_ms"]) == (reps[0], reps[1])
+    assert p3["victim_ttft_p50_ms"] == pytest.approx((reps[0] + reps[1]) / 2)
+    assert p3["speedup_vs_fewest_cores"] == pytest.approx(1.0)
+    assert p30["speedup_vs_fewest_cores"] == pytest.approx(
+        p3["victim_ttft_p50_ms"] / p30["victim_ttft_p50_ms"])

@@ -245,6 +245,22 @@ def write_calibration_csv(points: Sequence[dict[str, Any]], path: Path) -> None:
             w.writerow(["" if p.get(c) is None else p.get(c) for c in CALIBRATION_COLUMNS])
 
 
+def summarise_points(
+    db: str | os.PathLike[str] | None = None, *, platform: str | None = None
+) -> list[dict[str, Any]]:
+    """Repeats folded per point: median victim TTFT with its range over repeats, and the
+    speedup against the fewest cores of the series (see advisor/sql/bench/summary.sql)."""
+    from advisor.store import connect, query
+
+    con = connect(db, read_only=True)
+    try:
+        cur = con.execute(query("bench/summary"), {"platform": platform})
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        con.close()
+
+
 def list_runs(
     db: str | os.PathLike[str] | None = None,
     *,

@@ -173,11 +173,15 @@ def runs_cmd(
     db: DbOption = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform (H200, ...).")] = None,
     status: Annotated[str | None, typer.Option(help="Only this status (ok, crashed, hung, ...).")] = None,
+    by_point: Annotated[bool, typer.Option(help="Fold repeats: median with its range, speedup vs fewest cores.")] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List collected benchmark runs."""
-    from advisor.bench.collect import list_runs
+    """List collected benchmark runs (or, with --by-point, their repeats folded)."""
+    from advisor.bench.collect import list_runs, summarise_points
 
+    if by_point:
+        emit_rows(summarise_points(db, platform=platform), fmt, title="bench points")
+        return
     emit_rows(list_runs(db, platform=platform, status=status), fmt, title="bench runs")
 
 

@@ -1,0 +1,33 @@
+-- Repeats of one point folded: median victim TTFT p50 with its range over repeats, and the
+-- speedup of the point's median against the fewest cores of its series (same platform, engine,
+-- version, model, TP, workload, load). Runs that did not end ok are counted, not averaged.
+WITH points AS (
+    SELECT
+        platform, engine, engine_version, model, tp, workload, attacker_rps,
+        attacker_tokens_min, attacker_tokens_max, cores,
+        any_value(cores_per_gpu) AS cores_per_gpu,
+        count(*) AS runs,
+        count(*) FILTER (WHERE status = 'ok') AS runs_ok,
+        median(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_ms,
+        min(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_min_ms,
+        max(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_max_ms,
+        median(victim_ttft_p90_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p90_ms,
+        median(attacker_ttft_p50_ms) FILTER (WHERE status = 'ok') AS attacker_ttft_p50_ms,
+        sum(requests_timed_out) AS requests_timed_out,
+        avg(engine_cpu_percent) AS engine_cpu_percent,
+        avg(gpu_util_percent) AS gpu_util_percent
+    FROM bench_runs
+    WHERE ($platform IS NULL OR platform = $platform)
+    GROUP BY ALL
+)
+SELECT
+    *,
+    first(victim_ttft_p50_ms) OVER series / victim_ttft_p50_ms AS speedup_vs_fewest_cores
+FROM points
+WINDOW series AS (
+    PARTITION BY platform, engine, engine_version, model, tp, workload, attacker_rps,
+        attacker_tokens_min, attacker_tokens_max
+    ORDER BY cores
+    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+)
+ORDER BY platform, engine, model, tp, workload, attacker_rps, cores;
