@@ -31,7 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.bench import engine as eng  # noqa: E402
 from advisor.bench.httpclient import build_request  # noqa: E402
-from advisor.bench.loadgen import PlannedRequest, Target, _payload, arrival_times, run_phase  # noqa: E402
+from advisor.bench.loadgen import (  # noqa: E402
+    PlannedRequest,
+    Target,
+    arrival_times,
+    completion_payload,
+    run_phase,
+)
 
 
 def baseline_ttft_ms(host: str, port: int, request: bytes, n: int) -> list[float]:
@@ -93,7 +99,7 @@ def main() -> None:
                          model="m", tp=1, cores=server_cores, host="127.0.0.1", port=port,
                          env={"PYTHONPATH": str(ROOT)})
     target = Target("127.0.0.1", port, "m", ignore_eos=False)
-    payload = _payload(target, "the same short prompt for every client", 4)
+    payload = completion_payload(target, "the same short prompt for every client", 4)
     request = build_request(target.host, port, target.path, payload)
     with eng.EngineProcess(spec) as stub:
         if stub.wait_ready(30).status != "ok":

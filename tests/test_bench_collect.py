@@ -172,3 +172,14 @@ def test_points_fold_repeats_into_a_median_with_its_range_and_a_speedup(
     assert p3["speedup_vs_fewest_cores"] == pytest.approx(1.0)
     assert p30["speedup_vs_fewest_cores"] == pytest.approx(
         p3["victim_ttft_p50_ms"] / p30["victim_ttft_p50_ms"])
+
+
+def test_cli_make_model_writes_a_tiny_model_dir(tmp_path: Path, cli):
+    code, out, err = cli("bench", "make-model", "--arch", "tiny", "--out", str(tmp_path / "m"),
+                         "--format", "json")
+    assert code == 0, err
+    [made] = json.loads(out)
+    assert made["arch"] == "tiny" and made["vocab_size"] == 1280
+    assert {p.name for p in (tmp_path / "m").iterdir()} >= {
+        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+        "advisor-model.json"}

@@ -9,6 +9,7 @@ No GPU is needed or mocked here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 from advisor.bench import engine as eng
 from advisor.bench.httpclient import build_request
-from advisor.bench.loadgen import PlannedRequest, Target, _payload, run_phase
+from advisor.bench.loadgen import PlannedRequest, Target, completion_payload, run_phase
 from advisor.bench.pinning import check_pinning
 from advisor.bench.records import LoadSpec
 from advisor.bench.runner import BenchConfig, run_bench
@@ -51,7 +52,7 @@ def _requests(target: Target, n: int, gap_s: float, max_tokens: int = 3) -> list
     return [
         PlannedRequest(i, "victim", i * gap_s, 5, max_tokens,
                        build_request(target.host, target.port, target.path,
-                                     _payload(target, f"hello {i}", max_tokens)))
+                                     completion_payload(target, f"hello {i}", max_tokens)))
         for i in range(n)
     ]
 
@@ -233,7 +234,7 @@ def test_a_real_engine_on_cpu_runs_pinned_end_to_end_and_its_results_load(
     load = LoadSpec(workload="unique", attacker_rps=3, attacker_tokens_min=100,
                     attacker_tokens_max=200, attacker_output_tokens=3, victim_rps=2,
                     victim_tokens=12, victim_output_tokens=3, duration_s=3.0, timeout_s=30.0)
-    shared = LoadSpec(**{**load.__dict__, "workload": "shared-prefix"})
+    shared = dataclasses.replace(load, workload="shared-prefix")
     cfg = BenchConfig(model=str(tiny_model), cores=(1,), loads=(load, shared),
                       out_dir=tmp_path / "out", engine="transformers", repeats=1,
                       client_cores=1, start_timeout_s=180,

@@ -40,7 +40,7 @@ class Target:
     ignore_eos: bool = True  # vLLM/SGLang extensions: fixed output length; others may reject them
 
 
-def _payload(target: Target, prompt: str, max_tokens: int) -> dict[str, object]:
+def completion_payload(target: Target, prompt: str, max_tokens: int) -> dict[str, object]:
     payload: dict[str, object] = {
         "model": target.model_name,
         "prompt": prompt,
@@ -107,7 +107,7 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
         else:
             prompt = factory.unique(spec.victim_tokens, tag)
             out_n = spec.victim_output_tokens
-        req = build_request(target.host, target.port, target.path, _payload(target, prompt.text, out_n))
+        req = build_request(target.host, target.port, target.path, completion_payload(target, prompt.text, out_n))
         planned.append(PlannedRequest(no, kind, at, prompt.tokens, out_n, req))
     return planned
 
@@ -180,7 +180,7 @@ def warmup(target: Target, factory: PromptFactory, prompt_tokens: list[int], tim
         PlannedRequest(
             i, "warmup", 0.0, n, 4,
             build_request(target.host, target.port, target.path,
-                          _payload(target, factory.unique(n, f"warmup-{i}").text, 4)),
+                          completion_payload(target, factory.unique(n, f"warmup-{i}").text, 4)),
         )
         for i, n in enumerate(prompt_tokens)
     ]
