@@ -65,6 +65,7 @@ async def httpx_ttft_ms(url: str, payload: dict, times: list[float]) -> list[flo
 
     out: list[float] = []
     async with httpx.AsyncClient(timeout=30) as client:
+
         async def one(at: float, t0: float) -> None:
             await asyncio.sleep(max(0.0, t0 + at - time.perf_counter()))
             t = time.perf_counter()
@@ -75,6 +76,7 @@ async def httpx_ttft_ms(url: str, payload: dict, times: list[float]) -> list[flo
                         first = (time.perf_counter() - t) * 1000.0
             if first is not None:
                 out.append(first)
+
         t0 = time.perf_counter()
         await asyncio.gather(*(one(at, t0) for at in times))
     return out
@@ -82,8 +84,10 @@ async def httpx_ttft_ms(url: str, payload: dict, times: list[float]) -> list[flo
 
 def _fmt(xs: list[float]) -> str:
     xs = sorted(xs)
-    return (f"median {statistics.median(xs):7.3f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:7.3f} ms"
-            f"  n={len(xs)}")
+    return (
+        f"median {statistics.median(xs):7.3f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:7.3f} ms"
+        f"  n={len(xs)}"
+    )
 
 
 def main() -> None:
@@ -95,9 +99,15 @@ def main() -> None:
     server_cores = (cpus[0],)
     client_cores = set(cpus[1:]) or set(cpus)
     port = eng.free_port()
-    spec = eng.spec_from("{python} -m advisor.bench.stubserver --host {host} --port {port}",
-                         model="m", tp=1, cores=server_cores, host="127.0.0.1", port=port,
-                         env={"PYTHONPATH": str(ROOT)})
+    spec = eng.spec_from(
+        "{python} -m advisor.bench.stubserver --host {host} --port {port}",
+        model="m",
+        tp=1,
+        cores=server_cores,
+        host="127.0.0.1",
+        port=port,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     target = Target("127.0.0.1", port, "m", ignore_eos=False)
     payload = completion_payload(target, "the same short prompt for every client", 4)
     request = build_request(target.host, port, target.path, payload)
@@ -112,23 +122,30 @@ def main() -> None:
         phase = run_phase(planned, target, timeout_s=30)
         lg = [r.ttft_ms for r in phase.records if r.ttft_ms is not None]
         try:
-            hx = asyncio.run(httpx_ttft_ms(f"http://{target.host}:{port}{target.path}", payload,
-                                           times))
+            hx = asyncio.run(
+                httpx_ttft_ms(f"http://{target.host}:{port}{target.path}", payload, times)
+            )
         except ImportError:
             hx = []
     b = statistics.median(base)
-    print(f"server cores {server_cores}, client cores {sorted(client_cores)}; "
-          f"{args.rps:g} requests/s for {args.seconds:g} s")
+    print(
+        f"server cores {server_cores}, client cores {sorted(client_cores)}; "
+        f"{args.rps:g} requests/s for {args.seconds:g} s"
+    )
     print(f"baseline (blocking socket, sequential): {_fmt(base)}")
     print(f"loadgen  (advisor, {args.rps:g}/s Poisson):       {_fmt(lg)}")
-    print(f"  added to TTFT: {statistics.median(lg) - b:+.3f} ms (goal < 1 ms); "
-          f"ratio to baseline {statistics.median(lg) / b:.2f}x; "
-          f"send lag p99 {phase.send_lag_p99_ms:.3f} ms; failed "
-          f"{sum(r.status != 'ok' for r in phase.records)}")
+    print(
+        f"  added to TTFT: {statistics.median(lg) - b:+.3f} ms (goal < 1 ms); "
+        f"ratio to baseline {statistics.median(lg) / b:.2f}x; "
+        f"send lag p99 {phase.send_lag_p99_ms:.3f} ms; failed "
+        f"{sum(r.status != 'ok' for r in phase.records)}"
+    )
     if hx:
         print(f"httpx    (AsyncClient, same schedule):    {_fmt(hx)}")
-        print(f"  added to TTFT: {statistics.median(hx) - b:+.3f} ms; "
-              f"ratio to baseline {statistics.median(hx) / b:.2f}x")
+        print(
+            f"  added to TTFT: {statistics.median(hx) - b:+.3f} ms; "
+            f"ratio to baseline {statistics.median(hx) / b:.2f}x"
+        )
 
 
 if __name__ == "__main__":

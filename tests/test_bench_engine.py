@@ -42,17 +42,34 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _stub(tmp_path: Path, *args: str, cores: tuple[int, ...] = (CPUS[0],)) -> eng.EngineProcess:
     port = eng.free_port()
-    spec = eng.spec_from(STUB + " " + " ".join(args), model="m", tp=1, cores=cores,
-                         host="127.0.0.1", port=port, log_path=tmp_path / "stub.log",
-                         env={"PYTHONPATH": str(ROOT)})
+    spec = eng.spec_from(
+        STUB + " " + " ".join(args),
+        model="m",
+        tp=1,
+        cores=cores,
+        host="127.0.0.1",
+        port=port,
+        log_path=tmp_path / "stub.log",
+        env={"PYTHONPATH": str(ROOT)},
+    )
     return eng.EngineProcess(spec)
 
 
 def _requests(target: Target, n: int, gap_s: float, max_tokens: int = 3) -> list[PlannedRequest]:
     return [
-        PlannedRequest(i, "victim", i * gap_s, 5, max_tokens,
-                       build_request(target.host, target.port, target.path,
-                                     completion_payload(target, f"hello {i}", max_tokens)))
+        PlannedRequest(
+            i,
+            "victim",
+            i * gap_s,
+            5,
+            max_tokens,
+            build_request(
+                target.host,
+                target.port,
+                target.path,
+                completion_payload(target, f"hello {i}", max_tokens),
+            ),
+        )
         for i in range(n)
     ]
 
@@ -66,8 +83,11 @@ def test_ttft_is_measured_between_the_servers_own_timestamps(tmp_path: Path):
     server = {d["request"]: d for d in map(json.loads, log.read_text().splitlines())}
     assert len(server) == 4 and all(r.status == "ok" for r in phase.records)
     # perf_counter and monotonic_ns are both CLOCK_MONOTONIC: one clock for both processes
-    for r, s in zip(sorted(phase.records, key=lambda r: r.sent_s),
-                    sorted(server.values(), key=lambda d: d["received_ns"]), strict=True):
+    for r, s in zip(
+        sorted(phase.records, key=lambda r: r.sent_s),
+        sorted(server.values(), key=lambda d: d["received_ns"]),
+        strict=True,
+    ):
         sent = phase.t0_s + r.sent_s
         first = phase.t0_s + (r.first_token_s or 0.0)
         assert sent <= s["received_ns"] / 1e9 <= s["first_token_sent_ns"] / 1e9 <= first
@@ -102,10 +122,19 @@ def test_a_crash_at_start_is_told_apart_from_a_start_that_never_ends(tmp_path: P
 
 def test_stop_ends_the_engines_whole_process_group(tmp_path: Path):
     port = eng.free_port()
-    template = ("bash -c 'sleep 300 & sleep 300 & exec \"$0\" -m advisor.bench.stubserver "
-                "--port \"$1\"' {python} {port}")
-    spec = eng.spec_from(template, model="m", tp=1, cores=CPUS, host="127.0.0.1", port=port,
-                         env={"PYTHONPATH": str(ROOT)})
+    template = (
+        'bash -c \'sleep 300 & sleep 300 & exec "$0" -m advisor.bench.stubserver '
+        '--port "$1"\' {python} {port}'
+    )
+    spec = eng.spec_from(
+        template,
+        model="m",
+        tp=1,
+        cores=CPUS,
+        host="127.0.0.1",
+        port=port,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     engine = eng.EngineProcess(spec)
     engine.start()
     try:
@@ -131,8 +160,9 @@ def test_every_thread_of_the_engine_is_checked_and_a_widened_thread_is_caught(tm
         "bad = threading.Thread(target=widen, daemon=True); bad.start()\n"
         "print('ready', flush=True); time.sleep(60)\n"
     )
-    spec = eng.EngineSpec((sys.executable, "-c", script), "127.0.0.1", 1, (CPUS[0],),
-                          log_path=tmp_path / "p.log")
+    spec = eng.EngineSpec(
+        (sys.executable, "-c", script), "127.0.0.1", 1, (CPUS[0],), log_path=tmp_path / "p.log"
+    )
     engine = eng.EngineProcess(spec)
     engine.start()
     try:
@@ -149,13 +179,31 @@ def test_every_thread_of_the_engine_is_checked_and_a_widened_thread_is_caught(tm
 
 
 def _cfg(tmp_path: Path, model: Path, *stub_args: str, **kw) -> BenchConfig:
-    load = LoadSpec(attacker_rps=4, attacker_tokens_min=50, attacker_tokens_max=80,
-                    attacker_output_tokens=2, victim_rps=2, victim_tokens=8,
-                    victim_output_tokens=2, duration_s=1.0, timeout_s=2.0)
-    base = dict(model=str(model), cores=(1,), loads=(load,), out_dir=tmp_path / "out",
-                engine="stub", engine_cmd=STUB + " " + " ".join(stub_args), repeats=1,
-                client_cores=1, start_timeout_s=20, tokenize_probe=False, warmup_requests=1,
-                engine_env=(("PYTHONPATH", str(ROOT)),))
+    load = LoadSpec(
+        attacker_rps=4,
+        attacker_tokens_min=50,
+        attacker_tokens_max=80,
+        attacker_output_tokens=2,
+        victim_rps=2,
+        victim_tokens=8,
+        victim_output_tokens=2,
+        duration_s=1.0,
+        timeout_s=2.0,
+    )
+    base = dict(
+        model=str(model),
+        cores=(1,),
+        loads=(load,),
+        out_dir=tmp_path / "out",
+        engine="stub",
+        engine_cmd=STUB + " " + " ".join(stub_args),
+        repeats=1,
+        client_cores=1,
+        start_timeout_s=20,
+        tokenize_probe=False,
+        warmup_requests=1,
+        engine_env=(("PYTHONPATH", str(ROOT)),),
+    )
     base.update(kw)
     return BenchConfig(**base)  # type: ignore[arg-type]
 
@@ -207,7 +255,9 @@ def test_a_rerun_skips_finished_points_and_retries_failed_ones_only_when_asked(
     assert sorted(r.status for r in retried) == ["ok", "skipped"]
 
 
-def test_dry_run_lists_points_and_pinned_commands_and_starts_nothing(tmp_path: Path, tiny_model: Path):
+def test_dry_run_lists_points_and_pinned_commands_and_starts_nothing(
+    tmp_path: Path, tiny_model: Path
+):
     rows = run_bench(_cfg(tmp_path, tiny_model, dry_run=True, repeats=2))
     assert [r.status for r in rows] == ["planned", "planned"]
     assert rows[0].command.startswith(f"taskset -c {CPUS[0]} ")
@@ -231,14 +281,30 @@ def test_a_real_engine_on_cpu_runs_pinned_end_to_end_and_its_results_load(
     tmp_path: Path, tiny_model: Path, db_path: Path
 ):
     pytest.importorskip("transformers", reason="LOUD SKIP: needs transformers[serving]")
-    load = LoadSpec(workload="unique", attacker_rps=3, attacker_tokens_min=100,
-                    attacker_tokens_max=200, attacker_output_tokens=3, victim_rps=2,
-                    victim_tokens=12, victim_output_tokens=3, duration_s=3.0, timeout_s=30.0)
+    load = LoadSpec(
+        workload="unique",
+        attacker_rps=3,
+        attacker_tokens_min=100,
+        attacker_tokens_max=200,
+        attacker_output_tokens=3,
+        victim_rps=2,
+        victim_tokens=12,
+        victim_output_tokens=3,
+        duration_s=3.0,
+        timeout_s=30.0,
+    )
     shared = dataclasses.replace(load, workload="shared-prefix")
-    cfg = BenchConfig(model=str(tiny_model), cores=(1,), loads=(load, shared),
-                      out_dir=tmp_path / "out", engine="transformers", repeats=1,
-                      client_cores=1, start_timeout_s=180,
-                      engine_env=(("HF_HUB_OFFLINE", "1"),))
+    cfg = BenchConfig(
+        model=str(tiny_model),
+        cores=(1,),
+        loads=(load, shared),
+        out_dir=tmp_path / "out",
+        engine="transformers",
+        repeats=1,
+        client_cores=1,
+        start_timeout_s=180,
+        engine_env=(("HF_HUB_OFFLINE", "1"),),
+    )
     rows = run_bench(cfg)
     assert [r.status for r in rows] == ["ok", "ok"]
     for row in rows:

@@ -27,7 +27,10 @@ def _sandbox_up() -> bool:
         return False
     env = {**os.environ, "SLURM_CONF": str(SANDBOX_CONF)}
     try:
-        return subprocess.run(["sinfo", "-h"], env=env, capture_output=True, timeout=20).returncode == 0
+        return (
+            subprocess.run(["sinfo", "-h"], env=env, capture_output=True, timeout=20).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -48,18 +51,32 @@ def test_a_submitted_sweep_runs_one_bench_per_core_count_inside_slurm(
     model = tmp_path / "model"
     make_model(MakeModelConfig("tiny", model))
     out = tmp_path / "sweep"
-    run_args = (f"--engine stub --attacker-rps 2 --attacker-tokens 20:40 --victim-rps 2 "
-                f"--duration 1 --timeout 5 --repeats 1 --no-tokenize-probe "
-                f"--engine-env PYTHONPATH={ROOT}")
-    result = make_sweep(SweepConfig(
-        model=str(model), cores=(1, 2), out_dir=out, gpus=1, gpu_type="h100", partition="gpu",
-        client_cores=1, time_limit="00:05:00", run_args=run_args,
-        advisor_cmd=f"{sys.executable} -m advisor", submit=True))
+    run_args = (
+        f"--engine stub --attacker-rps 2 --attacker-tokens 20:40 --victim-rps 2 "
+        f"--duration 1 --timeout 5 --repeats 1 --no-tokenize-probe "
+        f"--engine-env PYTHONPATH={ROOT}"
+    )
+    result = make_sweep(
+        SweepConfig(
+            model=str(model),
+            cores=(1, 2),
+            out_dir=out,
+            gpus=1,
+            gpu_type="h100",
+            partition="gpu",
+            client_cores=1,
+            time_limit="00:05:00",
+            run_args=run_args,
+            advisor_cmd=f"{sys.executable} -m advisor",
+            submit=True,
+        )
+    )
     assert len(result.job_ids) == 2 and all(j.isdigit() for j in result.job_ids)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        q = subprocess.run(["squeue", "-h", "-j", ",".join(result.job_ids)],
-                           capture_output=True, text=True)
+        q = subprocess.run(
+            ["squeue", "-h", "-j", ",".join(result.job_ids)], capture_output=True, text=True
+        )
         if not q.stdout.strip():
             break
         time.sleep(2)

@@ -77,9 +77,13 @@ def _rec(no: int, kind: str, status: str, ttft: float | None) -> RequestRecord:
 
 
 def test_summary_counts_timeouts_and_errors_and_takes_ttft_of_ok_requests_only():
-    recs = [_rec(0, "victim", "ok", 10.0), _rec(1, "victim", "ok", 30.0),
-            _rec(2, "victim", "timeout", None), _rec(3, "victim", "error", None),
-            _rec(4, "attacker", "ok", 500.0)]
+    recs = [
+        _rec(0, "victim", "ok", 10.0),
+        _rec(1, "victim", "ok", 30.0),
+        _rec(2, "victim", "timeout", None),
+        _rec(3, "victim", "error", None),
+        _rec(4, "attacker", "ok", 500.0),
+    ]
     s = summarise(recs, "victim")
     assert (s.sent, s.ok, s.timeouts, s.errors) == (4, 2, 1, 1)
     assert s.ttft_p50_ms == 20.0
@@ -117,8 +121,13 @@ def test_victims_arrive_steadily():
 
 def test_llama_8b_config_has_the_published_shape_and_8_billion_parameters(tmp_path: Path):
     cfg = llama_config(ARCHS["llama-3.1-8b"], 128256, 128000, 128001)
-    assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"],
-            cfg["num_key_value_heads"], cfg["intermediate_size"]) == (4096, 32, 32, 8, 14336)
+    assert (
+        cfg["hidden_size"],
+        cfg["num_hidden_layers"],
+        cfg["num_attention_heads"],
+        cfg["num_key_value_heads"],
+        cfg["intermediate_size"],
+    ) == (4096, 32, 32, 8, 14336)
     assert cfg["rope_scaling"]["rope_type"] == "llama3"
     assert cfg["max_position_embeddings"] == 131072
     import json
@@ -128,9 +137,16 @@ def test_llama_8b_config_has_the_published_shape_and_8_billion_parameters(tmp_pa
 
 
 def test_sweep_script_runs_one_core_count_per_array_task(tmp_path: Path):
-    cfg = SweepConfig(model="/models/llama 8b", cores=(2, 4, 16), out_dir=tmp_path, gpus=2,
-                      gpu_type="h200", partition="gpu", client_cores=1,
-                      run_args="--attacker-rps 8,16 --tag '; rm -rf /'")
+    cfg = SweepConfig(
+        model="/models/llama 8b",
+        cores=(2, 4, 16),
+        out_dir=tmp_path,
+        gpus=2,
+        gpu_type="h200",
+        partition="gpu",
+        client_cores=1,
+        run_args="--attacker-rps 8,16 --tag '; rm -rf /'",
+    )
     text = render_script(cfg)
     assert "#SBATCH --array=0-2" in text
     assert "#SBATCH --gpus=h200:2" in text
@@ -145,7 +161,9 @@ def test_sweep_script_runs_one_core_count_per_array_task(tmp_path: Path):
 def test_sweep_submits_once_per_core_count_with_its_own_cpus_per_task(tmp_path: Path):
     result = make_sweep(SweepConfig(model="m", cores=(3, 6), out_dir=tmp_path, client_cores=2))
     assert [c[2:4] for c in result.sbatch_commands] == [
-        ("--array=0", "--cpus-per-task=5"), ("--array=1", "--cpus-per-task=8")]
+        ("--array=0", "--cpus-per-task=5"),
+        ("--array=1", "--cpus-per-task=8"),
+    ]
     assert Path(result.script_path or "").read_text() == result.script
     assert result.job_ids == ()
 
@@ -168,7 +186,10 @@ def test_make_model_tiny_writes_a_llama_dir_whose_tokenizer_round_trips(tmp_path
     cfg = json.loads((tmp_path / "config.json").read_text())
     tok = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     assert cfg["vocab_size"] == made.vocab_size >= tok.get_vocab_size()
-    assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (tok.token_to_id(BOS), tok.token_to_id(EOS))
+    assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (
+        tok.token_to_id(BOS),
+        tok.token_to_id(EOS),
+    )
     text = "def f(x):\n    return x + 1  # ünïcode\n"
     enc = tok.encode(text)
     assert enc.ids[0] == cfg["bos_token_id"]

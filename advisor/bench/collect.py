@@ -26,22 +26,77 @@ from advisor.errors import InputError, NotFoundError
 from advisor.progress import ProgressFn, no_progress
 
 CALIBRATION_COLUMNS = (
-    "point_id", "source", "source_ref", "platform", "engine", "engine_version", "model",
-    "model_params_b", "gpus", "workload", "load_rps", "prompt_tokens", "cores", "cores_per_gpu",
-    "metric", "value", "unit", "measured_on", "notes",
+    "point_id",
+    "source",
+    "source_ref",
+    "platform",
+    "engine",
+    "engine_version",
+    "model",
+    "model_params_b",
+    "gpus",
+    "workload",
+    "load_rps",
+    "prompt_tokens",
+    "cores",
+    "cores_per_gpu",
+    "metric",
+    "value",
+    "unit",
+    "measured_on",
+    "notes",
 )
 RUN_COLUMNS = (
-    "run_id", "started_at", "finished_at", "status", "engine", "engine_version", "model",
-    "model_params_b", "platform", "gpu_name", "cpu_model", "gpus", "tp", "cores",
-    "cores_per_gpu", "core_list", "workload", "attacker_rps", "attacker_tokens_min",
-    "attacker_tokens_max", "victim_rps", "duration_s", "repeat", "timeout_s",
-    "victim_ttft_p50_ms", "victim_ttft_p90_ms", "attacker_ttft_p50_ms", "requests_ok",
-    "requests_failed", "requests_timed_out", "engine_cpu_percent", "gpu_util_percent",
-    "tokenize_share", "env", "metrics_before", "metrics_after", "extra",
+    "run_id",
+    "started_at",
+    "finished_at",
+    "status",
+    "engine",
+    "engine_version",
+    "model",
+    "model_params_b",
+    "platform",
+    "gpu_name",
+    "cpu_model",
+    "gpus",
+    "tp",
+    "cores",
+    "cores_per_gpu",
+    "core_list",
+    "workload",
+    "attacker_rps",
+    "attacker_tokens_min",
+    "attacker_tokens_max",
+    "victim_rps",
+    "duration_s",
+    "repeat",
+    "timeout_s",
+    "victim_ttft_p50_ms",
+    "victim_ttft_p90_ms",
+    "attacker_ttft_p50_ms",
+    "requests_ok",
+    "requests_failed",
+    "requests_timed_out",
+    "engine_cpu_percent",
+    "gpu_util_percent",
+    "tokenize_share",
+    "env",
+    "metrics_before",
+    "metrics_after",
+    "extra",
 )
 REQUEST_COLUMNS = (
-    "request_no", "kind", "prompt_tokens", "output_tokens", "sent_s", "first_token_s",
-    "finished_s", "ttft_ms", "e2e_ms", "status", "error",
+    "request_no",
+    "kind",
+    "prompt_tokens",
+    "output_tokens",
+    "sent_s",
+    "first_token_s",
+    "finished_s",
+    "ttft_ms",
+    "e2e_ms",
+    "status",
+    "error",
 )
 _REQUIRED = ("run_id", "status", "engine", "cores")
 
@@ -78,8 +133,11 @@ def read_result(path: Path) -> dict[str, Any]:
         line = getattr(exc, "lineno", None)
         raise InputError(f"not a readable run JSON ({exc})", source=str(path), line=line) from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise InputError(f"not an advisor bench result (expected schema {SCHEMA!r})",
-                         source=str(path), field="schema")
+        raise InputError(
+            f"not an advisor bench result (expected schema {SCHEMA!r})",
+            source=str(path),
+            field="schema",
+        )
     run = data.get("run")
     if not isinstance(run, dict):
         raise InputError("missing the run object", source=str(path), field="run")
@@ -87,8 +145,11 @@ def read_result(path: Path) -> dict[str, Any]:
         if run.get(name) in (None, ""):
             raise InputError("missing", source=str(path), field=f"run.{name}")
     if run["status"] not in RUN_STATUSES:
-        raise InputError(f"{run['status']!r} is not one of {', '.join(RUN_STATUSES)}",
-                         source=str(path), field="run.status")
+        raise InputError(
+            f"{run['status']!r} is not one of {', '.join(RUN_STATUSES)}",
+            source=str(path),
+            field="run.status",
+        )
     for name in ("cores", "tp", "gpus", "requests_ok"):
         v = run.get(name)
         if v is not None and not isinstance(v, int):
@@ -98,8 +159,9 @@ def read_result(path: Path) -> dict[str, Any]:
         raise InputError("not a list", source=str(path), field="requests")
     for i, r in enumerate(reqs):
         if not isinstance(r, dict) or "request_no" not in r or "kind" not in r or "status" not in r:
-            raise InputError("needs request_no, kind and status", source=str(path),
-                             field=f"requests[{i}]")
+            raise InputError(
+                "needs request_no, kind and status", source=str(path), field=f"requests[{i}]"
+            )
     return data
 
 
@@ -141,15 +203,27 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
     def add(metric: str, value: float | None, unit: str, what: str) -> None:
         if value is None:
             return
-        out.append({**base, "point_id": f"bench:{rid}:{metric}", "metric": metric,
-                    "value": float(value), "unit": unit, "notes": f"{what}; {note}"})
+        out.append(
+            {
+                **base,
+                "point_id": f"bench:{rid}:{metric}",
+                "metric": metric,
+                "value": float(value),
+                "unit": unit,
+                "notes": f"{what}; {note}",
+            }
+        )
 
     status = run.get("status")
     if status == "ok":
         add("ttft_p50_ms", run.get("victim_ttft_p50_ms"), "ms", "victim TTFT median")
         add("attacker_ttft_p50_ms", run.get("attacker_ttft_p50_ms"), "ms", "attacker TTFT median")
-        add("tokenize_share", run.get("tokenize_share"), "fraction",
-            "victim prompt tokenization time over victim TTFT median")
+        add(
+            "tokenize_share",
+            run.get("tokenize_share"),
+            "fraction",
+            "victim prompt tokenization time over victim TTFT median",
+        )
     elif status in ("hung", "start-timeout"):
         add("timeout", run.get("timeout_s"), "s", f"run {status}: censored at the timeout")
     return out
@@ -167,13 +241,15 @@ def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, in
     for c in ("env", "metrics_before", "metrics_after", "extra"):
         params[c] = _json_text(params[c])
     params["source_file"] = source_file
-    reqs = [
-        [run["run_id"], *(r.get(c) for c in REQUEST_COLUMNS)] for r in data.get("requests", [])
-    ]
+    reqs = [[run["run_id"], *(r.get(c) for c in REQUEST_COLUMNS)] for r in data.get("requests", [])]
     points = calibration_points(run, Path(source_file).name)
     con.execute("BEGIN TRANSACTION")
     try:
-        for name in ("bench/delete_run_requests", "bench/delete_run_calibration", "bench/delete_run"):
+        for name in (
+            "bench/delete_run_requests",
+            "bench/delete_run_calibration",
+            "bench/delete_run",
+        ):
             con.execute(query(name), {"run_id": run["run_id"]})
         con.execute(query("bench/insert_run"), params)
         if reqs:
@@ -228,16 +304,30 @@ def collect(
         con.close()
     if calibration_csv is not None:
         write_calibration_csv(all_points, Path(calibration_csv))
-    return CollectResult(len(files), runs, reqs, pts, tuple(problems),
-                         str(calibration_csv) if calibration_csv else None)
+    return CollectResult(
+        len(files),
+        runs,
+        reqs,
+        pts,
+        tuple(problems),
+        str(calibration_csv) if calibration_csv else None,
+    )
 
 
 def write_calibration_csv(points: Sequence[dict[str, Any]], path: Path) -> None:
     """Calibration points as a CSV with the ``calibration`` table's columns, sorted."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(points, key=lambda p: (str(p.get("workload")), p.get("gpus") or 0,
-                                         p.get("load_rps") or 0, p["metric"], p.get("cores") or 0,
-                                         p["point_id"]))
+    rows = sorted(
+        points,
+        key=lambda p: (
+            str(p.get("workload")),
+            p.get("gpus") or 0,
+            p.get("load_rps") or 0,
+            p["metric"],
+            p.get("cores") or 0,
+            p["point_id"],
+        ),
+    )
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(CALIBRATION_COLUMNS)

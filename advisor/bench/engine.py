@@ -301,8 +301,12 @@ def spec_from(
     ready_path: str = "/health",
 ) -> EngineSpec:
     values = {
-        "model": model, "port": port, "host": host, "tp": tp,
-        "cores": len(cores), "python": python_executable(),
+        "model": model,
+        "port": port,
+        "host": host,
+        "tp": tp,
+        "cores": len(cores),
+        "python": python_executable(),
     }
     argv = render_command(template, values) + list(extra_args)
     return EngineSpec(tuple(argv), host, port, tuple(cores), dict(env or {}), ready_path, log_path)

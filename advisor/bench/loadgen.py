@@ -15,7 +15,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from advisor.bench.httpclient import build_request, stream_completion
+from advisor.bench.httpclient import StreamOutcome, build_request, stream_completion
 from advisor.bench.prompts import Conversations, PromptFactory
 from advisor.bench.records import LoadSpec, RequestRecord
 from advisor.errors import UsageError
@@ -84,13 +84,18 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
             "the minimum is above the maximum"
         )
     rng = random.Random(spec.seed)
-    items: list[tuple[float, str]] = [(t, "attacker") for t in arrival_times(
-        spec.attacker_rps, spec.duration_s, rng)]
+    items: list[tuple[float, str]] = [
+        (t, "attacker") for t in arrival_times(spec.attacker_rps, spec.duration_s, rng)
+    ]
     items += [(t, "victim") for t in steady_times(spec.victim_rps, spec.duration_s)]
     items.sort()
     convo = (
-        Conversations(factory, spec.attacker_tokens_min, spec.attacker_tokens_max,
-                      turns=spec.conversation_turns)
+        Conversations(
+            factory,
+            spec.attacker_tokens_min,
+            spec.attacker_tokens_max,
+            turns=spec.conversation_turns,
+        )
         if spec.workload == "shared-prefix"
         else None
     )
@@ -107,12 +112,14 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
         else:
             prompt = factory.unique(spec.victim_tokens, tag)
             out_n = spec.victim_output_tokens
-        req = build_request(target.host, target.port, target.path, completion_payload(target, prompt.text, out_n))
+        req = build_request(
+            target.host, target.port, target.path, completion_payload(target, prompt.text, out_n)
+        )
         planned.append(PlannedRequest(no, kind, at, prompt.tokens, out_n, req))
     return planned
 
 
-def _record(p: PlannedRequest, t0: float, sent_t: float, outcome, timeout_s: float) -> RequestRecord:
+def _record(p: PlannedRequest, t0: float, sent_t: float, outcome: StreamOutcome) -> RequestRecord:
     first = outcome.first_token_t
     fin = outcome.finished_t
     if outcome.error is None:
@@ -124,9 +131,12 @@ def _record(p: PlannedRequest, t0: float, sent_t: float, outcome, timeout_s: flo
     return RequestRecord(
         request_no=p.request_no,
         kind=p.kind,
-        prompt_tokens=outcome.prompt_tokens if outcome.prompt_tokens is not None else p.prompt_tokens,
+        prompt_tokens=outcome.prompt_tokens
+        if outcome.prompt_tokens is not None
+        else p.prompt_tokens,
         output_tokens=(
-            outcome.completion_tokens if outcome.completion_tokens is not None
+            outcome.completion_tokens
+            if outcome.completion_tokens is not None
             else (outcome.output_events if outcome.first_token_t is not None else None)
         ),
         sent_s=sent_t - t0,
@@ -153,7 +163,7 @@ async def _run(planned: list[PlannedRequest], target: Target, timeout_s: float) 
     async def one(p: PlannedRequest) -> RequestRecord:
         sent_t, outcome = await stream_completion(target.host, target.port, p.request, timeout_s)
         lags.append(sent_t - (loop_t0 + p.at_s))
-        return _record(p, loop_t0, sent_t, outcome, timeout_s)
+        return _record(p, loop_t0, sent_t, outcome)
 
     tasks = []
     for p in planned:
@@ -174,13 +184,23 @@ def run_phase(planned: list[PlannedRequest], target: Target, timeout_s: float) -
     return asyncio.run(_run(planned, target, timeout_s))
 
 
-def warmup(target: Target, factory: PromptFactory, prompt_tokens: list[int], timeout_s: float) -> list[RequestRecord]:
+def warmup(
+    target: Target, factory: PromptFactory, prompt_tokens: list[int], timeout_s: float
+) -> list[RequestRecord]:
     """A few requests one after another, so compilation and caches are out of the phase."""
     planned = [
         PlannedRequest(
-            i, "warmup", 0.0, n, 4,
-            build_request(target.host, target.port, target.path,
-                          completion_payload(target, factory.unique(n, f"warmup-{i}").text, 4)),
+            i,
+            "warmup",
+            0.0,
+            n,
+            4,
+            build_request(
+                target.host,
+                target.port,
+                target.path,
+                completion_payload(target, factory.unique(n, f"warmup-{i}").text, 4),
+            ),
         )
         for i, n in enumerate(prompt_tokens)
     ]

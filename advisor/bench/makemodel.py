@@ -53,8 +53,19 @@ class ArchSpec:
 ARCHS: dict[str, ArchSpec] = {
     # Shape from Meta's published Llama-3.1-8B config.json (see ../shared/tools/vllm-offline).
     "llama-3.1-8b": ArchSpec(
-        "llama-3.1-8b", 4096, 32, 32, 8, 14336, 128000, 256, 131072, 500000.0, 8.03,
-        "Llama-3.1-8B", True,
+        "llama-3.1-8b",
+        4096,
+        32,
+        32,
+        8,
+        14336,
+        128000,
+        256,
+        131072,
+        500000.0,
+        8.03,
+        "Llama-3.1-8B",
+        True,
         24_000_000,
     ),
     # For CPU tests: a few hundred thousand parameters, served by `transformers serve`.
@@ -211,9 +222,13 @@ def make_model(config: MakeModelConfig, progress: ProgressFn = no_progress) -> M
     )
     (out / MODEL_INFO).write_text(
         json.dumps(
-            {"name": spec.display_name, "arch": spec.name, "weights": "random",
-             "tokenizer": "byte-level BPE trained on the Python standard library's source",
-             "made_by": "advisor bench make-model"},
+            {
+                "name": spec.display_name,
+                "arch": spec.name,
+                "weights": "random",
+                "tokenizer": "byte-level BPE trained on the Python standard library's source",
+                "made_by": "advisor bench make-model",
+            },
             indent=2,
         )
     )

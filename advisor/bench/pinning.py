@@ -70,7 +70,9 @@ def gpu_numa_cpus(pci_bus_ids: Sequence[str], sys_root: str = "/sys") -> tuple[i
             continue
         try:
             cpus.update(
-                parse_cpu_list(Path(sys_root, f"devices/system/node/node{node}/cpulist").read_text())
+                parse_cpu_list(
+                    Path(sys_root, f"devices/system/node/node{node}/cpulist").read_text()
+                )
             )
         except (OSError, InputError):
             continue
@@ -153,9 +155,7 @@ def thread_affinities(pid: int, proc_root: str = "/proc") -> list[ThreadAffinity
             status = Path(task_dir, str(tid), "status").read_text()
         except OSError:
             continue
-        fields = dict(
-            line.split(":", 1) for line in status.splitlines() if ":" in line
-        )
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         out.append(
             ThreadAffinity(
                 pid=pid,

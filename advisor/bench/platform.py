@@ -47,7 +47,10 @@ def gpu_info() -> GpuInfo:
         try:
             out = subprocess.run(
                 ["nvidia-smi", "--query-gpu=name,pci.bus_id", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20, check=True,
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
             ).stdout
             rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line]
             return GpuInfo(tuple(r[0] for r in rows), tuple(r[1] for r in rows if len(r) > 1))
@@ -76,9 +79,15 @@ def engine_version(engine: str, env: Mapping[str, str] | None = None) -> str | N
 
     try:
         out = subprocess.run(
-            [sys.executable, "-c",
-             f"import importlib.metadata as m; print(m.version({package!r}))"],
-            capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})},
+            [
+                sys.executable,
+                "-c",
+                f"import importlib.metadata as m; print(m.version({package!r}))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **(env or {})},
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -117,8 +126,9 @@ class GpuSampler:
             import pynvml
 
             pynvml.nvmlInit()
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
-                       for i in range(pynvml.nvmlDeviceGetCount())]
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
         except Exception:
             return self
         if not handles:

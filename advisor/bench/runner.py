@@ -25,12 +25,15 @@ from advisor.bench import engine as eng
 from advisor.bench.loadgen import Target, plan_phase, run_phase, warmup
 from advisor.bench.metrics import cpu_percent, parse_prometheus, server_ttft_mean_ms, summarise
 from advisor.bench.pinning import (
+    CoreSplit,
+    PinningReport,
     available_cpus,
     check_pinning,
     choose_cores,
     format_cpu_list,
     gpu_numa_cpus,
 )
+from advisor.bench.prompts import PromptFactory
 from advisor.bench.records import SCHEMA, WORKLOADS, LoadSpec, Platform, RequestRecord, RunResult
 from advisor.errors import InputError, UsageError
 from advisor.progress import ProgressFn, no_progress
@@ -39,8 +42,12 @@ from advisor.progress import ProgressFn, no_progress
 IGNORE_EOS_ENGINES = ("vllm", "sglang")
 
 ENV_KNOBS = (
-    "TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-    "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE",
+    "TOKENIZERS_PARALLELISM",
+    "RAYON_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "HF_HUB_OFFLINE",
 )
 
 
@@ -116,9 +123,17 @@ def model_label(model: str) -> str:
 
 def run_id_for(cfg: BenchConfig, platform: str, cores: int, load: LoadSpec, repeat: int) -> str:
     parts = [
-        cfg.engine, model_label(cfg.model), platform, f"tp{cfg.tp}", f"c{cores}", load.workload,
-        f"a{load.attacker_rps:g}", f"t{load.attacker_tokens_min}-{load.attacker_tokens_max}",
-        f"v{load.victim_rps:g}", f"d{load.duration_s:g}", f"r{repeat}",
+        cfg.engine,
+        model_label(cfg.model),
+        platform,
+        f"tp{cfg.tp}",
+        f"c{cores}",
+        load.workload,
+        f"a{load.attacker_rps:g}",
+        f"t{load.attacker_tokens_min}-{load.attacker_tokens_max}",
+        f"v{load.victim_rps:g}",
+        f"d{load.duration_s:g}",
+        f"r{repeat}",
     ]
     if cfg.tag:
         parts.insert(0, cfg.tag)
@@ -158,7 +173,10 @@ def llama_params_b(model_dir: str) -> float | None:
     try:
         c = json.loads((Path(model_dir) / "config.json").read_text())
         h, layers = int(c["hidden_size"]), int(c["num_hidden_layers"])
-        heads, kv = int(c["num_attention_heads"]), int(c.get("num_key_value_heads", c["num_attention_heads"]))
+        heads, kv = (
+            int(c["num_attention_heads"]),
+            int(c.get("num_key_value_heads", c["num_attention_heads"])),
+        )
         hd = int(c.get("head_dim") or h // heads)
         inter, vocab = int(c["intermediate_size"]), int(c["vocab_size"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -290,7 +308,9 @@ def _base_run(cfg: BenchConfig, plat: Platform, pt: Point, st: _StartState) -> d
     }
 
 
-def _tokenize_share(st: _StartState, victim_p50: float | None, attacker_p50: float | None) -> tuple[float | None, dict[str, Any]]:
+def _tokenize_share(
+    st: _StartState, victim_p50: float | None, attacker_p50: float | None
+) -> tuple[float | None, dict[str, Any]]:
     base = next((t for t in st.tokenize if t.get("setting") == "parallelism-on"), None)
     if not base:
         return None, {}
@@ -300,7 +320,7 @@ def _tokenize_share(st: _StartState, victim_p50: float | None, attacker_p50: flo
     return share_v, {"victim_tokenize_share": share_v, "attacker_tokenize_share": share_a}
 
 
-def _pinning_dict(report) -> dict[str, Any]:
+def _pinning_dict(report: PinningReport) -> dict[str, Any]:
     return {
         "ok": report.ok,
         "processes": report.processes,
@@ -334,8 +354,15 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
         split = choose_cores(n_cores, cfg.client_cores, avail, preferred)
         port = cfg.port or eng.free_port(cfg.host)
         spec = eng.spec_from(
-            template, model=cfg.model, tp=cfg.tp, cores=split.engine, host=cfg.host, port=port,
-            extra_args=cfg.engine_args, env=engine_env, ready_path=cfg.ready_path,
+            template,
+            model=cfg.model,
+            tp=cfg.tp,
+            cores=split.engine,
+            host=cfg.host,
+            port=port,
+            extra_args=cfg.engine_args,
+            env=engine_env,
+            ready_path=cfg.ready_path,
             log_path=Path(cfg.out_dir) / f"engine-c{n_cores}.log",
         )
         todo = [p for p in pts if not _is_done(p.path, cfg.retry_failed)]
@@ -345,9 +372,19 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
         if cfg.dry_run:
             cmd = " ".join(spec.argv)
             rows.extend(
-                RunRow(p.run_id, p.cores, p.load.workload, p.load.attacker_rps, p.repeat,
-                       "planned", None, None, None, str(p.path),
-                       f"taskset -c {format_cpu_list(split.engine)} {cmd}")
+                RunRow(
+                    p.run_id,
+                    p.cores,
+                    p.load.workload,
+                    p.load.attacker_rps,
+                    p.repeat,
+                    "planned",
+                    None,
+                    None,
+                    None,
+                    str(p.path),
+                    f"taskset -c {format_cpu_list(split.engine)} {cmd}",
+                )
                 for p in todo
             )
             continue
@@ -362,20 +399,37 @@ def _row_from_file(p: Point, status: str) -> RunRow:
     try:
         run = json.loads(p.path.read_text())["run"]
     except (OSError, ValueError, KeyError) as exc:
-        raise InputError(f"unreadable result ({exc}); delete it to rerun", source=str(p.path)) from exc
-    return RunRow(p.run_id, p.cores, p.load.workload, p.load.attacker_rps, p.repeat,
-                  status, run.get("victim_ttft_p50_ms"), run.get("attacker_ttft_p50_ms"),
-                  run.get("requests_timed_out"), str(p.path))
+        raise InputError(
+            f"unreadable result ({exc}); delete it to rerun", source=str(p.path)
+        ) from exc
+    return RunRow(
+        p.run_id,
+        p.cores,
+        p.load.workload,
+        p.load.attacker_rps,
+        p.repeat,
+        status,
+        run.get("victim_ttft_p50_ms"),
+        run.get("attacker_ttft_p50_ms"),
+        run.get("requests_timed_out"),
+        str(p.path),
+    )
 
 
-def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
-    from advisor.bench.prompts import PromptFactory
-
+def _run_one_start(
+    cfg: BenchConfig,
+    plat: Platform,
+    spec: eng.EngineSpec,
+    split: CoreSplit,
+    todo: list[Point],
+    progress: ProgressFn,
+) -> list[RunRow]:
     label = f"{spec.cores.__len__()} cores"
     total = len(todo)
     progress(label, 0, total)
-    st = _StartState(split.engine, split.client, split.client_shares_engine_cores, spec.argv,
-                     dict(spec.env))
+    st = _StartState(
+        split.engine, split.client, split.client_shares_engine_cores, spec.argv, dict(spec.env)
+    )
     model_dir = Path(cfg.model)
     factory = PromptFactory(model_dir, seed=todo[0].load.seed)
     first = todo[0].load
@@ -383,14 +437,33 @@ def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
         from advisor.bench.tokenize_probe import measure_tokenization
 
         victims = [factory.unique(first.victim_tokens, f"tok-v{i}").text for i in range(16)]
-        attackers = [factory.unique(n, f"tok-a{i}").text for i, n in enumerate(
-            [first.attacker_tokens_min, (first.attacker_tokens_min + first.attacker_tokens_max) // 2,
-             first.attacker_tokens_max] * 2)]
-        st.tokenize = [asdict(t) for t in measure_tokenization(
-            model_dir / "tokenizer.json", victims, attackers, split.engine,
-            concurrency=max(2, min(16, int(round(first.attacker_rps)))))]
-    target = Target(spec.host, spec.port, cfg.model_name or cfg.model,
-                    ignore_eos=cfg.engine in IGNORE_EOS_ENGINES)
+        attackers = [
+            factory.unique(n, f"tok-a{i}").text
+            for i, n in enumerate(
+                [
+                    first.attacker_tokens_min,
+                    (first.attacker_tokens_min + first.attacker_tokens_max) // 2,
+                    first.attacker_tokens_max,
+                ]
+                * 2
+            )
+        ]
+        st.tokenize = [
+            asdict(t)
+            for t in measure_tokenization(
+                model_dir / "tokenizer.json",
+                victims,
+                attackers,
+                split.engine,
+                concurrency=max(2, min(16, int(round(first.attacker_rps)))),
+            )
+        ]
+    target = Target(
+        spec.host,
+        spec.port,
+        cfg.model_name or cfg.model,
+        ignore_eos=cfg.engine in IGNORE_EOS_ENGINES,
+    )
     rows: list[RunRow] = []
     own_affinity = os.sched_getaffinity(0)
     with eng.EngineProcess(spec) as engine:
@@ -398,7 +471,9 @@ def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
         st.ready_status, st.ready_s = ready.status, ready.seconds
         st.exit_code, st.log_tail = ready.exit_code, ready.log_tail
         if ready.status == "ok" and cfg.warmup_requests:
-            sizes = [first.victim_tokens] * max(1, cfg.warmup_requests - 1) + [first.attacker_tokens_min]
+            sizes = [first.victim_tokens] * max(1, cfg.warmup_requests - 1) + [
+                first.attacker_tokens_min
+            ]
             wrecs = warmup(target, factory, sizes, first.timeout_s)
             st.warmup_ttft_ms = [r.ttft_ms for r in wrecs]
         if ready.status == "ok":
@@ -414,9 +489,20 @@ def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
                 records = _phase(cfg, pt, target, factory, engine, split, run, st)
             run["finished_at"] = _now()
             _write(pt.path, RunResult(run, tuple(records)))
-            rows.append(RunRow(pt.run_id, pt.cores, pt.load.workload, pt.load.attacker_rps,
-                               pt.repeat, run["status"], run["victim_ttft_p50_ms"],
-                               run["attacker_ttft_p50_ms"], run["requests_timed_out"], str(pt.path)))
+            rows.append(
+                RunRow(
+                    pt.run_id,
+                    pt.cores,
+                    pt.load.workload,
+                    pt.load.attacker_rps,
+                    pt.repeat,
+                    run["status"],
+                    run["victim_ttft_p50_ms"],
+                    run["attacker_ttft_p50_ms"],
+                    run["requests_timed_out"],
+                    str(pt.path),
+                )
+            )
             progress(label, i + 1, total)
         st.survivors = engine.stop()
     os.sched_setaffinity(0, own_affinity)
@@ -429,11 +515,22 @@ def _run_one_start(cfg, plat, spec, split, todo, progress) -> list[RunRow]:
     return rows
 
 
-def _phase(cfg, pt, target, factory, engine, split, run, st) -> list[RequestRecord]:
+def _phase(
+    cfg: BenchConfig,
+    pt: Point,
+    target: Target,
+    factory: PromptFactory,
+    engine: eng.EngineProcess,
+    split: CoreSplit,
+    run: dict[str, Any],
+    st: _StartState,
+) -> list[RequestRecord]:
     from advisor.bench.platform import GpuSampler
 
     load: LoadSpec = pt.load
-    planned = plan_phase(replace(load, seed=load.seed + pt.repeat * 1000 + pt.cores), target, factory)
+    planned = plan_phase(
+        replace(load, seed=load.seed + pt.repeat * 1000 + pt.cores), target, factory
+    )
     before_text = eng.http_get_text(target.host, target.port, "/metrics")
     before = parse_prometheus(before_text)
     cpu_before = _engine_cpu_by_pid(engine.pids())

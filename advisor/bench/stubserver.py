@@ -50,8 +50,7 @@ class Stub:
                 await self._plain(writer, 200, b"ok")
             elif path == "/metrics":
                 text = (
-                    "# TYPE stub_requests_total counter\n"
-                    f"stub_requests_total {self.requests}\n"
+                    f"# TYPE stub_requests_total counter\nstub_requests_total {self.requests}\n"
                 ).encode()
                 await self._plain(writer, 200, text)
             elif method == "POST" and path == "/v1/completions":
@@ -92,22 +91,36 @@ class Stub:
         for i in range(max_tokens):
             if i and a.itl_ms:
                 await asyncio.sleep(a.itl_ms / 1000.0)
-            event = {"id": f"stub-{n}", "object": "text_completion",
-                     "choices": [{"index": 0, "text": " tok", "finish_reason": None}]}
+            event = {
+                "id": f"stub-{n}",
+                "object": "text_completion",
+                "choices": [{"index": 0, "text": " tok", "finish_reason": None}],
+            }
             if i == 0:
                 first_sent = time.monotonic_ns()  # before the write: the client sees it after
             self._chunk(writer, b"data: " + json.dumps(event).encode() + b"\n\n")
             await writer.drain()
-        usage = {"id": f"stub-{n}", "choices": [], "usage": {
-            "prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens}}
+        usage = {
+            "id": f"stub-{n}",
+            "choices": [],
+            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens},
+        }
         self._chunk(writer, b"data: " + json.dumps(usage).encode() + b"\n\n")
         self._chunk(writer, b"data: [DONE]\n\n")
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         if self.log:
-            self.log.write(json.dumps({"request": n, "received_ns": received,
-                                       "first_token_sent_ns": first_sent,
-                                       "prompt_chars": len(prompt)}) + "\n")
+            self.log.write(
+                json.dumps(
+                    {
+                        "request": n,
+                        "received_ns": received,
+                        "first_token_sent_ns": first_sent,
+                        "prompt_chars": len(prompt),
+                    }
+                )
+                + "\n"
+            )
 
     @staticmethod
     def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:

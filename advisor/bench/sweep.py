@@ -100,11 +100,11 @@ def render_script(cfg: SweepConfig) -> str:
     lines += [
         "set -euo pipefail",
         f"CORES=({cores})",
-        'C=${CORES[$SLURM_ARRAY_TASK_ID]}',
+        "C=${CORES[$SLURM_ARRAY_TASK_ID]}",
         'echo "task $SLURM_ARRAY_TASK_ID: $C engine cores of ${SLURM_CPUS_PER_TASK:-?} allocated'
         ' on $(hostname)"',
         f"mkdir -p {q(str(out / 'results'))}",
-        f"exec {advisor} bench run --model {q(cfg.model)} --tp {cfg.gpus} --cores \"$C\" "
+        f'exec {advisor} bench run --model {q(cfg.model)} --tp {cfg.gpus} --cores "$C" '
         f"--client-cores {cfg.client_cores} --out {q(str(out / 'results'))} --format json"
         + (f" {extra}" if extra else ""),
         "",
@@ -115,8 +115,13 @@ def render_script(cfg: SweepConfig) -> str:
 def sbatch_commands(cfg: SweepConfig, script_path: Path) -> list[tuple[str, ...]]:
     """One sbatch argument list per core count: its array index and its --cpus-per-task."""
     return [
-        ("sbatch", "--parsable", f"--array={i}", f"--cpus-per-task={c + cfg.client_cores}",
-         str(script_path))
+        (
+            "sbatch",
+            "--parsable",
+            f"--array={i}",
+            f"--cpus-per-task={c + cfg.client_cores}",
+            str(script_path),
+        )
         for i, c in enumerate(cfg.cores)
     ]
 

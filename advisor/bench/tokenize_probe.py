@@ -65,15 +65,28 @@ def measure_tokenization(
         )
         out = []
         for name, knobs in SETTINGS.items():
-            env = {k: v for k, v in os.environ.items()
-                   if k not in ("TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS")}
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if k not in ("TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS")
+            }
             env.update(knobs)
-            cmd = [sys.executable, "-m", "advisor.bench.tokenize_probe", str(tokenizer_json),
-                   str(prompts_file), str(concurrency)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "advisor.bench.tokenize_probe",
+                str(tokenizer_json),
+                str(prompts_file),
+                str(concurrency),
+            ]
             cset = set(cores)
             try:
                 proc = subprocess.run(
-                    cmd, env=env, capture_output=True, text=True, timeout=timeout_s,
+                    cmd,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s,
                     preexec_fn=lambda cset=cset: os.sched_setaffinity(0, cset),  # type: ignore[misc]
                 )
                 if proc.returncode != 0:
@@ -81,8 +94,18 @@ def measure_tokenization(
                 d = json.loads(proc.stdout)
                 out.append(TokenizeTiming(setting=name, env=knobs, concurrency=concurrency, **d))
             except (OSError, subprocess.SubprocessError, RuntimeError, ValueError) as exc:
-                out.append(TokenizeTiming(name, knobs, None, None, None, None, concurrency,
-                                          error=f"{type(exc).__name__}: {exc}"))
+                out.append(
+                    TokenizeTiming(
+                        name,
+                        knobs,
+                        None,
+                        None,
+                        None,
+                        None,
+                        concurrency,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
+                )
         return out
 
 
@@ -103,7 +126,9 @@ def _child(tokenizer_json: str, prompts_file: str, concurrency: int) -> dict[str
     conc: list[float] = []
     if prompts["attacker"]:
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            batch = (prompts["attacker"] * concurrency)[: max(concurrency, len(prompts["attacker"]))]
+            batch = (prompts["attacker"] * concurrency)[
+                : max(concurrency, len(prompts["attacker"]))
+            ]
             conc = list(pool.map(timed, batch))
     lens = [len(tok.encode(p).ids) for p in prompts["attacker"]]
     return {

@@ -20,8 +20,17 @@ bench_app = typer.Typer(
     no_args_is_help=True,
 )
 
-RUN_COLUMNS = ["run_id", "cores", "workload", "attacker_rps", "repeat", "status",
-               "victim_ttft_p50_ms", "attacker_ttft_p50_ms", "requests_timed_out"]
+RUN_COLUMNS = [
+    "run_id",
+    "cores",
+    "workload",
+    "attacker_rps",
+    "repeat",
+    "status",
+    "victim_ttft_p50_ms",
+    "attacker_ttft_p50_ms",
+    "requests_timed_out",
+]
 
 
 def _ints(text: str, flag: str) -> tuple[int, ...]:
@@ -30,7 +39,9 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise UsageError(f"{flag} {text!r}: give integers separated by commas, e.g. 2,4,8") from None
+        raise UsageError(
+            f"{flag} {text!r}: give integers separated by commas, e.g. 2,4,8"
+        ) from None
     if not vals:
         raise UsageError(f"{flag}: give at least one value")
     return vals
@@ -64,34 +75,72 @@ def _range(text: str, flag: str) -> tuple[int, int]:
 
 @bench_app.command("run")
 def run_cmd(
-    model: Annotated[str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")],
+    model: Annotated[
+        str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
+    ],
     cores: Annotated[str, typer.Option(help="Engine core counts, comma-separated: 2,4,8,16.")],
-    out: Annotated[Path, typer.Option(help="Folder for the per-run JSON results.")] = Path("bench-results"),
-    engine: Annotated[str, typer.Option(help="vllm | sglang | transformers | stub (built-in commands).")] = "vllm",
-    engine_cmd: Annotated[str | None, typer.Option(help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}.")] = None,
-    engine_arg: Annotated[list[str] | None, typer.Option(help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy.")] = None,
-    engine_env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for the engine's environment (repeatable).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the per-run JSON results.")] = Path(
+        "bench-results"
+    ),
+    engine: Annotated[
+        str, typer.Option(help="vllm | sglang | transformers | stub (built-in commands).")
+    ] = "vllm",
+    engine_cmd: Annotated[
+        str | None,
+        typer.Option(
+            help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}."
+        ),
+    ] = None,
+    engine_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy."
+        ),
+    ] = None,
+    engine_env: Annotated[
+        list[str] | None, typer.Option(help="KEY=VALUE for the engine's environment (repeatable).")
+    ] = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel size (GPUs).")] = 1,
     client_cores: Annotated[int, typer.Option(help="Cores kept for the load generator.")] = 2,
-    workload: Annotated[str, typer.Option(help="unique, shared-prefix, or both comma-separated.")] = "unique",
-    attacker_rps: Annotated[str, typer.Option(help="Attacker rates (requests/s), comma-separated: 8,16.")] = "8",
-    attacker_tokens: Annotated[str, typer.Option(help="Attacker prompt tokens MIN:MAX.")] = "16000:64000",
+    workload: Annotated[
+        str, typer.Option(help="unique, shared-prefix, or both comma-separated.")
+    ] = "unique",
+    attacker_rps: Annotated[
+        str, typer.Option(help="Attacker rates (requests/s), comma-separated: 8,16.")
+    ] = "8",
+    attacker_tokens: Annotated[
+        str, typer.Option(help="Attacker prompt tokens MIN:MAX.")
+    ] = "16000:64000",
     attacker_output_tokens: Annotated[int, typer.Option(help="Attacker output tokens.")] = 16,
     victim_rps: Annotated[float, typer.Option(help="Victim rate (requests/s).")] = 1.0,
     victim_tokens: Annotated[int, typer.Option(help="Victim prompt tokens.")] = 64,
     victim_output_tokens: Annotated[int, typer.Option(help="Victim output tokens.")] = 16,
     duration: Annotated[float, typer.Option(help="Seconds of load per phase.")] = 60.0,
-    timeout: Annotated[float, typer.Option(help="Seconds after which a request counts as timed out.")] = 200.0,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds after which a request counts as timed out.")
+    ] = 200.0,
     repeats: Annotated[int, typer.Option(help="Repeats of each phase (report medians).")] = 3,
-    start_timeout: Annotated[float, typer.Option(help="Seconds to wait for the engine to be ready.")] = 900.0,
-    conversation_turns: Annotated[int, typer.Option(help="shared-prefix: turns per conversation.")] = 16,
+    start_timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for the engine to be ready.")
+    ] = 900.0,
+    conversation_turns: Annotated[
+        int, typer.Option(help="shared-prefix: turns per conversation.")
+    ] = 16,
     seed: Annotated[int, typer.Option(help="Seed of arrivals and prompts.")] = 0,
     tag: Annotated[str, typer.Option(help="Label prefixed to run ids.")] = "",
-    model_name: Annotated[str | None, typer.Option(help="Model name sent in requests (default: --model).")] = None,
+    model_name: Annotated[
+        str | None, typer.Option(help="Model name sent in requests (default: --model).")
+    ] = None,
     port: Annotated[int, typer.Option(help="Engine port (0: a free one).")] = 0,
-    tokenize_probe: Annotated[bool, typer.Option(help="Measure tokenization under the same cores.")] = True,
-    retry_failed: Annotated[bool, typer.Option(help="Rerun points whose result is not ok.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="Print the plan and engine commands; start nothing.")] = False,
+    tokenize_probe: Annotated[
+        bool, typer.Option(help="Measure tokenization under the same cores.")
+    ] = True,
+    retry_failed: Annotated[
+        bool, typer.Option(help="Rerun points whose result is not ok.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the plan and engine commands; start nothing.")
+    ] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
@@ -108,20 +157,41 @@ def run_cmd(
         env.append((key, value))
     loads = tuple(
         LoadSpec(
-            workload=w.strip(), attacker_rps=rps, attacker_tokens_min=tmin,
-            attacker_tokens_max=tmax, attacker_output_tokens=attacker_output_tokens,
-            victim_rps=victim_rps, victim_tokens=victim_tokens,
-            victim_output_tokens=victim_output_tokens, duration_s=duration, timeout_s=timeout,
-            seed=seed, conversation_turns=conversation_turns,
+            workload=w.strip(),
+            attacker_rps=rps,
+            attacker_tokens_min=tmin,
+            attacker_tokens_max=tmax,
+            attacker_output_tokens=attacker_output_tokens,
+            victim_rps=victim_rps,
+            victim_tokens=victim_tokens,
+            victim_output_tokens=victim_output_tokens,
+            duration_s=duration,
+            timeout_s=timeout,
+            seed=seed,
+            conversation_turns=conversation_turns,
         )
-        for w in workload.split(",") if w.strip()
+        for w in workload.split(",")
+        if w.strip()
         for rps in _floats(attacker_rps, "--attacker-rps")
     )
     cfg = BenchConfig(
-        model=model, cores=_ints(cores, "--cores"), loads=loads, out_dir=out, engine=engine,
-        engine_cmd=engine_cmd, engine_args=tuple(engine_arg or ()), engine_env=tuple(env), tp=tp,
-        repeats=repeats, client_cores=client_cores, port=port, start_timeout_s=start_timeout,
-        tokenize_probe=tokenize_probe, retry_failed=retry_failed, dry_run=dry_run, tag=tag,
+        model=model,
+        cores=_ints(cores, "--cores"),
+        loads=loads,
+        out_dir=out,
+        engine=engine,
+        engine_cmd=engine_cmd,
+        engine_args=tuple(engine_arg or ()),
+        engine_env=tuple(env),
+        tp=tp,
+        repeats=repeats,
+        client_cores=client_cores,
+        port=port,
+        start_timeout_s=start_timeout,
+        tokenize_probe=tokenize_probe,
+        retry_failed=retry_failed,
+        dry_run=dry_run,
+        tag=tag,
         model_name=model_name,
     )
     with RichProgress() as progress:
@@ -133,7 +203,9 @@ def run_cmd(
 @bench_app.command("make-model")
 def make_model_cmd(
     out: Annotated[Path, typer.Option(help="Folder to write the model directory into.")],
-    arch: Annotated[str, typer.Option(help="llama-3.1-8b (for vLLM --load-format dummy) or tiny (CPU tests).")] = "llama-3.1-8b",
+    arch: Annotated[
+        str, typer.Option(help="llama-3.1-8b (for vLLM --load-format dummy) or tiny (CPU tests).")
+    ] = "llama-3.1-8b",
     weights: Annotated[bool, typer.Option(help="Also save random weights (tiny only).")] = False,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
     fmt: FormatOption = OutputFormat.table,
@@ -148,9 +220,13 @@ def make_model_cmd(
 
 @bench_app.command("collect")
 def collect_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Result folders or JSON files (.json, .json.gz).")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="Result folders or JSON files (.json, .json.gz).")
+    ],
     db: DbOption = None,
-    calibration_csv: Annotated[Path | None, typer.Option(help="Also write the runs' calibration points to this CSV.")] = None,
+    calibration_csv: Annotated[
+        Path | None, typer.Option(help="Also write the runs' calibration points to this CSV.")
+    ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Load run JSONs into the bench tables and derive calibration points."""
@@ -159,8 +235,18 @@ def collect_cmd(
 
     with RichProgress() as progress:
         result = collect(paths, db, progress, calibration_csv=calibration_csv)
-    emit_rows([result], fmt, columns=["files", "runs_loaded", "requests_loaded",
-                                      "calibration_points", "calibration_csv"], title="bench collect")
+    emit_rows(
+        [result],
+        fmt,
+        columns=[
+            "files",
+            "runs_loaded",
+            "requests_loaded",
+            "calibration_points",
+            "calibration_csv",
+        ],
+        title="bench collect",
+    )
     if result.problems:
         raise InputError(
             f"{len(result.problems)} file(s) not loaded (the others were):\n  "
@@ -172,8 +258,12 @@ def collect_cmd(
 def runs_cmd(
     db: DbOption = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform (H200, ...).")] = None,
-    status: Annotated[str | None, typer.Option(help="Only this status (ok, crashed, hung, ...).")] = None,
-    by_point: Annotated[bool, typer.Option(help="Fold repeats: median with its range, speedup vs fewest cores.")] = False,
+    status: Annotated[
+        str | None, typer.Option(help="Only this status (ok, crashed, hung, ...).")
+    ] = None,
+    by_point: Annotated[
+        bool, typer.Option(help="Fold repeats: median with its range, speedup vs fewest cores.")
+    ] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List collected benchmark runs (or, with --by-point, their repeats folded)."""
@@ -189,29 +279,55 @@ def runs_cmd(
 def sweep_cmd(
     model: Annotated[str, typer.Option(help="Model directory on the cluster's shared filesystem.")],
     cores: Annotated[str, typer.Option(help="Engine core counts, one array task each: 2,4,8,16.")],
-    out: Annotated[Path, typer.Option(help="Folder for the scripts, logs and results.")] = Path("bench-sweep"),
-    slurm: Annotated[bool, typer.Option("--slurm", help="Write an sbatch job array (the only backend).")] = True,
+    out: Annotated[Path, typer.Option(help="Folder for the scripts, logs and results.")] = Path(
+        "bench-sweep"
+    ),
+    slurm: Annotated[
+        bool, typer.Option("--slurm", help="Write an sbatch job array (the only backend).")
+    ] = True,
     submit: Annotated[bool, typer.Option(help="Submit it with sbatch.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="Print the scripts; write and submit nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the scripts; write and submit nothing.")
+    ] = False,
     gpus: Annotated[int, typer.Option(help="GPUs per task (also the --tp of each run).")] = 1,
-    client_cores: Annotated[int, typer.Option(help="Extra cores per task for the load generator.")] = 1,
+    client_cores: Annotated[
+        int, typer.Option(help="Extra cores per task for the load generator.")
+    ] = 1,
     partition: Annotated[str | None, typer.Option(help="Slurm partition.")] = None,
     account: Annotated[str | None, typer.Option(help="Slurm account.")] = None,
-    gpu_type: Annotated[str | None, typer.Option(help="GPU type in --gpus=TYPE:N (e.g. h200).")] = None,
-    time_limit: Annotated[str, typer.Option("--time", help="Slurm time limit per task.")] = "02:00:00",
+    gpu_type: Annotated[
+        str | None, typer.Option(help="GPU type in --gpus=TYPE:N (e.g. h200).")
+    ] = None,
+    time_limit: Annotated[
+        str, typer.Option("--time", help="Slurm time limit per task.")
+    ] = "02:00:00",
     mem: Annotated[str | None, typer.Option(help="Slurm --mem per task, e.g. 64G.")] = None,
-    run_args: Annotated[str, typer.Option(help="Extra arguments for each `advisor bench run` (shell words).")] = "",
-    advisor_cmd: Annotated[str, typer.Option(help="How tasks call advisor on the nodes.")] = "advisor",
+    run_args: Annotated[
+        str, typer.Option(help="Extra arguments for each `advisor bench run` (shell words).")
+    ] = "",
+    advisor_cmd: Annotated[
+        str, typer.Option(help="How tasks call advisor on the nodes.")
+    ] = "advisor",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write (and with --submit, submit) an sbatch job array: one task per core count."""
     from advisor.bench.sweep import SweepConfig, make_sweep
 
     cfg = SweepConfig(
-        model=model, cores=_ints(cores, "--cores"), out_dir=out, gpus=gpus,
-        client_cores=client_cores, partition=partition, account=account, gpu_type=gpu_type,
-        time_limit=time_limit, mem=mem, run_args=run_args, advisor_cmd=advisor_cmd,
-        submit=submit, dry_run=dry_run,
+        model=model,
+        cores=_ints(cores, "--cores"),
+        out_dir=out,
+        gpus=gpus,
+        client_cores=client_cores,
+        partition=partition,
+        account=account,
+        gpu_type=gpu_type,
+        time_limit=time_limit,
+        mem=mem,
+        run_args=run_args,
+        advisor_cmd=advisor_cmd,
+        submit=submit,
+        dry_run=dry_run,
     )
     result = make_sweep(cfg)
     if dry_run:
