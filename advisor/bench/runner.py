@@ -424,7 +424,7 @@ def _run_one_start(
     todo: list[Point],
     progress: ProgressFn,
 ) -> list[RunRow]:
-    label = f"{spec.cores.__len__()} cores"
+    label = f"{len(spec.cores)} cores"
     total = len(todo)
     progress(label, 0, total)
     st = _StartState(
