@@ -390,3 +390,10 @@ def test_the_shipped_sample_loads_without_rejects(db_path: Path) -> None:
     shutil.copy(sample, copy)
     s = ingest_files(db_path, [copy])[0]
     assert (s.inserted, s.rejected) == (20000, 0)
+
+
+def test_a_bare_carriage_return_line_does_not_stop_the_file(db_path: Path, tmp_path: Path) -> None:
+    f = tmp_path / "cr.txt"
+    f.write_bytes(b"JobID|JobIDRaw|AllocTRES\n1|1|cpu=2\n\r\n2|2|cpu=4\n")
+    [s] = ingest_files(db_path, [f])
+    assert sorted(_jobs(db_path)) == ["1", "2"] and s.inserted == 2

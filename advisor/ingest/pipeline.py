@@ -27,23 +27,21 @@ from advisor.ingest.model import (
     missing_and_disabled,
 )
 from advisor.progress import ProgressFn, no_progress
-from advisor.store import query, quote_ident
+from advisor.store import query
 
 _STAGES = 5
 
 
 @dataclass
 class Loaded:
-    """What a reader put into temp table ``raw``."""
+    """What a reader put into temp table ``parsed`` (and how to find lines again)."""
 
     fmt: str
     present: set[str]  # canonical fields the source has
     lines_read: int
     line_rejects: list[text.LineReject]
-    raw_expr: str  # SQL over raw giving a record's original text
-    params: dict[str, object]  # parameters raw_expr needs
+    tails: int = 0  # records counted twice (a repaired record and its half read before)
     layout: detect.TextLayout | None = None
-    text_load: text.TextLoad | None = None
     path: Path | None = None
     compression: str | None = None
 
@@ -106,6 +104,39 @@ def ingest_path(
     fmt = options.input_format or detect.detect_format(head)
     hasher = _Hasher(path, compression)
     hasher.start()
+    try:
+        try:
+            summary = _load(
+                con, path, compression, head, fmt, options, progress, label, hasher, True
+            )
+        except duckdb.InvalidInputException:
+            if fmt != "sacct-text":
+                raise
+            # DuckDB's strict CSV reader gives up on a whole file for some bytes (a bare CR on a
+            # line of its own): load the file again, letting a CR end a line.
+            summary = _load(
+                con, path, compression, head, fmt, options, progress, label, hasher, False
+            )
+    except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
+        first = str(exc).splitlines()[0]
+        raise InputError(f"cannot read as {fmt}: {first}", source=label) from exc
+    progress(label, _STAGES, _STAGES)
+    return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    head: bytes,
+    fmt: str,
+    options: IngestOptions,
+    progress: ProgressFn,
+    label: str,
+    hasher: _Hasher,
+    strict: bool,
+) -> IngestSummary:
+    """One attempt: everything in one transaction, rolled back on any error."""
     con.execute("BEGIN TRANSACTION")
     try:
         progress(label, 0, _STAGES)
@@ -116,7 +147,7 @@ def ingest_path(
         ).fetchone()
         assert row is not None
         ingest_id = int(row[0])
-        loaded = _read(con, path, compression, head, fmt, options, label)
+        loaded = _read(con, path, compression, head, fmt, options, label, strict)
         progress(label, 1, _STAGES)
         summary = _process(con, ingest_id, label, compression, loaded, options, progress)
         hasher.join()
@@ -127,8 +158,21 @@ def ingest_path(
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    progress(label, _STAGES, _STAGES)
-    return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
+    return summary
+
+
+def _parse(
+    con: duckdb.DuckDBPyConnection,
+    src_sql: str,
+    raw_text: str,
+    params: dict[str, object],
+    *,
+    create: bool,
+) -> None:
+    """Run the parser (advisor/sql/ingest/parse.sql) over ``src_sql`` into temp table parsed."""
+    body = query("ingest/parse").replace("{{src}}", src_sql).replace("{{raw_text}}", raw_text)
+    head = "CREATE OR REPLACE TEMP TABLE parsed AS " if create else "INSERT INTO parsed "
+    con.execute(head + body, params)
 
 
 def _read(
@@ -139,21 +183,36 @@ def _read(
     fmt: str,
     options: IngestOptions,
     label: str,
+    strict: bool,
 ) -> Loaded:
+    """Read and parse the source into temp table ``parsed``."""
+    base: dict[str, object] = {"cluster": options.cluster, "tz": options.source_tz}
     if fmt == "sacct-text":
         layout = detect.text_layout(head, options.delimiter, options.fields, label)
-        load = text.load_raw(con, path, compression, layout)
+        raw_text = text.raw_text_expr(layout)
+        text.drop_reject_tables(con)
+        _parse(
+            con,
+            text.csv_src_sql(layout),
+            raw_text,
+            {**base, **text.csv_params(path, compression, layout, strict=strict)},
+            create=True,
+        )
+        accepted = _count(con, "SELECT count(*) FROM parsed")
+        fix = text.repair(con, path, compression, layout, accepted)
+        if fix.rows:
+            _parse(
+                con,
+                text.fix_src_sql(layout),
+                raw_text,
+                {**base, "delim": layout.delimiter},
+                create=False,
+            )
+        con.execute("DROP TABLE IF EXISTS raw_fix")
+        text.drop_reject_tables(con)
+        present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         return Loaded(
-            fmt,
-            {c for c in layout.columns if c in CANONICAL_FIELDS},
-            load.lines_read,
-            load.rejects,
-            text.raw_text_expr(layout),
-            {"delim": layout.delimiter},
-            layout,
-            load,
-            path,
-            compression,
+            fmt, present, fix.lines_read, fix.rejects, fix.tails, layout, path, compression
         )
     if fmt == "sacct-json":
         from advisor.ingest import jsonfmt
@@ -161,16 +220,24 @@ def _read(
         with detect.open_decompressed(path, compression) as fh:
             data = fh.read()
         records, rejects, present = jsonfmt.records(data, label)
-        _fill_raw(con, records)
-        return Loaded(fmt, present, len(records) + len(rejects), rejects, "_raw", {})
-    if fmt == "jobcomp":
+        lines = len(records) + len(rejects)
+    elif fmt == "jobcomp":
         from advisor.ingest import jobcomp
 
         with detect.open_decompressed(path, compression) as fh:
             records, rejects, present, lines = jobcomp.records(fh)
-        _fill_raw(con, records)
-        return Loaded(fmt, present, lines, rejects, "_raw", {})
-    raise InputError(f"unknown input format {fmt!r}", source=label)
+    else:
+        raise InputError(f"unknown input format {fmt!r}", source=label)
+    _fill_raw(con, records)
+    _parse(
+        con,
+        "SELECT line_no, FALSE AS repaired, * EXCLUDE (line_no) FROM raw",
+        "_raw",
+        base,
+        create=True,
+    )
+    con.execute("DROP TABLE raw")
+    return Loaded(fmt, present, lines, rejects)
 
 
 def _fill_raw(con: duckdb.DuckDBPyConnection, records: list[dict[str, str | int | None]]) -> None:
@@ -182,17 +249,6 @@ def _fill_raw(con: duckdb.DuckDBPyConnection, records: list[dict[str, str | int 
     con.register("ing_records", pa.table(cols))
     con.execute("CREATE TEMP TABLE raw AS SELECT * FROM ing_records")
     con.unregister("ing_records")
-
-
-def _create_src(con: duckdb.DuckDBPyConnection, present: set[str], base: int) -> None:
-    cols = ", ".join(
-        quote_ident(c) if c in present else f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
-        for c in CANONICAL_FIELDS
-    )
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW src AS SELECT rowid - {int(base)} AS rid, line_no, {cols} "  # noqa: S608
-        "FROM raw"
-    )
 
 
 def _gpu_map(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
@@ -233,16 +289,11 @@ def _process(
     options: IngestOptions,
     progress: ProgressFn,
 ) -> IngestSummary:
-    base = loaded.text_load.rowid_base if loaded.text_load is not None else 0
-    _create_src(con, loaded.present, base)
-    con.execute(query("ingest/parse"), {"cluster": options.cluster, "tz": options.source_tz})
     rejects = _rejects(con, ingest_id, label, loaded)
-    con.execute("DROP VIEW src")
-    con.execute("DROP TABLE raw")  # only rejects needed the original text: free the memory
     progress(label, 2, _STAGES)
     allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
     _gpu_map(con, options)
-    con.execute(query("ingest/superseded"))
+    con.execute(query("ingest/superseded"))  # dupkeys
     con.execute(query("ingest/fold"))
     progress(label, 3, _STAGES)
     staged = _count(con, "SELECT count(*) FROM stage")
@@ -252,7 +303,7 @@ def _process(
     con.execute("DROP VIEW stage")
     con.execute("DROP TABLE parsed")
     progress(label, 4, _STAGES)
-    rows_read = allocations + len(loaded.line_rejects)
+    rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
     con.execute(
         "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
@@ -291,22 +342,18 @@ def _rejects(
     found = con.execute(query("ingest/reject_values")).fetchall()
     if _count(con, "SELECT count(*) FROM parsed WHERE step IS NOT NULL"):
         found += con.execute(query("ingest/orphan_steps")).fetchall()
-    if found:
-        base = loaded.text_load.rowid_base if loaded.text_load is not None else 0
-        texts = dict(
-            con.execute(
-                f"SELECT rowid - $base AS rid, {loaded.raw_expr} FROM raw "  # noqa: S608
-                "WHERE rowid - $base IN (SELECT unnest($rids))",
-                {**loaded.params, "base": base, "rids": [int(r[0]) for r in found]},
-            ).fetchall()
+    missing = [i for i, r in enumerate(found) if r[0] is None]
+    if missing and loaded.path is not None and loaded.layout is not None:
+        # records DuckDB read have no line number: find their text in the file (rejects only)
+        lines = text.find_lines(
+            loaded.path,
+            loaded.compression,
+            [str(found[i][3] or "") for i in missing],
+            loaded.layout.has_header,
         )
-        skips: list[int] | None = None
-        for rid, line_no, field, reason in sorted(found, key=lambda r: int(r[0])):
-            if line_no is None and loaded.layout is not None and loaded.text_load is not None:
-                if skips is None:
-                    skips = _skips(loaded)
-                line_no = text.line_of_rid(int(rid), skips)
-            out.append((line_no, field, reason, texts.get(rid, "")))
+        for i, ln in zip(missing, lines, strict=True):
+            found[i] = (ln, *found[i][1:])
+    out += [(r[0], r[1], r[2], r[3] or "") for r in found]
     out.sort(key=lambda r: (r[0] is None, r[0] or 0))
     if out:
         table = pa.table(
@@ -323,13 +370,3 @@ def _rejects(
         con.execute("INSERT INTO rejects BY NAME SELECT * FROM ing_rejects")
         con.unregister("ing_rejects")
     return out
-
-
-def _skips(loaded: Loaded) -> list[int]:
-    assert loaded.layout is not None and loaded.text_load is not None
-    load = loaded.text_load
-    if load.blank_lines is None and loaded.path is not None:
-        # blank lines are invisible to DuckDB: one pass finds them (only for files with rejects)
-        _, blanks, _ = text.scan_lines(loaded.path, loaded.compression, set())
-        load.blank_lines = blanks
-    return text.skipped_lines(loaded.layout, load)

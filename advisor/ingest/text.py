@@ -11,7 +11,6 @@ not fit is returned as a reject with its physical line number.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from advisor.ingest.detect import TextLayout, open_decompressed
-from advisor.ingest.model import FREE_TEXT_FIELDS
+from advisor.ingest.model import CANONICAL_FIELDS, FREE_TEXT_FIELDS
 from advisor.store import quote_ident
 
 REJ_ERRORS = "ing_csv_errors"
@@ -37,43 +36,74 @@ class LineReject:
 
 
 @dataclass
-class TextLoad:
-    """What loading the text into ``raw`` found."""
+class TextRepair:
+    """What handling the lines DuckDB could not read found."""
 
     lines_read: int
     rejects: list[LineReject]
-    blank_lines: list[int] | None  # known when the file was scanned in Python
-    csv_rejected_lines: list[int]
-    rowid_base: int = 0  # rowid of the first record read (rid = rowid - rowid_base)
+    rows: list[tuple[int, list[str]]]  # (physical line, fields) of repaired records
+    tails: int  # repaired records whose first half DuckDB had already read
 
 
-def load_raw(
-    con: duckdb.DuckDBPyConnection, path: Path, compression: str | None, layout: TextLayout
-) -> TextLoad:
-    """Fill temp table ``raw`` from the file; repair or reject the lines DuckDB could not read."""
+def csv_src_sql(layout: TextLayout) -> str:
+    """SQL reading the file with DuckDB (parameters: see :func:`csv_params`) as parser input."""
+    missing = ", ".join(
+        f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
+        for c in CANONICAL_FIELDS
+        if c not in layout.columns
+    )
+    # identifiers through quote_ident, every value a parameter
+    return (
+        "SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, *"  # noqa: S608
+        + (f", {missing}" if missing else "")
+        + " FROM read_csv($path, delim = $delim, header = $header, quote = '', escape = '',"
+        " comment = '', auto_detect = false, columns = $columns, compression = $compression,"
+        " store_rejects = true, rejects_table = $rt, rejects_scan = $rs,"
+        " max_line_size = 4194304, strict_mode = $strict, parallel = true)"
+    )
+
+
+def csv_params(
+    path: Path, compression: str | None, layout: TextLayout, strict: bool = True
+) -> dict[str, object]:
+    """Parameters of :func:`csv_src_sql`. ``strict`` False lets a bare CR end a line (DuckDB's
+    strict reader gives up on the whole file at one)."""
+    return {
+        "strict": strict,
+        "path": str(path),
+        "delim": layout.delimiter,
+        "header": layout.has_header,
+        "columns": {c: "VARCHAR" for c in layout.columns},
+        "compression": compression or "none",
+        "rt": REJ_ERRORS,
+        "rs": REJ_SCANS,
+    }
+
+
+def fix_src_sql(layout: TextLayout) -> str:
+    """SQL reading the repaired records (temp table raw_fix) as parser input."""
+    missing = ", ".join(
+        f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
+        for c in CANONICAL_FIELDS
+        if c not in layout.columns
+    )
+    cols = f", {missing}" if missing else ""
+    return f"SELECT line_no, TRUE AS repaired, * EXCLUDE (line_no){cols} FROM raw_fix"  # noqa: S608
+
+
+def drop_reject_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DROP TABLE IF EXISTS {REJ_ERRORS}")
     con.execute(f"DROP TABLE IF EXISTS {REJ_SCANS}")
-    con.execute("DROP TABLE IF EXISTS raw")
-    columns = {c: "VARCHAR" for c in layout.columns}
-    con.execute(
-        "CREATE TEMP TABLE raw AS SELECT *, CAST(NULL AS BIGINT) AS line_no FROM read_csv("
-        "$path, delim = $delim, header = $header, quote = '', escape = '', comment = '',"
-        " auto_detect = false, columns = $columns, compression = $compression,"
-        " store_rejects = true, rejects_table = $rt, rejects_scan = $rs, max_line_size = 4194304,"
-        " strict_mode = true, parallel = true)",
-        {
-            "path": str(path),
-            "delim": layout.delimiter,
-            "header": layout.has_header,
-            "columns": columns,
-            "compression": compression or "none",
-            "rt": REJ_ERRORS,
-            "rs": REJ_SCANS,
-        },
-    )
-    accepted = _one(con, "SELECT count(*) FROM raw")
-    # rowids inside a transaction start at a large base: keep it to number records from 0
-    base = _one(con, "SELECT coalesce(min(rowid), 0) FROM raw")
+
+
+def repair(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    layout: TextLayout,
+    accepted: int,
+) -> TextRepair:
+    """Handle the lines DuckDB rejected: fill temp table ``raw_fix`` with the repaired ones."""
     bad = [
         (int(r[0]), str(r[1]))
         for r in con.execute(
@@ -81,18 +111,25 @@ def load_raw(
         ).fetchall()
     ]
     if not bad:
-        return TextLoad(accepted + int(layout.has_header), [], None, [], base)
+        return TextRepair(accepted + int(layout.has_header), [], [], 0)
     bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
-    texts, blanks, total = scan_lines(path, compression, want)
-    skips = sorted(set(bad_lines) | set(blanks) | ({1} if layout.has_header else set()))
-    rejects = _repair(con, layout, bad_lines, texts, skips, base)
-    return TextLoad(total, rejects, blanks, bad_lines, base)
-
-
-def _one(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    row = con.execute(sql).fetchone()
-    return int(row[0]) if row else 0
+    texts, _blanks, total = scan_lines(path, compression, want)
+    rows, rejects, tails = _repair(layout, bad_lines, texts)
+    con.execute("DROP TABLE IF EXISTS raw_fix")
+    table = pa.table(
+        {
+            **{
+                c: pa.array([r[1][i] for r in rows], pa.string())
+                for i, c in enumerate(layout.columns)
+            },
+            "line_no": pa.array([r[0] for r in rows], pa.int64()),
+        }
+    )
+    con.register("ing_repaired", table)
+    con.execute("CREATE TEMP TABLE raw_fix AS SELECT * FROM ing_repaired")
+    con.unregister("ing_repaired")
+    return TextRepair(total, rejects, rows, tails)
 
 
 def scan_lines(
@@ -111,22 +148,23 @@ def scan_lines(
     return texts, blanks, n
 
 
-def line_of_rid(rid: int, skips_sorted: list[int]) -> int:
-    """The physical line of the ``rid``-th record DuckDB accepted, given the skipped lines."""
-    line = rid + 1
-    i = 0
-    while i < len(skips_sorted) and skips_sorted[i] <= line:
-        line += 1
-        i += 1
-    return line
-
-
-def skipped_lines(layout: TextLayout, load: TextLoad) -> list[int]:
-    """Lines DuckDB did not turn into a row: the header, blank lines, rejected lines."""
-    skips = set(load.csv_rejected_lines) | set(load.blank_lines or [])
-    if layout.has_header:
-        skips.add(1)
-    return sorted(skips)
+def find_lines(
+    path: Path, compression: str | None, records: list[str], has_header: bool
+) -> list[int | None]:
+    """The physical line of each record text (in order of appearance for repeated texts)."""
+    wanted: dict[bytes, list[int]] = {}
+    for i, rec in enumerate(records):
+        wanted.setdefault(rec.encode("utf-8"), []).append(i)
+    out: list[int | None] = [None] * len(records)
+    with open_decompressed(path, compression) as fh:
+        for n, line in enumerate(fh, start=1):
+            if n == 1 and has_header:
+                continue
+            key = line.rstrip(b"\n").rstrip(b"\r")
+            idx = wanted.get(key)
+            if idx:
+                out[idx.pop(0)] = n
+    return out
 
 
 def _split(text: str, delim: str, layout: TextLayout) -> list[str] | None:
@@ -156,18 +194,13 @@ def _starts_record(text: str, layout: TextLayout) -> bool:
 
 
 def _repair(
-    con: duckdb.DuckDBPyConnection,
-    layout: TextLayout,
-    bad_lines: list[int],
-    texts: dict[int, bytes],
-    skips: list[int],
-    base: int,
-) -> list[LineReject]:
+    layout: TextLayout, bad_lines: list[int], texts: dict[int, bytes]
+) -> tuple[list[tuple[int, list[str]]], list[LineReject], int]:
     delim = layout.delimiter
     n = len(layout.columns)
     bad_set = set(bad_lines)
     rows: list[tuple[int, list[str]]] = []
-    replaced: list[int] = []  # rids of accepted rows that were the first half of a split record
+    tails = 0  # accepted rows that were the first half of a record split by a newline
     rejects: list[LineReject] = []
     used: set[int] = set()
     for ln in bad_lines:
@@ -206,7 +239,7 @@ def _repair(
             head_parts = head.split(delim)
             if len(head_parts) == n:
                 whole = head_parts[:-1] + [head_parts[-1] + "\n" + text]
-                replaced.append(prev - 1 - bisect_left(skips, prev))
+                tails += 1
                 rows.append((prev, whole))
                 continue
         got = text.count(delim) + 1
@@ -218,22 +251,7 @@ def _repair(
                 " (wrong --delimiter or --fields, or a truncated line)",
             )
         )
-    if replaced:
-        con.execute(
-            "DELETE FROM raw WHERE rowid - $base IN (SELECT unnest($rids))",
-            {"base": base, "rids": replaced},
-        )
-    if rows:
-        table = pa.table(
-            {
-                **{c: [r[1][i] for r in rows] for i, c in enumerate(layout.columns)},
-                "line_no": pa.array([r[0] for r in rows], pa.int64()),
-            }
-        )
-        con.register("ing_repaired", table)
-        con.execute("INSERT INTO raw BY NAME SELECT * FROM ing_repaired")
-        con.unregister("ing_repaired")
-    return rejects
+    return rows, rejects, tails
 
 
 def raw_text_expr(layout: TextLayout) -> str:

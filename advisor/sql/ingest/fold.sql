@@ -1,4 +1,5 @@
--- Fold steps into their allocation and keep one row per key (the last line wins within a file).
+-- Fold steps into their allocation and keep one row per key. When one source holds a key
+-- twice, a repaired line (a record glued back together) wins, then the later end, then start.
 -- Interactive evidence, strongest first: SubmitLine (salloc, srun --pty -> yes; sbatch, srun
 -- -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job name (yes).
 CREATE OR REPLACE TEMP VIEW stage AS
@@ -10,8 +11,18 @@ WITH steps AS (
     WHERE step IS NOT NULL AND job_id_raw IS NOT NULL
     GROUP BY ALL
 ), alloc AS (
-    SELECT * FROM parsed
-    WHERE step IS NULL AND bad_field IS NULL AND rid NOT IN (SELECT rid FROM superseded)
+    SELECT p.* FROM parsed p
+    WHERE p.step IS NULL AND p.bad_field IS NULL
+      AND NOT EXISTS (SELECT 1 FROM dupkeys d WHERE d.cluster = p.cluster
+                      AND d.job_id_raw = p.job_id_raw AND d.submit = p.submit)
+    UNION ALL
+    SELECT * FROM (
+        SELECT p.* FROM parsed p SEMI JOIN dupkeys d
+            ON d.cluster = p.cluster AND d.job_id_raw = p.job_id_raw AND d.submit = p.submit
+        WHERE p.step IS NULL AND p.bad_field IS NULL
+        QUALIFY row_number() OVER (PARTITION BY p.cluster, p.job_id_raw, p.submit
+            ORDER BY p.repaired DESC, p."end" DESC NULLS LAST, p."start" DESC NULLS LAST,
+                     p.state_raw DESC NULLS LAST) = 1)
 ), mp AS (
     SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap
 ), x AS (

@@ -1,9 +1,11 @@
--- Parse every record of the temp view `src` (one VARCHAR column per canonical sacct field, plus
--- rid = read order and line_no where known) into typed values. Steps keep only what folding
--- needs. `bad_field` names the first field of an allocation line that could not be parsed.
+-- Parse records into typed values: the body of a SELECT over {{src}} (one VARCHAR column per
+-- canonical sacct field, plus line_no where known and `repaired`). The caller wraps it in
+-- CREATE TABLE parsed AS / INSERT INTO parsed and substitutes {{src}} (DuckDB read_csv of the
+-- file, or a table of records) and {{raw_text}} (SQL rebuilding a record's text, kept only for
+-- rejected records). Steps keep only what folding needs. `bad_field` names the first field of
+-- an allocation line that could not be parsed.
 -- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone).
 -- Plain string functions, not regular expressions, on the hot path (millions of rows).
-CREATE OR REPLACE TEMP TABLE parsed AS
 WITH a AS (
     SELECT src.*,
         coalesce(nullif(jobid, ''), jobidraw) AS id_txt,
@@ -11,7 +13,7 @@ WITH a AS (
         ',' || coalesce(reqtres, '') AS rtres,
         ing_dur_rest(elapsed) AS el_rest,
         ing_dur_rest(timelimit) AS tl_rest
-    FROM src
+    FROM ({{src}}) AS src
 ), b AS (
     SELECT *,
         split_part(id_txt, '.', 1) AS alloc_txt,
@@ -83,9 +85,47 @@ WITH a AS (
         ing_mem_mb(a_mem) AS a_mem_v,
         TRY_CAST(r_gpu AS BIGINT) AS runtyped
     FROM d
+), f AS (
+    SELECT *,
+        -- the first field that could not be parsed (allocation lines only; steps are folded)
+        CASE
+            WHEN id_txt IS NULL OR NOT id_ok OR (step IS NOT NULL AND step = '') THEN 'JobID'
+            WHEN job_id_raw IS NULL THEN 'JobIDRaw'
+            WHEN step IS NOT NULL THEN NULL
+            WHEN ing_ts_bad(submit, submit_ts) THEN 'Submit'
+            WHEN ing_ts_bad(eligible, eligible_ts) THEN 'Eligible'
+            WHEN ing_ts_bad("start", start_ts) THEN 'Start'
+            WHEN ing_ts_bad("end", end_ts) THEN 'End'
+            WHEN elapsedraw IS NOT NULL AND TRY_CAST(elapsedraw AS BIGINT) IS NULL THEN 'ElapsedRaw'
+            WHEN elapsedraw IS NULL AND (elapsed_v < 0 OR (elapsed_v IS NULL AND NOT ing_blank(elapsed)
+                 AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed))) THEN 'Elapsed'
+            WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
+                 AND TRY_CAST(timelimitraw AS BIGINT) IS NULL THEN 'TimelimitRaw'
+            WHEN timelimitraw IS NULL AND (timelimit_v < 0 OR (timelimit_v IS NULL AND NOT ing_blank(timelimit)
+                 AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit))) THEN 'Timelimit'
+            WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
+            WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
+            WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
+            WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
+            WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
+            WHEN nullif(alloctres, '') IS NOT NULL AND NOT contains(alloctres, '=') THEN 'AllocTRES'
+            WHEN a_cpu IS NOT NULL AND a_cpu_v IS NULL THEN 'AllocTRES'
+            WHEN a_mem IS NOT NULL AND a_mem_v IS NULL THEN 'AllocTRES'
+            WHEN ing_gpu_vals_bad(atres) THEN 'AllocTRES'
+            WHEN coalesce(untyped, typed_sum, 0) > 2147483647 THEN 'AllocTRES'
+            WHEN nullif(reqtres, '') IS NOT NULL AND NOT contains(reqtres, '=') THEN 'ReqTRES'
+            WHEN ing_gpu_vals_bad(rtres) THEN 'ReqTRES'
+            WHEN state IS NOT NULL
+                 AND NOT list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
+                     'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
+                     'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
+                     'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'], upper(state_word))
+                 AND NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?') THEN 'State'
+        END AS bad_field
+    FROM e
 )
 SELECT
-    rid, line_no, cl AS cluster, job_id_raw, alloc_txt AS job_id, step,
+    line_no, repaired, cl AS cluster, job_id_raw, alloc_txt AS job_id, step,
     coalesce(submit_ts, TIMESTAMP '1970-01-01 00:00:00') AS submit,
     arr_j_n AS array_job_id,
     arr_t_n AS array_task_id,
@@ -124,40 +164,7 @@ SELECT
     submitline AS submit_line,
     workdir AS work_dir,
     coalesce(contains(submitline, '--exclusive'), FALSE)
-        OR coalesce(lower(exclusive_hint) IN ('true', '1', 'yes'), FALSE) AS exclusive,
-    -- the first field that could not be parsed (allocation lines only; steps are folded)
-    CASE
-        WHEN id_txt IS NULL OR NOT id_ok OR (step IS NOT NULL AND step = '') THEN 'JobID'
-        WHEN job_id_raw IS NULL THEN 'JobIDRaw'
-        WHEN step IS NOT NULL THEN NULL
-        WHEN ing_ts_bad(submit, submit_ts) THEN 'Submit'
-        WHEN ing_ts_bad(eligible, eligible_ts) THEN 'Eligible'
-        WHEN ing_ts_bad("start", start_ts) THEN 'Start'
-        WHEN ing_ts_bad("end", end_ts) THEN 'End'
-        WHEN elapsedraw IS NOT NULL AND TRY_CAST(elapsedraw AS BIGINT) IS NULL THEN 'ElapsedRaw'
-        WHEN elapsedraw IS NULL AND (elapsed_v < 0 OR (elapsed_v IS NULL AND NOT ing_blank(elapsed)
-             AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed))) THEN 'Elapsed'
-        WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
-             AND TRY_CAST(timelimitraw AS BIGINT) IS NULL THEN 'TimelimitRaw'
-        WHEN timelimitraw IS NULL AND (timelimit_v < 0 OR (timelimit_v IS NULL AND NOT ing_blank(timelimit)
-             AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit))) THEN 'Timelimit'
-        WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
-        WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
-        WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
-        WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
-        WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
-        WHEN nullif(alloctres, '') IS NOT NULL AND NOT contains(alloctres, '=') THEN 'AllocTRES'
-        WHEN a_cpu IS NOT NULL AND a_cpu_v IS NULL THEN 'AllocTRES'
-        WHEN a_mem IS NOT NULL AND a_mem_v IS NULL THEN 'AllocTRES'
-        WHEN ing_gpu_vals_bad(atres) THEN 'AllocTRES'
-        WHEN coalesce(untyped, typed_sum, 0) > 2147483647 THEN 'AllocTRES'
-        WHEN nullif(reqtres, '') IS NOT NULL AND NOT contains(reqtres, '=') THEN 'ReqTRES'
-        WHEN ing_gpu_vals_bad(rtres) THEN 'ReqTRES'
-        WHEN state IS NOT NULL
-             AND NOT list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
-                 'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
-                 'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
-                 'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'], upper(state_word))
-             AND NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?') THEN 'State'
-    END AS bad_field
-FROM e;
+        OR coalesce(list_contains(['true', '1', 'yes'], lower(exclusive_hint)), FALSE) AS exclusive,
+    bad_field,
+    CASE WHEN bad_field IS NOT NULL THEN {{raw_text}} END AS raw_text
+FROM f

@@ -1,5 +1,5 @@
--- Allocation lines whose fields could not be parsed, as (rid, line_no, field, reason).
-SELECT rid, line_no, bad_field AS field,
+-- Allocation lines whose fields could not be parsed, as (line_no, field, reason, raw_text).
+SELECT line_no, bad_field AS field,
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
         WHEN 'JobIDRaw' THEN 'no numeric raw job id (array tasks need JobIDRaw in --format)'
@@ -13,6 +13,7 @@ SELECT rid, line_no, bad_field AS field,
         WHEN 'Start' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
         WHEN 'End' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
         ELSE 'not a whole number in range'
-    END AS reason
+    END AS reason,
+    raw_text
 FROM parsed
 WHERE bad_field IS NOT NULL
