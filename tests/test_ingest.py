@@ -397,3 +397,12 @@ def test_a_bare_carriage_return_line_does_not_stop_the_file(db_path: Path, tmp_p
     f.write_bytes(b"JobID|JobIDRaw|AllocTRES\n1|1|cpu=2\n\r\n2|2|cpu=4\n")
     [s] = ingest_files(db_path, [f])
     assert sorted(_jobs(db_path)) == ["1", "2"] and s.inserted == 2
+
+
+def test_a_key_twice_in_one_file_keeps_the_finished_record(db_path: Path, tmp_path: Path) -> None:
+    f = _write(tmp_path / "twice.txt", [HDR,
+        "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T02:00:00|4|cpu=4",
+        "5|5|c|RUNNING|2024-01-01T00:00:00|2024-01-01T00:00:01|Unknown|4|cpu=4"])  # fmt: skip
+    [s] = ingest_files(db_path, [f])
+    assert (s.rows_read, s.inserted) == (2, 1)
+    assert _jobs(db_path)["5"]["state"] == "COMPLETED"

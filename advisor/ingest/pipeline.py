@@ -294,12 +294,25 @@ def _process(
     allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
     _gpu_map(con, options)
     con.execute(query("ingest/superseded"))  # dupkeys
-    con.execute(query("ingest/fold"))
+    dups = _count(con, "SELECT count(*) FROM dupkeys")
+    alloc = query("ingest/alloc_plain")
+    if dups:
+        losers = [int(r[0]) for r in con.execute(query("ingest/losers")).fetchall()]
+        if len(losers) <= 100_000:  # a literal list of our own integers: no join at all
+            literal = "[" + ",".join(str(x) for x in losers) + "]::BIGINT[]"
+            alloc = query("ingest/alloc_except").replace("{{losers}}", literal)
+        else:
+            alloc = query("ingest/alloc_dedupe")
+    con.execute(query("ingest/fold").replace("{{alloc}}", alloc))
     progress(label, 3, _STAGES)
-    staged = _count(con, "SELECT count(*) FROM stage")
-    updated = _count(con, query("ingest/replace_changed"), {"ingest_id": ingest_id})
-    inserted = _count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
-    unchanged = staged - updated - inserted
+    if _count(con, query("ingest/overlap")):
+        staged = _count(con, "SELECT count(*) FROM stage")
+        updated = _count(con, query("ingest/replace_changed"), {"ingest_id": ingest_id})
+        inserted = _count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
+        unchanged = staged - updated - inserted
+    else:  # nothing stored can collide: a plain insert
+        updated, unchanged = 0, 0
+        inserted = _count(con, query("ingest/insert_all"), {"ingest_id": ingest_id})
     con.execute("DROP VIEW stage")
     con.execute("DROP TABLE parsed")
     progress(label, 4, _STAGES)

@@ -1,5 +1,5 @@
--- Fold steps into their allocation and keep one row per key. When one source holds a key
--- twice, a repaired line (a record glued back together) wins, then the later end, then start.
+-- Fold steps into their allocation, one row per key (the alloc placeholder: alloc_plain.sql, or
+-- alloc_dedupe.sql when the source holds a key twice).
 -- Interactive evidence, strongest first: SubmitLine (salloc, srun --pty -> yes; sbatch, srun
 -- -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job name (yes).
 CREATE OR REPLACE TEMP VIEW stage AS
@@ -11,20 +11,7 @@ WITH steps AS (
     WHERE step IS NOT NULL AND job_id_raw IS NOT NULL
     GROUP BY ALL
 ), alloc AS (
-    SELECT p.* FROM parsed p
-    WHERE p.step IS NULL AND p.bad_field IS NULL
-      AND NOT EXISTS (SELECT 1 FROM dupkeys d WHERE d.cluster = p.cluster
-                      AND d.job_id_raw = p.job_id_raw AND d.submit = p.submit)
-    UNION ALL
-    SELECT * FROM (
-        SELECT p.* FROM parsed p SEMI JOIN dupkeys d
-            ON d.cluster = p.cluster AND d.job_id_raw = p.job_id_raw AND d.submit = p.submit
-        WHERE p.step IS NULL AND p.bad_field IS NULL
-        QUALIFY row_number() OVER (PARTITION BY p.cluster, p.job_id_raw, p.submit
-            ORDER BY p.repaired DESC, p."end" DESC NULLS LAST, p."start" DESC NULLS LAST,
-                     p.state_raw DESC NULLS LAST) = 1)
-), mp AS (
-    SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap
+{{alloc}}
 ), x AS (
     SELECT alloc.*, steps.has_interactive, steps.has_batch,
         lower(split_part(split_part(ltrim(coalesce(submit_line, '')), ' ', 1), '/', -1)) AS cmd
@@ -35,7 +22,7 @@ SELECT
     x.het_job_offset, x."user", x.uid, x."group", x.account, x."partition", x.qos, x.job_name,
     x.state, x.state_raw, x.exit_code, x.eligible, x."start", x."end", x.elapsed_s,
     x.timelimit_s, x.nnodes, x.cpus, x.gpus,
-    coalesce(mp.m[x.gpu_type_raw], x.gpu_type_raw) AS gpu_type,
+    coalesce(g.canon, x.gpu_type_raw) AS gpu_type,
     x.gpu_type_raw,
     CASE WHEN x.typed_list IS NOT NULL THEN array_to_string(list_transform(x.typed_list,
         t -> coalesce(mp.m[t.name], t.name) || ':' || t.n), ',') END AS gpu_types,
@@ -55,4 +42,8 @@ SELECT
                                         'srun', 'login'], lower(trim(x.job_name))) THEN 'job_name'
     END AS interactive_evidence,
     x.exclusive
-FROM x CROSS JOIN mp;
+FROM x
+LEFT JOIN gmap g ON g.raw = x.gpu_type_raw
+-- the name map, joined only onto the rare rows with several GPU types
+LEFT JOIN (SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap) mp
+    ON x.typed_list IS NOT NULL;

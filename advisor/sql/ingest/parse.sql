@@ -1,7 +1,7 @@
--- Parse records into typed values: the body of a SELECT over {{src}} (one VARCHAR column per
+-- Parse records into typed values: the body of a SELECT over the src placeholder (one VARCHAR column per
 -- canonical sacct field, plus line_no where known and `repaired`). The caller wraps it in
--- CREATE TABLE parsed AS / INSERT INTO parsed and substitutes {{src}} (DuckDB read_csv of the
--- file, or a table of records) and {{raw_text}} (SQL rebuilding a record's text, kept only for
+-- CREATE TABLE parsed AS / INSERT INTO parsed and substitutes the src placeholder (read_csv of the
+-- file, or a table of records) and the raw_text placeholder (SQL rebuilding a record's text, kept only for
 -- rejected records). Steps keep only what folding needs. `bad_field` names the first field of
 -- an allocation line that could not be parsed.
 -- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone).
