@@ -1,11 +1,11 @@
 """sacct parsable text (``-P``/``-p``, any field order, any delimiter, with or without header).
 
-Owns loading such a file into the temp table ``raw`` (one VARCHAR column per file column):
-DuckDB's ``read_csv`` reads every well-formed line (no quoting: sacct never quotes); the lines it
-cannot read (wrong field count, non-UTF-8 bytes) land in its reject table and only those are
-handled here, in Python: a free-text field that holds the delimiter is re-joined, a record split
-by a newline inside free text is glued back, invalid bytes become U+FFFD; whatever still does
-not fit is returned as a reject with its physical line number.
+Owns the ``read_csv`` call the parser reads from (one VARCHAR column per file column, no quoting:
+sacct never quotes) and the lines it cannot read (wrong field count, non-UTF-8 bytes): they land
+in DuckDB's reject table and only those are handled here, in Python: a free-text field that
+holds the delimiter is re-joined, a record split by a newline inside free text is glued back,
+invalid bytes become U+FFFD (the repaired records go to temp table ``raw_fix`` for the same
+SQL parser); whatever still does not fit is returned as a reject with its physical line number.
 """
 
 from __future__ import annotations
