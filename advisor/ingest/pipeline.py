@@ -1,8 +1,10 @@
 """One load of one source into the store, in one transaction.
 
-Owns the sequence: detect -> fill temp ``raw`` (text, JSON or jobcomp reader) -> parse, fold
-steps, classify against ``jobs`` and upsert (SQL in ``advisor/sql/ingest/``) -> keep rejects ->
-record the ``ingests`` row. A crash or kill before COMMIT leaves the database as it was.
+Owns the sequence: detect -> parse into temp ``parsed`` (sacct text straight from DuckDB's
+read_csv; JSON and jobcomp records through a temp ``raw``) -> keep rejects -> fold steps,
+drop duplicate keys -> upsert into ``jobs`` (plain insert when no stored key can collide) ->
+record the ``ingests`` row. SQL lives in ``advisor/sql/ingest/``. A crash or kill before COMMIT
+leaves the database as it was.
 """
 
 from __future__ import annotations
