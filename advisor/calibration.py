@@ -16,7 +16,10 @@ How points become training targets (the slowdown of TTFT against ample cores):
   tokens); a series needs two core counts or more;
 - ``timeout``: censored at the model's ``max_slowdown`` (at least that slow);
 - any other metric (``tokenize_share``, ``dequeue_ms``, ...) is context, kept but not fitted;
-- points of a CPU-only platform (``CPU``: the launcher's tests without a GPU) are not fitted.
+- points of a CPU-only platform (``CPU``: the launcher's tests without a GPU) are not fitted;
+- every series (one experiment: a series of the metrics above, or a single speedup or timeout
+  point) weighs 1 in total, split over its rows (:func:`series_weights`), so many short bench
+  rows do not outweigh the research's points.
 """
 
 from __future__ import annotations
@@ -278,6 +281,7 @@ class TrainingSet:
     points: tuple[CalibrationPoint, ...]
     censored: tuple[bool, ...]
     skipped: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()  # the fit's sample weights (see :func:`series_weights`)
 
 
 def _series_key(p: CalibrationPoint) -> tuple[Any, ...]:
@@ -285,7 +289,52 @@ def _series_key(p: CalibrationPoint) -> tuple[Any, ...]:
             p.load_rps, p.prompt_tokens, p.metric)
 
 
-def training_set(points: Sequence[CalibrationPoint], max_slowdown: float) -> TrainingSet:
+WEIGHTINGS = ("series", "repeat", "ratio", "none")
+
+
+def series_weights(points: Sequence[CalibrationPoint], weighting: str = "series") -> list[float]:
+    """The sample weight of each fitted point.
+
+    A *series* is what one experiment measured: the rows of a ``ttft_ms`` / ``ttft_p50_ms`` /
+    ``task_time_s`` series (normalised together, repeats included), or one ``speedup`` or
+    ``timeout`` point (already a ratio of its own experiment).
+
+    - ``series``: every series weighs 1 in total, split evenly over its rows; 24 short, noisy
+      bench rows of four series then weigh 4, not 24, against the research's points;
+    - ``repeat``: repeats of one core count share one unit (each measured condition weighs 1);
+    - ``ratio``: a series of ``n`` core counts weighs ``n - 1`` (the ratios it measures),
+      split evenly over its rows;
+    - ``none``: every row weighs 1.
+    """
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    if weighting == "none":
+        return [1.0] * len(points)
+
+    def key(i: int, p: CalibrationPoint) -> tuple[Any, ...]:
+        return _series_key(p) if p.metric in SERIES_METRICS else ("point", i)
+
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for i, p in enumerate(points):
+        groups[key(i, p)].append(i)
+    out = [1.0] * len(points)
+    for members in groups.values():
+        cores = [points[i].cores_per_gpu for i in members]
+        if weighting == "series":
+            for i in members:
+                out[i] = 1.0 / len(members)
+        elif weighting == "ratio":
+            total = max(len(set(cores)) - 1, 1)
+            for i in members:
+                out[i] = total / len(members)
+        else:  # repeat
+            for i, c in zip(members, cores, strict=True):
+                out[i] = 1.0 / cores.count(c)
+    return out
+
+
+def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
+                 weighting: str = "series") -> TrainingSet:
     """The points the model is fitted on, as slowdowns against ample cores (see the module doc)."""
     from advisor.slowdown import feature_row
 
@@ -327,7 +376,8 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float) -> Tra
         for m in members:
             assert m.value is not None
             add(m, m.value / best, False)
-    return TrainingSet(X, y, tuple(used), tuple(censored), tuple(skipped))
+    return TrainingSet(X, y, tuple(used), tuple(censored), tuple(skipped),
+                       tuple(series_weights(used, weighting)))
 
 
 @dataclass(frozen=True)
@@ -340,6 +390,9 @@ class FitConfig:
     max_slowdown: float = 25.0
     censored_weight: float = 0.01
     pole_exponent: float = 2.0
+    k_by: str = "platform"
+    k_alpha: float = 0.1
+    weighting: str = "series"
     n_bootstrap: int = 50
     interval: float = 0.9
     random_state: int = 0
@@ -377,6 +430,8 @@ class FitReport:
     warnings: tuple[str, ...]
     model_path: str | None
     sources: tuple[str, ...] = field(default=())
+    k_offsets: dict[str, float] = field(default_factory=dict)  # log-k offsets, e.g. platform=H200
+    weighting: str = "series"
 
 
 def _loo(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn) -> list[tuple[int, float]]:
@@ -387,14 +442,16 @@ def _loo(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn) -> list[tuple[in
 
     X = np.asarray(ts.X)
     y = np.asarray(ts.y)
+    w = np.asarray(ts.weights)
     rows = [i for i, c in enumerate(ts.censored) if not c]
     out = []
     for n, i in enumerate(rows):
         keep = np.arange(len(y)) != i
         est = CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
                                     censored_weight=cfg.censored_weight,
-                                    pole_exponent=cfg.pole_exponent, n_bootstrap=0)
-        est.fit(X[keep], y[keep])
+                                    pole_exponent=cfg.pole_exponent, k_by=cfg.k_by, k_alpha=cfg.k_alpha,
+                                    n_bootstrap=0)
+        est.fit(X[keep], y[keep], sample_weight=w[keep])
         pred = float(est.predict(X[i : i + 1])[0])
         out.append((i, abs(pred - y[i]) / y[i]))
         progress("leave-one-out", n + 1, len(rows))
@@ -413,17 +470,17 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     from advisor.slowdown import PLATFORMS, save_params
 
     loaded = load_points(cfg.calibration_dir, cfg.db)
-    ts = training_set(loaded.points, cfg.max_slowdown)
+    ts = training_set(loaded.points, cfg.max_slowdown, cfg.weighting)
     if len(ts.y) < 3:
         raise InputError(f"only {len(ts.y)} fittable calibration points; need at least 3",
                          source=str(cfg.calibration_dir or default_calibration_dir()))
     progress("fit", 0, 1)
     est = CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
                                 censored_weight=cfg.censored_weight,
-                                pole_exponent=cfg.pole_exponent,
+                                pole_exponent=cfg.pole_exponent, k_by=cfg.k_by, k_alpha=cfg.k_alpha,
                                 n_bootstrap=cfg.n_bootstrap, interval=cfg.interval,
                                 random_state=cfg.random_state)
-    est.fit(np.asarray(ts.X), np.asarray(ts.y))
+    est.fit(np.asarray(ts.X), np.asarray(ts.y), sample_weight=np.asarray(ts.weights))
     progress("fit", 1, 1)
     loo = _loo(ts, cfg, progress)
 
@@ -463,7 +520,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "loo_mape": mape_of("paper"),
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {"alpha": cfg.alpha, "censored_weight": cfg.censored_weight,
-                     "pole_exponent": cfg.pole_exponent,
+                     "pole_exponent": cfg.pole_exponent, "k_by": cfg.k_by, "k_alpha": cfg.k_alpha,
+                     "weighting": cfg.weighting,
                      "n_bootstrap": cfg.n_bootstrap, "random_state": cfg.random_state},
     }
     params = est.to_params(meta)
@@ -485,6 +543,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         warnings=tuple(warnings),
         model_path=path,
         sources=loaded.sources,
+        k_offsets=params.k_offsets(),
+        weighting=cfg.weighting,
     )
 
 

@@ -13,6 +13,10 @@ The curve (a queueing-style saturating law, monotone by construction):
 - with ``c`` cores per GPU the CPU load is ``rho = demand / c``;
 - for ``rho < 1`` the slowdown of TTFT against ample cores is ``1 + k * rho / (1 - rho)**q``:
   it falls towards 1 as cores grow and never increases with cores (``k > 0``, ``q > 0``);
+  ``log k = log_k + x . k_coef`` may shift with the covariates too (the fit lets only the
+  platform columns do so): how far the CPU work shows in TTFT differs by platform and stack
+  (the research's Blackwell cliff, the H200 TP=2 runs' gradual decline), yet ``k`` does not
+  depend on cores, so the curve stays monotone;
   ``q`` (the pole exponent, default 2) sets how sharp the cliff near the demand is: 1 is the
   M/M/1 law; 2 was chosen by leave-one-out on the published points (docs/model.md);
 - for ``rho >= 1`` (CPU demand above the cores given) the queues are unbounded and runs time out:
@@ -35,7 +39,9 @@ from typing import Any
 import numpy as np
 
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/1"
+MODEL_FORMAT = "advisor-slowdown-model/2"
+# Format 1 had one shared k (no ``k_coef``): it loads as format 2 with every k offset at 0.
+OLD_MODEL_FORMATS = ("advisor-slowdown-model/1",)
 
 # References of the covariates: a value equal to its reference (or unknown) contributes 0.
 REF_GPUS = 4.0
@@ -90,17 +96,22 @@ def curve(
     max_slowdown: float,
     X: np.ndarray,
     pole_exponent: float = DEFAULT_POLE_EXPONENT,
+    k_coef: np.ndarray | Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slowdown against ample cores for each row of ``X``, and the pathological flag.
 
-    ``theta`` has one more entry than ``X`` has covariates (the intercept first). With fitted
-    parameters at hand, prefer :func:`evaluate`, which passes the pole exponent along.
+    ``theta`` has one more entry than ``X`` has covariates (the intercept first); ``k_coef``
+    (optional, one entry per covariate, zeros where ``k`` is shared) shifts ``log k`` row by row.
+    With fitted parameters at hand, prefer :func:`evaluate`, which passes everything along.
     """
     X = np.asarray(X, dtype=float)
     cores = np.maximum(X[:, 0], _MIN_CORES)
     log_demand = theta[0] + X[:, 1:] @ theta[1:]
     rho = np.exp(np.clip(log_demand, -50.0, 50.0)) / cores
-    k = math.exp(log_k)
+    if k_coef is None:
+        k: float | np.ndarray = math.exp(log_k)
+    else:
+        k = np.exp(np.clip(log_k + X[:, 1:] @ np.asarray(k_coef, dtype=float), -50.0, 50.0))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         gap = np.maximum(1.0 - rho, 1e-300) ** pole_exponent
         raw = np.where(rho < 1.0, 1.0 + k * rho / gap, np.inf)
@@ -122,6 +133,17 @@ class CurveParams:
     bootstrap_log_k: tuple[float, ...] = ()
     feature_names: tuple[str, ...] = FEATURES
     meta: dict[str, Any] = field(default_factory=dict)
+    # Offsets of log k, one per covariate (feature_names[1:]); () = one shared k (format 1).
+    k_coef: tuple[float, ...] = ()
+    bootstrap_k_coef: tuple[tuple[float, ...], ...] = ()
+
+    def k_coef_array(self) -> np.ndarray | None:
+        """``k_coef`` as an array for :func:`curve`, or None when k is shared."""
+        return np.asarray(self.k_coef, dtype=float) if self.k_coef else None
+
+    def k_offsets(self) -> dict[str, float]:
+        """The non-zero log-k offsets by covariate name (e.g. ``platform=H200``)."""
+        return {n: v for n, v in zip(self.feature_names[1:], self.k_coef, strict=False) if v}
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +157,9 @@ class CurveParams:
             "pole_exponent": self.pole_exponent,
             "bootstrap_theta": [list(t) for t in self.bootstrap_theta],
             "bootstrap_log_k": list(self.bootstrap_log_k),
+            "k_coef": list(self.k_coef) or [0.0] * (len(self.theta) - 1),
+            "bootstrap_k_coef": [list(t) for t in self.bootstrap_k_coef]
+            or [[0.0] * (len(self.theta) - 1) for _ in self.bootstrap_theta],
             "meta": self.meta,
         }
 
@@ -142,12 +167,22 @@ class CurveParams:
     def from_json_dict(cls, data: dict[str, Any], source: str = "<model>") -> CurveParams:
         from advisor.errors import InputError
 
-        if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
-            raise InputError(f"not an advisor model file (format {MODEL_FORMAT!r})", source=source)
+        fmt = data.get("format") if isinstance(data, dict) else None
+        if fmt not in (MODEL_FORMAT, *OLD_MODEL_FORMATS):
+            raise InputError(
+                f"not an advisor model file: format {fmt!r}, expected {MODEL_FORMAT!r} (or "
+                f"{', '.join(map(repr, OLD_MODEL_FORMATS))}); refit with `advisor fit --output`",
+                source=source)
+        assert isinstance(data, dict)
         try:
             theta = tuple(float(v) for v in data["theta"])
             names = tuple(str(v) for v in data["feature_names"])
             boot = tuple(tuple(float(v) for v in t) for t in data.get("bootstrap_theta", []))
+            if fmt == MODEL_FORMAT:
+                k_coef = tuple(float(v) for v in data["k_coef"])
+                boot_k = tuple(tuple(float(v) for v in t) for t in data["bootstrap_k_coef"])
+            else:  # format 1: one shared k
+                k_coef, boot_k = (), ()
             params = cls(
                 theta=theta,
                 log_k=float(data["log_k"]),
@@ -159,6 +194,8 @@ class CurveParams:
                 bootstrap_log_k=tuple(float(v) for v in data.get("bootstrap_log_k", [])),
                 feature_names=names,
                 meta=dict(data.get("meta") or {}),
+                k_coef=k_coef,
+                bootstrap_k_coef=boot_k,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"model file is incomplete or malformed: {exc}", source=source) from exc
@@ -170,6 +207,9 @@ class CurveParams:
         if any(len(t) != len(theta) for t in boot) or len(boot) != len(params.bootstrap_log_k):
             raise InputError("bootstrap parameters do not match the model", source=source,
                              field="bootstrap_theta")
+        if k_coef and (len(k_coef) != len(theta) - 1 or len(boot_k) != len(boot)
+                       or any(len(t) != len(k_coef) for t in boot_k)):
+            raise InputError("k offsets do not match the model", source=source, field="k_coef")
         return params
 
 
@@ -186,7 +226,7 @@ class Prediction:
 def evaluate(params: CurveParams, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Point slowdown and pathological flag of the fitted curve for each row of ``X``."""
     return curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X,
-                 params.pole_exponent)
+                 params.pole_exponent, params.k_coef_array())
 
 
 def _z(interval: float) -> float:
@@ -205,9 +245,12 @@ def _z(interval: float) -> float:
 def bootstrap_curves(params: CurveParams, X: np.ndarray) -> np.ndarray:
     """Slowdowns of every bootstrap refit, shape (n_bootstrap, n_rows); empty when none."""
     X = np.asarray(X, dtype=float)
+    kcs: Sequence[Sequence[float] | None] = (
+        params.bootstrap_k_coef if params.k_coef else [None] * len(params.bootstrap_theta))
     out = [
-        curve(np.asarray(t), lk, params.max_slowdown, X, params.pole_exponent)[0]
-        for t, lk in zip(params.bootstrap_theta, params.bootstrap_log_k, strict=True)
+        curve(np.asarray(t), lk, params.max_slowdown, X, params.pole_exponent,
+              None if kc is None else np.asarray(kc))[0]
+        for t, lk, kc in zip(params.bootstrap_theta, params.bootstrap_log_k, kcs, strict=True)
     ]
     return np.vstack(out) if out else np.empty((0, X.shape[0]))
 

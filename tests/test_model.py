@@ -18,7 +18,8 @@ from advisor.model import CoreSlowdownRegressor
 @pytest.fixture(scope="module")
 def fitted() -> CoreSlowdownRegressor:
     ts = training_set(load_points().points, 25.0)
-    return CoreSlowdownRegressor(n_bootstrap=20, random_state=0).fit(np.array(ts.X), ts.y)
+    return CoreSlowdownRegressor(n_bootstrap=20, random_state=0).fit(
+        np.array(ts.X), ts.y, sample_weight=ts.weights)
 
 
 def _grid(cores: np.ndarray, **kw: object) -> np.ndarray:
@@ -64,10 +65,40 @@ def test_every_prediction_has_an_interval_around_it(fitted):
 
 def test_fit_reproduces_the_published_four_gpu_cliff(fitted):
     # Research: 4-GPU Llama-8B, 5 -> 8 -> 16 -> 32 cores: 68.4, 9.3, 8.3, 7.7 s; Blackwell fewest
-    # cores (5) 3.5-5.4x slower than the best. The fit must put 1.25 cores/GPU far above 2-4.
-    pred = fitted.predict(_grid(np.array([1.25, 2.0, 4.0, 8.0]), gpus=4, model_params_b=8))
+    # cores (5) 3.5-5.4x slower than the best. The fit must put 1.25 cores/GPU far above 2-4,
+    # on the platform the research measured it on (the curve's k differs by platform).
+    pred = fitted.predict(_grid(np.array([1.25, 2.0, 4.0, 8.0]), gpus=4, model_params_b=8,
+                                platform="RTX PRO 6000 Blackwell"))
     assert pred[0] > 3.0
     assert pred[1] < 1.6 and pred[2] < 1.2 and pred[3] < 1.1
+
+
+def test_fit_follows_the_measured_h200_tp2_decline(fitted):
+    # Bench (data/calibration/h200-vllm-0.26.0.csv): 2 x H200, TP=2, Llama-8B, attackers
+    # 2k-12k tokens at 6/s: victim TTFT 213 ms at 1.5 cores/GPU, 134 at 4, 49 at 15 (unique
+    # prompts; shared-prefix prompts stay near 20 ms). No run timed out.
+    X = _grid(np.array([1.5, 4.0, 15.0]), gpus=2, model_params_b=8, load_rps=6,
+              prompt_tokens=7000, platform="H200")
+    pred = fitted.predict(X)
+    assert not fitted.pathological(X).any()  # every run finished: not the pathological region
+    assert pred[0] > 2.0 * pred[2]  # a clear factor from 1.5 to 15 cores per GPU
+    assert pred[0] > pred[1] > pred[2]  # still improving past 4 cores per GPU, as measured
+
+
+def test_the_h200_points_get_their_own_k_and_the_series_weigh_one_each():
+    pts = load_points().points
+    ts = training_set(pts, 25.0)
+    by_series: dict[str, float] = {}
+    for p, w in zip(ts.points, ts.weights, strict=True):
+        key = p.point_id if p.metric not in ("ttft_ms", "ttft_p50_ms", "task_time_s") else (
+            f"{p.platform}|{p.gpus}|{p.workload}|{p.load_rps}|{p.prompt_tokens}|{p.metric}")
+        by_series[key] = by_series.get(key, 0.0) + w
+    assert all(t == pytest.approx(1.0) for t in by_series.values()), by_series
+    est = CoreSlowdownRegressor(n_bootstrap=0).fit(np.array(ts.X), ts.y,
+                                                  sample_weight=ts.weights)
+    offsets = est.to_params().k_offsets()
+    assert set(offsets) <= {f"platform={p}" for p in slowdown.PLATFORMS}
+    assert offsets.get("platform=H200", 0.0) > 0  # H200's curve sits higher past its cliff
 
 
 def test_saved_json_loads_back_to_identical_predictions(fitted, tmp_path: Path):
@@ -95,6 +126,22 @@ def test_a_model_file_of_another_format_is_refused_with_its_name(tmp_path: Path)
     bad.write_text('{"format": "pickle?"}')
     with pytest.raises(InputError, match="model.json"):
         slowdown.load_params(bad)
+
+
+def test_a_format_1_model_with_one_shared_k_still_loads_and_predicts_alike(tmp_path: Path):
+    ts = training_set(load_points().points, 25.0)
+    est = CoreSlowdownRegressor(n_bootstrap=3, k_by="none", random_state=0).fit(
+        np.array(ts.X), ts.y, sample_weight=ts.weights)
+    data = est.to_params().to_json_dict()
+    data["format"] = "advisor-slowdown-model/1"
+    del data["k_coef"], data["bootstrap_k_coef"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    loaded = slowdown.load_params(old)
+    assert loaded.k_coef == () and loaded.k_offsets() == {}
+    X = _grid(np.linspace(0.5, 40, 30), gpus=2, platform="H200")
+    np.testing.assert_allclose(slowdown.predict(loaded, X).slowdown, est.predict(X))
+    np.testing.assert_allclose(slowdown.predict(loaded, X).high, est.predict_interval(X)[1])
 
 
 def test_the_shipped_model_is_a_fit_of_the_shipped_points():
@@ -144,10 +191,19 @@ def test_every_published_point_lies_inside_the_shipped_models_interval():
     params = slowdown.load_params(slowdown.shipped_model_path())
     ts = training_set(load_points().points, params.max_slowdown)
     pred = slowdown.predict(params, np.array(ts.X))
+    bench_inside = []
     for p, y, censored, lo, hi in zip(ts.points, ts.y, ts.censored, pred.low, pred.high,
                                       strict=True):
-        if not censored:
+        if censored:
+            continue
+        if p.source_kind == "paper":
             assert lo <= y <= hi, (p.point_id, y, lo, hi)
-    # and the tail, where cores are ample, has a bounded, narrow interval
-    tail = [i for i, p in enumerate(ts.points) if p.cores_per_gpu and p.cores_per_gpu >= 4]
+        else:
+            bench_inside.append(lo <= y <= hi)
+    # The interval is for an observation of sample weight 1 (a published point); one 12 s bench
+    # phase (a seventh of its series' weight) is noisier, yet most still fall inside.
+    assert bench_inside and np.mean(bench_inside) >= 0.75
+    # and the tail, where the research's cores are ample, has a bounded, narrow interval
+    tail = [i for i, p in enumerate(ts.points)
+            if p.source_kind == "paper" and p.cores_per_gpu and p.cores_per_gpu >= 4]
     assert tail and all(pred.high[i] < 2.0 for i in tail)

@@ -55,6 +55,13 @@ def fit_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Random seed of the bootstrap.")] = 0,
     pole_exponent: Annotated[float, typer.Option("--pole-exponent", help="Sharpness of the "
                              "cliff at the CPU demand (1: M/M/1).")] = 2.0,
+    k_by: Annotated[str, typer.Option("--k-by", help="platform: each platform shifts the "
+                    "curve's k (log-k offsets); none: one shared k.")] = "platform",
+    k_alpha: Annotated[float, typer.Option("--k-alpha", help="Ridge penalty on the log-k "
+                       "offsets.")] = 0.1,
+    weighting: Annotated[str, typer.Option("--weighting", help="Sample weights: series (each "
+                         "measured series or published point weighs 1 in total), repeat, "
+                         "ratio, none.")] = "series",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Fit the TTFT-vs-cores model on the published and bench points; report its LOO error."""
@@ -63,7 +70,8 @@ def fit_cmd(
 
     cfg = FitConfig(calibration_dir=calibration_dir, db=db, output=output,
                     n_bootstrap=bootstrap, alpha=alpha, random_state=seed,
-                    pole_exponent=pole_exponent)
+                    pole_exponent=pole_exponent, k_by=k_by, k_alpha=k_alpha,
+                    weighting=weighting)
     with RichProgress() as progress:
         report = fit_model(cfg, progress)
     _warn(report.warnings)
@@ -74,6 +82,7 @@ def fit_cmd(
         "points_fitted": report.points_fitted, "censored": report.points_censored,
         "loo_mape": report.loo_mape, "loo_mape_bench": report.loo_mape_bench,
         "demand_cores_per_gpu": report.demand_cores_per_gpu_at_reference, "k": report.k,
+        **{f"log_k+ {n.removeprefix('platform=')}": v for n, v in report.k_offsets.items()},
         "sigma_log": report.sigma_log, "saved_to": report.model_path,
     }], fmt, title="fit")
     emit_rows(report.loo_by_group, fmt, title="leave-one-out error by source and platform")
