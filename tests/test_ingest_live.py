@@ -167,3 +167,15 @@ def test_real_sacct_of_the_sandbox_loads(db_path: Path) -> None:
     cfg = SacctWindowConfig(start=now - dt.timedelta(days=2), end=now + dt.timedelta(hours=1))
     summaries = ingest_sacct(db_path, cfg, IngestOptions())
     assert summaries and all(s.rejected == 0 for s in summaries)
+    con = duckdb.connect(str(db_path), read_only=True)
+    gpu_rows = con.execute(
+        "SELECT count(*) FROM jobs WHERE gpus > 0 AND gpu_type IS NOT NULL AND cpus > 0"
+    ).fetchone()
+    salloc = con.execute(
+        "SELECT bool_and(is_interactive) FROM jobs WHERE submit_line LIKE 'salloc%'"
+    ).fetchone()
+    con.close()
+    if gpu_rows == (0,):
+        pytest.skip("SKIPPED LOUDLY: the sandbox ran no GPU job in the last two days")
+    assert gpu_rows is not None and gpu_rows[0] > 0
+    assert salloc in ((None,), (True,))
