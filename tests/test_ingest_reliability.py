@@ -59,7 +59,7 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("stage", [1, 4], ids=["after-reading", "after-writing-jobs"])
+@pytest.mark.parametrize("stage", [1, 4], ids=["after-reading", "inside-the-write-transaction"])
 def test_kill_9_mid_load_leaves_the_database_as_before_that_file(
     tmp_path: Path, big_file: Path, stage: int
 ) -> None:

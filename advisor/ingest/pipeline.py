@@ -9,6 +9,7 @@ leaves the database as it was.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -138,29 +139,60 @@ def _load(
     hasher: _Hasher,
     strict: bool,
 ) -> IngestSummary:
-    """One attempt: everything in one transaction, rolled back on any error."""
-    con.execute("BEGIN TRANSACTION")
+    """One attempt. Reading and parsing fill connection-local temp tables (never the file);
+    every write to the database happens in one transaction, rolled back on any error."""
     try:
         progress(label, 0, _STAGES)
-        row = con.execute(
-            "INSERT INTO ingests (source, format, compression, cluster, source_tz, started_at)"
-            " VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
-            [label, fmt, compression, options.cluster, options.source_tz],
-        ).fetchone()
-        assert row is not None
-        ingest_id = int(row[0])
         loaded = _read(con, path, compression, head, fmt, options, label, strict)
         progress(label, 1, _STAGES)
-        summary = _process(con, ingest_id, label, compression, loaded, options, progress)
-        hasher.join()
-        con.execute(
-            "UPDATE ingests SET content_hash = ? WHERE ingest_id = ?", [hasher.digest, ingest_id]
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        rejects = _collect_rejects(con, loaded)
+        allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
+        _stage(con, options)
+        progress(label, 2, _STAGES)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            row = con.execute(
+                "INSERT INTO ingests (source, format, compression, cluster, source_tz,"
+                " started_at) VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
+                [label, fmt, compression, options.cluster, options.source_tz],
+            ).fetchone()
+            assert row is not None
+            ingest_id = int(row[0])
+            _store_rejects(con, ingest_id, label, rejects)
+            summary = _process(
+                con, ingest_id, label, compression, loaded, allocations, rejects, progress
+            )
+            hasher.join()
+            con.execute(
+                "UPDATE ingests SET content_hash = ? WHERE ingest_id = ?",
+                [hasher.digest, ingest_id],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        for stmt in ("DROP VIEW IF EXISTS stage", "DROP TABLE IF EXISTS parsed",
+                     "DROP TABLE IF EXISTS dupkeys", "DROP TABLE IF EXISTS gmap"):  # fmt: skip
+            with contextlib.suppress(duckdb.Error):
+                con.execute(stmt)
     return summary
+
+
+def _stage(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
+    """The view ``stage``: allocations of ``parsed``, steps folded, one row per key."""
+    _gpu_map(con, options)
+    con.execute(query("ingest/superseded"))  # dupkeys
+    dups = _count(con, "SELECT count(*) FROM dupkeys")
+    alloc = query("ingest/alloc_plain")
+    if dups:
+        losers = [int(r[0]) for r in con.execute(query("ingest/losers")).fetchall()]
+        if len(losers) <= 100_000:  # a literal list of our own integers: no join at all
+            literal = "[" + ",".join(str(x) for x in losers) + "]::BIGINT[]"
+            alloc = query("ingest/alloc_except").replace("{{losers}}", literal)
+        else:
+            alloc = query("ingest/alloc_dedupe")
+    con.execute(query("ingest/fold").replace("{{alloc}}", alloc))
 
 
 def _parse(
@@ -288,24 +320,10 @@ def _process(
     label: str,
     compression: str | None,
     loaded: Loaded,
-    options: IngestOptions,
+    allocations: int,
+    rejects: list[tuple[int | None, str | None, str, str]],
     progress: ProgressFn,
 ) -> IngestSummary:
-    rejects = _rejects(con, ingest_id, label, loaded)
-    progress(label, 2, _STAGES)
-    allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
-    _gpu_map(con, options)
-    con.execute(query("ingest/superseded"))  # dupkeys
-    dups = _count(con, "SELECT count(*) FROM dupkeys")
-    alloc = query("ingest/alloc_plain")
-    if dups:
-        losers = [int(r[0]) for r in con.execute(query("ingest/losers")).fetchall()]
-        if len(losers) <= 100_000:  # a literal list of our own integers: no join at all
-            literal = "[" + ",".join(str(x) for x in losers) + "]::BIGINT[]"
-            alloc = query("ingest/alloc_except").replace("{{losers}}", literal)
-        else:
-            alloc = query("ingest/alloc_dedupe")
-    con.execute(query("ingest/fold").replace("{{alloc}}", alloc))
     progress(label, 3, _STAGES)
     if _count(con, query("ingest/overlap")):
         staged = _count(con, "SELECT count(*) FROM stage")
@@ -315,8 +333,6 @@ def _process(
     else:  # nothing stored can collide: a plain insert
         updated, unchanged = 0, 0
         inserted = _count(con, query("ingest/insert_all"), {"ingest_id": ingest_id})
-    con.execute("DROP VIEW stage")
-    con.execute("DROP TABLE parsed")
     progress(label, 4, _STAGES)
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
@@ -347,10 +363,10 @@ def _process(
     )
 
 
-def _rejects(
-    con: duckdb.DuckDBPyConnection, ingest_id: int, label: str, loaded: Loaded
+def _collect_rejects(
+    con: duckdb.DuckDBPyConnection, loaded: Loaded
 ) -> list[tuple[int | None, str | None, str, str]]:
-    """Store every reject; return (line, field, reason, raw) sorted by line."""
+    """Every reject of the source as (line, field, reason, raw), sorted by line."""
     out: list[tuple[int | None, str | None, str, str]] = [
         (r.line_no, r.field, r.reason, r.raw) for r in loaded.line_rejects
     ]
@@ -370,6 +386,15 @@ def _rejects(
             found[i] = (ln, *found[i][1:])
     out += [(r[0], r[1], r[2], r[3] or "") for r in found]
     out.sort(key=lambda r: (r[0] is None, r[0] or 0))
+    return out
+
+
+def _store_rejects(
+    con: duckdb.DuckDBPyConnection,
+    ingest_id: int,
+    label: str,
+    out: list[tuple[int | None, str | None, str, str]],
+) -> None:
     if out:
         table = pa.table(
             {
@@ -384,4 +409,3 @@ def _rejects(
         con.register("ing_rejects", table)
         con.execute("INSERT INTO rejects BY NAME SELECT * FROM ing_rejects")
         con.unregister("ing_rejects")
-    return out
