@@ -100,15 +100,8 @@ class Stub:
                 first_sent = time.monotonic_ns()  # before the write: the client sees it after
             self._chunk(writer, b"data: " + json.dumps(event).encode() + b"\n\n")
             await writer.drain()
-        usage = {
-            "id": f"stub-{n}",
-            "choices": [],
-            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens},
-        }
-        self._chunk(writer, b"data: " + json.dumps(usage).encode() + b"\n\n")
-        self._chunk(writer, b"data: [DONE]\n\n")
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+        # Logged before the closing chunks: once the client has the whole answer, a test may
+        # stop this server at once, and the record must already be on disk (line-buffered).
         if self.log:
             self.log.write(
                 json.dumps(
@@ -121,6 +114,15 @@ class Stub:
                 )
                 + "\n"
             )
+        usage = {
+            "id": f"stub-{n}",
+            "choices": [],
+            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": max_tokens},
+        }
+        self._chunk(writer, b"data: " + json.dumps(usage).encode() + b"\n\n")
+        self._chunk(writer, b"data: [DONE]\n\n")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
     @staticmethod
     def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:
