@@ -48,8 +48,16 @@ rows = {
     "SubmitLine": "salloc --comment='x | y'",
 }
 step = dict(rows, JobID=f"{n}.interactive", JobIDRaw=f"{n}.interactive")
-sys.stdout.write(d.join(fields) + "\n")
-for r in (rows, step):
+out = [rows, step]
+if "--state=CA" in sys.argv and os.environ.get("FAKE_SACCT_HELD"):
+    # real sacct lists a held-then-cancelled job only when asked for a state
+    out.append(dict(rows, JobID=str(n + 100), JobIDRaw=str(n + 100), State="CANCELLED by 1001",
+                    Eligible="Unknown", Start=day + "T10:00:00", End=day + "T10:00:00",
+                    ElapsedRaw="0", AllocTRES="", NodeList="None assigned",
+                    JobName="held\nname", SubmitLine="sbatch -H --gpus=1"))
+if "--noheader" not in sys.argv:
+    sys.stdout.write(d.join(fields) + "\n")
+for r in out:
     sys.stdout.write(d.join(r.get(f, "") for f in fields) + "\n")
 """
 
@@ -91,7 +99,8 @@ def test_sacct_runs_per_window_with_an_argument_list_utc_and_a_unique_delimiter(
 ) -> None:
     summaries = ingest_sacct(db_path, _cfg())
     calls = _calls(fake_sacct)
-    assert len(calls) == 3 and len(summaries) == 3
+    assert len(calls) == 6 and len(summaries) == 3  # per window: all jobs, then -s CA
+    assert all("--noheader" in c["argv"] and "--state=CA" in c["argv"] for c in calls[1::2])  # type: ignore[operator]
     argv = calls[0]["argv"]
     assert isinstance(argv, list)
     assert f"--delimiter={DELIMITER}" in argv and "--parsable2" in argv and "--duplicates" in argv
@@ -119,18 +128,37 @@ def test_a_rerun_skips_finished_windows_and_resumes_after_a_failure(
     monkeypatch.setenv("FAKE_SACCT_FAIL_AT", "2024-01-02")
     with pytest.raises(ExternalToolError, match="exited with 1: sacct: error: slurmdbd"):
         ingest_sacct(db_path, _cfg())
-    assert len(_calls(fake_sacct)) == 2  # day 1 loaded, day 2 failed
+    assert len(_calls(fake_sacct)) == 3  # day 1 loaded (two passes), day 2 failed
     monkeypatch.setenv("FAKE_SACCT_FAIL_AT", "never")
     again = ingest_sacct(db_path, _cfg())
-    starts = [c["argv"] for c in _calls(fake_sacct)[2:]]
-    assert [a[7] for a in starts] == [
+    starts = [c["argv"] for c in _calls(fake_sacct)[3::2]]  # the main pass of days 2 and 3
+    assert [a[7] for a in starts] == [  # type: ignore[index]
         "--starttime=2024-01-02T00:00:00",
         "--starttime=2024-01-03T00:00:00",
-    ]  # type: ignore[index]
+    ]
     assert len(again) == 2
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT count(*) FROM jobs").fetchone() == (3,)
     con.close()
+
+
+def test_a_second_pass_with_state_ca_adds_held_then_cancelled_jobs_once(
+    fake_sacct: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SACCT_HELD", "1")
+    summaries = ingest_sacct(db_path, _cfg())
+    assert [(s.rows_read, s.lines_read, s.inserted, s.rejected) for s in summaries] == [
+        (2, 3, 2, 0)
+    ] * 3  # the job both passes list is read once; the held one's name spans two lines
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT job_id, state, cpus, nnodes, gpus, job_name FROM jobs ORDER BY job_id_raw"
+    ).fetchall()
+    con.close()
+    assert rows[:3] == [("1", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
+                        ("2", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
+                        ("3", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)")]  # fmt: skip
+    assert rows[3:] == [(str(n), "CANCELLED", None, None, 0, "held\nname") for n in (101, 102, 103)]
 
 
 def test_a_missing_sacct_is_an_external_tool_error_with_the_fix(db_path: Path) -> None:

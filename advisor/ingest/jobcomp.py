@@ -59,8 +59,12 @@ def _elapsed(start: str | None, end: str | None) -> str | None:
 
 
 def _alloc_tres(tres: str | None, procs: str | None) -> str | None:
+    """The allocation as TRES: ProcCnt CPUs plus the requested GPUs; empty for a job that was
+    allocated nothing (ProcCnt=0: cancelled while pending), whatever it requested."""
     if tres is None and procs is None:
         return None
+    if procs is not None and procs.strip() == "0":
+        return ""
     parts = [p for p in (tres or "").split(",") if p and not p.startswith("cpu=")]
     if procs:
         parts.insert(0, f"cpu={procs}")

@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 
 from advisor.errors import ExternalToolError, UsageError
-from advisor.ingest.model import IngestOptions, IngestSummary
+from advisor.ingest.model import FREE_TEXT_FIELDS, IngestOptions, IngestSummary
 from advisor.progress import ProgressFn, no_progress
 
 DELIMITER = "\x1f"
@@ -67,8 +67,16 @@ def windows(config: SacctWindowConfig) -> list[tuple[dt.datetime, dt.datetime]]:
     return out
 
 
-def sacct_argv(config: SacctWindowConfig, a: dt.datetime, b: dt.datetime) -> list[str]:
-    """The argument list for one window (no shell ever sees it)."""
+# sacct -S/-E leaves out a job that was never eligible (held, then cancelled: Eligible Unknown)
+# unless a state is asked for: a second pass per window asks for the cancelled ones.
+NEVER_ELIGIBLE_STATES = "CA"
+
+
+def sacct_argv(
+    config: SacctWindowConfig, a: dt.datetime, b: dt.datetime, states: str | None = None
+) -> list[str]:
+    """The argument list for one window (no shell ever sees it). With ``states``: that
+    ``--state`` pass, header-less (its records are appended to the main pass's output)."""
     argv = [
         config.sacct_bin,
         "--allusers",
@@ -82,7 +90,44 @@ def sacct_argv(config: SacctWindowConfig, a: dt.datetime, b: dt.datetime) -> lis
     ]
     if config.clusters:
         argv.append(f"--clusters={config.clusters}")
+    if states:
+        argv += [f"--state={states}", "--noheader"]
     return argv
+
+
+def _records(data: bytes, fields: tuple[str, ...]) -> list[tuple[bytes, bytes]]:
+    """(allocation raw id, record text) of sacct -P output with DELIMITER, free text last;
+    a line continuing a record's free text (a newline in it) stays with its record."""
+    idx = [f.lower() for f in fields].index("jobidraw")
+    free = sum(1 for f in fields if f.lower() in FREE_TEXT_FIELDS)
+    need = len(fields) - 1 - free  # delimiters before the first free-text field
+    delim = DELIMITER.encode()
+    out: list[tuple[bytes, bytes]] = []
+    for line in data.splitlines(keepends=True):
+        parts = line.split(delim)
+        raw = parts[idx].split(b".", 1)[0] if len(parts) > idx else b""
+        if len(parts) - 1 >= need and raw.isdigit():
+            out.append((raw, line))
+        elif out:
+            out[-1] = (out[-1][0], out[-1][1] + line)
+    return out
+
+
+def _fetch(config: SacctWindowConfig, a: dt.datetime, b: dt.datetime, target: Path) -> None:
+    """The window's records into ``target``: the main pass, then the jobs that only the
+    cancelled pass lists (a job in both appears once)."""
+    _run(sacct_argv(config, a, b), target, config.timeout_s)
+    if "jobidraw" not in {f.lower() for f in config.fields} or target.stat().st_size == 0:
+        return
+    extra = target.with_name("cancelled.txt")
+    _run(sacct_argv(config, a, b, NEVER_ELIGIBLE_STATES), extra, config.timeout_s)
+    seen = {raw for raw, _ in _records(target.read_bytes(), config.fields)}
+    new = [rec for raw, rec in _records(extra.read_bytes(), config.fields) if raw not in seen]
+    if new:
+        with target.open("ab") as fh:
+            if not target.read_bytes().endswith(b"\n"):
+                fh.write(b"\n")
+            fh.writelines(new)
 
 
 def sacct_env() -> dict[str, str]:
@@ -93,6 +138,7 @@ def sacct_env() -> dict[str, str]:
 
 
 def _run(argv: list[str], out: Path, timeout_s: float) -> None:
+    span = " ".join(a for a in argv if a.startswith(("--starttime=", "--endtime=", "--state=")))
     try:
         with out.open("wb") as fh:
             proc = subprocess.run(  # noqa: S603 - an argument list, no shell
@@ -105,8 +151,7 @@ def _run(argv: list[str], out: Path, timeout_s: float) -> None:
         ) from exc
     except subprocess.TimeoutExpired as exc:
         raise ExternalToolError(
-            f"{argv[0]} took longer than {timeout_s:.0f} s for {argv[-2]} {argv[-1]}; "
-            "use a smaller --window"
+            f"{argv[0]} took longer than {timeout_s:.0f} s for {span}; use a smaller --window"
         ) from exc
     if proc.returncode != 0:
         tail = proc.stderr.decode("utf-8", errors="replace").strip()[-500:]
@@ -140,7 +185,7 @@ def run_windows(
             if (a, b) in done:
                 continue
             target = Path(tmp) / "window.txt"
-            _run(sacct_argv(config, a, b), target, config.timeout_s)
+            _fetch(config, a, b, target)
             label = f"sacct:{a.strftime(_TIME)}/{b.strftime(_TIME)}"
             if target.stat().st_size == 0:
                 continue  # sacct -P prints at least its header; nothing at all: nothing to load

@@ -46,6 +46,55 @@ DISABLED_BY_MISSING: tuple[tuple[tuple[str, ...], str, str], ...] = (
 )
 
 
+# The source fields each column of ``jobs`` is read from (any one of them present: the source
+# knows the column). An update writes only the columns its source knows; the others keep what
+# was stored, so a narrower load (sacct -X with a dozen fields) never erases what a wider one
+# loaded. Columns not listed (the key, ingest bookkeeping, interactive evidence) are handled by
+# the upsert itself (advisor/sql/ingest/replace_changed.sql).
+JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
+    "job_id": ("jobid", "jobidraw"),
+    "array_job_id": ("jobid",),
+    "array_task_id": ("jobid",),
+    "het_job_id": ("jobid",),
+    "het_job_offset": ("jobid",),
+    "user": ("user",),
+    "uid": ("uid",),
+    "group": ("group",),
+    "account": ("account",),
+    "partition": ("partition",),
+    "qos": ("qos",),
+    "job_name": ("jobname",),
+    "state": ("state",),
+    "state_raw": ("state",),
+    "exit_code": ("exitcode",),
+    "eligible": ("eligible",),
+    "start": ("start",),
+    "end": ("end",),
+    "elapsed_s": ("elapsed", "elapsedraw"),
+    "timelimit_s": ("timelimit", "timelimitraw"),
+    "nnodes": ("nnodes", "alloctres"),
+    "cpus": ("alloctres", "ncpus", "alloccpus"),
+    "gpus": ("alloctres", "allocgres"),
+    "gpu_type": ("alloctres", "allocgres"),
+    "gpu_type_raw": ("alloctres", "allocgres"),
+    "gpu_types": ("alloctres",),
+    "mem_mb": ("alloctres",),
+    "billing": ("alloctres",),
+    "node_list": ("nodelist",),
+    "req_cpus": ("reqcpus", "reqtres"),
+    "req_gpus": ("reqtres", "reqgres"),
+    "req_mem_mb": ("reqmem",),
+    "alloc_tres": ("alloctres",),
+    "req_tres": ("reqtres",),
+    "submit_line": ("submitline",),
+    "work_dir": ("workdir",),
+    "exclusive": ("submitline", "exclusive_hint"),
+}
+KEY_COLUMNS = ("cluster", "job_id_raw", "submit")
+# Derived from several sources at once: a stored value backed by stronger evidence is kept.
+EVIDENCE_COLUMNS = ("is_interactive", "interactive_evidence")
+
+
 def missing_and_disabled(present: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The sacct names of missing fields and the analyses they disable, given canonical names."""
     missing: list[str] = []

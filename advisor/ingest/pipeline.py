@@ -25,12 +25,15 @@ from advisor.gputypes import canonical_gpu_type, load_site_mapping
 from advisor.ingest import detect, text
 from advisor.ingest.model import (
     CANONICAL_FIELDS,
+    EVIDENCE_COLUMNS,
+    JOB_COLUMN_SOURCES,
+    KEY_COLUMNS,
     IngestOptions,
     IngestSummary,
     missing_and_disabled,
 )
 from advisor.progress import ProgressFn, no_progress
-from advisor.store import query
+from advisor.store import query, quote_ident
 
 _STAGES = 5
 
@@ -223,6 +226,7 @@ def _read(
     base: dict[str, object] = {"cluster": options.cluster, "tz": options.source_tz}
     if fmt == "sacct-text":
         layout = detect.text_layout(head, options.delimiter, options.fields, label)
+        base["atres_known"] = "alloctres" in layout.columns
         raw_text = text.raw_text_expr(layout)
         text.drop_reject_tables(con)
         _parse(
@@ -254,12 +258,15 @@ def _read(
         with detect.open_decompressed(path, compression) as fh:
             data = fh.read()
         records, rejects, present = jsonfmt.records(data, label)
+        base["atres_known"] = "alloctres" in present
         lines = len(records) + len(rejects)
     elif fmt == "jobcomp":
         from advisor.ingest import jobcomp
 
         with detect.open_decompressed(path, compression) as fh:
-            records, rejects, present, lines = jobcomp.records(fh)
+            records, rejects, present, _physical = jobcomp.records(fh)
+        lines = len(records) + len(rejects)
+        base["atres_known"] = "alloctres" in present
     else:
         raise InputError(f"unknown input format {fmt!r}", source=label)
     _fill_raw(con, records)
@@ -327,7 +334,14 @@ def _process(
     progress(label, 3, _STAGES)
     if _count(con, query("ingest/overlap")):
         staged = _count(con, "SELECT count(*) FROM stage")
-        updated = _count(con, query("ingest/replace_changed"), {"ingest_id": ingest_id})
+        row, new, old = _merge_parts(con, loaded.present)
+        replace_sql = (
+            query("ingest/replace_changed")
+            .replace("{{row}}", row)
+            .replace("{{new}}", new)
+            .replace("{{old}}", old)
+        )
+        updated = _count(con, replace_sql, {"ingest_id": ingest_id})
         inserted = _count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
         unchanged = staged - updated - inserted
     else:  # nothing stored can collide: a plain insert
@@ -361,6 +375,36 @@ def _process(
         disabled_analyses=disabled,
         first_reasons=first,
     )
+
+
+def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str]:
+    """The pieces of replace_changed.sql for a source with the fields ``present``: the row
+    written (``s.*``, with stored values for the columns the source lacks and for a stored
+    interactive verdict on stronger evidence), and the compared columns, new and stored."""
+    cols = [str(d[0]) for d in con.execute("SELECT * FROM stage LIMIT 0").description]
+    replaced: list[str] = []
+    new: list[str] = []
+    old: list[str] = []
+    for c in cols:
+        if c in KEY_COLUMNS:
+            continue
+        q = quote_ident(c)
+        sources = JOB_COLUMN_SOURCES.get(c)
+        if c in EVIDENCE_COLUMNS:
+            expr = (
+                "CASE WHEN ing_evidence_rank(s.interactive_evidence)"
+                f" >= ing_evidence_rank(j.interactive_evidence) THEN s.{q} ELSE j.{q} END"
+            )
+            replaced.append(f"{expr} AS {q}")
+        elif sources is not None and not any(f in present for f in sources):
+            replaced.append(f"j.{q} AS {q}")
+            continue  # the stored value, unchanged by definition
+        else:
+            expr = f"s.{q}"
+        new.append(expr)
+        old.append(f"j.{q}")
+    row = "s.*" + (f" REPLACE ({', '.join(replaced)})" if replaced else "")
+    return row, ", ".join(new), ", ".join(old)
 
 
 def _collect_rejects(

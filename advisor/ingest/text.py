@@ -39,7 +39,7 @@ class LineReject:
 class TextRepair:
     """What handling the lines DuckDB could not read found."""
 
-    lines_read: int
+    lines_read: int  # job and step records read (rejected lines included), not the header
     rejects: list[LineReject]
     rows: list[tuple[int, list[str]]]  # (physical line, fields) of repaired records
     tails: int  # repaired records whose first half DuckDB had already read
@@ -111,10 +111,10 @@ def repair(
         ).fetchall()
     ]
     if not bad:
-        return TextRepair(accepted + int(layout.has_header), [], [], 0)
+        return TextRepair(accepted, [], [], 0)
     bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
-    texts, _blanks, total = scan_lines(path, compression, want)
+    texts, _blanks, _total = scan_lines(path, compression, want)
     rows, rejects, tails = _repair(layout, bad_lines, texts)
     con.execute("DROP TABLE IF EXISTS raw_fix")
     table = pa.table(
@@ -129,7 +129,8 @@ def repair(
     con.register("ing_repaired", table)
     con.execute("CREATE TEMP TABLE raw_fix AS SELECT * FROM ing_repaired")
     con.unregister("ing_repaired")
-    return TextRepair(total, rejects, rows, tails)
+    # records, not physical lines: no header, a glued record once, a repaired tail not twice
+    return TextRepair(accepted + len(rows) - tails + len(rejects), rejects, rows, tails)
 
 
 def scan_lines(

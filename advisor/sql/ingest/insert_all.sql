@@ -1,52 +1,6 @@
--- Insert every allocation (no stored row can share a key: see overlap.sql). Parameter:
--- $ingest_id. Returns the count.
-INSERT INTO jobs (
-    cluster, job_id_raw, submit, job_id, array_job_id, array_task_id, het_job_id, het_job_offset,
-    "user", uid, "group", account, "partition", qos, job_name, state, state_raw, exit_code,
-    eligible, "start", "end", elapsed_s, timelimit_s, nnodes, cpus, gpus, gpu_type, gpu_type_raw,
-    gpu_types, mem_mb, billing, node_list, req_cpus, req_gpus, req_mem_mb, alloc_tres, req_tres,
-    submit_line, work_dir, is_interactive, interactive_evidence, exclusive, ingest_id, updated_at)
-SELECT
-    s.cluster,
-    s.job_id_raw,
-    s.submit,
-    s.job_id,
-    s.array_job_id,
-    s.array_task_id,
-    s.het_job_id,
-    s.het_job_offset,
-    s."user",
-    s.uid,
-    s."group",
-    s.account,
-    s."partition",
-    s.qos,
-    s.job_name,
-    s.state,
-    s.state_raw,
-    s.exit_code,
-    s.eligible,
-    s."start",
-    s."end",
-    s.elapsed_s,
-    s.timelimit_s,
-    s.nnodes,
-    s.cpus,
-    s.gpus,
-    s.gpu_type,
-    s.gpu_type_raw,
-    s.gpu_types,
-    s.mem_mb,
-    s.billing,
-    s.node_list,
-    s.req_cpus,
-    s.req_gpus,
-    s.req_mem_mb,
-    s.alloc_tres,
-    s.req_tres,
-    s.submit_line,
-    s.work_dir,
-    s.is_interactive,
-    s.interactive_evidence,
-    s.exclusive, $ingest_id, timezone('UTC', now())
-FROM stage s
+-- Insert every allocation (no stored row can share a key: see overlap.sql). The columns are
+-- those of the view `stage` (fold.sql: the one definition of a row). Parameter: $ingest_id.
+-- Returns the count.
+INSERT INTO jobs BY NAME
+SELECT *, $ingest_id AS ingest_id, timezone('UTC', now()) AS updated_at
+FROM stage

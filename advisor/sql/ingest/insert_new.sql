@@ -1,53 +1,7 @@
--- Insert the allocations whose key is not stored yet. Parameter: $ingest_id. Returns the count.
-INSERT INTO jobs (
-    cluster, job_id_raw, submit, job_id, array_job_id, array_task_id, het_job_id, het_job_offset,
-    "user", uid, "group", account, "partition", qos, job_name, state, state_raw, exit_code,
-    eligible, "start", "end", elapsed_s, timelimit_s, nnodes, cpus, gpus, gpu_type, gpu_type_raw,
-    gpu_types, mem_mb, billing, node_list, req_cpus, req_gpus, req_mem_mb, alloc_tres, req_tres,
-    submit_line, work_dir, is_interactive, interactive_evidence, exclusive, ingest_id, updated_at)
-SELECT
-    s.cluster,
-    s.job_id_raw,
-    s.submit,
-    s.job_id,
-    s.array_job_id,
-    s.array_task_id,
-    s.het_job_id,
-    s.het_job_offset,
-    s."user",
-    s.uid,
-    s."group",
-    s.account,
-    s."partition",
-    s.qos,
-    s.job_name,
-    s.state,
-    s.state_raw,
-    s.exit_code,
-    s.eligible,
-    s."start",
-    s."end",
-    s.elapsed_s,
-    s.timelimit_s,
-    s.nnodes,
-    s.cpus,
-    s.gpus,
-    s.gpu_type,
-    s.gpu_type_raw,
-    s.gpu_types,
-    s.mem_mb,
-    s.billing,
-    s.node_list,
-    s.req_cpus,
-    s.req_gpus,
-    s.req_mem_mb,
-    s.alloc_tres,
-    s.req_tres,
-    s.submit_line,
-    s.work_dir,
-    s.is_interactive,
-    s.interactive_evidence,
-    s.exclusive, $ingest_id, timezone('UTC', now())
+-- Insert the allocations whose key is not stored yet (columns: the view `stage`, fold.sql).
+-- Parameter: $ingest_id. Returns the count.
+INSERT INTO jobs BY NAME
+SELECT s.*, $ingest_id AS ingest_id, timezone('UTC', now()) AS updated_at
 FROM stage s
 WHERE NOT EXISTS (SELECT 1 FROM jobs j
                   WHERE j.cluster = s.cluster AND j.job_id_raw = s.job_id_raw AND j.submit = s.submit)

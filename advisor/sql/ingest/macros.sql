@@ -60,3 +60,6 @@ CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
 -- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=).
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
     contains(s, ',gres/gpu') AND regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)');
+-- Strength of interactive evidence (fold.sql): submit_line > step > job_name > none.
+CREATE OR REPLACE TEMP MACRO ing_evidence_rank(e) AS
+    coalesce(list_position(['job_name', 'step', 'submit_line'], e), 0);

@@ -4,7 +4,8 @@
 -- file, or a table of records) and the raw_text placeholder (SQL rebuilding a record's text, kept only for
 -- rejected records). Steps keep only what folding needs. `bad_field` names the first field of
 -- an allocation line that could not be parsed.
--- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone).
+-- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone),
+-- $atres_known (the source has an AllocTRES field: an empty one then means no allocation).
 -- Plain string functions, not regular expressions, on the hot path (millions of rows).
 WITH a AS (
     SELECT src.*,
@@ -83,7 +84,10 @@ WITH a AS (
         TRY_CAST(a_gpu AS BIGINT) AS untyped,
         TRY_CAST(a_cpu AS INTEGER) AS a_cpu_v,
         ing_mem_mb(a_mem) AS a_mem_v,
-        TRY_CAST(r_gpu AS BIGINT) AS runtyped
+        TRY_CAST(r_gpu AS BIGINT) AS runtyped,
+        -- nothing allocated (cancelled or still pending): the source has AllocTRES, it is
+        -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then.
+        $atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0 AS no_alloc
     FROM d
 ), f AS (
     SELECT *,
@@ -144,8 +148,8 @@ SELECT
     eligible_ts AS eligible, start_ts AS "start", end_ts AS "end",
     elapsed_v AS elapsed_s,
     timelimit_v AS timelimit_s,
-    coalesce(nnodes_v, TRY_CAST(ing_tres_val(atres, 'node') AS INTEGER)) AS nnodes,
-    coalesce(a_cpu_v, ncpus_v, alloccpus_v) AS cpus,
+    CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, TRY_CAST(ing_tres_val(atres, 'node') AS INTEGER)) END AS nnodes,
+    CASE WHEN NOT no_alloc THEN coalesce(a_cpu_v, ncpus_v, alloccpus_v) END AS cpus,
     coalesce(TRY_CAST(coalesce(untyped, typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
     CASE WHEN typed_list IS NOT NULL THEN split_part(top_typed, chr(9), 2)
          WHEN typed1_name IS NOT NULL THEN typed1_name
