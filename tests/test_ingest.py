@@ -406,3 +406,48 @@ def test_a_key_twice_in_one_file_keeps_the_finished_record(db_path: Path, tmp_pa
     [s] = ingest_files(db_path, [f])
     assert (s.rows_read, s.inserted) == (2, 1)
     assert _jobs(db_path)["5"]["state"] == "COMPLETED"
+
+
+def test_advisor_ingest_leaves_the_ratio_cube_fresh_and_equal_to_the_jobs(
+    cli, db_path: Path, tmp_path: Path
+) -> None:
+    from advisor import ratios
+    from advisor.ratios import RatioQuery, Weight
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "sacct-synth.txt.gz"
+    code, _, err = cli("ingest", str(sample), str(FIX / "edge.txt"), "--db", str(db_path))
+    assert code == 0, err
+    con = duckdb.connect(str(db_path), read_only=True)  # as the dashboard reads it
+    try:
+        assert ratios.cube_is_fresh(con)
+        cube_rows = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
+        assert cube_rows is not None and cube_rows[0] > 0
+        for q in (RatioQuery(by=("cluster", "gpu_type")),
+                  RatioQuery(by=("gpu_type", "month"), weight=Weight.gpu_hours),
+                  RatioQuery(by=("account",))):  # fmt: skip
+            assert ratios.cube_answers(q) or ratios.people_cube_answers(q)
+            from_cube = ratios.ratio_summary(con, q, use_cube=True)
+            from_jobs = ratios.ratio_summary(con, q, use_cube=False)
+            assert from_cube.groups and from_cube == from_jobs, q
+        # read-only: nothing was rebuilt on the way, the stored cube answered
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone() == (
+            0,
+        )
+    finally:
+        con.close()
+    # a later load through the API (one new job) leaves it fresh too, with that job counted
+    extra = tmp_path / "one.txt"
+    lines = (FIX / "edge.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+    extra.write_text(lines[0] + "\n" + lines[1].replace("100|100|", "9100|9100|", 1) + "\n",
+                     encoding="utf-8")  # fmt: skip
+    [s] = ingest_files(db_path, [extra])
+    assert s.inserted == 1
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        assert ratios.cube_is_fresh(con)
+        q = RatioQuery(by=("cluster", "gpu_type"))
+        assert ratios.ratio_summary(con, q, use_cube=True) == ratios.ratio_summary(
+            con, q, use_cube=False
+        )
+    finally:
+        con.close()
