@@ -95,19 +95,21 @@ def sacct_argv(
     return argv
 
 
-def _records(data: bytes, fields: tuple[str, ...]) -> list[tuple[bytes, bytes]]:
-    """(allocation raw id, record text) of sacct -P output with DELIMITER, free text last;
-    a line continuing a record's free text (a newline in it) stays with its record."""
-    idx = [f.lower() for f in fields].index("jobidraw")
-    free = sum(1 for f in fields if f.lower() in FREE_TEXT_FIELDS)
+def _records(data: bytes, fields: tuple[str, ...]) -> list[tuple[tuple[bytes, bytes], bytes]]:
+    """((cluster, allocation raw id), record text) of sacct -P output with DELIMITER, free text
+    last; a line continuing a record's free text (a newline in it) stays with its record."""
+    names = [f.lower() for f in fields]
+    idx = names.index("jobidraw")
+    cl = names.index("cluster") if "cluster" in names else None
+    free = sum(1 for f in names if f in FREE_TEXT_FIELDS)
     need = len(fields) - 1 - free  # delimiters before the first free-text field
     delim = DELIMITER.encode()
-    out: list[tuple[bytes, bytes]] = []
+    out: list[tuple[tuple[bytes, bytes], bytes]] = []
     for line in data.splitlines(keepends=True):
         parts = line.split(delim)
         raw = parts[idx].split(b".", 1)[0] if len(parts) > idx else b""
         if len(parts) - 1 >= need and raw.isdigit():
-            out.append((raw, line))
+            out.append(((parts[cl] if cl is not None else b"", raw), line))
         elif out:
             out[-1] = (out[-1][0], out[-1][1] + line)
     return out
@@ -121,8 +123,8 @@ def _fetch(config: SacctWindowConfig, a: dt.datetime, b: dt.datetime, target: Pa
         return
     extra = target.with_name("cancelled.txt")
     _run(sacct_argv(config, a, b, NEVER_ELIGIBLE_STATES), extra, config.timeout_s)
-    seen = {raw for raw, _ in _records(target.read_bytes(), config.fields)}
-    new = [rec for raw, rec in _records(extra.read_bytes(), config.fields) if raw not in seen]
+    seen = {key for key, _ in _records(target.read_bytes(), config.fields)}
+    new = [rec for key, rec in _records(extra.read_bytes(), config.fields) if key not in seen]
     if new:
         with target.open("ab") as fh:
             if not target.read_bytes().endswith(b"\n"):
