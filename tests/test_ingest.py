@@ -451,3 +451,24 @@ def test_advisor_ingest_leaves_the_ratio_cube_fresh_and_equal_to_the_jobs(
         )
     finally:
         con.close()
+
+
+def test_a_narrower_source_updates_only_the_columns_it_has(db_path: Path, tmp_path: Path) -> None:
+    ingest_files(db_path, [FIX / "edge.txt"])
+    before = _jobs(db_path)
+    narrow = tmp_path / "narrow.txt"
+    lines = ["JobID|JobIDRaw|Cluster|State|Submit"]
+    for job_id, r in sorted(before.items()):
+        state = "FAILED" if job_id == "100" else r["state_raw"]
+        lines.append(f"{job_id}|{r['job_id_raw']}|{r['cluster']}|{state}|"
+                     f"{r['submit'].isoformat()}")  # fmt: skip
+    narrow.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    [s] = ingest_files(db_path, [narrow])
+    assert (s.inserted, s.updated, s.unchanged, s.rejected) == (0, 1, len(before) - 1, 0)
+    after = _jobs(db_path)
+    assert after["100"]["state"] == "FAILED" and before["100"]["state"] != "FAILED"
+    skip = {"state", "state_raw", "ingest_id", "updated_at"}
+    for job_id, r in before.items():
+        lost = {k: (v, after[job_id][k]) for k, v in r.items()
+                if k not in skip and after[job_id][k] != v}  # fmt: skip
+        assert not lost, (job_id, lost)
