@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from tests.slurm import jobset
@@ -54,6 +55,25 @@ def sacct_commands(ids: str) -> dict[str, list[str]]:
     }
 
 
+def wait_for_accounting(ids: str, results: list[jobset.JobResult], timeout_s: float = 90) -> None:
+    """Wait until slurmdbd lists every expected allocation with its end time: jobs end in
+    slurmctld before their final records reach the database (a het job's second component was
+    seen missing, and its first listed without "+0", right after the last job ended)."""
+    want = {r.job_id for r in results}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = jobset.run(
+            ["sacct", "-a", "-X", "-P", "--noheader", "-j", ids, "--format", "JobID,End"]
+        ).stdout
+        ends = dict(line.split("|", 1) for line in listed.splitlines() if "|" in line)
+        missing = sorted(j for j in want if ends.get(j, "Unknown") == "Unknown")
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"slurmdbd never recorded the end of {missing} in {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
 def capture(out: Path, results: list[jobset.JobResult] | None = None) -> list[jobset.JobResult]:
     """Submit the mix (unless given its results), write every capture into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -61,6 +81,7 @@ def capture(out: Path, results: list[jobset.JobResult] | None = None) -> list[jo
         results = jobset.submit_all()
     leaders = sorted({int(r.job_id.split("_")[0].split("+")[0]) for r in results})
     ids = ",".join(str(i) for i in leaders)
+    wait_for_accounting(ids, results)
     cmds = sacct_commands(ids)
     for name, argv in cmds.items():
         (out / FILES[name]).write_text(jobset.run(argv).stdout, encoding="utf-8")
