@@ -102,6 +102,15 @@ def test_advise_mode_tells_the_salloc_user_and_changes_nothing(plugins_on):
     assert allocated_cpus(job) == 2  # one whole core (2 threads) on anode1, as without a policy
 
 
+def _touch_plugin() -> None:
+    """Give job_submit.lua a new mtime whole seconds after its last one: slurmctld compares
+    mtimes in seconds, so two touches within one second (break, then restore) would look like
+    one change and leave the broken policy loaded for the tests that follow."""
+    script = (jobset.SANDBOX / "etc" / "job_submit.lua").resolve()
+    t = int(max(time.time(), script.stat().st_mtime)) + 2
+    os.utime(script, (t, t))
+
+
 def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_on):
     log = jobset.SANDBOX / "log" / "slurmctld.log"
     before = log.stat().st_size
@@ -109,7 +118,7 @@ def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_
         plugins_on.write_text("return {  -- cut off mid-write\n", encoding="utf-8")
         # slurmctld reloads job_submit.lua when its mtime changes; the new Lua state reads
         # the policy again at once (otherwise within RELOAD_S seconds)
-        os.utime((jobset.SANDBOX / "etc" / "job_submit.lua").resolve())
+        _touch_plugin()
         job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
         assert allocated_cpus(job) == 1  # Slurm's own default: one CPU
         assert "advisor" not in err  # neither plugin says anything to the user
@@ -119,7 +128,7 @@ def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_
         assert "advisor policy" in tail and "jobs go through unchanged" in tail
     finally:
         plugins_on.write_text(POLICY, encoding="utf-8")
-        os.utime((jobset.SANDBOX / "etc" / "job_submit.lua").resolve())
+        _touch_plugin()
 
 
 def test_an_untyped_gpus_request_without_cpus_gets_the_wildcard_rule_default(plugins_on):
