@@ -117,28 +117,18 @@ def parse_row(row: dict[str, Any], source: str, line: int | None) -> Calibration
     for name in COLUMNS:
         raw = row.get(name)
         text = _text(raw)
-        if name in _FLOATS:
+        if name in _FLOATS or name in _INTS:
+            whole = name in _INTS
             if text is None:
                 values[name] = None
                 continue
             try:
                 num = float(text)
             except ValueError:
-                raise bad(name, f"{text!r} is not a number") from None
-            if not math.isfinite(num):
-                raise bad(name, f"{text!r} is not a finite number")
-            values[name] = num
-        elif name in _INTS:
-            if text is None:
-                values[name] = None
-                continue
-            try:
-                num = float(text)
-            except ValueError:
-                raise bad(name, f"{text!r} is not a whole number") from None
-            if not math.isfinite(num) or num != int(num):
-                raise bad(name, f"{text!r} is not a whole number")
-            values[name] = int(num)
+                raise bad(name, f"{text!r} is not a {'whole ' if whole else ''}number") from None
+            if not math.isfinite(num) or (whole and num != int(num)):
+                raise bad(name, f"{text!r} is not a {'whole' if whole else 'finite'} number")
+            values[name] = int(num) if whole else num
         elif name == "measured_on":
             if raw is None or isinstance(raw, dt.date):
                 values[name] = raw

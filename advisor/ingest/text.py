@@ -45,13 +45,18 @@ class TextRepair:
     tails: int  # repaired records whose first half DuckDB had already read
 
 
-def csv_src_sql(layout: TextLayout) -> str:
-    """SQL reading the file with DuckDB (parameters: see :func:`csv_params`) as parser input."""
-    missing = ", ".join(
+def _missing_columns(layout: TextLayout) -> str:
+    """NULL columns for the canonical fields the file lacks, so every source has them all."""
+    return ", ".join(
         f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
         for c in CANONICAL_FIELDS
         if c not in layout.columns
     )
+
+
+def csv_src_sql(layout: TextLayout) -> str:
+    """SQL reading the file with DuckDB (parameters: see :func:`csv_params`) as parser input."""
+    missing = _missing_columns(layout)
     # identifiers through quote_ident, every value a parameter
     return (
         "SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, *"  # noqa: S608
@@ -82,11 +87,7 @@ def csv_params(
 
 def fix_src_sql(layout: TextLayout) -> str:
     """SQL reading the repaired records (temp table raw_fix) as parser input."""
-    missing = ", ".join(
-        f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
-        for c in CANONICAL_FIELDS
-        if c not in layout.columns
-    )
+    missing = _missing_columns(layout)
     cols = f", {missing}" if missing else ""
     return f"SELECT line_no, TRUE AS repaired, * EXCLUDE (line_no){cols} FROM raw_fix"  # noqa: S608
 
