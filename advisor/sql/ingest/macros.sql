@@ -18,29 +18,34 @@ CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
 CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, ts) AS
     NOT ing_blank(x) AND ts IS NULL AND TRY_CAST(x AS BIGINT) IS NULL;
 -- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank, UNLIMITED-like or unparsable.
--- `rest` is x without its 'D-' prefix (computed once by the caller).
-CREATE OR REPLACE TEMP MACRO ing_dur_s(x, rest) AS
+-- The usual shapes (HH:MM:SS, D-HH:MM:SS) go through DuckDB's INTERVAL cast (several times
+-- faster than splitting); ing_dur_any takes every other shape, `rest` being x without 'D-'.
+CREATE OR REPLACE TEMP MACRO ing_dur_any(x, rest) AS
     CASE WHEN ing_blank(x) OR list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], x) THEN NULL
     ELSE CAST(
         CASE WHEN contains(x, '-') THEN TRY_CAST(split_part(x, '-', 1) AS BIGINT) ELSE 0 END * 86400
-        + CASE WHEN length(rest) = 8 AND rest[3] = ':' AND rest[6] = ':'  -- HH:MM:SS, the usual
-                 THEN TRY_CAST(rest[1:2] AS BIGINT) * 3600 + TRY_CAST(rest[4:5] AS BIGINT) * 60
-                      + TRY_CAST(rest[7:8] AS BIGINT)
-               ELSE CASE length(rest) - length(replace(rest, ':', ''))
-                 WHEN 2 THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
-                           + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
-                           + TRY_CAST(split_part(rest, ':', 3) AS DOUBLE)
-                 WHEN 1 THEN CASE WHEN contains(x, '-')
-                                  THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
-                                       + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
-                                  ELSE TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 60
-                                       + TRY_CAST(split_part(rest, ':', 2) AS DOUBLE) END
-                 WHEN 0 THEN CASE WHEN contains(x, '-') THEN TRY_CAST(rest AS BIGINT) * 3600 END
-               END
+        + CASE length(rest) - length(replace(rest, ':', ''))
+            WHEN 2 THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
+                      + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
+                      + TRY_CAST(split_part(rest, ':', 3) AS DOUBLE)
+            WHEN 1 THEN CASE WHEN contains(x, '-')
+                             THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
+                                  + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
+                             ELSE TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 60
+                                  + TRY_CAST(split_part(rest, ':', 2) AS DOUBLE) END
+            WHEN 0 THEN CASE WHEN contains(x, '-') THEN TRY_CAST(rest AS BIGINT) * 3600 END
           END AS BIGINT)
     END;
 CREATE OR REPLACE TEMP MACRO ing_dur_rest(x) AS
     CASE WHEN contains(x, '-') THEN split_part(x, '-', 2) ELSE x END;
+CREATE OR REPLACE TEMP MACRO ing_hms_s(t) AS
+    CAST(epoch(TRY_CAST(t AS INTERVAL)) AS BIGINT);
+CREATE OR REPLACE TEMP MACRO ing_dur_s(x) AS
+    CASE WHEN length(x) = 8 AND x[3] = ':' AND x[6] = ':' AND x[1] <> '-' THEN ing_hms_s(x)
+         WHEN length(x) BETWEEN 10 AND 14 AND x[-9] = '-' AND x[-6] = ':' AND x[-3] = ':'
+              AND x[-8] <> '-' AND TRY_CAST(x[1:-10] AS BIGINT) >= 0
+             THEN TRY_CAST(x[1:-10] AS BIGINT) * 86400 + ing_hms_s(x[-8:])
+         ELSE ing_dur_any(x, ing_dur_rest(x)) END;
 -- The value of TRES key `key` (matched as a whole key: ',cpu=' never matches ',gres/cpu=').
 -- `s` is the TRES string with a leading comma.
 CREATE OR REPLACE TEMP MACRO ing_tres_val(s, key) AS
@@ -48,10 +53,15 @@ CREATE OR REPLACE TEMP MACRO ing_tres_val(s, key) AS
 CREATE OR REPLACE TEMP MACRO ing_tres_has(s, key) AS
     contains(s, ',' || key || '=');
 -- Memory '64G', '2.50G', '374000M', '512K' (MB based, as sacct prints TRES mem) -> MB.
-CREATE OR REPLACE TEMP MACRO ing_mem_mb(v) AS
+-- G and M (nearly every value) by slicing off the unit; rtrim is several times slower.
+CREATE OR REPLACE TEMP MACRO ing_mem_any(v) AS
     TRY_CAST(rtrim(v, 'KMGTPkmgtp') AS DOUBLE) * CASE upper(right(v, 1))
         WHEN 'K' THEN 1.0 / 1024 WHEN 'G' THEN 1024 WHEN 'T' THEN 1024 * 1024
         WHEN 'P' THEN 1024 * 1024 * 1024 ELSE 1 END;
+CREATE OR REPLACE TEMP MACRO ing_mem_mb(v) AS
+    CASE v[-1:] WHEN 'G' THEN TRY_CAST(v[:-2] AS DOUBLE) * 1024
+                WHEN 'M' THEN TRY_CAST(v[:-2] AS DOUBLE)
+                ELSE ing_mem_any(v) END;
 -- Typed GPU entries of a TRES string (several types): [{name, n}]; never gpumem/gpuutil.
 CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
     list_transform(regexp_extract_all(s, ',gres/gpu:[^=,]+=[0-9]+'),

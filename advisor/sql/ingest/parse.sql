@@ -11,9 +11,7 @@ WITH a AS (
     SELECT src.*,
         coalesce(nullif(jobid, ''), jobidraw) AS id_txt,
         ',' || coalesce(alloctres, '') AS atres,
-        ',' || coalesce(reqtres, '') AS rtres,
-        ing_dur_rest(elapsed) AS el_rest,
-        ing_dur_rest(timelimit) AS tl_rest
+        ',' || coalesce(reqtres, '') AS rtres
     FROM ({{src}}) AS src
 ), b AS (
     SELECT *,
@@ -25,8 +23,8 @@ WITH a AS (
         ing_ts(eligible, $tz) AS eligible_ts,
         ing_ts("start", $tz) AS start_ts,
         ing_ts("end", $tz) AS end_ts,
-        coalesce(TRY_CAST(elapsedraw AS BIGINT), ing_dur_s(elapsed, el_rest)) AS elapsed_v,
-        coalesce(TRY_CAST(timelimitraw AS BIGINT) * 60, ing_dur_s(timelimit, tl_rest)) AS timelimit_v,
+        coalesce(TRY_CAST(elapsedraw AS BIGINT), ing_dur_s(elapsed)) AS elapsed_v,
+        coalesce(TRY_CAST(timelimitraw AS BIGINT) * 60, ing_dur_s(timelimit)) AS timelimit_v,
         TRY_CAST(nnodes AS INTEGER) AS nnodes_v,
         TRY_CAST(ncpus AS INTEGER) AS ncpus_v,
         TRY_CAST(alloccpus AS INTEGER) AS alloccpus_v,
@@ -37,10 +35,9 @@ WITH a AS (
         ing_tres_val(atres, 'mem') AS a_mem,
         ing_tres_val(rtres, 'cpu') AS r_cpu,
         ing_tres_val(rtres, 'gres/gpu') AS r_gpu,
-        length(atres) - length(replace(atres, ',gres/gpu:', '')) AS a_typed_chars,
-        length(rtres) - length(replace(rtres, ',gres/gpu:', '')) AS r_typed_chars,
-        split_part(atres, ',gres/gpu:', 2) AS a_typed1,
-        split_part(rtres, ',gres/gpu:', 2) AS r_typed1,
+        -- the text after the first typed GPU key (NULL: none); a second one is rare
+        CASE WHEN contains(atres, ',gres/gpu:') THEN substr(atres, instr(atres, ',gres/gpu:') + 10) END AS a_typed1,
+        CASE WHEN contains(rtres, ',gres/gpu:') THEN substr(rtres, instr(rtres, ',gres/gpu:') + 10) END AS r_typed1,
         split_part(state, ' ', 1) AS state_word
     FROM a
 ), c AS (
@@ -51,11 +48,11 @@ WITH a AS (
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 1) END AS het_j,
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 2) END AS het_o,
         -- typed GPUs: one type (the usual case) read with split_part, several with a regex
-        CASE WHEN a_typed_chars > 10 THEN ing_typed_gpus(atres) END AS typed_list,
-        CASE WHEN a_typed_chars = 10 THEN split_part(a_typed1, '=', 1) END AS typed1_name,
-        CASE WHEN a_typed_chars = 10 THEN TRY_CAST(split_part(split_part(a_typed1, '=', 2), ',', 1) AS BIGINT) END AS typed1_n,
-        CASE WHEN r_typed_chars > 10 THEN list_sum(list_transform(ing_typed_gpus(rtres), x -> x.n))
-             WHEN r_typed_chars = 10 THEN TRY_CAST(split_part(split_part(r_typed1, '=', 2), ',', 1) AS BIGINT) END AS r_typed_sum,
+        CASE WHEN contains(a_typed1, ',gres/gpu:') THEN ing_typed_gpus(atres) END AS typed_list,
+        CASE WHEN NOT contains(a_typed1, ',gres/gpu:') THEN split_part(a_typed1, '=', 1) END AS typed1_name,
+        CASE WHEN NOT contains(a_typed1, ',gres/gpu:') THEN TRY_CAST(split_part(split_part(a_typed1, '=', 2), ',', 1) AS BIGINT) END AS typed1_n,
+        CASE WHEN contains(r_typed1, ',gres/gpu:') THEN list_sum(list_transform(ing_typed_gpus(rtres), x -> x.n))
+             ELSE TRY_CAST(split_part(split_part(r_typed1, '=', 2), ',', 1) AS BIGINT) END AS r_typed_sum,
         regexp_extract(coalesce(allocgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS agres,
         regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres
     FROM b
@@ -160,7 +157,7 @@ SELECT
     nullif(nodelist, '') AS node_list,
     coalesce(reqcpus_v, TRY_CAST(r_cpu AS INTEGER)) AS req_cpus,
     TRY_CAST(coalesce(runtyped, r_typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
-    CAST(round(ing_mem_mb(rtrim(reqmem, 'cn')) * CASE right(reqmem, 1)
+    CAST(round(ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)
         WHEN 'c' THEN coalesce(reqcpus_v, 1)
         WHEN 'n' THEN coalesce(nnodes_v, 1) ELSE 1 END) AS BIGINT) AS req_mem_mb,
     nullif(alloctres, '') AS alloc_tres,
