@@ -54,7 +54,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus")
-CUBE_RULES_VERSION = 2
+CUBE_RULES_VERSION = 3
 """Bumped whenever the rules the cubes are built with change, so an old cube reads stale."""
 
 
@@ -314,14 +314,28 @@ def cube_answers(q: RatioQuery) -> bool:
 
 
 def people_cube_answers(q: RatioQuery) -> bool:
-    """Whether ``ratio_cube_people`` can answer ``q``: no month or interactive key, no state
-    filter and no time bounds (it keeps accounts and users instead)."""
-    return (
-        not ({"month", "interactive"} & set(q.by))
-        and not q.states
-        and q.start is None
-        and q.end is None
+    """Whether the account/user cubes (``ratio_cube_people``, or ``ratio_cube_people_months``
+    for month/interactive keys, state filters and time bounds) can answer ``q``: any keys and
+    filters, with time bounds that are open or fall on the first instant of a month (UTC)."""
+    return _month_start(q.start) and _month_start(q.end)
+
+
+def _people_over_time(q: RatioQuery) -> bool:
+    """Whether a people-cube query needs the per-month table (the all-time one lacks months,
+    states and the interactive label)."""
+    return bool(
+        {"month", "interactive"} & set(q.by) or q.states or q.start is not None or q.end is not None
     )
+
+
+_CUBE_TABLES: tuple[str, ...] = (
+    "ratio_cube",
+    "ratio_people",
+    "ratio_cube_people",
+    "ratio_cube_people_months",
+    "ratio_cube_state",
+)
+"""The derived tables a cube rebuild replaces (the state last)."""
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
@@ -350,8 +364,9 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
 def refresh_ratio_cube(
     con: duckdb.DuckDBPyConnection, *, temporary: bool = False, in_transaction: bool = False
 ) -> int:
-    """Rebuild ``ratio_cube`` and ``ratio_cube_people`` from ``jobs`` (one transaction);
-    return the row count of ``ratio_cube``.
+    """Rebuild the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people``,
+    ``ratio_cube_people_months`` for accounts and users) from ``jobs`` in one pass over it
+    and one transaction; return the row count of ``ratio_cube``.
 
     Ingest should call this after a load has committed (it is also rebuilt on demand by the
     first summary on a writable connection that finds it stale). ``in_transaction=True`` when
@@ -361,7 +376,7 @@ def refresh_ratio_cube(
     """
     fp = _fingerprint(con)
     if temporary:
-        for table in ("ratio_cube", "ratio_cube_people", "ratio_cube_state"):
+        for table in _CUBE_TABLES:
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
                 f"SELECT * FROM main.{table} LIMIT 0"
@@ -370,10 +385,12 @@ def refresh_ratio_cube(
     if own:
         con.execute("BEGIN TRANSACTION")
     try:
-        con.execute("DELETE FROM ratio_cube")
+        con.execute(query("ratios/cube_fine"))  # TEMP _ratio_fine: one pass over jobs
+        for table in _CUBE_TABLES[:-1]:
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
         con.execute(query("ratios/cube_refresh"))
-        con.execute("DELETE FROM ratio_cube_people")
         con.execute(query("ratios/cube_people_refresh"))
+        con.execute("DROP TABLE _ratio_fine")
         con.execute("DELETE FROM ratio_cube_state")
         con.execute(
             "INSERT INTO ratio_cube_state (jobs_rows, ingest_id, finished_at, rules_version, "
@@ -403,9 +420,9 @@ def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None)
     """The facts relation for ``q``: a cube when one can answer and it is fresh (rebuilt first
     on a writable connection), else the jobs table itself."""
     if cube_answers(q):
-        name = "ratios/cube_facts"
+        sql = query("ratios/cube_facts")
     elif people_cube_answers(q):
-        name = "ratios/cube_people_facts"
+        sql = _people_facts(q)
     else:
         return query("ratios/jobs_facts")
     if use_cube is False:
@@ -414,7 +431,23 @@ def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None)
         if use_cube is None and _read_only(con):
             return query("ratios/jobs_facts")
         refresh_ratio_cube(con, temporary=_read_only(con))
-    return query(name)
+    return sql
+
+
+def _people_facts(q: RatioQuery) -> str:
+    """The people cube's facts SQL for ``q``, keeping in its first (integer) aggregation only
+    the month / GPU count / interactive columns that ``q`` groups by."""
+    keep = set(q.by)
+    over_time = _people_over_time(q)
+    sql = query("ratios/cube_people_months_facts" if over_time else "ratios/cube_people_facts")
+    # Only fixed column names or typed NULLs are spliced in.
+    for name, column, null in (
+        ("month", "month", "NULL::DATE"),
+        ("gpu_count", "gpus", "NULL::INTEGER"),
+        ("interactive", "interactive", "NULL::VARCHAR"),
+    ):
+        sql = sql.replace("{{" + name + "}}", column if name in keep else null)
+    return sql
 
 
 def _sql(name: str, by: Sequence[str], facts: str) -> str:
@@ -453,9 +486,10 @@ def ratio_summary(
     ``q.weight``), shares of jobs and GPU-hours below each threshold, and the fair share.
 
     Groups are ordered by their keys (NULLs last). An empty selection gives no groups.
-    ``use_cube``: None (default) reads a pre-aggregated cube (``ratio_cube``, or
-    ``ratio_cube_people`` for account/user queries) when one can answer the query and is fresh, rebuilding it first on a writable connection; True always uses it
-    when it can answer (rebuilding a TEMP copy on a read-only connection); False never does.
+    ``use_cube``: None (default) reads a pre-aggregated cube (``ratio_cube``, or the people
+    cubes for account/user queries) when one can answer the query and is fresh, rebuilding it
+    first on a writable connection; True always uses it when it can answer (rebuilding a TEMP
+    copy on a read-only connection); False never does.
     The answer is the same either way.
     """
     q = q or RatioQuery()

@@ -402,6 +402,25 @@ _CUBE_QUERIES = [
     # answered by ratio_cube_people
     RatioQuery(by=("user",), weight=Weight.gpu_hours),
     RatioQuery(by=("account", "gpu_type"), users=("u1", "u2"), min_gpus=2),
+    RatioQuery(by=("user", "gpu_count"), partitions=("gpu",), thresholds_cores_per_gpu=(3,)),
+    # answered by ratio_cube_people_months
+    RatioQuery(by=("user", "month"), weight=Weight.gpu_hours),
+    RatioQuery(by=("account", "interactive"), states=("FAILED",)),
+    RatioQuery(
+        by=("user", "partition", "gpu_type"),
+        weight=Weight.gpu_hours,
+        start=dt.datetime(2024, 2, 1),
+        end=dt.datetime(2024, 3, 1),
+        clusters=("research",),
+        thresholds_cores_per_gpu=(2, 8),
+    ),
+    RatioQuery(
+        by=("account", "gpu_count"),
+        start=dt.datetime(2024, 1, 1),
+        states=("COMPLETED", "TIMEOUT"),
+        accounts=("a1", "a2"),
+        min_gpus=2,
+    ),
 ]
 
 
@@ -457,9 +476,10 @@ def test_each_cube_answers_only_the_queries_its_columns_allow():
     assert not ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 3)))
     assert ratios.cube_answers(RatioQuery(start=dt.datetime(2024, 2, 1), end=None))
     assert ratios.people_cube_answers(RatioQuery(by=("user", "gpu_type"), accounts=("lab",)))
-    assert not ratios.people_cube_answers(RatioQuery(by=("user", "month")))
-    assert not ratios.people_cube_answers(RatioQuery(by=("user",), states=("COMPLETED",)))
-    assert not ratios.people_cube_answers(RatioQuery(by=("user",), start=dt.datetime(2024, 2, 1)))
+    assert ratios.people_cube_answers(RatioQuery(by=("user", "month", "interactive")))
+    assert ratios.people_cube_answers(RatioQuery(by=("user",), states=("COMPLETED",)))
+    assert ratios.people_cube_answers(RatioQuery(by=("user",), start=dt.datetime(2024, 2, 1)))
+    assert not ratios.people_cube_answers(RatioQuery(by=("user",), end=dt.datetime(2024, 2, 9)))
 
 
 def test_user_queries_with_a_time_range_read_the_jobs_table_and_agree_with_it(con):

@@ -1,0 +1,43 @@
+-- ratios/cube_people_months_facts: the columns of ratios/jobs_facts, read from
+-- ratio_cube_people_months (per month, state and interactive) and ratio_people (the names
+-- behind each pid). For account/user queries with month or interactive keys, state filters or
+-- time bounds that fall on the first instant of a month (advisor.ratios decides).
+-- Rows are first summed per (pid, ratio, and the month/GPUs/interactive keys the query groups
+-- by) on integers, then named. The table is stored in month order, so a time range reads only
+-- its months. Placeholders {{month}}, {{gpu_count}}, {{interactive}}: the column when the query
+-- groups by it, else a typed NULL (fixed text chosen in advisor.ratios).
+WITH people AS (
+    SELECT pid, cluster, gpu_type, "partition", account, "user"
+    FROM ratio_people
+    WHERE (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], "partition"))
+      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], cluster))
+      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], gpu_type))
+      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], account))
+      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], "user"))
+),
+per_pid AS (
+    SELECT pid, {{month}} AS month, {{gpu_count}} AS gpu_count, {{interactive}} AS interactive,
+           cpus::DOUBLE / gpus AS v, excluded_reason, sum(n) AS n, sum(w) AS w
+    FROM ratio_cube_people_months
+    WHERE ($start::TIMESTAMP IS NULL OR month >= CAST($start::TIMESTAMP AS DATE))
+      AND ($end::TIMESTAMP IS NULL OR month < CAST($end::TIMESTAMP AS DATE))
+      AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], state))
+      AND ($min_gpus::INTEGER IS NULL OR gpus >= $min_gpus::INTEGER)
+    GROUP BY ALL
+)
+SELECT
+    TRUE AS _all,
+    p.cluster,
+    p.gpu_type,
+    p."partition",
+    p.account,
+    p."user",
+    strftime(c.month, '%Y-%m') AS month,
+    c.gpu_count,
+    c.interactive,
+    c.v,
+    c.n,
+    c.w,
+    c.excluded_reason
+FROM per_pid AS c
+JOIN people AS p USING (pid)
