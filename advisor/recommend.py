@@ -29,6 +29,7 @@ Assumptions (also returned with every answer):
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 from collections import defaultdict
@@ -326,6 +327,9 @@ class PartitionQuery:
     db: str | None = None
     partition: str | None = None  # None: every partition
     gpu_type: str | None = None  # canonical family; None: every one
+    clusters: tuple[str, ...] = ()  # empty: every cluster
+    start: dt.datetime | None = None  # jobs started at or after (UTC); None: no bound
+    end: dt.datetime | None = None  # jobs started before (UTC); None: no bound
     workload: Workload = Workload()
     tolerance: float = 0.10  # the default cores per GPU: within this of ample cores
     min_tolerance: float = 0.50  # the minimum cores per GPU: within this of ample cores
@@ -367,6 +371,10 @@ class PartitionReport:
     assumptions: dict[str, Any]
 
 
+def _utc_naive(t: dt.datetime | None) -> dt.datetime | None:
+    return t if t is None or t.tzinfo is None else t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
 def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
     order = np.argsort(values)
     v = np.asarray(values, dtype=float)[order]
@@ -405,8 +413,10 @@ def recommend_partitions(
     book = load_pricing(q.pricing_file)
     con = connect(path, read_only=True)
     try:
-        mix = con.execute(query("recommend/job_mix"),
-                          {"partition": q.partition, "gpu_type": q.gpu_type}).fetchall()
+        mix = con.execute(query("recommend/job_mix"), {
+            "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
+            "start": _utc_naive(q.start), "end": _utc_naive(q.end),
+        }).fetchall()
         caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
                 for r in con.execute(query("recommend/partition_caps")).fetchall()}
     finally:

@@ -238,3 +238,21 @@ def test_partition_figures_equal_the_ratio_engines_on_a_mixed_cluster(db_path: P
     expanded = np.repeat(values, counts)
     for q in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0):
         assert job_percentile(values, counts, q) == pytest.approx(np.quantile(expanded, q))
+
+
+def test_a_partition_recommendation_can_be_limited_to_clusters_and_a_time_range(db_path: Path):
+    # eight jobs on days 1..8 of November 2026 in cluster c1; the first four at 0.25 cores/GPU
+    _add_jobs(db_path, "gpu", "H100", [(1, 4, 10)] * 4 + [(32, 4, 10)] * 4)
+    con = connect(db_path)
+    con.execute("UPDATE jobs SET cluster = 'c2' WHERE job_id_raw = 7")
+    con.close()
+    whole = recommend_partitions(PartitionQuery(db=str(db_path))).rows[0]
+    assert whole.jobs == 8
+    (c1,) = recommend_partitions(PartitionQuery(db=str(db_path), clusters=("c1",))).rows
+    assert c1.jobs == 7 and c1.jobs_below == 4
+    (early,) = recommend_partitions(PartitionQuery(
+        db=str(db_path), start=dt.datetime(2026, 11, 2), end=dt.datetime(2026, 11, 6))).rows
+    assert early.jobs == 4 and early.jobs_below == 3  # days 2..5: three starved, one fine
+    assert early.p25_cores_per_gpu == pytest.approx(0.25)
+    assert not recommend_partitions(
+        PartitionQuery(db=str(db_path), clusters=("nowhere",))).rows

@@ -120,6 +120,8 @@ else:
             db=key[0],
             gpu_type=filters.gpu_types[0] if len(filters.gpu_types) == 1 else None,
             partition=filters.partitions[0] if len(filters.partitions) == 1 else None,
+            clusters=filters.clusters, start=filters.since_datetime,
+            end=filters.until_exclusive,
             workload=workload, tolerance=tolerance, model_file=common.model_file(),
         ),
         extra=(key, common.model_key()),
@@ -132,6 +134,6 @@ else:
         st.caption(
             "`def_cpu_per_gpu` is the DefCpuPerGPU to set per partition (export it with "
             "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "
-            "Computed over every loaded job of the partition and GPU type chosen in the sidebar "
-            "(a policy is per partition, so the cluster and month filters do not apply here)."
+            "Computed over the jobs of the clusters and months chosen in the sidebar, for the "
+            "partition and GPU type chosen there when only one is."
         )

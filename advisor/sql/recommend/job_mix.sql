@@ -2,6 +2,8 @@
 -- jobs, elapsed seconds, GPU-hours, the GRES type as users typed it (most common), time span.
 -- Only jobs that ran (elapsed > 0) with known CPUs and GPUs.
 -- $partition, $gpu_type: NULL = all (GPU type: the canonical family, '(untyped)' for none, as in ratios/eligible).
+-- $clusters (VARCHAR[], empty = all); $start, $end (TIMESTAMP, UTC, NULL = open): jobs whose
+-- start lies in [start, end), as advisor ratios selects them.
 SELECT
     "partition",
     coalesce(gpu_type, '(untyped)') AS gpu_type,
@@ -17,5 +19,8 @@ FROM jobs
 WHERE gpus > 0 AND cpus > 0 AND elapsed_s > 0 AND start IS NOT NULL
   AND ($partition::VARCHAR IS NULL OR "partition" = $partition::VARCHAR)
   AND ($gpu_type::VARCHAR IS NULL OR coalesce(gpu_type, '(untyped)') = $gpu_type::VARCHAR)
+  AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], cluster))
+  AND ($start::TIMESTAMP IS NULL OR start >= $start::TIMESTAMP)
+  AND ($end::TIMESTAMP IS NULL OR start < $end::TIMESTAMP)
 GROUP BY ALL
 ORDER BY 1 NULLS LAST, 2 NULLS LAST, 4, 5
