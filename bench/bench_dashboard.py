@@ -205,6 +205,21 @@ def run(db: Path, repeat: int) -> int:
                   lambda: at.button_group(key="who_mode").set_value("fixed")))
     steps.append(("who", "fixed target = 4 cores/GPU",
                   lambda: at.number_input(key="who_target").set_value(4.0)))
+    # Who under each sidebar filter (combinations not seen on the Overview: uncached).
+    steps.append(("who", "target = recommended",
+                  lambda: at.button_group(key="who_mode").set_value("recommended")))
+    steps.append(("who", "cluster = all",
+                  lambda: at.sidebar.multiselect(key="f_clusters").set_value([])))
+    steps.append(("who", f"GPU type = {gpu_types[-1]}",
+                  lambda: at.sidebar.multiselect(key="f_gpu_types").set_value([gpu_types[-1]])))
+    steps.append(("who", "partition = gpu-long",
+                  lambda: at.sidebar.multiselect(key="f_partitions").set_value(["gpu-long"])))
+    if lo and hi:
+        steps.append(("who", "months = second quarter",
+                      lambda: at.sidebar.select_slider(key="f_months").set_value(
+                          (months[min(3, len(months) - 1)], months[min(5, len(months) - 1)]))))
+    steps.append(("who", f"cluster = {clusters[0]}",
+                  lambda: at.sidebar.multiselect(key="f_clusters").set_value([clusters[0]])))
     steps.append(("recommend", "GPUs = 8",
                   lambda: at.selectbox(key="rc_gpus").set_value(8)))
     current = None
@@ -239,7 +254,8 @@ def run(db: Path, repeat: int) -> int:
     print(f"\nuncached filter changes: median {statistics.median(unc):.0f} ms, "
           f"max {max(unc):.0f} ms, {sum(m < TARGET_MS for m in unc)}/{len(unc)} under {TARGET_MS:.0f} ms")
     print(f"cached filter changes:   median {statistics.median(cac):.0f} ms, max {max(cac):.0f} ms")
-    print("(shared 2-core machine: figures are noisy; rerun to compare)")
+    print("(shared 2-core machine: figures are noisy; rerun to compare); load average: "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 

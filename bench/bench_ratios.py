@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
 import sys
 import tempfile
@@ -38,6 +39,7 @@ _GROUPS = [
     ("research", "L40S", 0.04, [0.00, 0.00, 0.00, 0.10, 0.20, 0.30, 0.30, 0.00, 0.10]),
 ]
 _CPU_ONLY = 0.23
+_Q2 = (dt.datetime(2024, 4, 1), dt.datetime(2024, 7, 1))
 _NEVER_STARTED = 0.07
 
 _BUILD_SQL = """
@@ -175,6 +177,60 @@ def main() -> None:
             ),
         ),
         ("by user (2,000 groups)", lambda: ratios.ratio_summary(con, RatioQuery(by=("user",)))),
+        ("by account (120 groups)", lambda: ratios.ratio_summary(con, RatioQuery(by=("account",)))),
+        (
+            "by user, Q2",
+            lambda: ratios.ratio_summary(con, RatioQuery(by=("user",), start=_Q2[0], end=_Q2[1])),
+        ),
+        (
+            "by user, COMPLETED",
+            lambda: ratios.ratio_summary(con, RatioQuery(by=("user",), states=("COMPLETED",))),
+        ),
+        (
+            "by account, filtered (Q2, COMPLETED, >=2 GPUs, teaching)",
+            lambda: ratios.ratio_summary(
+                con,
+                RatioQuery(
+                    by=("account",),
+                    start=_Q2[0],
+                    end=_Q2[1],
+                    states=("COMPLETED",),
+                    min_gpus=2,
+                    clusters=("teaching",),
+                ),
+            ),
+        ),
+        (
+            "by user+partition+gpu_type, GPU-hours, Q2 (dashboard Who)",
+            lambda: ratios.ratio_summary(
+                con,
+                RatioQuery(
+                    by=("user", "partition", "gpu_type"),
+                    weight=Weight.gpu_hours,
+                    start=_Q2[0],
+                    end=_Q2[1],
+                ),
+            ),
+        ),
+        (
+            "by account+month (1,440 groups)",
+            lambda: ratios.ratio_summary(con, RatioQuery(by=("account", "month"))),
+        ),
+        (
+            "by user+month (24,000 groups)",
+            lambda: ratios.ratio_summary(con, RatioQuery(by=("user", "month"))),
+        ),
+        (
+            "by gpu_type, mid-month range (reads jobs)",
+            lambda: ratios.ratio_summary(
+                con,
+                RatioQuery(
+                    by=("gpu_type",),
+                    start=dt.datetime(2024, 4, 15),
+                    end=dt.datetime(2024, 6, 15),
+                ),
+            ),
+        ),
         (
             "by interactive+gpu_count",
             lambda: ratios.ratio_summary(con, RatioQuery(by=("interactive", "gpu_count"))),
@@ -192,13 +248,15 @@ def main() -> None:
     print(f"{'baseline: count(*) GROUP BY gpu_type':58s} {base:8.1f} ms   1.00x")
     print(f"{'baseline: DuckDB quantile_cont GROUP BY gpu_type':58s} {base_q:8.1f} ms "
           f"{base_q / base:6.2f}x")  # fmt: skip
-    worst = 0.0
+    misses = []
     for name, fn in cases:
         ms = _time(fn, args.repeats)
-        worst = max(worst, ms)
+        if ms >= 100:
+            misses.append(name)
         print(f"{name:58s} {ms:8.1f} ms {ms / base:6.2f}x  ({ms / base_q:.2f}x quantile_cont)")
-    verdict = "meets" if worst < 100 else "MISSES"
-    print(f"slowest summary {worst:.1f} ms: {verdict} the 100 ms target (noisy shared machine)")
+    print(f"{len(cases) - len(misses)} of {len(cases)} summaries under the 100 ms target"
+          + (f"; over it: {'; '.join(misses)}" if misses else "") + " (noisy shared machine)")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("the same summaries computed from the jobs table (use_cube=False), for comparison:")
     for name, _fn in cases[:3]:
         q = (
