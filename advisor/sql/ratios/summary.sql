@@ -1,6 +1,6 @@
 -- ratios/summary: per group, jobs, GPU-seconds, percentiles, mean, shares below thresholds and
--- below the node types' fair share. Placeholders: facts (ratios/jobs_facts or ratios/cube_facts) and
--- keys (the quoted group key columns: fixed names chosen in advisor.ratios, never user text).
+-- below the node types' fair share. Placeholders: facts (ratios/jobs_facts or a cube's facts)
+-- and keys (the quoted group key columns: fixed names chosen in advisor.ratios, never user text).
 -- Parameters: those of ratios/jobs_facts, plus $quantiles and $thresholds (DOUBLE[]).
 --
 -- Percentiles are computed from the exact distinct-value counts of each group, so they are
@@ -9,21 +9,12 @@
 --     DuckDB's quantile_cont): h = (n - 1) q, x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]);
 --   by GPU-seconds: the weighted inverted CDF (numpy.percentile(method="inverted_cdf",
 --     weights=...)): the smallest ratio whose cumulative GPU-second share reaches q.
+-- Each group carries its CDF as one short list (its ratios in ascending order with running job
+-- and GPU-second totals); percentiles and shares below thresholds are read off that list: a
+-- few list operations per group, where windows and joins over every (group, ratio) row made
+-- summaries of thousands of groups (users) slow.
 WITH facts AS (
 {{facts}}
-),
-agg AS MATERIALIZED (
-    -- one pass over the facts: counted jobs by ratio, and excluded jobs by reason
-    SELECT {{keys}}, cluster AS _cluster, gpu_type AS _gpu_type, v,
-           excluded_reason AS _reason, sum(n) AS n, sum(w) AS w
-    FROM facts
-    GROUP BY ALL
-),
-per_type AS (
-    SELECT * EXCLUDE (_reason) FROM agg WHERE _reason IS NULL
-),
-excl AS (
-    SELECT _reason AS reason, sum(n) AS jobs FROM agg WHERE _reason IS NOT NULL GROUP BY _reason
 ),
 fair AS (
     SELECT cluster AS _cluster, coalesce(gpu_type, '(untyped)') AS _gpu_type,
@@ -32,60 +23,19 @@ fair AS (
     WHERE gpus > 0 AND coalesce(cpus_effective, cpus) > 0
     GROUP BY ALL
 ),
-vals AS (
-    SELECT {{keys}}, p.v, f.fs, sum(p.n) AS n, sum(p.w) AS w
-    FROM per_type AS p
-    LEFT JOIN fair AS f ON f._cluster = p._cluster AND f._gpu_type = p._gpu_type
+agg AS MATERIALIZED (
+    -- one pass over the facts: counted jobs by ratio and fair share, excluded jobs by reason
+    SELECT {{keys}}, CASE WHEN f.excluded_reason IS NULL THEN f.v END AS v, fair.fs,
+           f.excluded_reason AS _reason, sum(f.n) AS n, sum(f.w) AS w
+    FROM facts AS f
+    LEFT JOIN fair ON fair._cluster = f.cluster AND fair._gpu_type = f.gpu_type
     GROUP BY ALL
 ),
-grouped AS (
-    SELECT *, dense_rank() OVER (ORDER BY {{keys}}) AS gid
-    FROM vals
-),
-cum AS (
-    SELECT gid, v,
-           sum(n) OVER (PARTITION BY gid ORDER BY v) AS cum_n,
-           sum(w) OVER (PARTITION BY gid ORDER BY v) AS cum_w,
-           sum(n) OVER (PARTITION BY gid) AS tot_n,
-           sum(w) OVER (PARTITION BY gid) AS tot_w
-    FROM grouped
-),
-qs AS (SELECT unnest($quantiles::DOUBLE[]) AS q),
-quant AS (
-    SELECT c.gid, qs.q,
-           min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q)) AS lo,
-           min(c.v) FILTER (WHERE c.cum_n > floor((c.tot_n - 1) * qs.q) + 1) AS hi,
-           any_value((c.tot_n - 1) * qs.q - floor((c.tot_n - 1) * qs.q)) AS frac,
-           min(c.v) FILTER (WHERE c.cum_w::DOUBLE / nullif(c.tot_w, 0) >= qs.q) AS wq
-    FROM cum AS c CROSS JOIN qs
-    GROUP BY c.gid, qs.q
-),
-qagg AS (
-    SELECT gid,
-           list(CASE
-                    WHEN hi IS NULL THEN lo
-                    WHEN frac >= 0.5 THEN hi - (hi - lo) * (1 - frac)
-                    ELSE lo + (hi - lo) * frac
-                END ORDER BY q) AS pct_jobs,
-           list(wq ORDER BY q) AS pct_gpu_s
-    FROM quant
-    GROUP BY gid
-),
-ths AS (SELECT unnest($thresholds::DOUBLE[]) AS t),
-below AS (
-    SELECT g.gid, ths.t,
-           coalesce(sum(g.n) FILTER (WHERE g.v < ths.t), 0) AS n_below,
-           coalesce(sum(g.w) FILTER (WHERE g.v < ths.t), 0) AS w_below
-    FROM grouped AS g CROSS JOIN ths
-    GROUP BY g.gid, ths.t
-),
-bagg AS (
-    SELECT gid, list(n_below ORDER BY t) AS n_below, list(w_below ORDER BY t) AS w_below
-    FROM below
-    GROUP BY gid
+excl AS (
+    SELECT _reason AS reason, sum(n) AS jobs FROM agg WHERE _reason IS NOT NULL GROUP BY _reason
 ),
 stats AS (
-    SELECT gid, {{keys}},
+    SELECT {{keys}},
            sum(n) AS jobs,
            sum(w) AS gpu_s,
            sum(v * n) / sum(n) AS mean_jobs,
@@ -94,16 +44,50 @@ stats AS (
            coalesce(sum(n) FILTER (WHERE fs IS NOT NULL), 0) AS n_fs_known,
            coalesce(sum(n) FILTER (WHERE v < fs), 0) AS n_below_fs,
            coalesce(sum(w) FILTER (WHERE fs IS NOT NULL), 0) AS w_fs_known,
-           coalesce(sum(w) FILTER (WHERE v < fs), 0) AS w_below_fs
-    FROM grouped
+           coalesce(sum(w) FILTER (WHERE v < fs), 0) AS w_below_fs,
+           -- (a ratio seen with two fair shares appears twice, next to each other)
+           list({'v': v, 'n': n, 'w': w} ORDER BY v, fs) AS vals
+    FROM agg
+    WHERE _reason IS NULL
     GROUP BY ALL
+),
+cdfs AS (
+    -- the group's ratios in ascending order with running job and GPU-second totals (a
+    -- list per group: a window over every ratio of every group cost far more)
+    SELECT * EXCLUDE (vals),
+           list_transform(vals, (e, i) -> {
+               'v': e.v,
+               'cn': list_sum(list_transform(vals[1:i], x -> x.n)),
+               'cw': list_sum(list_transform(vals[1:i], x -> x.w))
+           }) AS cdf
+    FROM stats
 )
 -- One row per group, plus one row (gid NULL) whose `excluded` lists {reason, jobs}.
-SELECT s.*, q.pct_jobs, q.pct_gpu_s, b.n_below, b.w_below,
-       NULL::STRUCT(reason VARCHAR, jobs HUGEINT)[] AS excluded
-FROM stats AS s
-JOIN qagg AS q USING (gid)
-LEFT JOIN bagg AS b USING (gid)
+-- Counts are returned as BIGINT and GPU-seconds as DOUBLE (exact below 2^53 s), not HUGEINT:
+-- turning HUGEINT lists into Python objects cost more than computing them.
+SELECT row_number() OVER (ORDER BY {{keys}}) AS gid, {{keys}},
+       jobs::BIGINT AS jobs, gpu_s::DOUBLE AS gpu_s, mean_jobs, mean_gpu_s, fair_share,
+       n_fs_known::BIGINT AS n_fs_known, n_below_fs::BIGINT AS n_below_fs,
+       w_fs_known::DOUBLE AS w_fs_known, w_below_fs::DOUBLE AS w_below_fs,
+       -- by jobs: x_lo, x_hi = the ratios of order statistics floor(h) and floor(h) + 1
+       -- (0-based): the first ratios whose running job count exceeds them
+       list_transform($quantiles::DOUBLE[], q -> list_transform(
+           [{'h': (jobs - 1) * q,
+             'lo': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q))[1].v,
+             'hi': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q) + 1)[1].v}],
+           p -> CASE
+                    WHEN p.hi IS NULL THEN p.lo
+                    WHEN p.h - floor(p.h) >= 0.5 THEN p.hi - (p.hi - p.lo) * (1 - (p.h - floor(p.h)))
+                    ELSE p.lo + (p.hi - p.lo) * (p.h - floor(p.h))
+                END)[1]) AS pct_jobs,
+       list_transform($quantiles::DOUBLE[],
+           q -> list_filter(cdf, e -> e.cw::DOUBLE / nullif(gpu_s, 0) >= q)[1].v) AS pct_gpu_s,
+       list_transform($thresholds::DOUBLE[],
+           t -> coalesce(list_filter(cdf, e -> e.v < t)[-1].cn, 0))::BIGINT[] AS n_below,
+       list_transform($thresholds::DOUBLE[],
+           t -> coalesce(list_filter(cdf, e -> e.v < t)[-1].cw, 0))::DOUBLE[] AS w_below,
+       NULL::STRUCT(reason VARCHAR, jobs BIGINT)[] AS excluded
+FROM cdfs
 UNION ALL BY NAME
-SELECT (SELECT coalesce(list({'reason': reason, 'jobs': jobs} ORDER BY reason), [])
+SELECT (SELECT coalesce(list({'reason': reason, 'jobs': jobs::BIGINT} ORDER BY reason), [])
         FROM excl) AS excluded
