@@ -35,7 +35,8 @@ from advisor.ingest.model import (
 from advisor.progress import ProgressFn, no_progress
 from advisor.store import query, quote_ident
 
-_STAGES = 5
+STAGES = 5
+BULK = True  # try advisor.ingest.bulk for sacct text (tests switch it off to compare)
 
 
 @dataclass
@@ -75,7 +76,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(query("ingest/macros"))
 
 
-class _Hasher(threading.Thread):
+class Hasher(threading.Thread):
     """sha256 of the uncompressed bytes, computed beside the load (hashlib frees the GIL)."""
 
     def __init__(self, path: Path, compression: str | None) -> None:
@@ -108,7 +109,7 @@ def ingest_path(
     compression = detect.compression_of(path)
     head = detect.read_head(path, compression)
     fmt = options.input_format or detect.detect_format(head)
-    hasher = _Hasher(path, compression)
+    hasher = Hasher(path, compression)
     hasher.start()
     try:
         try:
@@ -126,7 +127,7 @@ def ingest_path(
     except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
         first = str(exc).splitlines()[0]
         raise InputError(f"cannot read as {fmt}: {first}", source=label) from exc
-    progress(label, _STAGES, _STAGES)
+    progress(label, STAGES, STAGES)
     return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
 
 
@@ -139,54 +140,76 @@ def _load(
     options: IngestOptions,
     progress: ProgressFn,
     label: str,
-    hasher: _Hasher,
+    hasher: Hasher,
     strict: bool,
 ) -> IngestSummary:
     """One attempt. Reading and parsing fill connection-local temp tables (never the file);
     every write to the database happens in one transaction, rolled back on any error."""
     try:
-        progress(label, 0, _STAGES)
+        progress(label, 0, STAGES)
+        if fmt == "sacct-text" and BULK:
+            from advisor.ingest import bulk
+
+            done = bulk.load(con, path, compression, head, options, progress, label, hasher, strict)
+            if done is not None:
+                return done
         loaded = _read(con, path, compression, head, fmt, options, label, strict)
-        progress(label, 1, _STAGES)
-        rejects = _collect_rejects(con, loaded)
-        allocations = _count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
+        progress(label, 1, STAGES)
+        rejects = collect_rejects(con, loaded)
+        allocations = count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
         _stage(con, options)
-        progress(label, 2, _STAGES)
+        progress(label, 2, STAGES)
         con.execute("BEGIN TRANSACTION")
         try:
-            row = con.execute(
-                "INSERT INTO ingests (source, format, compression, cluster, source_tz,"
-                " started_at) VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
-                [label, fmt, compression, options.cluster, options.source_tz],
-            ).fetchone()
-            assert row is not None
-            ingest_id = int(row[0])
-            _store_rejects(con, ingest_id, label, rejects)
+            ingest_id = start_ingest(con, label, fmt, compression, options)
+            store_rejects(con, ingest_id, label, rejects)
             summary = _process(
                 con, ingest_id, label, compression, loaded, allocations, rejects, progress
             )
-            hasher.join()
-            con.execute(
-                "UPDATE ingests SET content_hash = ? WHERE ingest_id = ?",
-                [hasher.digest, ingest_id],
-            )
-            con.execute("COMMIT")
+            commit(con, ingest_id, hasher)
         except BaseException:
             con.execute("ROLLBACK")
             raise
     finally:
         for stmt in ("DROP VIEW IF EXISTS stage", "DROP TABLE IF EXISTS parsed",
-                     "DROP TABLE IF EXISTS dupkeys", "DROP TABLE IF EXISTS gmap"):  # fmt: skip
+                     "DROP TABLE IF EXISTS dupkeys", "DROP TABLE IF EXISTS gmap",
+                     "DROP TABLE IF EXISTS raw_fix", "DROP TABLE IF EXISTS tres_names"):  # fmt: skip
             with contextlib.suppress(duckdb.Error):
                 con.execute(stmt)
     return summary
 
 
+def start_ingest(
+    con: duckdb.DuckDBPyConnection,
+    label: str,
+    fmt: str,
+    compression: str | None,
+    options: IngestOptions,
+) -> int:
+    """The source's ``ingests`` row (in the open transaction); returns its id."""
+    row = con.execute(
+        "INSERT INTO ingests (source, format, compression, cluster, source_tz,"
+        " started_at) VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
+        [label, fmt, compression, options.cluster, options.source_tz],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def commit(con: duckdb.DuckDBPyConnection, ingest_id: int, hasher: Hasher) -> None:
+    """Record the source's hash and commit the open transaction."""
+    hasher.join()
+    con.execute(
+        "UPDATE ingests SET content_hash = ? WHERE ingest_id = ?", [hasher.digest, ingest_id]
+    )
+    con.execute("COMMIT")
+
+
 def _stage(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
     """The view ``stage``: allocations of ``parsed``, steps folded, one row per key."""
-    _gpu_map(con, options)
+    gpu_map(con, options)
     con.execute(query("ingest/superseded"))  # dupkeys
-    dups = _count(con, "SELECT count(*) FROM dupkeys")
+    dups = count(con, "SELECT count(*) FROM dupkeys")
     alloc = query("ingest/alloc_plain")
     if dups:
         losers = [int(r[0]) for r in con.execute(query("ingest/losers")).fetchall()]
@@ -195,20 +218,35 @@ def _stage(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
             alloc = query("ingest/alloc_except").replace("{{losers}}", literal)
         else:
             alloc = query("ingest/alloc_dedupe")
-    con.execute(query("ingest/fold").replace("{{alloc}}", alloc))
+    con.execute("CREATE OR REPLACE TEMP VIEW stage AS " + fold_sql(alloc))
 
 
-def _parse(
+def fold_sql(alloc: str) -> str:
+    """The rows for ``jobs`` (fold.sql) from the allocation lines ``alloc`` (SQL) and the
+    steps in ``parsed``."""
+    return (
+        query("ingest/fold")
+        .replace("{{steps}}", query("ingest/step_flags"))
+        .replace("{{alloc}}", alloc)
+    )
+
+
+def parse(
     con: duckdb.DuckDBPyConnection,
     src_sql: str,
     raw_text: str,
     params: dict[str, object],
     *,
     create: bool,
+    where: str | None = None,
+    table: str = "parsed",
 ) -> None:
-    """Run the parser (advisor/sql/ingest/parse.sql) over ``src_sql`` into temp table parsed."""
+    """Run the parser (advisor/sql/ingest/parse.sql) over ``src_sql`` into temp ``table``,
+    keeping the records that meet ``where`` (SQL over the parser's columns) if given."""
     body = query("ingest/parse").replace("{{src}}", src_sql).replace("{{raw_text}}", raw_text)
-    head = "CREATE OR REPLACE TEMP TABLE parsed AS " if create else "INSERT INTO parsed "
+    if where is not None:
+        body = f"SELECT * FROM ({body}) AS p WHERE {where}"  # noqa: S608
+    head = f"CREATE OR REPLACE TEMP TABLE {table} AS " if create else f"INSERT INTO {table} "
     con.execute(head + body, params)
 
 
@@ -229,17 +267,17 @@ def _read(
         base["atres_known"] = "alloctres" in layout.columns
         raw_text = text.raw_text_expr(layout)
         text.drop_reject_tables(con)
-        _parse(
+        parse(
             con,
             text.csv_src_sql(layout),
             raw_text,
             {**base, **text.csv_params(path, compression, layout, strict=strict)},
             create=True,
         )
-        accepted = _count(con, "SELECT count(*) FROM parsed")
+        accepted = count(con, "SELECT count(*) FROM parsed")
         fix = text.repair(con, path, compression, layout, accepted)
         if fix.rows:
-            _parse(
+            parse(
                 con,
                 text.fix_src_sql(layout),
                 raw_text,
@@ -270,7 +308,7 @@ def _read(
     else:
         raise InputError(f"unknown input format {fmt!r}", source=label)
     _fill_raw(con, records)
-    _parse(
+    parse(
         con,
         "SELECT line_no, FALSE AS repaired, * EXCLUDE (line_no) FROM raw",
         "_raw",
@@ -292,15 +330,19 @@ def _fill_raw(con: duckdb.DuckDBPyConnection, records: list[dict[str, str | int 
     con.unregister("ing_records")
 
 
-def _gpu_map(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
-    names = [
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT gpu_type_raw FROM parsed WHERE gpu_type_raw IS NOT NULL "
-            "UNION SELECT DISTINCT t.name FROM (SELECT unnest(typed_list) AS t FROM parsed)"
-        ).fetchall()
-        if r[0] is not None
-    ]
+def gpu_map(
+    con: duckdb.DuckDBPyConnection,
+    options: IngestOptions,
+    tables: tuple[str, ...] = ("parsed",),
+) -> None:
+    """Temp table ``gmap``: each raw GPU type name of the parser output ``tables`` with its
+    canonical family (advisor.gputypes, with the site's mapping)."""
+    sql = " UNION ".join(
+        f"SELECT DISTINCT gpu_type_raw FROM {t} WHERE gpu_type_raw IS NOT NULL "  # noqa: S608
+        f"UNION SELECT DISTINCT t.name FROM (SELECT unnest(typed_list) AS t FROM {t})"
+        for t in tables
+    )
+    names = [r[0] for r in con.execute(sql).fetchall() if r[0] is not None]
     site = dict(options.gpu_types) if options.gpu_types is not None else load_site_mapping()
     table = pa.table(
         {
@@ -314,7 +356,7 @@ def _gpu_map(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
     con.unregister("ing_gmap")
 
 
-def _count(
+def count(
     con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | dict[str, object] | None = None
 ) -> int:
     row = con.execute(sql, params or []).fetchone()
@@ -331,9 +373,9 @@ def _process(
     rejects: list[tuple[int | None, str | None, str, str]],
     progress: ProgressFn,
 ) -> IngestSummary:
-    progress(label, 3, _STAGES)
-    if _count(con, query("ingest/overlap")):
-        staged = _count(con, "SELECT count(*) FROM stage")
+    progress(label, 3, STAGES)
+    if count(con, query("ingest/overlap")):
+        staged = count(con, "SELECT count(*) FROM stage")
         row, new, old = _merge_parts(con, loaded.present)
         replace_sql = (
             query("ingest/replace_changed")
@@ -341,13 +383,36 @@ def _process(
             .replace("{{new}}", new)
             .replace("{{old}}", old)
         )
-        updated = _count(con, replace_sql, {"ingest_id": ingest_id})
-        inserted = _count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
+        updated = count(con, replace_sql, {"ingest_id": ingest_id})
+        inserted = count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
         unchanged = staged - updated - inserted
     else:  # nothing stored can collide: a plain insert
         updated, unchanged = 0, 0
-        inserted = _count(con, query("ingest/insert_all"), {"ingest_id": ingest_id})
-    progress(label, 4, _STAGES)
+        inserted = count(
+            con, query("ingest/insert_all").replace("{{stage}}", "stage"), {"ingest_id": ingest_id}
+        )
+    progress(label, 4, STAGES)
+    return finish(
+        con, ingest_id, label, compression, loaded, allocations, rejects,
+        inserted=inserted, updated=updated, unchanged=unchanged,
+    )  # fmt: skip
+
+
+def finish(
+    con: duckdb.DuckDBPyConnection,
+    ingest_id: int,
+    label: str,
+    compression: str | None,
+    loaded: Loaded,
+    allocations: int,
+    rejects: list[tuple[int | None, str | None, str, str]],
+    *,
+    inserted: int,
+    updated: int,
+    unchanged: int,
+) -> IngestSummary:
+    """Complete the ``ingests`` row and return the summary. ``allocations`` counts the
+    allocation records read (a repaired record's first half too: ``loaded.tails``)."""
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
     con.execute(
@@ -407,16 +472,22 @@ def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str
     return row, ", ".join(new), ", ".join(old)
 
 
-def _collect_rejects(
-    con: duckdb.DuckDBPyConnection, loaded: Loaded
+def collect_rejects(
+    con: duckdb.DuckDBPyConnection,
+    loaded: Loaded,
+    orphans: tuple[str, int] | None = None,
 ) -> list[tuple[int | None, str | None, str, str]]:
-    """Every reject of the source as (line, field, reason, raw), sorted by line."""
+    """Every reject of the source as (line, field, reason, raw), sorted by line. Orphan steps
+    are found by orphan_steps.sql, or for a bulk load by ``orphans`` (query, ingest id)."""
     out: list[tuple[int | None, str | None, str, str]] = [
         (r.line_no, r.field, r.reason, r.raw) for r in loaded.line_rejects
     ]
     found = con.execute(query("ingest/reject_values")).fetchall()
-    if _count(con, "SELECT count(*) FROM parsed WHERE step IS NOT NULL"):
-        found += con.execute(query("ingest/orphan_steps")).fetchall()
+    if count(con, "SELECT count(*) FROM parsed WHERE step IS NOT NULL"):
+        if orphans is None:
+            found += con.execute(query("ingest/orphan_steps")).fetchall()
+        else:
+            found += con.execute(query(orphans[0]), {"ingest_id": orphans[1]}).fetchall()
     missing = [i for i, r in enumerate(found) if r[0] is None]
     if missing and loaded.path is not None and loaded.layout is not None:
         # records DuckDB read have no line number: find their text in the file (rejects only)
@@ -433,7 +504,7 @@ def _collect_rejects(
     return out
 
 
-def _store_rejects(
+def store_rejects(
     con: duckdb.DuckDBPyConnection,
     ingest_id: int,
     label: str,

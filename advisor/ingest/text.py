@@ -45,44 +45,65 @@ class TextRepair:
     tails: int  # repaired records whose first half DuckDB had already read
 
 
-def _missing_columns(layout: TextLayout) -> str:
-    """NULL columns for the canonical fields the file lacks, so every source has them all."""
+def _missing_columns(layout: TextLayout, only: tuple[str, ...] | None = None) -> str:
+    """NULL columns for the canonical fields the file lacks (or that are not in ``only``), so
+    every source has them all."""
     return ", ".join(
         f"CAST(NULL AS VARCHAR) AS {quote_ident(c)}"
         for c in CANONICAL_FIELDS
-        if c not in layout.columns
+        if c not in layout.columns or (only is not None and c not in only)
     )
 
 
-def csv_src_sql(layout: TextLayout) -> str:
-    """SQL reading the file with DuckDB (parameters: see :func:`csv_params`) as parser input."""
-    missing = _missing_columns(layout)
+def csv_src_sql(
+    layout: TextLayout, *, keep_rejects: bool = True, only: tuple[str, ...] | None = None
+) -> str:
+    """SQL reading the file with DuckDB (parameters: see :func:`csv_params`) as parser input.
+    The lines it cannot read land in the reject tables (for :func:`repair`), or with
+    ``keep_rejects`` False are skipped. With ``only``, the other fields read as NULL: DuckDB
+    then checks only those columns of a line (a non-UTF-8 byte elsewhere goes unnoticed)."""
+    missing = _missing_columns(layout, only)
+    rejects = (
+        "store_rejects = true, rejects_table = $rt, rejects_scan = $rs,"
+        if keep_rejects
+        else "ignore_errors = true,"
+    )
+    cols = (
+        "*"
+        if only is None
+        else ", ".join(quote_ident(c) for c in layout.columns if c in only) or "1 AS _none"
+    )
     # identifiers through quote_ident, every value a parameter
     return (
-        "SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, *"  # noqa: S608
+        f"SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, {cols}"  # noqa: S608
         + (f", {missing}" if missing else "")
         + " FROM read_csv($path, delim = $delim, header = $header, quote = '', escape = '',"
         " comment = '', auto_detect = false, columns = $columns, compression = $compression,"
-        " store_rejects = true, rejects_table = $rt, rejects_scan = $rs,"
-        " max_line_size = 4194304, strict_mode = $strict, parallel = true)"
+        f" {rejects} max_line_size = 4194304, strict_mode = $strict, parallel = true)"
     )
 
 
 def csv_params(
-    path: Path, compression: str | None, layout: TextLayout, strict: bool = True
+    path: Path,
+    compression: str | None,
+    layout: TextLayout,
+    strict: bool = True,
+    *,
+    keep_rejects: bool = True,
 ) -> dict[str, object]:
     """Parameters of :func:`csv_src_sql`. ``strict`` False lets a bare CR end a line (DuckDB's
     strict reader gives up on the whole file at one)."""
-    return {
+    params: dict[str, object] = {
         "strict": strict,
         "path": str(path),
         "delim": layout.delimiter,
         "header": layout.has_header,
         "columns": {c: "VARCHAR" for c in layout.columns},
         "compression": compression or "none",
-        "rt": REJ_ERRORS,
-        "rs": REJ_SCANS,
     }
+    if keep_rejects:
+        params.update(rt=REJ_ERRORS, rs=REJ_SCANS)
+    return params
 
 
 def fix_src_sql(layout: TextLayout) -> str:

@@ -1,20 +1,15 @@
--- Fold steps into their allocation, one row per key (the alloc placeholder: alloc_plain.sql, or
--- alloc_dedupe.sql when the source holds a key twice).
--- Interactive evidence, strongest first: SubmitLine (salloc, srun --pty -> yes; sbatch, srun
--- -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job name (yes).
-CREATE OR REPLACE TEMP VIEW stage AS
+-- Fold steps into their allocation: the rows written to `jobs` (the one definition of a row).
+-- The alloc placeholder is the allocation lines, one per key (alloc_plain.sql, alloc_except.sql
+-- or alloc_dedupe.sql over `parsed`; a bulk load puts the parser over the file there); the
+-- steps placeholder is step_flags.sql. The careful path wraps it in the view `stage`.
+-- Interactive or not: macros.sql (ing_interactive).
 WITH steps AS (
-    SELECT cluster, job_id_raw,
-        bool_or(step = 'interactive') AS has_interactive,
-        bool_or(step = 'batch') AS has_batch
-    FROM parsed
-    WHERE step IS NOT NULL AND job_id_raw IS NOT NULL
-    GROUP BY ALL
+{{steps}}
 ), alloc AS (
 {{alloc}}
 ), x AS (
     SELECT alloc.*, steps.has_interactive, steps.has_batch,
-        lower(split_part(split_part(ltrim(coalesce(submit_line, '')), ' ', 1), '/', -1)) AS cmd
+        ing_cmd(submit_line) AS cmd
     FROM alloc LEFT JOIN steps USING (cluster, job_id_raw)
 )
 SELECT
@@ -28,22 +23,13 @@ SELECT
         t -> coalesce(mp.m[t.name], t.name) || ':' || t.n), ',') END AS gpu_types,
     x.mem_mb, x.billing, x.node_list, x.req_cpus, x.req_gpus, x.req_mem_mb, x.alloc_tres,
     x.req_tres, x.submit_line, x.work_dir,
-    CASE WHEN x.cmd = 'salloc' THEN TRUE
-         WHEN x.cmd = 'srun' AND contains(x.submit_line, '--pty') THEN TRUE
-         WHEN x.cmd IN ('sbatch', 'srun') THEN FALSE
-         WHEN x.has_interactive THEN TRUE
-         WHEN x.has_batch THEN FALSE
-         WHEN list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc',
-                                        'srun', 'login'], lower(trim(x.job_name))) THEN TRUE
-    END AS is_interactive,
-    CASE WHEN x.cmd IN ('salloc', 'srun', 'sbatch') THEN 'submit_line'
-         WHEN x.has_interactive OR x.has_batch THEN 'step'
-         WHEN list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc',
-                                        'srun', 'login'], lower(trim(x.job_name))) THEN 'job_name'
-    END AS interactive_evidence,
+    ing_interactive(x.cmd, x.submit_line, x.has_interactive, x.has_batch, x.job_name)
+        AS is_interactive,
+    ing_interactive_evidence(x.cmd, x.has_interactive, x.has_batch, x.job_name)
+        AS interactive_evidence,
     x.exclusive
 FROM x
 LEFT JOIN gmap g ON g.raw = x.gpu_type_raw
 -- the name map, joined only onto the rare rows with several GPU types
 LEFT JOIN (SELECT map_from_entries(list({'key': raw, 'value': canon})) AS m FROM gmap) mp
-    ON x.typed_list IS NOT NULL;
+    ON x.typed_list IS NOT NULL

@@ -70,6 +70,27 @@ CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
 -- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=).
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
     contains(s, ',gres/gpu') AND regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)');
+-- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
+-- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
+-- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.
+CREATE OR REPLACE TEMP MACRO ing_cmd(submit_line) AS
+    lower(split_part(split_part(ltrim(coalesce(submit_line, '')), ' ', 1), '/', -1));
+CREATE OR REPLACE TEMP MACRO ing_shell_name(job_name) AS
+    list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc', 'srun',
+                   'login'], lower(trim(job_name)));
+CREATE OR REPLACE TEMP MACRO ing_interactive(cmd, submit_line, has_interactive, has_batch, job_name) AS
+    CASE WHEN cmd = 'salloc' THEN TRUE
+         WHEN cmd = 'srun' AND contains(submit_line, '--pty') THEN TRUE
+         WHEN cmd IN ('sbatch', 'srun') THEN FALSE
+         WHEN has_interactive THEN TRUE
+         WHEN has_batch THEN FALSE
+         WHEN ing_shell_name(job_name) THEN TRUE
+    END;
+CREATE OR REPLACE TEMP MACRO ing_interactive_evidence(cmd, has_interactive, has_batch, job_name) AS
+    CASE WHEN cmd IN ('salloc', 'srun', 'sbatch') THEN 'submit_line'
+         WHEN has_interactive OR has_batch THEN 'step'
+         WHEN ing_shell_name(job_name) THEN 'job_name'
+    END;
 -- Strength of interactive evidence (fold.sql): submit_line > step > job_name > none.
 CREATE OR REPLACE TEMP MACRO ing_evidence_rank(e) AS
     coalesce(list_position(['job_name', 'step', 'submit_line'], e), 0);

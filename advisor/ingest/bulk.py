@@ -1,0 +1,275 @@
+"""The bulk load of a sacct text file: the parser reads the file and writes ``jobs`` in one
+statement, with no staging copy of millions of records (pipeline.py's careful path parses
+into temp ``parsed`` first, then upserts).
+
+It is taken when nothing stored can share a key with the file, which is what a first load or
+the next month's file looks like. The same SQL decides every value (parse.sql, fold.sql), so a
+bulk load and a careful load of one file store the same rows and the same rejects (tested):
+
+1. prescan.sql reads a few columns of the file: record and step counts, clusters, the submit
+   range and the few distinct TRES strings with typed GPUs (for the GPU type map). Stored rows
+   near that range (stored_near.sql): the careful path instead.
+2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
+3. In the file's transaction: the bulk insert (insert_all.sql over fold.sql over parse.sql over
+   the file, keeping the lines DuckDB cannot read); a key shared with a stored row after all
+   (bulk_overlap.sql) rolls it back and the careful path runs. The unreadable lines are
+   repaired (text.repair) and replace the rows of their key. When fewer allocation rows went in
+   than the file has, one more read finds the unparsable ones for ``rejects``; if the counts
+   still disagree the load is rolled back and runs the careful way, as it does when the file
+   holds a key twice (the primary key of ``jobs`` refuses the insert). Steps without their
+   allocation are rejects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+
+from advisor.ingest import detect, text
+from advisor.ingest import pipeline as pl
+from advisor.ingest.model import CANONICAL_FIELDS, KEY_COLUMNS, IngestOptions, IngestSummary
+from advisor.progress import ProgressFn
+from advisor.store import query, quote_ident
+
+# A bulk load is not tried when stored rows lie this close to the file's submit range (the
+# range is read from the text, before time zones).
+_NEAR = dt.timedelta(days=1)
+_ID_FIELDS = ("jobid", "jobidraw", "cluster")
+_PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "allocgres")
+
+
+def _tres_src() -> str:
+    """Parser input holding only the distinct TRES / GRES strings of prescan.sql (parameters
+    $typed and $gres), every other field NULL."""
+    cols = ", ".join(
+        f"CAST(NULL AS VARCHAR) AS {c}"
+        for c in CANONICAL_FIELDS
+        if c not in ("jobid", "alloctres", "allocgres")
+    )
+    return (
+        "SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, '0' AS jobid,"  # noqa: S608
+        f" t AS alloctres, g AS allocgres, {cols}"
+        " FROM (SELECT unnest($typed) AS t, CAST(NULL AS VARCHAR) AS g"
+        " UNION ALL SELECT NULL, unnest($gres))"
+    )
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    head: bytes,
+    options: IngestOptions,
+    progress: ProgressFn,
+    label: str,
+    hasher: pl.Hasher,
+    strict: bool,
+) -> IngestSummary | None:
+    """Load the file in bulk and return its summary, or None (nothing written) when the
+    careful path must load it."""
+    layout = detect.text_layout(head, options.delimiter, options.fields, label)
+    base: dict[str, object] = {
+        "cluster": options.cluster,
+        "tz": options.source_tz,
+        "atres_known": "alloctres" in layout.columns,
+    }
+    raw_text = text.raw_text_expr(layout)
+    skip = text.csv_params(path, compression, layout, strict, keep_rejects=False)
+    [row] = con.execute(
+        query("ingest/prescan").replace(
+            "{{src}}", text.csv_src_sql(layout, keep_rejects=False, only=_PRESCAN_FIELDS)
+        ),
+        {"cluster": options.cluster, **skip},
+    ).fetchall()
+    records, steps, clusters, first, last, typed_tres, alloc_gres = row
+    if records and _stored_near(con, clusters or [], first, last, options.source_tz):
+        return None
+    progress(label, 1, pl.STAGES)
+    ids = text.csv_src_sql(layout, keep_rejects=False, only=_ID_FIELDS)
+    pl.parse(con, _step_src(ids) if steps else f"{ids} LIMIT 0", "CAST(NULL AS VARCHAR)", {**base, **skip},
+             create=True)  # fmt: skip
+    if pl.count(con, "SELECT count(*) FROM parsed WHERE bad_field IS NOT NULL"):
+        # a reject keeps its whole text: read those step lines again, every column
+        con.execute("DELETE FROM parsed WHERE bad_field IS NOT NULL")
+        pl.parse(con, _step_src(text.csv_src_sql(layout, keep_rejects=False)), raw_text,
+                 {**base, **skip, "delim": layout.delimiter}, create=False,
+                 where="bad_field IS NOT NULL")  # fmt: skip
+    _tres_names(con, typed_tres or [], alloc_gres or [])
+    pl.gpu_map(con, options, tables=("parsed", "tres_names"))
+    src = text.csv_src_sql(layout)
+    body = query("ingest/parse").replace("{{src}}", src).replace("{{raw_text}}", raw_text)
+    bulk_rows = "(" + pl.fold_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)) + ")"
+    text.drop_reject_tables(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
+        ids_param: dict[str, object] = {"ingest_id": ingest_id}
+        try:
+            inserted = pl.count(
+                con,
+                query("ingest/insert_all").replace("{{stage}}", bulk_rows),
+                {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
+            )
+        except duckdb.ConstraintException:  # a key twice in the file: the careful way
+            con.execute("ROLLBACK")
+            return None
+        if pl.count(con, query("ingest/bulk_overlap"), ids_param):
+            con.execute("ROLLBACK")
+            return None
+        progress(label, 2, pl.STAGES)
+        # lines DuckDB read above but not with every column checked (prescan, steps)
+        unread, unread_allocs = _unread_lines(con, layout)
+        fix = text.repair(con, path, compression, layout, records - unread)
+        text.drop_reject_tables(con)
+        if fix.rows:
+            _add_repaired(con, layout, raw_text, base, options, ingest_id)
+        allocations = records - steps - unread_allocs
+        if inserted < allocations:  # unparsable allocation lines: find them for `rejects`
+            pl.parse(con, text.csv_src_sql(layout, keep_rejects=False), raw_text,
+                     {**base, **skip, "delim": layout.delimiter}, create=False,
+                     where="step IS NULL AND bad_field IS NOT NULL")  # fmt: skip
+        bad = pl.count(
+            con,
+            "SELECT count(*) FROM parsed WHERE step IS NULL AND NOT repaired"
+            " AND bad_field IS NOT NULL",
+        )
+        if inserted + bad != allocations:  # the counts disagree: load it the careful way
+            con.execute("ROLLBACK")
+            return None
+        progress(label, 3, pl.STAGES)
+        present = {c for c in layout.columns if c in CANONICAL_FIELDS}
+        loaded = pl.Loaded(
+            "sacct-text", present, fix.lines_read, fix.rejects, fix.tails, layout, path,
+            compression,
+        )  # fmt: skip
+        rejects = pl.collect_rejects(con, loaded, orphans=("ingest/bulk_orphan_steps", ingest_id))
+        pl.store_rejects(con, ingest_id, label, rejects)
+        stored = pl.count(con, "SELECT count(*) FROM jobs WHERE ingest_id = ?", [ingest_id])
+        repaired = pl.count(con, "SELECT count(*) FROM parsed WHERE repaired AND step IS NULL")
+        summary = pl.finish(
+            con, ingest_id, label, compression, loaded, allocations + repaired, rejects,
+            inserted=stored, updated=0, unchanged=0,
+        )  # fmt: skip
+        progress(label, 4, pl.STAGES)
+        pl.commit(con, ingest_id, hasher)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return summary
+
+
+def _step_src(src: str) -> str:
+    return f"SELECT * FROM ({src}) AS s WHERE contains(coalesce(nullif(jobid, ''), jobidraw), '.')"  # noqa: S608
+
+
+def _unread_lines(con: duckdb.DuckDBPyConnection, layout: detect.TextLayout) -> tuple[int, int]:
+    """Lines the bulk read rejected for bytes that are not UTF-8 alone: the lighter reads
+    before it (prescan, steps) checked a few columns and took them. Returns (lines, of which
+    allocation lines)."""
+    rows = con.execute(
+        f"SELECT any_value(csv_line) FROM {text.REJ_ERRORS} GROUP BY line"  # noqa: S608
+        " HAVING bool_and(error_type = 'INVALID ENCODING')"
+    ).fetchall()
+    allocs = 0
+    for (line,) in rows:
+        fields = dict(zip(layout.columns, str(line or "").split(layout.delimiter), strict=False))
+        job_id = fields.get("jobid") or fields.get("jobidraw") or ""
+        allocs += "." not in job_id
+    return len(rows), allocs
+
+
+def _add_repaired(
+    con: duckdb.DuckDBPyConnection,
+    layout: detect.TextLayout,
+    raw_text: str,
+    base: dict[str, object],
+    options: IngestOptions,
+    ingest_id: int,
+) -> None:
+    """Parse the repaired records (temp ``raw_fix``) into ``parsed``; their allocations
+    replace the rows of their key; repaired steps give their jobs' verdict again."""
+    pl.parse(con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter},
+             create=False)  # fmt: skip
+    con.execute("DROP TABLE IF EXISTS raw_fix")
+    con.execute(query("ingest/bulk_steps_read_twice"))
+    pl.gpu_map(con, options, tables=("parsed", "tres_names"))
+    ids_param: dict[str, object] = {"ingest_id": ingest_id}
+    alloc = query("ingest/alloc_repaired")
+    con.execute(
+        query("ingest/bulk_fixed").replace(
+            "{{rows}}", pl.fold_sql(alloc.replace("{{new_only}}", "FALSE"))
+        ),
+        ids_param,
+    )
+    cols = [str(d[0]) for d in con.execute("SELECT * FROM fixed LIMIT 0").description]
+    values = [c for c in cols if c not in KEY_COLUMNS]
+    # only the columns a repaired line changes (a split record's head lacks its last field):
+    # an update of every column would slow every later scan of these row groups
+    [changed] = con.execute(
+        query("ingest/bulk_repaired_changes").replace(
+            "{{changed}}",
+            ", ".join(
+                f"bool_or(j.{quote_ident(c)} IS DISTINCT FROM s.{quote_ident(c)})" for c in values
+            ),
+        ),
+        ids_param,
+    ).fetchall()
+    assign = ", ".join(
+        f"{quote_ident(c)} = s.{quote_ident(c)}"
+        for c, ch in zip(values, changed, strict=True)
+        if ch
+    )
+    if assign:
+        con.execute(
+            query("ingest/bulk_replace_repaired")
+            .replace("{{set}}", assign)
+            .replace("{{rows}}", "fixed"),
+            ids_param,
+        )
+    con.execute("DROP TABLE fixed")
+    new_rows = "(" + pl.fold_sql(alloc.replace("{{new_only}}", "TRUE")) + ")"
+    con.execute(query("ingest/insert_all").replace("{{stage}}", new_rows), ids_param)
+    if pl.count(con, "SELECT count(*) FROM parsed WHERE repaired AND step IS NOT NULL"):
+        con.execute(
+            query("ingest/bulk_step_evidence").replace("{{steps}}", query("ingest/step_flags")),
+            ids_param,
+        )
+
+
+def _stored_near(
+    con: duckdb.DuckDBPyConnection,
+    clusters: list[str],
+    first: str | None,
+    last: str | None,
+    tz: str,
+) -> bool:
+    """Whether stored rows of these clusters lie near the file's submit range (texts)."""
+    row = con.execute("SELECT ing_ts(?, ?), ing_ts(?, ?)", [first, tz, last, tz]).fetchone()
+    lo, hi = row if row is not None else (None, None)
+    if lo is None or hi is None:
+        return bool(pl.count(con, "SELECT count(*) FROM (SELECT 1 FROM jobs LIMIT 1)"))
+    return bool(
+        pl.count(
+            con,
+            query("ingest/stored_near"),
+            {"clusters": clusters, "first": lo - _NEAR, "last": hi + _NEAR},
+        )
+    )
+
+
+def _tres_names(
+    con: duckdb.DuckDBPyConnection, typed_tres: list[str], alloc_gres: list[str]
+) -> None:
+    """Temp table ``tres_names``: the distinct TRES strings with typed GPUs, parsed by parse.sql
+    itself, so that the GPU type map holds the names the bulk insert meets."""
+    pl.parse(
+        con,
+        _tres_src(),
+        "CAST(NULL AS VARCHAR)",
+        {"cluster": None, "tz": "UTC", "atres_known": True, "typed": typed_tres,
+         "gres": alloc_gres},
+        create=True,
+        table="tres_names",
+    )  # fmt: skip

@@ -1,0 +1,184 @@
+"""The bulk load (advisor.ingest.bulk) stores exactly what the careful load stores.
+
+Every file here is loaded twice into fresh DuckDB files, once with the bulk path switched off
+(pipeline.BULK = False: parse into temp ``parsed``, then upsert) and once with it on, and the
+rows, the rejects and the ingest counts must be equal. Separate tests check that the bulk
+path is really the one taken on a fresh database and that it steps aside when stored rows are
+near the file's keys or the file holds a key twice.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.ingest import IngestOptions, ingest_files, pipeline
+from advisor.synth import SynthConfig, generate
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
+
+
+def _load(
+    db: Path, files: list[Path], bulk: bool, options: IngestOptions | None = None
+) -> dict[str, Any]:
+    old = pipeline.BULK
+    pipeline.BULK = bulk
+    try:
+        summaries = ingest_files(db, files, options)
+    finally:
+        pipeline.BULK = old
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            "jobs": con.execute(
+                "SELECT * EXCLUDE (ingest_id, updated_at) FROM jobs ORDER BY ALL"
+            ).fetchall(),
+            "rejects": con.execute(
+                "SELECT ingest_id, line_no, field, raw, reason FROM rejects ORDER BY ALL"
+            ).fetchall(),
+            "ingests": con.execute(
+                "SELECT rows_read, lines_read, inserted, updated, unchanged, rejected,"
+                " missing_fields, status FROM ingests ORDER BY ingest_id"
+            ).fetchall(),
+            "summaries": [
+                {k: v for k, v in s.__dict__.items() if k != "seconds"} for s in summaries
+            ],
+        }
+    finally:
+        con.close()
+
+
+def _both(
+    tmp: Path, files: list[Path], options: IngestOptions | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    careful = _load(tmp / "careful.duckdb", files, False, options)
+    bulk = _load(tmp / "bulk.duckdb", files, True, options)
+    return careful, bulk
+
+
+@pytest.fixture(scope="module")
+def synth_with_everything(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Steps, arrays, het jobs, and 2% odd free text: delimiters, newlines, bytes not UTF-8."""
+    path = tmp_path_factory.mktemp("bulk") / "synth.txt"
+    generate(SynthConfig(records=6_000, seed=5, step_share=0.5, odd_text_share=0.02), path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["edge.txt", "bad.txt"])
+def test_bulk_and_careful_loads_store_the_same_for_the_fixtures(tmp_path: Path, name: str) -> None:
+    careful, bulk = _both(tmp_path, [FIX / name])
+    assert careful["jobs"], "the fixture loads rows"
+    assert bulk == careful
+
+
+def test_bulk_and_careful_loads_store_the_same_for_odd_synthetic_text(
+    tmp_path: Path, synth_with_everything: Path
+) -> None:
+    careful, bulk = _both(tmp_path, [synth_with_everything])
+    [s] = careful["summaries"]
+    assert s["inserted"] == 6_000 and s["lines_read"] > 6_000  # steps were read and folded
+    assert bulk == careful
+
+
+def test_bulk_and_careful_agree_with_a_source_time_zone_and_a_cluster_option(
+    tmp_path: Path, synth_with_everything: Path
+) -> None:
+    options = IngestOptions(source_tz="Europe/Berlin", cluster="other")
+    careful, bulk = _both(tmp_path, [synth_with_everything], options)
+    assert bulk == careful
+
+
+def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbours(
+    tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    careful_reads: list[str] = []
+    real_read = pipeline._read
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        careful_reads.append(str(args[1]))
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_read", spy)
+    db = tmp_path / "advisor.duckdb"
+    [first] = ingest_files(db, [synth_with_everything])
+    assert careful_reads == [] and first.inserted == 6_000
+    [again] = ingest_files(db, [synth_with_everything])  # every key stored: an upsert
+    assert careful_reads == [str(synth_with_everything)]
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 6_000)
+
+
+def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    header = "JobID|JobIDRaw|Cluster|State|Submit|Start|End|NCPUS|AllocTRES"
+    line = "5|5|c|{state}|2024-01-01T00:00:00|2024-01-01T00:00:01|{end}|4|cpu=4,gres/gpu=1"
+    path = tmp_path / "twice.txt"
+    path.write_text(
+        "\n".join([
+            header,
+            line.format(state="RUNNING", end="Unknown"),
+            line.format(state="COMPLETED", end="2024-01-01T02:00:00"),
+        ]) + "\n"
+    )  # fmt: skip
+    careful_reads: list[str] = []
+    real_read = pipeline._read
+    monkeypatch.setattr(
+        pipeline, "_read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
+    )
+    [s] = ingest_files(tmp_path / "advisor.duckdb", [path])
+    assert careful_reads == ["x"]
+    assert s.inserted == 1
+
+
+HEADER = "JobID|JobIDRaw|Cluster|State|Submit|Start|End|Elapsed|NCPUS|AllocTRES|JobName|SubmitLine"
+
+
+def _line(i: int, name: str = "job", submit_line: str = "sbatch run.sh") -> str:
+    return (
+        f"{i}|{i}|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T01:00:01|"
+        f"01:00:00|4|cpu=4,gres/gpu:h100=1,gres/gpu=1|{name}|{submit_line}"
+    )
+
+
+_odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from(["alloc", "batch", "interactive", "orphan", "bad"]),
+            _odd,
+            st.binary(max_size=3),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_fuzzed_files_load_the_same_in_bulk_and_carefully(
+    lines: list[tuple[str, str, bytes]],
+) -> None:
+    out = [HEADER.encode()]
+    for i, (kind, odd, junk) in enumerate(lines):
+        if kind == "alloc":
+            rec = _line(10 + i, submit_line="sbatch " + odd).encode() + junk
+        elif kind in ("batch", "interactive"):
+            rec = _line(10 + i).encode() + b"\n" + _line(10 + i).replace(
+                f"{10 + i}|{10 + i}|", f"{10 + i}.{kind}|{10 + i}.{kind}|", 1
+            ).encode() + junk
+        elif kind == "orphan":
+            rec = f"{90 + i}.batch|{90 + i}.batch|c||||||||{odd}|".encode() + junk
+        else:
+            rec = _line(10 + i).replace("cpu=4,", "cpu=x,").encode() + junk
+        out.append(rec)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.txt"
+        path.write_bytes(b"\n".join(out) + b"\n")
+        careful, bulk = _both(Path(tmp), [path])
+    assert bulk == careful
