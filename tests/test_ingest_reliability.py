@@ -154,3 +154,21 @@ def test_fuzzed_sacct_json_jobs_are_loaded_or_rejected_never_crash(jobs: list[ob
         con.close()
     assert "5" in ids
     assert s.rows_read >= 1
+
+
+def test_a_json_job_whose_text_field_is_a_list_is_a_reject_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    """Found by the fuzz test above: {'cluster': []} once crashed the whole load."""
+    good = {"job_id": 5, "cluster": "c", "time": {"submission": 1700000000}}
+    odd = {"job_id": 6, "cluster": [], "time": {"submission": 1700000000}}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"jobs": [good, odd]}), encoding="utf-8")
+    con = duckdb.connect()
+    migrate(con)
+    [s] = ingest_files(con, [path])
+    ids = [r[0] for r in con.execute("SELECT job_id FROM jobs").fetchall()]
+    [(line, reason)] = con.execute("SELECT line_no, reason FROM rejects").fetchall()
+    con.close()
+    assert ids == ["5"] and s.rejected == 1
+    assert line == 2 and "'cluster' is a list" in reason

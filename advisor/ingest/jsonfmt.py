@@ -147,6 +147,16 @@ def records(
     return out, rejects, set(_PRESENT)
 
 
+def _text(v: object, key: str) -> str | None:
+    """A text field's value: strings as they are, numbers as text; a list or an object is
+    not a value of these fields (TypeError: the job becomes a reject naming the field)."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool | int | float):
+        return str(v)
+    raise TypeError(f"field {key!r} is a {type(v).__name__}, not a text")
+
+
 def _job_records(
     job: dict[str, Any], index: int, start_is_eligible: bool
 ) -> list[dict[str, str | int | None]]:
@@ -165,13 +175,13 @@ def _job_records(
     rec: dict[str, str | int | None] = {
         "jobid": display,
         "jobidraw": jid,
-        "cluster": job.get("cluster"),
-        "partition": job.get("partition"),
-        "qos": job.get("qos"),
-        "account": job.get("account"),
-        "group": job.get("group"),
-        "user": job.get("user"),
-        "jobname": job.get("name"),
+        "cluster": _text(job.get("cluster"), "cluster"),
+        "partition": _text(job.get("partition"), "partition"),
+        "qos": _text(job.get("qos"), "qos"),
+        "account": _text(job.get("account"), "account"),
+        "group": _text(job.get("group"), "group"),
+        "user": _text(job.get("user"), "user"),
+        "jobname": _text(job.get("name"), "name"),
         "state": _state(job.get("state")),
         "exitcode": _exit(job.get("exit_code")),
         "submit": _epoch(t.get("submission")),
@@ -184,9 +194,9 @@ def _job_records(
         "reqcpus": str(number(req.get("CPUs"))) if number(req.get("CPUs")) is not None else None,
         "alloctres": _tres(tres.get("allocated")),
         "reqtres": _tres(tres.get("requested")),
-        "nodelist": job.get("nodes"),
-        "submitline": job.get("submit_line"),
-        "workdir": job.get("working_directory"),
+        "nodelist": _text(job.get("nodes"), "nodes"),
+        "submitline": _text(job.get("submit_line"), "submit_line"),
+        "workdir": _text(job.get("working_directory"), "working_directory"),
         "line_no": index,
         "_raw": json.dumps({k: job.get(k) for k in ("job_id", "name", "state", "tres")},
                            ensure_ascii=False)[:4000],
@@ -200,7 +210,7 @@ def _job_records(
             {
                 "jobid": f"{display}.{suffix}",
                 "jobidraw": f"{jid}.{suffix}",
-                "cluster": job.get("cluster"),
+                "cluster": _text(job.get("cluster"), "cluster"),
                 "line_no": index,
                 "_raw": "",
             }
