@@ -15,8 +15,10 @@ CREATE OR REPLACE TEMP MACRO ing_ts_epoch(x) AS
 CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
     coalesce(ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz),
              CASE WHEN NOT contains(x, '-') THEN ing_ts_epoch(x) END);
+-- (a CASE, not AND: DuckDB evaluates every operand of an AND in a projection, and nearly
+-- every time parses, so the checks after it would run on millions of rows for nothing)
 CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, ts) AS
-    NOT ing_blank(x) AND ts IS NULL AND TRY_CAST(x AS BIGINT) IS NULL;
+    CASE WHEN ts IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) AND TRY_CAST(x AS BIGINT) IS NULL END;
 -- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank, UNLIMITED-like or unparsable.
 -- The usual shapes (HH:MM:SS, D-HH:MM:SS) go through DuckDB's INTERVAL cast (several times
 -- faster than splitting); ing_dur_any takes every other shape, `rest` being x without 'D-'.
@@ -69,7 +71,8 @@ CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
               'n': TRY_CAST(split_part(e, '=', 2) AS BIGINT)});
 -- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=).
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
-    contains(s, ',gres/gpu') AND regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)');
+    CASE WHEN contains(s, ',gres/gpu')
+         THEN regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)') ELSE FALSE END;
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.

@@ -6,7 +6,8 @@
 -- an allocation line that could not be parsed.
 -- Parameters: $cluster (used when the source has no Cluster), $tz (source time zone),
 -- $atres_known (the source has an AllocTRES field: an empty one then means no allocation).
--- Plain string functions, not regular expressions, on the hot path (millions of rows).
+-- Plain string functions, not regular expressions, on the hot path (millions of rows); a check
+-- that is rarely needed goes in a CASE (DuckDB evaluates every operand of AND / OR).
 WITH a AS (
     SELECT src.*,
         coalesce(nullif(jobid, ''), jobidraw) AS id_txt,
@@ -98,12 +99,16 @@ WITH a AS (
             WHEN ing_ts_bad("start", start_ts) THEN 'Start'
             WHEN ing_ts_bad("end", end_ts) THEN 'End'
             WHEN elapsedraw IS NOT NULL AND TRY_CAST(elapsedraw AS BIGINT) IS NULL THEN 'ElapsedRaw'
-            WHEN elapsedraw IS NULL AND (elapsed_v < 0 OR (elapsed_v IS NULL AND NOT ing_blank(elapsed)
-                 AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed))) THEN 'Elapsed'
+            WHEN CASE WHEN elapsedraw IS NOT NULL THEN FALSE WHEN elapsed_v IS NOT NULL THEN elapsed_v < 0
+                      ELSE NOT ing_blank(elapsed)
+                           AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed)
+                 END THEN 'Elapsed'
             WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
                  AND TRY_CAST(timelimitraw AS BIGINT) IS NULL THEN 'TimelimitRaw'
-            WHEN timelimitraw IS NULL AND (timelimit_v < 0 OR (timelimit_v IS NULL AND NOT ing_blank(timelimit)
-                 AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit))) THEN 'Timelimit'
+            WHEN CASE WHEN timelimitraw IS NOT NULL THEN FALSE WHEN timelimit_v IS NOT NULL THEN timelimit_v < 0
+                      ELSE NOT ing_blank(timelimit)
+                           AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit)
+                 END THEN 'Timelimit'
             WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
             WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
@@ -116,12 +121,14 @@ WITH a AS (
             WHEN coalesce(untyped, typed_sum, 0) > 2147483647 THEN 'AllocTRES'
             WHEN nullif(reqtres, '') IS NOT NULL AND NOT contains(reqtres, '=') THEN 'ReqTRES'
             WHEN ing_gpu_vals_bad(rtres) THEN 'ReqTRES'
-            WHEN state IS NOT NULL
-                 AND NOT list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
-                     'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
-                     'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
-                     'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'], upper(state_word))
-                 AND NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?') THEN 'State'
+            WHEN CASE WHEN state IS NULL THEN FALSE
+                      WHEN list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
+                          'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
+                          'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
+                          'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'],
+                          upper(state_word)) THEN FALSE
+                      ELSE NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?')
+                 END THEN 'State'
         END AS bad_field
     FROM e
 )
