@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -434,12 +434,14 @@ def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None)
     return sql
 
 
-def _people_facts(q: RatioQuery) -> str:
+def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     """The people cube's facts SQL for ``q``, keeping in its first (integer) aggregation only
-    the month / GPU count / interactive columns that ``q`` groups by."""
+    the month / GPU count / interactive columns that ``q`` groups by; ``only_pids`` keeps only
+    the cube rows of the pids in the ``$pids`` parameter."""
     keep = set(q.by)
     over_time = _people_over_time(q)
     sql = query("ratios/cube_people_months_facts" if over_time else "ratios/cube_people_facts")
+    sql = sql.replace("{{pids}}", "pid IN (SELECT unnest($pids::INTEGER[]))" if only_pids else "TRUE")
     # Only fixed column names or typed NULLs are spliced in.
     for name, column, null in (
         ("month", "month", "NULL::DATE"),
@@ -494,9 +496,17 @@ def ratio_summary(
     """
     q = q or RatioQuery()
     _check(q)
-    facts = _facts(con, q, use_cube)
+    groups, excluded = _summary(con, q, _facts(con, q, use_cube), {})
+    return RatioReport(groups=groups, excluded=excluded, query=q)
+
+
+def _summary(
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, facts: str, extra: Mapping[str, Any]
+) -> tuple[tuple[RatioGroup, ...], dict[str, int]]:
+    """ratios/summary over ``facts`` (``extra``: parameters the facts take beyond the query's):
+    the groups in key order and the exclusions by reason."""
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
-    params = {**_params(q), "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
+    params = {**_params(q), **extra, "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
     rows = _fetch(con, _sql("summary", q.by, facts), params)
     excluded_row = next(r for r in rows if r["gid"] is None)
     rows = sorted((r for r in rows if r["gid"] is not None), key=lambda r: int(r["gid"]))
@@ -541,7 +551,149 @@ def ratio_summary(
             )
         )
     excluded = {str(e["reason"]): int(e["jobs"]) for e in excluded_row["excluded"] or ()}
-    return RatioReport(groups=tuple(groups), excluded=excluded, query=q)
+    return tuple(groups), excluded
+
+
+@dataclass(frozen=True)
+class TargetQuery:
+    """Which groups run furthest below a target ratio: the groups and filters of ``ratios``
+    (its weight applies to the percentiles; its thresholds are ignored), and the target in
+    cores per GPU, either one per (partition, GPU type) in ``targets_cores_per_gpu`` as
+    ``(partition, gpu_type, cores_per_gpu)`` (``ratios.by`` must then include ``partition``
+    and ``gpu_type``; groups of other partitions and GPU types have no target) or one
+    ``fixed_cores_per_gpu`` for every group. ``top``: how many groups to return."""
+
+    ratios: RatioQuery
+    targets_cores_per_gpu: tuple[tuple[str | None, str | None, float], ...] = ()
+    fixed_cores_per_gpu: float | None = None
+    top: int = 15
+
+
+@dataclass(frozen=True)
+class BelowTargetGroup:
+    """A group with GPU-hours below its target: its full summary (``group``; its
+    ``share_*_below`` include the target), the target (cores per GPU), and the jobs and
+    GPU-hours of its jobs strictly below the target."""
+
+    group: RatioGroup
+    target_cores_per_gpu: float
+    jobs_below: int
+    gpu_hours_below: float
+
+
+@dataclass(frozen=True)
+class BelowTargetReport:
+    """The ``query.top`` groups with the most GPU-hours below their target, most first (ties in
+    key order), only groups with some; ``groups_counted``: how many groups the filters select
+    (with counted jobs, whether or not they have a target); ``excluded`` as in RatioReport."""
+
+    groups: tuple[BelowTargetGroup, ...]
+    groups_counted: int
+    excluded: Mapping[str, int]
+    query: TargetQuery
+
+    @property
+    def excluded_jobs(self) -> int:
+        return sum(self.excluded.values())
+
+
+_PEOPLE_KEYS = frozenset({"cluster", "gpu_type", "partition", "account", "user"})
+
+
+def below_target(
+    con: duckdb.DuckDBPyConnection, tq: TargetQuery, *, use_cube: bool | None = None
+) -> BelowTargetReport:
+    """The groups of ``tq.ratios.by`` with the most GPU-hours strictly below their target (see
+    :class:`TargetQuery`), each with its full summary, as :func:`ratio_summary` gives it.
+
+    Groups are ranked first on the cube's integer counts (GPU-seconds below the target per
+    group, no percentiles); percentiles are then computed for the top ``tq.top`` groups only,
+    which is what keeps a ranking of 100k (user, partition, GPU type) groups fast. The answer is
+    the same as ranking a full :func:`ratio_summary` (``use_cube`` as there).
+    """
+    q = tq.ratios
+    _check(q)
+    if tq.top < 1:
+        raise UsageError(f"top must be 1 or more, got {tq.top}")
+    if (tq.fixed_cores_per_gpu is None) == (not tq.targets_cores_per_gpu):
+        raise UsageError("give either one target per partition and GPU type, or a fixed one")
+    targets = [float(t[2]) for t in tq.targets_cores_per_gpu]
+    if tq.fixed_cores_per_gpu is not None:
+        targets = [float(tq.fixed_cores_per_gpu)]
+    for t in targets:
+        if not (math.isfinite(t) and t > 0):
+            raise UsageError(f"target {t!r} is not a positive number of cores per GPU")
+    if tq.targets_cores_per_gpu and not {"partition", "gpu_type"} <= set(q.by):
+        raise UsageError("targets per partition and GPU type need both among the group keys")
+    params: dict[str, Any] = {
+        **_params(q),
+        "target_partitions": [t[0] for t in tq.targets_cores_per_gpu],
+        "target_gpu_types": [t[1] for t in tq.targets_cores_per_gpu],
+        "target_values": [float(t[2]) for t in tq.targets_cores_per_gpu],
+        "fixed": tq.fixed_cores_per_gpu,
+        "top": tq.top,
+    }
+    facts = _facts(con, q, use_cube)
+    people = (
+        not cube_answers(q)
+        and people_cube_answers(q)
+        and set(q.by) <= _PEOPLE_KEYS
+        and facts != query("ratios/jobs_facts")
+    )
+    if people:
+        over_time = _people_over_time(q)
+        sql = (
+            query("ratios/below_target_people")
+            .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
+            .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
+            .replace("{{keys}}", _keys_sql(q.by))
+            .replace("{{match}}", " AND ".join(
+                f"p.{quote_ident(k)} IS NOT DISTINCT FROM t.{quote_ident(k)}"
+                for k in q.by or ("_all",)
+            ))
+        )
+    else:
+        sql = _sql("below_target", q.by, facts)
+    rows = _fetch(con, sql, params)
+    info = next(r for r in rows if r["gid"] is None)
+    top = sorted((r for r in rows if r["gid"] is not None), key=lambda r: int(r["gid"]))
+    excluded = {str(e["reason"]): int(e["jobs"]) for e in info["excluded"] or ()}
+    chosen: tuple[BelowTargetGroup, ...] = ()
+    if top:
+        sq = replace(
+            q,
+            thresholds_cores_per_gpu=tuple(sorted({float(r["target"]) for r in top})),
+        )
+        if people:
+            pids = sorted(int(p) for r in top for p in r["pids"])
+            groups, _ = _summary(con, sq, _people_facts(sq, only_pids=True), {"pids": pids})
+        else:
+            groups, _ = _summary(con, sq, facts, {})
+        by_keys = {tuple(g.keys[k] for k in q.by): g for g in groups}
+        chosen = tuple(
+            BelowTargetGroup(
+                group=by_keys[tuple(r[k] for k in q.by)],
+                target_cores_per_gpu=float(r["target"]),
+                jobs_below=int(r["n_below"]),
+                gpu_hours_below=float(r["w_below"]) / 3600.0,
+            )
+            for r in top
+        )
+    return BelowTargetReport(
+        groups=chosen, groups_counted=int(info["groups"]), excluded=excluded, query=tq
+    )
+
+
+_PEOPLE_OVER_TIME_SQL = (
+    "($start::TIMESTAMP IS NULL OR c.month >= CAST($start::TIMESTAMP AS DATE))"
+    " AND ($end::TIMESTAMP IS NULL OR c.month < CAST($end::TIMESTAMP AS DATE))"
+    " AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], c.state))"
+)
+_PEOPLE_ALL_TIME_SQL = (
+    "$start::TIMESTAMP IS NULL AND $end::TIMESTAMP IS NULL AND len($states::VARCHAR[]) = 0"
+)
+"""The month and state conditions of ratios/below_target_people on the monthly people cube,
+and on the all-time one (which such queries never reach)."""
 
 
 def ratio_distribution(

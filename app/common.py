@@ -351,6 +351,22 @@ def ratio_summary(key: DbKey, q: Any) -> Any:
     return guarded(lambda: cached_core("ratio_summary", key, ratios.ratio_summary, q))
 
 
+def below_target(
+    key: DbKey,
+    q: Any,
+    targets: tuple[tuple[str | None, str | None, float], ...],
+    fixed: float | None,
+    top: int,
+) -> Any:
+    """``advisor.ratios.below_target`` through the cache (a ``BelowTargetReport``): the ``top``
+    groups of ``q`` with the most GPU-hours below their target (per (partition, GPU type) in
+    ``targets``, or ``fixed`` cores per GPU)."""
+    from advisor import ratios
+
+    tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
+    return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
+
+
 def ratio_distribution(key: DbKey, q: Any) -> Any:
     """``advisor.ratios.ratio_distribution`` through the cache (a ``RatioDistribution``)."""
     from advisor import ratios

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -569,3 +570,84 @@ def test_time_bounds_with_a_time_zone_are_taken_in_utc(con):
     assert ratios.ratio_summary(con, q).jobs == 0
     with pytest.raises(UsageError, match="time range is empty"):
         ratios.ratio_summary(con, RatioQuery(start=dt.datetime(2024, 3, 2), end=q.start))
+
+
+_TARGETS = (("gpu", "H100", 8.0), ("gpu", "A100", 4.0), ("debug", "H100", 16.0))
+_BELOW_TARGET_QUERIES = [
+    # people cubes: all time, then months and states
+    RatioQuery(by=("user", "partition", "gpu_type"), weight=Weight.gpu_hours),
+    RatioQuery(
+        by=("account", "partition", "gpu_type"),
+        start=dt.datetime(2024, 2, 1),
+        end=dt.datetime(2024, 3, 1),
+        states=("COMPLETED",),
+        clusters=("research",),
+    ),
+    RatioQuery(by=("user", "partition", "gpu_type", "cluster"), min_gpus=2, users=("u1", "u3")),
+    # ratio_cube (no people), and the jobs table (bounds inside a month)
+    RatioQuery(by=("partition", "gpu_type"), weight=Weight.gpu_hours),
+    RatioQuery(by=("user", "partition", "gpu_type"), start=dt.datetime(2024, 1, 10)),
+]
+
+
+def _below_target_jobs() -> list[dict]:
+    jobs = _varied_jobs(33, 1500)
+    for k, j in enumerate(jobs):
+        j["partition"] = ["gpu", "debug", "long"][k % 3]  # "long" has no target
+    return jobs
+
+
+@pytest.mark.parametrize("q", _BELOW_TARGET_QUERIES)
+@pytest.mark.parametrize("fixed", [None, 6.0])
+def test_below_target_ranks_groups_as_a_full_summary_of_every_group_would(con, q, fixed):
+    _insert(con, _below_target_jobs())
+    targets = () if fixed is not None else _TARGETS
+    tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=5)
+    got = ratios.below_target(con, tq)
+    target_of = {(p, g): t for p, g, t in _TARGETS}
+    everything = sorted({t for *_, t in _TARGETS} | ({fixed} if fixed else set()))
+    full = ratios.ratio_summary(
+        con, replace(q, thresholds_cores_per_gpu=tuple(everything)), use_cube=False
+    )
+    expected = []
+    for g in full.groups:
+        t = fixed if fixed is not None else target_of.get((g.keys["partition"], g.keys["gpu_type"]))
+        if t is None or not g.gpu_hours or not g.share_gpu_hours_below[t]:
+            continue
+        expected.append((g.gpu_hours * g.share_gpu_hours_below[t], t, g))
+    # most GPU-hours below first; ties are not expected in this data
+    expected.sort(key=lambda e: -e[0])
+    expected = expected[:5]
+    assert len(expected) == 5 or len(got.groups) == len(expected)
+    assert got.groups_counted == len(full.groups)
+    assert got.excluded == full.excluded
+    assert [b.group.keys for b in got.groups] == [e[2].keys for e in expected]
+    shown = replace(q, thresholds_cores_per_gpu=tuple(sorted({e[1] for e in expected})))
+    exact = {tuple(g.keys.values()): g for g in ratios.ratio_summary(con, shown, use_cube=False).groups}
+    for b, (w_below, t, g) in zip(got.groups, expected, strict=True):
+        assert b.target_cores_per_gpu == t
+        assert b.gpu_hours_below == pytest.approx(w_below, rel=1e-12)
+        assert b.jobs_below == round(g.share_jobs_below[t] * g.jobs)
+        _same(b.group.as_row(), exact[tuple(b.group.keys.values())].as_row())
+    # the jobs table gives the very same answer
+    assert ratios.below_target(con, tq, use_cube=False) == got
+
+
+def test_below_target_lists_only_groups_with_gpu_hours_below_and_counts_all_groups(con):
+    _insert(con, [{"cpus": 16, "user": "big"}, {"cpus": 2, "user": "small"},
+                  {"cpus": 2, "user": "nogpu", "gpus": 0, "gpu_type": None}])
+    q = RatioQuery(by=("user", "partition", "gpu_type"), weight=Weight.gpu_hours)
+    got = ratios.below_target(con, ratios.TargetQuery(q, fixed_cores_per_gpu=8.0))
+    assert [b.group.keys["user"] for b in got.groups] == ["small"]
+    assert got.groups[0].gpu_hours_below == 1.0 and got.groups[0].jobs_below == 1
+    assert got.groups_counted == 2 and got.excluded == {"no_gpus": 1}
+
+
+def test_below_target_needs_one_kind_of_target_and_the_keys_it_is_given_for(con):
+    q = RatioQuery(by=("user",))
+    with pytest.raises(UsageError, match="either"):
+        ratios.below_target(con, ratios.TargetQuery(q))
+    with pytest.raises(UsageError, match="partition and GPU type"):
+        ratios.below_target(con, ratios.TargetQuery(q, targets_cores_per_gpu=_TARGETS))
+    with pytest.raises(UsageError, match="top"):
+        ratios.below_target(con, ratios.TargetQuery(q, fixed_cores_per_gpu=4.0, top=0))

@@ -1,7 +1,8 @@
 """Who page: the accounts and users with the most GPU-hours below the recommended cores per GPU,
 and the flag each should submit with. The target is the model's recommendation for the job's
 partition and GPU type (``advisor.recommend.recommend_partitions``) or a fixed number; names
-become pseudonyms when the privacy setting is on."""
+become pseudonyms when the privacy setting is on. ``advisor.ratios.below_target`` ranks the groups
+on the cube's counts and summarises only the ones shown."""
 
 from __future__ import annotations
 
@@ -33,40 +34,37 @@ top_n = c4.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
 
 if mode == "recommended":
     recs = common.partition_recommendations(key)
-    targets = {k: float(r.def_cpu_per_gpu) for k, r in recs.items()}
+    targets = tuple(
+        (partition, gpu_type, float(r.def_cpu_per_gpu))
+        for (partition, gpu_type), r in sorted(recs.items(), key=lambda kv: str(kv[0]))
+    )
+    # no recommendation at all (no model answer): the fixed number, as before
+    fixed_target = None if targets else float(fixed)
 else:
-    targets = {}
-thresholds = tuple(sorted(set(targets.values()))) if targets else (float(fixed),)
+    targets, fixed_target = (), float(fixed)
 
-q = common.ratio_query(
-    filters, by=(who, "partition", "gpu_type"), weight="gpu-hours", thresholds=thresholds
-)
-report = common.ratio_summary(key, q)
-if not report.groups:
+q = common.ratio_query(filters, by=(who, "partition", "gpu_type"), weight="gpu-hours")
+report = common.below_target(key, q, targets, fixed_target, top_n)
+if not report.groups_counted:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
-
-records = []
-for g in report.groups:
-    target = targets.get((g.keys["partition"], g.keys["gpu_type"])) if targets else float(fixed)
-    if target is None:
-        continue
-    share_h = g.share_gpu_hours_below[target]
-    records.append({
-        who: common.display_name(g.keys[who]) or "(none)",
-        "partition": g.keys["partition"],
-        "gpu_type": g.keys["gpu_type"],
-        "jobs": g.jobs,
-        "gpu_hours": g.gpu_hours,
-        "gpu_hours_below": g.gpu_hours * share_h if math.isfinite(share_h) else 0.0,
-        "share_jobs_below": g.share_jobs_below[target],
-        "p50_cores_per_gpu": g.p50_cores_per_gpu,
-        "target_cores_per_gpu": target,
-        "flag": f"--cpus-per-gpu={math.ceil(target)}",
-    })
-rows = pd.DataFrame(records)
-if rows.empty or not (rows["gpu_hours_below"] > 0).any():
+if not report.groups:
     common.stop_info("No GPU-hours ran below the target with these filters.")
-rows = rows[rows["gpu_hours_below"] > 0].sort_values("gpu_hours_below", ascending=False)
+
+rows = pd.DataFrame([
+    {
+        who: common.display_name(b.group.keys[who]) or "(none)",
+        "partition": b.group.keys["partition"],
+        "gpu_type": b.group.keys["gpu_type"],
+        "jobs": b.group.jobs,
+        "gpu_hours": b.group.gpu_hours,
+        "gpu_hours_below": b.gpu_hours_below,
+        "share_jobs_below": b.group.share_jobs_below[b.target_cores_per_gpu],
+        "p50_cores_per_gpu": b.group.p50_cores_per_gpu,
+        "target_cores_per_gpu": b.target_cores_per_gpu,
+        "flag": f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
+    }
+    for b in report.groups
+])
 rows["label"] = rows[who] + " · " + rows["partition"].fillna("?") + " · " + rows["gpu_type"]
 
 common.show_chart(

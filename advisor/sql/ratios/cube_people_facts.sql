@@ -22,6 +22,7 @@ per_pid AS (
       -- no months or states here: such queries never come here (and would select nothing)
       AND $start::TIMESTAMP IS NULL AND $end::TIMESTAMP IS NULL
       AND len($states::VARCHAR[]) = 0
+      AND {{pids}}  -- TRUE, or only the pids of chosen groups (advisor.ratios.below_target)
     GROUP BY ALL
 )
 SELECT

@@ -23,6 +23,7 @@ per_pid AS (
       AND ($end::TIMESTAMP IS NULL OR month < CAST($end::TIMESTAMP AS DATE))
       AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], state))
       AND ($min_gpus::INTEGER IS NULL OR gpus >= $min_gpus::INTEGER)
+      AND {{pids}}  -- TRUE, or only the pids of chosen groups (advisor.ratios.below_target)
     GROUP BY ALL
 )
 SELECT
