@@ -220,6 +220,24 @@ def run(db: Path, repeat: int) -> int:
                           (months[min(3, len(months) - 1)], months[min(5, len(months) - 1)]))))
     steps.append(("who", f"cluster = {clusters[0]}",
                   lambda: at.sidebar.multiselect(key="f_clusters").set_value([clusters[0]])))
+    # Who over the whole file: 100k+ (user, partition, GPU type) groups to rank.
+    def clear_sidebar() -> None:
+        for k in ("f_clusters", "f_gpu_types", "f_partitions"):
+            at.sidebar.multiselect(key=k).set_value([])
+        if lo and hi:
+            at.sidebar.select_slider(key="f_months").set_value((lo, hi))
+
+    steps.append(("who", "every sidebar filter cleared", clear_sidebar))
+    steps.append(("who", "who = account (no filters)",
+                  lambda: at.button_group(key="who_by").set_value("account")))
+    if lo and hi:
+        steps.append(("who", "months = third quarter (alone)",
+                      lambda: at.sidebar.select_slider(key="f_months").set_value(
+                          (months[min(6, len(months) - 1)], months[min(8, len(months) - 1)]))))
+    steps.append(("who", "who = user (third quarter)",
+                  lambda: at.button_group(key="who_by").set_value("user")))
+    steps.append(("who", "show = 50",
+                  lambda: at.slider(key="who_top").set_value(50)))
     steps.append(("recommend", "GPUs = 8",
                   lambda: at.selectbox(key="rc_gpus").set_value(8)))
     current = None
