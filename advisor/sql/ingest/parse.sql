@@ -34,7 +34,6 @@ WITH a AS (
         ing_tres_val(atres, 'cpu') AS a_cpu,
         ing_tres_val(atres, 'gres/gpu') AS a_gpu,
         ing_tres_val(atres, 'mem') AS a_mem,
-        ing_tres_val(rtres, 'cpu') AS r_cpu,
         ing_tres_val(rtres, 'gres/gpu') AS r_gpu,
         -- the text after the first typed GPU key (NULL: none); a second one is rare
         CASE WHEN contains(atres, ',gres/gpu:') THEN substr(atres, instr(atres, ',gres/gpu:') + 10) END AS a_typed1,
@@ -162,7 +161,8 @@ SELECT
     CAST(round(a_mem_v) AS BIGINT) AS mem_mb,
     TRY_CAST(ing_tres_val(atres, 'billing') AS DOUBLE) AS billing,
     nullif(nodelist, '') AS node_list,
-    coalesce(reqcpus_v, TRY_CAST(r_cpu AS INTEGER)) AS req_cpus,
+    -- (ReqTRES cpu read only where ReqCPUS is missing: coalesce reads its next operand lazily)
+    coalesce(reqcpus_v, TRY_CAST(ing_tres_val(rtres, 'cpu') AS INTEGER)) AS req_cpus,
     TRY_CAST(coalesce(runtyped, r_typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
     CAST(round(ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)
         WHEN 'c' THEN coalesce(reqcpus_v, 1)
