@@ -333,9 +333,13 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_people",
     "ratio_cube_people",
     "ratio_cube_people_months",
+    "ratio_cube_people_months_state",
     "ratio_cube_state",
 )
-"""The derived tables a cube rebuild replaces (the state last)."""
+"""The derived tables a cube rebuild replaces (the state last). The per-month people cube is
+only emptied: it is built on first use (:func:`refresh_people_months`)."""
+
+_MONTHS_TABLES: tuple[str, ...] = ("ratio_cube_people_months", "ratio_cube_people_months_state")
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
@@ -344,9 +348,9 @@ def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     return (int(row[0]), int(row[1]), row[2], CUBE_RULES_VERSION)
 
 
-def _cube_state(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+def _cube_state(con: duckdb.DuckDBPyConnection, table: str = "ratio_cube_state") -> Any:
     row = con.execute(
-        "SELECT jobs_rows, ingest_id, finished_at, rules_version FROM ratio_cube_state LIMIT 1"
+        f"SELECT jobs_rows, ingest_id, finished_at, rules_version FROM {table} LIMIT 1"  # noqa: S608 - fixed names
     ).fetchone()
     return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
 
@@ -356,47 +360,65 @@ def cube_is_fresh(con: duckdb.DuckDBPyConnection) -> bool:
     return _cube_state(con) == _fingerprint(con)
 
 
+def people_months_are_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``ratio_cube_people_months`` was built from the jobs as they are now, on the
+    current ``ratio_people`` (see :func:`refresh_people_months`)."""
+    fp = _fingerprint(con)
+    return _cube_state(con) == fp and _cube_state(con, "ratio_cube_people_months_state") == fp
+
+
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute("SELECT current_setting('access_mode')").fetchone()
     return row is not None and str(row[0]) == "read_only"
 
 
+def _write_state(con: duckdb.DuckDBPyConnection, table: str, fp: tuple[Any, ...]) -> None:
+    con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+    con.execute(
+        f"INSERT INTO {table} (jobs_rows, ingest_id, finished_at, rules_version, "  # noqa: S608
+        "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
+        list(fp),
+    )
+
+
+def _temp_copies(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:
+    for table in tables:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
+            f"SELECT * FROM main.{table} LIMIT 0"
+        )
+
+
 def refresh_ratio_cube(
     con: duckdb.DuckDBPyConnection, *, temporary: bool = False, in_transaction: bool = False
 ) -> int:
-    """Rebuild the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people``,
-    ``ratio_cube_people_months`` for accounts and users) from ``jobs`` in one pass over it
-    and one transaction; return the row count of ``ratio_cube``.
+    """Rebuild the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people`` for
+    accounts and users) from ``jobs`` in one pass over it and one transaction; return the row
+    count of ``ratio_cube``. ``ratio_cube_people_months`` is emptied and left stale: the first
+    query that needs it builds it (:func:`refresh_people_months`), so that every ingest does not
+    pay for the largest cube.
 
     Ingest should call this after a load has committed (it is also rebuilt on demand by the
     first summary on a writable connection that finds it stale). ``in_transaction=True`` when
-    the caller has a transaction open: the rebuild then joins it instead of opening its own. ``temporary`` builds a TEMP copy that shadows
-    the stored one for this connection only: what a long-lived read-only connection (the
-    dashboard) uses, see :func:`ensure_ratio_cube`.
+    the caller has a transaction open: the rebuild then joins it instead of opening its own.
+    ``temporary`` builds a TEMP copy that shadows the stored one for this connection only: what
+    a long-lived read-only connection (the dashboard) uses, see :func:`ensure_ratio_cube`.
     """
     fp = _fingerprint(con)
     if temporary:
-        for table in _CUBE_TABLES:
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
-                f"SELECT * FROM main.{table} LIMIT 0"
-            )
+        _temp_copies(con, _CUBE_TABLES)
     own = not in_transaction
     if own:
         con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(query("ratios/cube_fine"))  # TEMP _ratio_fine: one pass over jobs
+        jobs = query("ratios/cube_jobs")
+        con.execute(query("ratios/cube_fine").replace("{{jobs}}", jobs))  # TEMP _ratio_fine
         for table in _CUBE_TABLES[:-1]:
             con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
         con.execute(query("ratios/cube_refresh"))
         con.execute(query("ratios/cube_people_refresh"))
         con.execute("DROP TABLE _ratio_fine")
-        con.execute("DELETE FROM ratio_cube_state")
-        con.execute(
-            "INSERT INTO ratio_cube_state (jobs_rows, ingest_id, finished_at, rules_version, "
-            "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
-            list(fp),
-        )
+        _write_state(con, "ratio_cube_state", fp)
         if own:
             con.execute("COMMIT")
     except Exception:
@@ -404,6 +426,35 @@ def refresh_ratio_cube(
             con.execute("ROLLBACK")
         raise
     row = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
+    return int(row[0]) if row else 0
+
+
+def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
+    """Build ``ratio_cube_people_months`` (per pid, month, state and interactive label) from
+    ``jobs`` on the current ``ratio_people``, rebuilding the other cubes first when they are
+    stale; return its row count. ``temporary`` as in :func:`refresh_ratio_cube`.
+
+    Called by the first account/user query with a month or interactive key, a state filter or
+    month bounds (a stale one is never read), not by every ingest: for 4.65M synthetic jobs it
+    holds 1.7M rows and takes longer to build than all the other cubes together.
+    """
+    if not cube_is_fresh(con):
+        refresh_ratio_cube(con, temporary=temporary)
+    fp = _fingerprint(con)
+    if temporary:
+        _temp_copies(con, _MONTHS_TABLES)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM ratio_cube_people_months")
+        con.execute(
+            query("ratios/cube_people_months_refresh").replace("{{jobs}}", query("ratios/cube_jobs"))
+        )
+        _write_state(con, "ratio_cube_people_months_state", fp)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT count(*) FROM ratio_cube_people_months").fetchone()
     return int(row[0]) if row else 0
 
 
@@ -418,19 +469,27 @@ def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
 
 def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
     """The facts relation for ``q``: a cube when one can answer and it is fresh (rebuilt first
-    on a writable connection), else the jobs table itself."""
+    on a writable connection, or as TEMP tables with ``use_cube=True`` on a read-only one), else
+    the jobs table itself."""
+    months = False
     if cube_answers(q):
         sql = query("ratios/cube_facts")
     elif people_cube_answers(q):
         sql = _people_facts(q)
+        months = _people_over_time(q)
     else:
         return query("ratios/jobs_facts")
     if use_cube is False:
         return query("ratios/jobs_facts")
-    if not cube_is_fresh(con):
-        if use_cube is None and _read_only(con):
+    fresh = people_months_are_fresh(con) if months else cube_is_fresh(con)
+    if not fresh:
+        read_only = _read_only(con)
+        if use_cube is None and read_only:
             return query("ratios/jobs_facts")
-        refresh_ratio_cube(con, temporary=_read_only(con))
+        if months:
+            refresh_people_months(con, temporary=read_only)
+        else:
+            refresh_ratio_cube(con, temporary=read_only)
     return sql
 
 

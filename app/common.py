@@ -364,7 +364,15 @@ def below_target(
     from advisor import ratios
 
     tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
-    return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
+    return guarded(lambda: cached_core("below_target", key, _below_target_on_cubes, tq))
+
+
+def _below_target_on_cubes(con: duckdb.DuckDBPyConnection, tq: Any) -> Any:
+    """``ratios.below_target`` that builds a missing cube for this long-lived connection (the
+    per-month people cube is built on first use, as TEMP tables here) instead of reading jobs."""
+    from advisor import ratios
+
+    return ratios.below_target(con, tq, use_cube=True)
 
 
 def ratio_distribution(key: DbKey, q: Any) -> Any:

@@ -651,3 +651,46 @@ def test_below_target_needs_one_kind_of_target_and_the_keys_it_is_given_for(con)
         ratios.below_target(con, ratios.TargetQuery(q, targets_cores_per_gpu=_TARGETS))
     with pytest.raises(UsageError, match="top"):
         ratios.below_target(con, ratios.TargetQuery(q, fixed_cores_per_gpu=4.0, top=0))
+
+
+def _months_rows(c: duckdb.DuckDBPyConnection) -> int:
+    row = c.execute("SELECT count(*) FROM ratio_cube_people_months").fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_the_per_month_people_cube_is_built_on_first_use_not_by_every_rebuild(con):
+    _insert(con, _varied_jobs(5, 400))
+    ratios.refresh_ratio_cube(con)
+    assert ratios.cube_is_fresh(con) and not ratios.people_months_are_fresh(con)
+    assert _months_rows(con) == 0
+    ratios.ratio_summary(con, RatioQuery(by=("user", "gpu_type")))  # all time: not needed
+    assert _months_rows(con) == 0
+    q = RatioQuery(by=("user", "month"), states=("COMPLETED",))
+    got = ratios.ratio_summary(con, q)
+    assert ratios.people_months_are_fresh(con) and _months_rows(con) > 0  # stored
+    for a, b in zip(got.groups, ratios.ratio_summary(con, q, use_cube=False).groups, strict=True):
+        _same(a.as_row(), b.as_row())
+    # new jobs make it stale again; a rebuild empties it
+    _insert(con, [{"cpus": 3, "job_id_raw": 99_999}])
+    assert not ratios.people_months_are_fresh(con)
+    ratios.refresh_ratio_cube(con)
+    assert _months_rows(con) == 0 and not ratios.people_months_are_fresh(con)
+
+
+def test_a_read_only_connection_reads_jobs_or_builds_a_private_per_month_people_cube(db_path):
+    c = store.connect(db_path)
+    _insert(c, _varied_jobs(6, 300))
+    ratios.refresh_ratio_cube(c)  # what an ingest leaves: the per-month people cube unbuilt
+    c.close()
+    q = RatioQuery(by=("account", "partition", "gpu_type"), start=dt.datetime(2024, 2, 1))
+    ro = store.connect(db_path, read_only=True)
+    from_jobs = ratios.ratio_summary(ro, q)  # read from jobs, nothing built
+    assert not ratios.people_months_are_fresh(ro)
+    built = ratios.ratio_summary(ro, q, use_cube=True)  # TEMP tables of this connection
+    assert ratios.people_months_are_fresh(ro)
+    for a, b in zip(built.groups, from_jobs.groups, strict=True):
+        _same(a.as_row(), b.as_row())
+    ro.close()
+    c = store.connect(db_path)
+    assert _months_rows(c) == 0 and not ratios.people_months_are_fresh(c)
+    c.close()

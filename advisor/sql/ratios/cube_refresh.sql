@@ -1,8 +1,7 @@
 -- ratios/cube_refresh: rebuild ratio_cube from the TEMP table of ratios/cube_fine (inside the
--- rebuild's transaction, after DELETE FROM ratio_cube): the fine groups without account and
--- user.
+-- rebuild's transaction, after DELETE FROM ratio_cube): its grouping without account and user.
 INSERT INTO ratio_cube
 SELECT cluster, gpu_type, "partition", month, state, gpus, cpus, interactive, excluded_reason,
-       sum(n), sum(w)
+       n, w
 FROM _ratio_fine
-GROUP BY ALL
+WHERE NOT people
