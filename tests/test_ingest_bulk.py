@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.ingest import IngestOptions, ingest_files, pipeline
+from advisor.ingest import bulk as bulk_mod
 from advisor.synth import SynthConfig, generate
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
@@ -27,27 +28,31 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
 def _load(
     db: Path, files: list[Path], bulk: bool, options: IngestOptions | None = None
 ) -> dict[str, Any]:
-    old = pipeline.BULK
+    old, old_share = pipeline.BULK, bulk_mod._MAX_STEP_SHARE
     pipeline.BULK = bulk
+    bulk_mod._MAX_STEP_SHARE = 1.0  # bulk even for files mostly of steps: the rules must hold
     try:
         summaries = ingest_files(db, files, options)
     finally:
-        pipeline.BULK = old
+        pipeline.BULK, bulk_mod._MAX_STEP_SHARE = old, old_share
     con = duckdb.connect(str(db), read_only=True)
     try:
         return {
             "jobs": con.execute(
                 "SELECT * EXCLUDE (ingest_id, updated_at) FROM jobs ORDER BY ALL"
             ).fetchall(),
+            # ingest ids by their rank: a bulk attempt that hands over uses up a sequence value
             "rejects": con.execute(
-                "SELECT ingest_id, line_no, field, raw, reason FROM rejects ORDER BY ALL"
+                "SELECT dense_rank() OVER (ORDER BY ingest_id), line_no, field, raw, reason"
+                " FROM rejects ORDER BY ALL"
             ).fetchall(),
             "ingests": con.execute(
                 "SELECT rows_read, lines_read, inserted, updated, unchanged, rejected,"
                 " missing_fields, status FROM ingests ORDER BY ingest_id"
             ).fetchall(),
             "summaries": [
-                {k: v for k, v in s.__dict__.items() if k != "seconds"} for s in summaries
+                {k: v for k, v in s.__dict__.items() if k not in ("seconds", "ingest_id")}
+                for s in summaries
             ],
         }
     finally:
@@ -94,8 +99,15 @@ def test_bulk_and_careful_agree_with_a_source_time_zone_and_a_cluster_option(
     assert bulk == careful
 
 
+@pytest.fixture(scope="module")
+def synth_few_steps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bulk") / "few-steps.txt"
+    generate(SynthConfig(records=6_000, seed=6, step_share=0.05, odd_text_share=0.02), path)
+    return path
+
+
 def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbours(
-    tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     careful_reads: list[str] = []
     real_read = pipeline._read
@@ -106,11 +118,29 @@ def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbour
 
     monkeypatch.setattr(pipeline, "_read", spy)
     db = tmp_path / "advisor.duckdb"
-    [first] = ingest_files(db, [synth_with_everything])
+    [first] = ingest_files(db, [synth_few_steps])
     assert careful_reads == [] and first.inserted == 6_000
-    [again] = ingest_files(db, [synth_with_everything])  # every key stored: an upsert
-    assert careful_reads == [str(synth_with_everything)]
+    [again] = ingest_files(db, [synth_few_steps])  # every key stored: an upsert
+    assert careful_reads == [str(synth_few_steps)]
     assert (again.inserted, again.updated, again.unchanged) == (0, 0, 6_000)
+
+
+def test_files_mostly_of_steps_and_compressed_files_load_the_careful_way(
+    tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One read beats the bulk path's several there (measured, see bulk._MAX_STEP_SHARE)."""
+    import gzip
+
+    careful_reads: list[str] = []
+    real_read = pipeline._read
+    monkeypatch.setattr(
+        pipeline, "_read", lambda *a, **k: careful_reads.append(str(a[1])) or real_read(*a, **k)
+    )
+    packed = tmp_path / "few.txt.gz"
+    packed.write_bytes(gzip.compress((FIX / "edge.txt").read_bytes()))
+    ingest_files(tmp_path / "a.duckdb", [synth_with_everything])
+    ingest_files(tmp_path / "b.duckdb", [packed])
+    assert careful_reads == [str(synth_with_everything), str(packed)]
 
 
 def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(
@@ -169,9 +199,14 @@ def test_fuzzed_files_load_the_same_in_bulk_and_carefully(
         if kind == "alloc":
             rec = _line(10 + i, submit_line="sbatch " + odd).encode() + junk
         elif kind in ("batch", "interactive"):
-            rec = _line(10 + i).encode() + b"\n" + _line(10 + i).replace(
-                f"{10 + i}|{10 + i}|", f"{10 + i}.{kind}|{10 + i}.{kind}|", 1
-            ).encode() + junk
+            rec = (
+                _line(10 + i).encode()
+                + b"\n"
+                + _line(10 + i)
+                .replace(f"{10 + i}|{10 + i}|", f"{10 + i}.{kind}|{10 + i}.{kind}|", 1)
+                .encode()
+                + junk
+            )
         elif kind == "orphan":
             rec = f"{90 + i}.batch|{90 + i}.batch|c||||||||{odd}|".encode() + junk
         else:

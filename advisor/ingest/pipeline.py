@@ -77,12 +77,15 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 
 class Hasher(threading.Thread):
-    """sha256 of the uncompressed bytes, computed beside the load (hashlib frees the GIL)."""
+    """sha256 of the uncompressed bytes, computed beside the load (hashlib frees the GIL),
+    and whether they hold a carriage return (bulk.py leaves such files with unreadable lines to
+    the careful path)."""
 
     def __init__(self, path: Path, compression: str | None) -> None:
         super().__init__(daemon=True)
         self.path, self.compression = path, compression
         self.digest: str | None = None
+        self.has_cr = False
 
     def run(self) -> None:
         h = hashlib.sha256()
@@ -90,6 +93,7 @@ class Hasher(threading.Thread):
             with detect.open_decompressed(self.path, self.compression) as fh:
                 while chunk := fh.read(4 << 20):
                     h.update(chunk)
+                    self.has_cr = self.has_cr or b"\r" in chunk
             self.digest = h.hexdigest()
         except (OSError, EOFError):
             self.digest = None
@@ -147,7 +151,8 @@ def _load(
     every write to the database happens in one transaction, rolled back on any error."""
     try:
         progress(label, 0, STAGES)
-        if fmt == "sacct-text" and BULK:
+        # compressed: see bulk._MAX_STEP_SHARE; not strict: the careful path alone handles it
+        if fmt == "sacct-text" and BULK and compression is None and strict:
             from advisor.ingest import bulk
 
             done = bulk.load(con, path, compression, head, options, progress, label, hasher, strict)
