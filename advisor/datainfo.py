@@ -327,10 +327,15 @@ def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str
 
 
 def run_dashboard(config: DashboardConfig) -> int:
-    """Serve the dashboard until interrupted; return ``streamlit``'s exit status."""
+    """Serve the dashboard until interrupted; return ``streamlit``'s exit status. Stale
+    summary tables are rebuilt in the file first (advisor.ratios.store_fresh_cubes), once,
+    rather than privately by every session."""
     import subprocess
 
+    from advisor.ratios import store_fresh_cubes
+
     argv, env = dashboard_command(config)
+    store_fresh_cubes(config.db_path)
     try:
         return subprocess.call(argv, env=env)  # noqa: S603 (fixed argv, no shell)
     except KeyboardInterrupt:

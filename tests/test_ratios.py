@@ -694,3 +694,41 @@ def test_a_read_only_connection_reads_jobs_or_builds_a_private_per_month_people_
     c = store.connect(db_path)
     assert _months_rows(c) == 0 and not ratios.people_months_are_fresh(c)
     c.close()
+
+
+def test_stored_fresh_cubes_serve_read_only_readers_without_private_copies(db_path):
+    """What `advisor dashboard` does before serving: every cube stored fresh in the file, once."""
+    c = store.connect(db_path)
+    _insert(c, _varied_jobs(7, 300))
+    c.close()
+    assert ratios.store_fresh_cubes(db_path)
+    ro = store.connect(db_path, read_only=True)
+    assert ratios.cube_is_fresh(ro) and ratios.people_months_are_fresh(ro)
+    assert _months_rows(ro) > 0
+    temp = ro.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
+    ro.close()
+    assert temp == (0,)
+
+
+def test_storing_fresh_cubes_changes_nothing_when_another_process_writes(db_path, tmp_path):
+    import subprocess
+    import sys
+
+    c = store.connect(db_path)
+    _insert(c, _varied_jobs(8, 50))
+    c.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True);"
+         " time.sleep(60)", str(db_path)],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        assert ratios.store_fresh_cubes(db_path) is False
+    finally:
+        holder.kill()
+        holder.wait()
+    ro = store.connect(db_path, read_only=True)
+    assert not ratios.cube_is_fresh(ro)
+    ro.close()
