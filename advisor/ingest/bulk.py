@@ -60,6 +60,10 @@ def _tres_src() -> str:
     )
 
 
+class _HandOver(Exception):
+    """Inside the bulk transaction: roll it back, the careful path loads the file."""
+
+
 def load(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -108,7 +112,6 @@ def load(
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
     src = _alloc_src(text.csv_src_sql(layout))
     body = query("ingest/parse").replace("{{src}}", src).replace("{{raw_text}}", raw_text)
-    bulk_rows = "(" + pl.fold_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)) + ")"
     text.drop_reject_tables(con)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -117,21 +120,18 @@ def load(
         try:
             inserted = pl.count(
                 con,
-                query("ingest/insert_all").replace("{{stage}}", bulk_rows),
+                _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
                 {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
             )
-        except duckdb.ConstraintException:  # a key twice in the file: the careful way
-            con.execute("ROLLBACK")
-            return None
+        except duckdb.ConstraintException as exc:  # a key twice in the file
+            raise _HandOver from exc
         if pl.count(con, query("ingest/bulk_overlap"), ids_param):
-            con.execute("ROLLBACK")
-            return None
+            raise _HandOver
         progress(label, 2, pl.STAGES)
         if _has_rejects(con) and _has_cr(hasher):
             # DuckDB's line numbers of rejects and ours disagree around a carriage return:
             # the careful path's repair (held equal by tests everywhere else) takes the file
-            con.execute("ROLLBACK")
-            return None
+            raise _HandOver
         # lines DuckDB read above but not with every column checked (prescan, steps)
         unread, unread_allocs = _unread_lines(con, layout)
         fix = text.repair(con, path, compression, layout, records - unread)
@@ -148,9 +148,8 @@ def load(
             "SELECT count(*) FROM parsed WHERE step IS NULL AND NOT repaired"
             " AND bad_field IS NOT NULL",
         )
-        if inserted + bad != allocations:  # the counts disagree: load it the careful way
-            con.execute("ROLLBACK")
-            return None
+        if inserted + bad != allocations:  # the counts disagree
+            raise _HandOver
         progress(label, 3, pl.STAGES)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         loaded = pl.Loaded(
@@ -167,32 +166,36 @@ def load(
         )  # fmt: skip
         progress(label, 4, pl.STAGES)
         pl.commit(con, ingest_id, hasher)
+    except _HandOver:
+        con.execute("ROLLBACK")
+        return None
     except BaseException:
         con.execute("ROLLBACK")
         raise
     return summary
 
 
+def _line_is_step(line: str, layout: detect.TextLayout) -> bool:
+    """Whether a text line is a step record: ing_is_step (macros.sql) on its split fields."""
+    fields = dict(zip(layout.columns, line.split(layout.delimiter), strict=False))
+    return "." in (fields.get("jobid") or fields.get("jobidraw") or "")
+
+
 def _step_share(head: bytes, layout: detect.TextLayout) -> float:
-    """The share of step lines among the first lines of the file (the head detect read)."""
-    cols = layout.columns
-    at = (
-        cols.index("jobid")
-        if "jobid" in cols
-        else cols.index("jobidraw")
-        if "jobidraw" in cols
-        else None
-    )
-    if at is None:
-        return 0.0
+    """The share of step lines among the first lines of the file (the head detect read; its
+    last line may be cut short)."""
     lines = head.decode("utf-8", errors="replace").splitlines()[1 if layout.has_header else 0 : -1]
-    ids = [line.split(layout.delimiter)[at] for line in lines if line.count(layout.delimiter) >= at]
-    return sum("." in i for i in ids) / len(ids) if ids else 0.0
+    return sum(_line_is_step(line, layout) for line in lines) / len(lines) if lines else 0.0
+
+
+def _insert_sql(alloc: str) -> str:
+    """insert_all.sql for the rows fold.sql makes of the allocation lines ``alloc`` (SQL)."""
+    return query("ingest/insert_all").replace("{{stage}}", "(" + pl.fold_sql(alloc) + ")")
 
 
 def _step_src(src: str) -> str:
-    """The step lines of ``src`` (a job id with a dot, as parse.sql tells a step)."""
-    return f"SELECT * FROM ({src}) AS s WHERE contains(coalesce(nullif(jobid, ''), jobidraw), '.')"  # noqa: S608
+    """The step lines of ``src`` (macros.sql: ing_is_step)."""
+    return f"SELECT * FROM ({src}) AS s WHERE ing_is_step(jobid, jobidraw)"  # noqa: S608
 
 
 def _alloc_src(src: str) -> str:
@@ -200,7 +203,7 @@ def _alloc_src(src: str) -> str:
     output two or three lines of every job)."""
     return (
         f"SELECT * FROM ({src}) AS s"  # noqa: S608
-        " WHERE coalesce(NOT contains(coalesce(nullif(jobid, ''), jobidraw), '.'), TRUE)"
+        " WHERE coalesce(NOT ing_is_step(jobid, jobidraw), TRUE)"
     )
 
 
@@ -221,11 +224,7 @@ def _unread_lines(con: duckdb.DuckDBPyConnection, layout: detect.TextLayout) -> 
         f"SELECT any_value(csv_line) FROM {text.REJ_ERRORS} GROUP BY line"  # noqa: S608
         " HAVING bool_and(error_type = 'INVALID ENCODING')"
     ).fetchall()
-    allocs = 0
-    for (line,) in rows:
-        fields = dict(zip(layout.columns, str(line or "").split(layout.delimiter), strict=False))
-        job_id = fields.get("jobid") or fields.get("jobidraw") or ""
-        allocs += "." not in job_id
+    allocs = sum(not _line_is_step(str(line or ""), layout) for (line,) in rows)
     return len(rows), allocs
 
 
@@ -278,8 +277,7 @@ def _add_repaired(
             ids_param,
         )
     con.execute("DROP TABLE fixed")
-    new_rows = "(" + pl.fold_sql(alloc.replace("{{new_only}}", "TRUE")) + ")"
-    con.execute(query("ingest/insert_all").replace("{{stage}}", new_rows), ids_param)
+    con.execute(_insert_sql(alloc.replace("{{new_only}}", "TRUE")), ids_param)
     if pl.count(con, "SELECT count(*) FROM parsed WHERE repaired AND step IS NOT NULL"):
         con.execute(
             query("ingest/bulk_step_evidence").replace("{{steps}}", query("ingest/step_flags")),

@@ -5,6 +5,10 @@
 -- (list_contains, not IN: an IN list becomes a join per use.)
 CREATE OR REPLACE TEMP MACRO ing_blank(x) AS
     x IS NULL OR list_contains(['', 'Unknown', 'unknown', 'None', 'N/A', '(null)', 'NONE'], x);
+-- The job id as sacct shows it (JobID, else JobIDRaw), and whether a record is a step (a dot
+-- in it): parse.sql, prescan.sql and the bulk load's line filters all decide it here.
+CREATE OR REPLACE TEMP MACRO ing_id_text(jobid, jobidraw) AS coalesce(nullif(jobid, ''), jobidraw);
+CREATE OR REPLACE TEMP MACRO ing_is_step(jobid, jobidraw) AS contains(ing_id_text(jobid, jobidraw), '.');
 -- A time: 'YYYY-MM-DDTHH:MM:SS' (local to the source zone tz, converted to UTC) or epoch
 -- seconds (SLURM_TIME_FORMAT=%s, UTC already); NULL when blank or unparsable.
 CREATE OR REPLACE TEMP MACRO ing_ts_local(t, tz) AS

@@ -10,7 +10,7 @@
 -- that is rarely needed goes in a CASE (DuckDB evaluates every operand of AND / OR).
 WITH a AS (
     SELECT src.*,
-        coalesce(nullif(jobid, ''), jobidraw) AS id_txt,
+        ing_id_text(jobid, jobidraw) AS id_txt,
         ',' || coalesce(alloctres, '') AS atres,
         ',' || coalesce(reqtres, '') AS rtres
     FROM ({{src}}) AS src

@@ -1,11 +1,11 @@
 -- The first, light pass of a bulk load (advisor/ingest/bulk.py) over a sacct text file: what it
 -- holds, without parsing it. The src placeholder is the file (text.csv_src_sql, a few columns).
--- A record is a step when its job id has a dot, as in parse.sql. One GROUP BY over the few
+-- A record is a step as parse.sql tells it (macros.sql: ing_is_step). One GROUP BY over the few
 -- distinct (step?, cluster, typed TRES, GRES) values, then one row: DISTINCT aggregates over
 -- the millions of records themselves take three times as long.
 -- Parameters: $cluster (when the file has no Cluster).
 WITH g AS (
-    SELECT contains(coalesce(nullif(jobid, ''), jobidraw), '.') AS is_step,
+    SELECT ing_is_step(jobid, jobidraw) AS is_step,
         coalesce(nullif(cluster, ''), $cluster) AS cl,
         CASE WHEN contains(alloctres, 'gres/gpu:') THEN alloctres END AS typed,
         CASE WHEN contains(allocgres, 'gpu') THEN allocgres END AS gres,
