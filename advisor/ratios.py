@@ -522,8 +522,12 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     the cube rows of the pids in the ``$pids`` parameter."""
     keep = set(q.by)
     over_time = _people_over_time(q)
-    sql = query("ratios/cube_people_months_facts" if over_time else "ratios/cube_people_facts")
-    sql = sql.replace("{{pids}}", "pid IN (SELECT unnest($pids::INTEGER[]))" if only_pids else "TRUE")
+    sql = (
+        query("ratios/cube_people_facts")
+        .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
+        .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
+        .replace("{{pids}}", "pid IN (SELECT unnest($pids::INTEGER[]))" if only_pids else "TRUE")
+    )
     # Only fixed column names or typed NULLs are spliced in.
     for name, column, null in (
         ("month", "month", "NULL::DATE"),
@@ -774,8 +778,8 @@ _PEOPLE_OVER_TIME_SQL = (
 _PEOPLE_ALL_TIME_SQL = (
     "$start::TIMESTAMP IS NULL AND $end::TIMESTAMP IS NULL AND len($states::VARCHAR[]) = 0"
 )
-"""The month and state conditions of ratios/below_target_people on the monthly people cube,
-and on the all-time one (which such queries never reach)."""
+"""The month and state conditions of ratios/below_target_people and ratios/cube_people_facts on
+the monthly people cube, and on the all-time one (which such queries never reach)."""
 
 
 def ratio_distribution(
