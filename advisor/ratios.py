@@ -530,6 +530,7 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     )
     # Only fixed column names or typed NULLs are spliced in.
     for name, column, null in (
+        *((k, f"p.{quote_ident(k)}", "NULL::VARCHAR") for k in sorted(_PEOPLE_KEYS)),
         ("month", "month", "NULL::DATE"),
         ("gpu_count", "gpus", "NULL::INTEGER"),
         ("interactive", "interactive", "NULL::VARCHAR"),

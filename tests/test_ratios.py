@@ -443,6 +443,14 @@ def _varied_jobs(seed: int, n: int) -> list[dict]:
 
 @pytest.mark.parametrize("q", _CUBE_QUERIES)
 def test_the_cube_and_the_jobs_table_give_the_same_report(con, q):
+    # node types with different fair shares, and one GPU type with none, so that a user's or
+    # account's jobs fall under several fair shares
+    con.execute(
+        "INSERT INTO nodes (cluster, node_name, cpus, cpus_effective, gpus, gpu_type, "
+        "snapshot_at) VALUES ('teaching', 'n1', 64, NULL, 8, 'H100', now()), "
+        "('research', 'n2', 128, 124, 8, 'H100', now()), "
+        "('teaching', 'n3', 64, NULL, 4, 'A100', now())"
+    )
     _insert(con, _varied_jobs(21, 1500))
     assert ratios.cube_answers(q) or ratios.people_cube_answers(q)
     from_jobs = ratios.ratio_summary(con, q, use_cube=False)
@@ -452,6 +460,7 @@ def test_the_cube_and_the_jobs_table_give_the_same_report(con, q):
     assert from_jobs.excluded or q.start is not None  # never-started jobs fall before Feb
     assert from_cube.excluded == from_jobs.excluded
     assert len(from_cube.groups) == len(from_jobs.groups)
+    assert any(g.jobs_with_fair_share for g in from_jobs.groups)
     for a, b in zip(from_cube.groups, from_jobs.groups, strict=True):
         _same(a.as_row(), b.as_row())
     d_jobs = ratios.ratio_distribution(con, q, use_cube=False)

@@ -15,8 +15,10 @@ SELECT
     cpus::DOUBLE / gpus AS v,
     n,
     w,
-    excluded_reason
+    excluded_reason,
+    fair.fs
 FROM ratio_cube
+LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
 WHERE ($start::TIMESTAMP IS NULL OR month >= $start::TIMESTAMP)
   AND ($end::TIMESTAMP IS NULL OR month < $end::TIMESTAMP)
   AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], state))

@@ -5,42 +5,57 @@
 -- instant of a month; stored in month order, so a time range reads only its months); the
 -- over_time placeholder is the month/state conditions for it (advisor.ratios decides both, and
 -- the same two serve ratios/below_target_people).
--- Rows are first summed per (pid, ratio, and the month/GPUs/interactive keys the query groups
--- by) on integers, then named (grouping every cube row by five strings was most of an
--- account/user summary's time). Placeholders month, gpu_count, interactive: the column when
--- the query groups by it, else a typed NULL; pids: TRUE, or only the pids of chosen groups
--- (advisor.ratios.below_target). All fixed text chosen in advisor.ratios.
-WITH people AS (
-    SELECT pid, cluster, gpu_type, "partition", account, "user"
-    FROM ratio_people
-    WHERE (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], "partition"))
-      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], cluster))
-      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], gpu_type))
-      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], account))
-      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], "user"))
+-- Each pid is first given the integer id (gid) of the group it falls in: its values of the
+-- people keys the query groups by, and its fair share. Cube rows are summed per (gid, ratio,
+-- and the month/GPUs/interactive keys the query groups by) on integers, then named once per
+-- gid: grouping on the names, or on every pid (a user has one per partition and GPU type),
+-- was most of an account/user summary's time.
+-- Placeholders, all fixed text chosen in advisor.ratios: cluster, gpu_type, partition,
+-- account, user (the column when the query groups by it, else a typed NULL; the same for
+-- month, gpu_count, interactive); pids: TRUE, or only the pids of chosen groups
+-- (advisor.ratios.below_target).
+WITH people AS MATERIALIZED (
+    SELECT *, dense_rank() OVER (
+                  ORDER BY cluster, gpu_type, "partition", account, "user", fs) AS gid
+    FROM (
+        SELECT p.pid, {{cluster}} AS cluster, {{gpu_type}} AS gpu_type,
+               {{partition}} AS "partition", {{account}} AS account, {{user}} AS "user", fair.fs
+        FROM ratio_people AS p
+        LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
+        WHERE (len($partitions::VARCHAR[]) = 0
+               OR list_contains($partitions::VARCHAR[], p."partition"))
+          AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
+          AND (len($gpu_types::VARCHAR[]) = 0
+               OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
+          AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
+          AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+    )
 ),
-per_pid AS (
-    SELECT pid, {{month}} AS month, {{gpu_count}} AS gpu_count, {{interactive}} AS interactive,
-           cpus::DOUBLE / gpus AS v, excluded_reason, sum(n) AS n, sum(w) AS w
+per_gid AS (
+    SELECT g.gid, {{month}} AS month, {{gpu_count}} AS gpu_count,
+           {{interactive}} AS interactive, c.cpus::DOUBLE / c.gpus AS v, c.excluded_reason,
+           sum(c.n) AS n, sum(c.w) AS w
     FROM {{cube}} AS c
+    JOIN people AS g USING (pid)
     WHERE {{over_time}}
-      AND ($min_gpus::INTEGER IS NULL OR gpus >= $min_gpus::INTEGER)
+      AND ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)
       AND {{pids}}
     GROUP BY ALL
 )
 SELECT
     TRUE AS _all,
-    p.cluster,
-    p.gpu_type,
-    p."partition",
-    p.account,
-    p."user",
+    g.cluster,
+    g.gpu_type,
+    g."partition",
+    g.account,
+    g."user",
     strftime(c.month, '%Y-%m') AS month,
     c.gpu_count,
     c.interactive,
     c.v,
     c.n,
     c.w,
-    c.excluded_reason
-FROM per_pid AS c
-JOIN people AS p USING (pid)
+    c.excluded_reason,
+    g.fs
+FROM per_gid AS c
+JOIN (SELECT DISTINCT * EXCLUDE (pid) FROM people) AS g USING (gid)

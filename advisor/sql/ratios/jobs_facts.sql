@@ -1,5 +1,6 @@
 -- ratios/jobs_facts: every job that passes a ratio query's filters (one row each, n = 1),
--- with its group keys, its CPU-per-GPU ratio (v), its GPU-seconds (w) and, when it cannot
+-- with its group keys, its CPU-per-GPU ratio (v), its GPU-seconds (w), the fair share of its
+-- node type (fs, from ratio_fair_share; NULL when the inventory has none) and, when it cannot
 -- count, the reason (excluded_reason). ratios/cube_facts gives the same columns from the
 -- pre-aggregated ratio_cube.
 -- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0; the first of
@@ -27,8 +28,11 @@ SELECT
         WHEN j.start IS NULL THEN 'never_started'
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
-    END AS excluded_reason
+    END AS excluded_reason,
+    fair.fs
 FROM jobs AS j
+LEFT JOIN ratio_fair_share AS fair
+  ON fair.cluster = j.cluster AND fair.gpu_type = coalesce(j.gpu_type, '(untyped)')
 WHERE ($start::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) >= $start::TIMESTAMP)
   AND ($end::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) < $end::TIMESTAMP)
   AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], j.state))

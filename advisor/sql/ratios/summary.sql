@@ -1,6 +1,7 @@
 -- ratios/summary: per group, jobs, GPU-seconds, percentiles, mean, shares below thresholds and
--- below the node types' fair share. Placeholders: facts (ratios/jobs_facts or a cube's facts)
--- and keys (the quoted group key columns: fixed names chosen in advisor.ratios, never user text).
+-- below the node types' fair share (the facts' fs: ratio_fair_share of the job's cluster and GPU
+-- type). Placeholders: facts (ratios/jobs_facts or a cube's facts) and keys (the quoted group
+-- key columns: fixed names chosen in advisor.ratios, never user text).
 -- Parameters: those of ratios/jobs_facts, plus $quantiles and $thresholds (DOUBLE[]).
 --
 -- Percentiles are computed from the exact distinct-value counts of each group, so they are
@@ -16,19 +17,11 @@
 WITH facts AS (
 {{facts}}
 ),
-fair AS (
-    SELECT cluster AS _cluster, coalesce(gpu_type, '(untyped)') AS _gpu_type,
-           min(coalesce(cpus_effective, cpus)::DOUBLE / gpus) AS fs
-    FROM nodes
-    WHERE gpus > 0 AND coalesce(cpus_effective, cpus) > 0
-    GROUP BY ALL
-),
 agg AS MATERIALIZED (
     -- one pass over the facts: counted jobs by ratio and fair share, excluded jobs by reason
-    SELECT {{keys}}, CASE WHEN f.excluded_reason IS NULL THEN f.v END AS v, fair.fs,
+    SELECT {{keys}}, CASE WHEN f.excluded_reason IS NULL THEN f.v END AS v, f.fs,
            f.excluded_reason AS _reason, sum(f.n) AS n, sum(f.w) AS w
     FROM facts AS f
-    LEFT JOIN fair ON fair._cluster = f.cluster AND fair._gpu_type = f.gpu_type
     GROUP BY ALL
 ),
 excl AS (
@@ -45,8 +38,9 @@ stats AS (
            coalesce(sum(n) FILTER (WHERE v < fs), 0) AS n_below_fs,
            coalesce(sum(w) FILTER (WHERE fs IS NOT NULL), 0) AS w_fs_known,
            coalesce(sum(w) FILTER (WHERE v < fs), 0) AS w_below_fs,
-           -- (a ratio seen with two fair shares appears twice, next to each other)
-           list({'v': v, 'n': n, 'w': w} ORDER BY v, fs) AS vals
+           -- ascending ratios (a ratio seen with two fair shares appears twice, next to each
+           -- other); sorting the short list costs less than an ordered aggregate
+           list_sort(list({'v': v, 'n': n, 'w': w})) AS vals
     FROM agg
     WHERE _reason IS NULL
     GROUP BY ALL
