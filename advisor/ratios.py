@@ -526,16 +526,23 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
         query("ratios/cube_people_facts")
         .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
         .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
-        .replace("{{pids}}", "pid IN (SELECT unnest($pids::INTEGER[]))" if only_pids else "TRUE")
+        .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if only_pids else "TRUE")
     )
     # Only fixed column names or typed NULLs are spliced in.
     for name, column, null in (
-        *((k, f"p.{quote_ident(k)}", "NULL::VARCHAR") for k in sorted(_PEOPLE_KEYS)),
         ("month", "month", "NULL::DATE"),
         ("gpu_count", "gpus", "NULL::INTEGER"),
         ("interactive", "interactive", "NULL::VARCHAR"),
     ):
         sql = sql.replace("{{" + name + "}}", column if name in keep else null)
+    return _people_key_columns(sql, q.by)
+
+
+def _people_key_columns(sql: str, by: Sequence[str]) -> str:
+    """``sql`` with each people key placeholder ({{cluster}} ... {{user}}) replaced by the
+    column ``p.<key>`` of ratio_people when ``by`` groups by it, else by a typed NULL."""
+    for k in sorted(_PEOPLE_KEYS):
+        sql = sql.replace("{{" + k + "}}", f"p.{quote_ident(k)}" if k in by else "NULL::VARCHAR")
     return sql
 
 
@@ -729,15 +736,12 @@ def below_target(
     )
     if people:
         over_time = _people_over_time(q)
-        sql = (
+        sql = _people_key_columns(
             query("ratios/below_target_people")
             .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
             .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
-            .replace("{{keys}}", _keys_sql(q.by))
-            .replace("{{match}}", " AND ".join(
-                f"p.{quote_ident(k)} IS NOT DISTINCT FROM t.{quote_ident(k)}"
-                for k in q.by or ("_all",)
-            ))
+            .replace("{{keys}}", _keys_sql(q.by)),
+            q.by,
         )
     else:
         sql = _sql("below_target", q.by, facts)

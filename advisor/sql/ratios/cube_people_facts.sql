@@ -14,12 +14,12 @@
 -- account, user (the column when the query groups by it, else a typed NULL; the same for
 -- month, gpu_count, interactive); pids: TRUE, or only the pids of chosen groups
 -- (advisor.ratios.below_target).
-WITH people AS MATERIALIZED (
-    SELECT *, dense_rank() OVER (
-                  ORDER BY cluster, gpu_type, "partition", account, "user", fs) AS gid
+WITH groups AS MATERIALIZED (
+    -- one row per output group: its key values, its fair share and its pids
+    SELECT row_number() OVER () AS gid, *
     FROM (
-        SELECT p.pid, {{cluster}} AS cluster, {{gpu_type}} AS gpu_type,
-               {{partition}} AS "partition", {{account}} AS account, {{user}} AS "user", fair.fs
+        SELECT {{cluster}} AS cluster, {{gpu_type}} AS gpu_type, {{partition}} AS "partition",
+               {{account}} AS account, {{user}} AS "user", fair.fs, list(p.pid) AS pids
         FROM ratio_people AS p
         LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
         WHERE (len($partitions::VARCHAR[]) = 0
@@ -29,17 +29,21 @@ WITH people AS MATERIALIZED (
                OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
           AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
           AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+          AND {{pids}}
+        GROUP BY ALL
     )
+),
+pid_gid AS (
+    SELECT unnest(pids) AS pid, gid FROM groups
 ),
 per_gid AS (
     SELECT g.gid, {{month}} AS month, {{gpu_count}} AS gpu_count,
            {{interactive}} AS interactive, c.cpus::DOUBLE / c.gpus AS v, c.excluded_reason,
            sum(c.n) AS n, sum(c.w) AS w
     FROM {{cube}} AS c
-    JOIN people AS g USING (pid)
+    JOIN pid_gid AS g USING (pid)
     WHERE {{over_time}}
       AND ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)
-      AND {{pids}}
     GROUP BY ALL
 )
 SELECT
@@ -58,4 +62,4 @@ SELECT
     c.excluded_reason,
     g.fs
 FROM per_gid AS c
-JOIN (SELECT DISTINCT * EXCLUDE (pid) FROM people) AS g USING (gid)
+JOIN groups AS g USING (gid)
