@@ -230,11 +230,33 @@ class BenchRun:
     engine_cpu_percent: float | None
     gpu_util_percent: float | None
     tokenize_share: float | None
+    cluster: str | None  # the Slurm cluster and partition it ran in; None outside Slurm
+    partition: str | None
 
 
-def bench_runs(con: duckdb.DuckDBPyConnection, platform: str | None = None) -> list[BenchRun]:
-    """Every stored benchmark run (of ``platform`` when given), ordered by series then cores."""
-    rows = con.execute(query("datainfo/bench_runs"), {"platform": platform}).fetchall()
+def bench_runs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    platforms: Sequence[str] = (),
+    clusters: Sequence[str] = (),
+    partitions: Sequence[str] = (),
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+) -> list[BenchRun]:
+    """The stored benchmark runs, ordered by series then cores, of the given platforms (GPU
+    types), Slurm clusters and partitions, started in ``[start, end)`` (UTC); an empty filter
+    keeps every run. A run with no recorded cluster or partition (made outside Slurm) matches
+    no cluster or partition filter."""
+    rows = con.execute(
+        query("datainfo/bench_runs"),
+        {
+            "platforms": list(platforms),
+            "clusters": list(clusters),
+            "partitions": list(partitions),
+            "start": start,
+            "end": end,
+        },
+    ).fetchall()
     return [BenchRun(*r) for r in rows]
 
 

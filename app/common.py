@@ -189,9 +189,14 @@ def recent_rejects(key: DbKey, limit: int) -> list[datainfo.RejectRecord]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def bench_runs(key: DbKey, platform: str | None = None) -> list[datainfo.BenchRun]:
+def bench_runs(key: DbKey, filters: Filters | None = None) -> list[datainfo.BenchRun]:
+    """The stored benchmark runs the sidebar's filters select (every run for None)."""
+    f = filters or Filters()
     with connection(key) as con:
-        return datainfo.bench_runs(con, platform)
+        return datainfo.bench_runs(
+            con, platforms=f.gpu_types, clusters=f.clusters, partitions=f.partitions,
+            start=f.since_datetime, end=f.until_exclusive,
+        )
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)

@@ -266,6 +266,26 @@ def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, 
     assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == ["line"]
 
 
+def test_benchmarks_follow_the_sidebar_cluster_partition_and_month_filters(monkeypatch, dbs):
+    # the fixture's runs: five in Slurm (cluster research, partition gpu, May 2024), four
+    # outside Slurm (no cluster or partition, June 2024)
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "benchmarks")
+    at.sidebar.multiselect(key="f_clusters").set_value(["research"]).run()
+    _no_exception(at, "benchmarks")
+    assert {m.label: m.value for m in at.metric}["Runs stored"] == "5 of 9"
+    assert len(at.dataframe[0].value) == 5
+    assert set(at.dataframe[0].value["cluster"]) == {"research"}
+    assert any("5 of 9 stored runs match" in c.value for c in at.caption)
+    at.sidebar.multiselect(key="f_clusters").set_value(["teach"]).run()
+    assert any("None of the 9 stored benchmark runs" in i.value for i in at.info)
+    assert not _charts(at)
+    at.sidebar.multiselect(key="f_clusters").set_value([]).run()
+    at.sidebar.select_slider(key="f_months").set_value(("2024-06", "2024-06")).run()
+    assert {m.label: m.value for m in at.metric}["Runs stored"] == "4 of 9"
+
+
 def test_benchmarks_without_runs_say_how_to_store_some(monkeypatch, dbs):
     at = _app(monkeypatch, dbs["cpu_only"])
     at.run()

@@ -80,17 +80,22 @@ def make_db(path: Path, kind: str = "gpu", n_jobs: int = 600) -> Path:
 
 
 def _insert_bench_runs(con) -> None:
-    """A 4-GPU H100 series at 8 rps over 2..16 cores per GPU, two repeats, and one hung run."""
+    """A 4-GPU H100 series at 8 rps over 2..16 cores per GPU, two repeats, and one hung run:
+    repeat 0 ran in May 2024 in Slurm (cluster research, partition gpu), repeat 1 in June
+    outside Slurm (no cluster or partition)."""
     rows = []
     for cores_per_gpu, ttft in ((2, 900.0), (4, 400.0), (8, 260.0), (16, 240.0)):
         for repeat in (0, 1):
+            where = ("research", "gpu", "2024-05-10") if repeat == 0 else (None, None, "2024-06-02")
             rows.append([f"h100-c{cores_per_gpu}-r{repeat}", "ok", cores_per_gpu * 4,
-                         float(cores_per_gpu), repeat, ttft + 20.0 * repeat])
-    rows.append(["h100-c1-r0", "hung", 4, 1.0, 0, None])
+                         float(cores_per_gpu), repeat, ttft + 20.0 * repeat, *where])
+    rows.append(["h100-c1-r0", "hung", 4, 1.0, 0, None, "research", "gpu", "2024-05-10"])
     con.executemany(
         "INSERT INTO bench_runs (run_id, status, engine, model, model_params_b, platform, gpus,"
-        " tp, cores, cores_per_gpu, workload, attacker_rps, repeat, victim_ttft_p50_ms)"
-        " VALUES (?, ?, 'vllm', 'Llama-3.1-8B', 8.0, 'H100', 4, 4, ?, ?, 'unique', 8.0, ?, ?)",
+        " tp, cores, cores_per_gpu, workload, attacker_rps, repeat, victim_ttft_p50_ms,"
+        " cluster, \"partition\", started_at)"
+        " VALUES (?, ?, 'vllm', 'Llama-3.1-8B', 8.0, 'H100', 4, 4, ?, ?, 'unique', 8.0, ?, ?,"
+        " ?, ?, CAST(? AS TIMESTAMP))",
         rows,
     )
 
@@ -238,9 +243,30 @@ def test_dashboard_command_with_a_missing_database_fails_before_starting(cli, tm
 def test_bench_runs_are_listed_by_series_then_cores_and_filtered_by_platform(gpu_db):
     con = _ro(gpu_db)
     runs = datainfo.bench_runs(con)
-    none = datainfo.bench_runs(con, platform="B200")
+    none = datainfo.bench_runs(con, platforms=("B200",))
     con.close()
     assert len(runs) == 9 and none == []
     assert [r.cores_per_gpu for r in runs][:3] == [1.0, 2.0, 2.0]
     assert {r.status for r in runs} == {"ok", "hung"}
     assert runs[0].victim_ttft_p50_ms is None
+
+
+def test_bench_runs_follow_the_cluster_partition_and_month_filters(gpu_db):
+    con = _ro(gpu_db)
+
+    def ids(**kw) -> set[str]:
+        return {r.run_id for r in datainfo.bench_runs(con, **kw)}
+
+    in_slurm = {f"h100-c{c}-r0" for c in (2, 4, 8, 16)} | {"h100-c1-r0"}
+    outside = {f"h100-c{c}-r1" for c in (2, 4, 8, 16)}
+    try:
+        assert ids() == in_slurm | outside
+        assert ids(clusters=("research",)) == in_slurm
+        assert ids(partitions=("gpu",), platforms=("H100",)) == in_slurm
+        assert ids(clusters=("teach",)) == set()  # runs outside Slurm match no cluster
+        assert ids(start=dt.datetime(2024, 6, 1)) == outside
+        assert ids(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 6, 1)) == in_slurm
+        run = next(r for r in datainfo.bench_runs(con, clusters=("research",)))
+        assert (run.cluster, run.partition) == ("research", "gpu")
+    finally:
+        con.close()

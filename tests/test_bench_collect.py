@@ -234,3 +234,22 @@ def test_cli_make_model_writes_a_tiny_model_dir(tmp_path: Path, cli):
         "tokenizer_config.json",
         "advisor-model.json",
     }
+
+
+def test_where_a_run_ran_is_stored_and_a_bad_cluster_is_named(tmp_path: Path, db_path: Path):
+    runs = _some_runs(tmp_path, 2)
+    first, second = sorted(runs.glob("*.gz"))
+    data = read_result(first)
+    data["run"].update(cluster="research", partition="gpu-h200")
+    first.unlink()
+    (runs / "in-slurm.json").write_text(json.dumps(data))
+    bad = read_result(second)
+    bad["run"]["cluster"] = 7
+    second.unlink()
+    (runs / "bad-cluster.json").write_text(json.dumps(bad))
+    result = collect([runs], db_path)
+    assert result.runs_loaded == 1
+    assert [p for p in result.problems if "bad-cluster.json, field run.cluster" in p]
+    assert [(r["cluster"], r["partition"]) for r in list_runs(db_path)] == [
+        ("research", "gpu-h200")
+    ]

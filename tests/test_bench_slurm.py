@@ -87,5 +87,7 @@ def test_a_submitted_sweep_runs_one_bench_per_core_count_inside_slurm(
     assert collected.problems == ()
     runs = list_runs(db_path)
     assert sorted(r["cores"] for r in runs) == [1, 2]
+    # each run recorded where Slurm ran it (SLURM_CLUSTER_NAME, SLURM_JOB_PARTITION)
+    assert {(r["cluster"], r["partition"]) for r in runs} == {("advisor-sandbox", "gpu")}, logs
     assert all(r["status"] == "ok" for r in runs), logs
     assert "engine cores of 2 allocated" in logs and "engine cores of 3 allocated" in logs

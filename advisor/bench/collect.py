@@ -84,6 +84,8 @@ RUN_COLUMNS = (
     "metrics_before",
     "metrics_after",
     "extra",
+    "cluster",
+    "partition",
 )
 REQUEST_COLUMNS = (
     "request_no",
@@ -154,6 +156,10 @@ def read_result(path: Path) -> dict[str, Any]:
         v = run.get(name)
         if v is not None and not isinstance(v, int):
             raise InputError(f"{v!r} is not an integer", source=str(path), field=f"run.{name}")
+    for name in ("cluster", "partition"):
+        v = run.get(name)
+        if v is not None and not isinstance(v, str):
+            raise InputError(f"{v!r} is not a name", source=str(path), field=f"run.{name}")
     reqs = data.get("requests", [])
     if not isinstance(reqs, list):
         raise InputError("not a list", source=str(path), field="requests")

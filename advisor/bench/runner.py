@@ -254,6 +254,9 @@ def _base_run(cfg: BenchConfig, plat: Platform, pt: Point, st: _StartState) -> d
     return {
         "run_id": pt.run_id,
         "started_at": _now(),
+        # where it ran, when inside a Slurm allocation (the dashboard filters on both)
+        "cluster": os.environ.get("SLURM_CLUSTER_NAME") or None,
+        "partition": os.environ.get("SLURM_JOB_PARTITION") or None,
         "finished_at": None,
         "status": "failed",
         "engine": cfg.engine,

@@ -15,22 +15,24 @@ st.title("Benchmarks")
 key = common.db_key()
 filters = common.current_filters()
 
-runs = common.guarded(lambda: common.bench_runs(key))
-if filters.gpu_types:
-    runs = [r for r in runs if r.platform in filters.gpu_types]
+runs = common.guarded(lambda: common.bench_runs(key, filters))
+stored = len(common.guarded(lambda: common.bench_runs(key)))
+filtered = stored != len(runs)
 if not runs:
     common.stop_info(
-        "No benchmark runs are stored"
-        + (" for the GPU types chosen in the sidebar" if filters.gpu_types else "")
-        + ". Run `advisor bench run ...` (or `advisor bench sweep --slurm` on a cluster), then "
-        f"`advisor bench collect RESULTS --db {key[0]}`. Until then the model rests on the "
-        "research's published points (see Recommend)."
+        f"None of the {stored:,} stored benchmark runs matches the sidebar's filters "
+         "(GPU type, cluster, partition, months of the run's start). Widen them; runs made "
+         "outside Slurm record no cluster or partition."
+         if stored else
+         "No benchmark runs are stored. Run `advisor bench run ...` (or `advisor bench sweep "
+         f"--slurm` on a cluster), then `advisor bench collect RESULTS --db {key[0]}`. Until "
+         "then the model rests on the research's published points (see Recommend)."
     )
 
 frame = pd.DataFrame([asdict(r) for r in runs])
 statuses = frame["status"].value_counts().to_dict()
 c1, c2, c3 = st.columns(3)
-c1.metric("Runs stored", f"{len(frame):,}")
+c1.metric("Runs stored", f"{len(runs):,} of {stored:,}" if filtered else f"{stored:,}")
 c2.metric("Runs ok", f"{statuses.get('ok', 0):,}")
 c3.metric("Crashed, hung or timed out", f"{len(frame) - statuses.get('ok', 0):,}")
 
@@ -49,3 +51,9 @@ else:
 
 st.subheader("Runs")
 st.dataframe(frame, hide_index=True)
+st.caption(
+    (f"{len(runs):,} of {stored:,} stored runs match the sidebar's filters. " if filtered else "")
+    + "The filters apply to runs as to jobs: GPU type (the run's platform), the Slurm cluster "
+    "and partition the run's job ran in (runs made outside Slurm record none and show only "
+    "while neither filter is set) and the months of the run's start."
+)

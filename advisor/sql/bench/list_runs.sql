@@ -3,7 +3,7 @@ SELECT
     run_id, status, platform, engine, engine_version, model, tp, cores, cores_per_gpu,
     workload, attacker_rps, "repeat", victim_ttft_p50_ms, victim_ttft_p90_ms,
     attacker_ttft_p50_ms, requests_ok, requests_failed, requests_timed_out,
-    engine_cpu_percent, gpu_util_percent, started_at
+    engine_cpu_percent, gpu_util_percent, started_at, cluster, "partition"
 FROM bench_runs
 WHERE ($platform IS NULL OR platform = $platform)
   AND ($status IS NULL OR status = $status)
