@@ -55,7 +55,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus")
-CUBE_RULES_VERSION = 3
+CUBE_RULES_VERSION = 4
 """Bumped whenever the rules the cubes are built with change, so an old cube reads stale."""
 
 
@@ -538,6 +538,25 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     return _people_key_columns(sql, q.by)
 
 
+def _people_group_number(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> str:
+    """A SQL expression over ratio_people ``p`` that numbers the groups of ``by`` (people keys):
+    the keys' per-column ids combined as digits of mixed radix, so that the numbers are distinct
+    per group and sort as the key values do. Only fixed column names and integers from the
+    database are spliced in."""
+    if not by:
+        return "0"
+    row = con.execute(
+        "SELECT " + ", ".join(f"coalesce(max({k}_id), 0) + 1" for k in by) + " FROM ratio_people"  # noqa: S608 - fixed names
+    ).fetchone()
+    assert row is not None
+    radix = [int(x) for x in row]
+    wide = math.prod(radix) >= 2**62  # BIGINT would overflow: number groups as HUGEINT
+    expr = "0"
+    for k, r in zip(by, radix, strict=True):
+        expr = f"({expr}) * {r} + p.{k}_id::{'HUGEINT' if wide else 'BIGINT'}"
+    return expr
+
+
 def _people_key_columns(sql: str, by: Sequence[str]) -> str:
     """``sql`` with each people key placeholder ({{cluster}} ... {{user}}) replaced by the
     column ``p.<key>`` of ratio_people when ``by`` groups by it, else by a typed NULL."""
@@ -736,12 +755,14 @@ def below_target(
     )
     if people:
         over_time = _people_over_time(q)
-        sql = _people_key_columns(
+        sql = (
             query("ratios/below_target_people")
             .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
             .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
-            .replace("{{keys}}", _keys_sql(q.by)),
-            q.by,
+            .replace("{{gid}}", _people_group_number(con, q.by))
+            .replace("{{names}}", ", ".join(
+                f"any_value(p.{quote_ident(k)}) AS {quote_ident(k)}" for k in q.by
+            ) or "TRUE AS _all")
         )
     else:
         sql = _sql("below_target", q.by, facts)

@@ -652,6 +652,21 @@ def test_below_target_lists_only_groups_with_gpu_hours_below_and_counts_all_grou
     assert got.groups_counted == 2 and got.excluded == {"no_gpus": 1}
 
 
+def test_below_target_breaks_ties_by_the_key_values_with_missing_ones_last(con):
+    # four groups with the same GPU-hours below the target: ranked by user, then partition,
+    # a missing user or partition last, on the people cube as on the jobs table
+    _insert(con, [{"cpus": 2, "user": u, "partition": p}
+                  for u, p in (("zed", "gpu"), (None, "gpu"), ("amy", None), ("amy", "gpu"))])
+    q = RatioQuery(by=("user", "partition", "gpu_type"))
+    tq = ratios.TargetQuery(q, fixed_cores_per_gpu=8.0, top=3)
+    got = ratios.below_target(con, tq)
+    assert [(b.group.keys["user"], b.group.keys["partition"]) for b in got.groups] == [
+        ("amy", "gpu"), ("amy", None), ("zed", "gpu")
+    ]
+    assert got.groups_counted == 4
+    assert ratios.below_target(con, tq, use_cube=False) == got
+
+
 def test_below_target_needs_one_kind_of_target_and_the_keys_it_is_given_for(con):
     q = RatioQuery(by=("user",))
     with pytest.raises(UsageError, match="either"):

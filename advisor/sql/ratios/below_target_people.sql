@@ -1,11 +1,12 @@
 -- ratios/below_target_people: rank account/user groups by GPU-seconds below a target ratio,
 -- from the people cubes' integer counts (no percentiles): what advisor.ratios.below_target
 -- reads first, so that percentiles are computed only for the top groups.
--- Placeholders (fixed text chosen in advisor.ratios, never user input): keys (the quoted group
--- keys, a subset of cluster, gpu_type, partition, account, user); cluster, gpu_type, partition,
--- account, user (the column p.<name> when among the keys, else a typed NULL); cube
+-- Placeholders (fixed text chosen in advisor.ratios, never user input): gid (the group's
+-- number: arithmetic on ratio_people's per-column ids of the group keys, a subset of cluster,
+-- gpu_type, partition, account, user, so that numbers sort as the key values do); cube
 -- (ratio_cube_people, or ratio_cube_people_months for state filters and month bounds) and
--- over_time (the month/state conditions on that cube).
+-- over_time (the month/state conditions on that cube); names (the key columns of the group's
+-- people, any_value(p.<key>) AS <key> each, or TRUE AS _all without keys).
 -- Parameters: the filters of ratios/jobs_facts, $target_partitions/$target_gpu_types/
 -- $target_values (one target per partition and GPU type) or $fixed (one target for all), $top.
 -- A job is below its target when cpus / gpus < target, the same expression as the facts.
@@ -16,63 +17,49 @@ WITH targets AS (
            unnest($target_gpu_types::VARCHAR[]) AS _tg,
            unnest($target_values::DOUBLE[]) AS _tv
 ),
-groups AS MATERIALIZED (
-    -- one row per output group (its key values and target) with its pids
-    SELECT row_number() OVER () AS gid, *
-    FROM (
-        SELECT TRUE AS _all, {{cluster}} AS cluster, {{gpu_type}} AS gpu_type,
-               {{partition}} AS "partition", {{account}} AS account, {{user}} AS "user",
-               coalesce($fixed::DOUBLE, t._tv) AS target, list(p.pid ORDER BY p.pid) AS pids
-        FROM ratio_people AS p
-        LEFT JOIN targets AS t
-          ON t._tp IS NOT DISTINCT FROM p."partition" AND t._tg IS NOT DISTINCT FROM p.gpu_type
-        WHERE (len($partitions::VARCHAR[]) = 0
-               OR list_contains($partitions::VARCHAR[], p."partition"))
-          AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
-          AND (len($gpu_types::VARCHAR[]) = 0
-               OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
-          AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
-          AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
-        GROUP BY ALL
-    )
-),
-pid_gid AS (
-    SELECT unnest(pids) AS pid, gid, target FROM groups
-),
-rows AS (
-    SELECT g.gid, c.excluded_reason, c.n, c.w, c.cpus::DOUBLE / c.gpus < g.target AS below
-    FROM {{cube}} AS c
-    JOIN pid_gid AS g USING (pid)
-    WHERE ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)
-      AND {{over_time}}
+people AS MATERIALIZED (
+    -- the pids the filters keep, with their group's number and their target
+    SELECT p.pid, {{gid}} AS gid, coalesce($fixed::DOUBLE, t._tv) AS target
+    FROM ratio_people AS p
+    LEFT JOIN targets AS t
+      ON t._tp IS NOT DISTINCT FROM p."partition" AND t._tg IS NOT DISTINCT FROM p.gpu_type
+    WHERE (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], p."partition"))
+      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
+      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
+      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
+      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
 ),
 per_gid AS MATERIALIZED (
-    -- counted jobs, on one integer key
-    SELECT gid, sum(n) AS n, sum(w) AS w,
-           coalesce(sum(n) FILTER (WHERE below), 0) AS n_below,
-           coalesce(sum(w) FILTER (WHERE below), 0) AS w_below
-    FROM rows
-    WHERE excluded_reason IS NULL
-    GROUP BY gid
-),
-cut AS (
-    -- the GPU-seconds below of the last group shown: only groups at or above it are named
-    SELECT min(w_below) AS w_below
-    FROM (SELECT w_below FROM per_gid WHERE w_below > 0 ORDER BY w_below DESC LIMIT $top)
+    -- counted jobs, summed on the group's number
+    SELECT g.gid, sum(c.n) AS n, sum(c.w) AS w,
+           coalesce(sum(c.n) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS n_below,
+           coalesce(sum(c.w) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS w_below
+    FROM {{cube}} AS c
+    JOIN people AS g USING (pid)
+    WHERE c.excluded_reason IS NULL
+      AND ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)
+      AND {{over_time}}
+    GROUP BY g.gid
 ),
 top AS (
-    SELECT g.* EXCLUDE (gid), c.n::BIGINT AS jobs, c.w::DOUBLE AS gpu_s,
-           c.n_below::BIGINT AS n_below, c.w_below::DOUBLE AS w_below
-    FROM per_gid AS c
-    JOIN groups AS g USING (gid)
-    WHERE c.w_below > 0 AND c.w_below >= (SELECT w_below FROM cut)
-    ORDER BY c.w_below DESC, {{keys}}
-    LIMIT $top
+    -- group numbers follow the order of the key values, so ties fall in key order
+    SELECT * FROM per_gid WHERE w_below > 0 ORDER BY w_below DESC, gid LIMIT $top
 )
-SELECT row_number() OVER (ORDER BY w_below DESC, {{keys}}) AS gid, *
-FROM top
+SELECT row_number() OVER (ORDER BY t.w_below DESC, t.gid) AS gid,
+       {{names}}, min(g.target) AS target, t.n::BIGINT AS jobs, t.w::DOUBLE AS gpu_s,
+       t.n_below::BIGINT AS n_below, t.w_below::DOUBLE AS w_below,
+       list(p.pid ORDER BY p.pid) AS pids  -- the people each top group sums
+FROM top AS t
+JOIN people AS g ON g.gid = t.gid
+JOIN ratio_people AS p ON p.pid = g.pid
+GROUP BY t.gid, t.n, t.w, t.n_below, t.w_below
 UNION ALL BY NAME
 SELECT (SELECT count(*) FROM per_gid) AS groups,
        (SELECT coalesce(list({'reason': reason, 'jobs': jobs::BIGINT} ORDER BY reason), [])
-        FROM (SELECT excluded_reason AS reason, sum(n) AS jobs FROM rows
-              WHERE excluded_reason IS NOT NULL GROUP BY 1)) AS excluded
+        FROM (SELECT c.excluded_reason AS reason, sum(c.n) AS jobs
+              FROM {{cube}} AS c
+              WHERE c.excluded_reason IS NOT NULL
+                AND c.pid IN (SELECT pid FROM people)
+                AND ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)
+                AND {{over_time}}
+              GROUP BY 1)) AS excluded
