@@ -245,10 +245,6 @@ class NodeType:
     partitions: tuple[str, ...]
 
 
-def _num(x: Any) -> float:
-    return math.nan if x is None else float(x)
-
-
 def _fmt_threshold(t: float) -> str:
     return str(int(t)) if float(t).is_integer() else repr(float(t))
 
@@ -620,51 +616,64 @@ def _summary(
     the groups in key order and the exclusions by reason."""
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
     params = {**_params(q), **extra, "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
-    rows = _fetch(con, _sql("summary", q.by, facts), params)
-    excluded_row = next(r for r in rows if r["gid"] is None)
-    rows = sorted((r for r in rows if r["gid"] is not None), key=lambda r: int(r["gid"]))
+    c = _fetch_columns(con, _sql("summary", q.by, facts), params)
     by_gpu_s = q.weight is Weight.gpu_hours
+    none = [0] * len(thresholds)
     groups = []
-    for r in rows:
-        pct = r["pct_gpu_s"] if by_gpu_s else r["pct_jobs"]
-        jobs = int(r["jobs"])
-        gpu_s = float(r["gpu_s"] or 0)
-        n_below = r["n_below"] or [0] * len(thresholds)
-        w_below = r["w_below"] or [0] * len(thresholds)
-        n_fs = int(r["n_fs_known"])
-        w_fs = float(r["w_fs_known"])
+    excluded: dict[str, int] = {}
+    for i in sorted(range(len(c["gid"])), key=lambda i: c["gid"][i] or 0):
+        if c["gid"][i] is None:  # the row of exclusions
+            excluded = {str(e["reason"]): int(e["jobs"]) for e in c["excluded"][i]}
+            continue
+        pct = c["pct_gpu_s"][i] if by_gpu_s else c["pct_jobs"][i]
+        jobs = int(c["jobs"][i])
+        gpu_s = float(c["gpu_s"][i] or 0)
+        n_fs = int(c["n_fs_known"][i])
+        w_fs = float(c["w_fs_known"][i])
+        fair = c["fair_share"][i]
+        mean = c["mean_gpu_s"][i] if by_gpu_s else c["mean_jobs"][i]
         groups.append(
             RatioGroup(
-                keys=_keys_of(r, q.by),
+                keys={k: c[k][i] for k in q.by},
                 jobs=jobs,
                 gpu_hours=gpu_s / 3600.0,
-                p10_cores_per_gpu=_num(pct[0]),
-                p25_cores_per_gpu=_num(pct[1]),
-                p50_cores_per_gpu=_num(pct[2]),
-                p75_cores_per_gpu=_num(pct[3]),
-                p90_cores_per_gpu=_num(pct[4]),
-                mean_cores_per_gpu=float(
-                    (r["mean_gpu_s"] if by_gpu_s else r["mean_jobs"]) or math.nan
-                ),
+                p10_cores_per_gpu=float(pct[0]),
+                p25_cores_per_gpu=float(pct[1]),
+                p50_cores_per_gpu=float(pct[2]),
+                p75_cores_per_gpu=float(pct[3]),
+                p90_cores_per_gpu=float(pct[4]),
+                mean_cores_per_gpu=math.nan if mean is None else float(mean),
                 share_jobs_below={
-                    t: int(n) / jobs for t, n in zip(thresholds, n_below, strict=True)
+                    t: int(n) / jobs
+                    for t, n in zip(thresholds, _or(c["n_below"][i], none), strict=True)
                 },
                 share_gpu_hours_below={
                     t: (float(w) / gpu_s if gpu_s > 0 else math.nan)
-                    for t, w in zip(thresholds, w_below, strict=True)
+                    for t, w in zip(thresholds, _or(c["w_below"][i], none), strict=True)
                 },
-                fair_share_cores_per_gpu=(
-                    float(r["fair_share"]) if r["fair_share"] is not None else None
-                ),
+                fair_share_cores_per_gpu=None if fair is None else float(fair),
                 jobs_with_fair_share=n_fs,
-                share_jobs_below_fair_share=(int(r["n_below_fs"]) / n_fs if n_fs else None),
+                share_jobs_below_fair_share=(int(c["n_below_fs"][i]) / n_fs if n_fs else None),
                 share_gpu_hours_below_fair_share=(
-                    float(r["w_below_fs"]) / w_fs if w_fs > 0 else None
+                    float(c["w_below_fs"][i]) / w_fs if w_fs > 0 else None
                 ),
             )
         )
-    excluded = {str(e["reason"]): int(e["jobs"]) for e in excluded_row["excluded"] or ()}
     return tuple(groups), excluded
+
+
+def _or(values: Any, default: Sequence[Any]) -> Sequence[Any]:
+    """A fetched LIST value (a numpy array), or ``default`` for NULL."""
+    return default if values is None else values
+
+
+def _fetch_columns(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]
+) -> dict[str, list[Any]]:
+    """The result's columns as Python lists (NULL as None, a LIST value as a numpy array):
+    fetched by column, which costs a fraction of row tuples when a summary has thousands of
+    groups (24,000 user-month groups: 180 -> 100 ms)."""
+    return {k: v.tolist() for k, v in con.execute(sql, dict(params)).fetchnumpy().items()}
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,11 @@ SELECT row_number() OVER (ORDER BY {{keys}}) AS gid, {{keys}},
                     WHEN p.h - floor(p.h) >= 0.5 THEN p.hi - (p.hi - p.lo) * (1 - (p.h - floor(p.h)))
                     ELSE p.lo + (p.hi - p.lo) * (p.h - floor(p.h))
                 END)[1]) AS pct_jobs,
+       -- NaN, not NULL, where no GPU-seconds weigh (a list without NULLs is fetched as a plain
+       -- array)
        list_transform($quantiles::DOUBLE[],
-           q -> list_filter(cdf, e -> e.cw::DOUBLE / nullif(gpu_s, 0) >= q)[1].v) AS pct_gpu_s,
+           q -> coalesce(list_filter(cdf, e -> e.cw::DOUBLE / nullif(gpu_s, 0) >= q)[1].v,
+                         'NaN'::DOUBLE)) AS pct_gpu_s,
        list_transform($thresholds::DOUBLE[],
            t -> coalesce(list_filter(cdf, e -> e.v < t)[-1].cn, 0))::BIGINT[] AS n_below,
        list_transform($thresholds::DOUBLE[],
