@@ -123,10 +123,10 @@ def ratio_histogram(
         base.mark_bar(opacity=0.8, stroke="white")
         .encode(
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-            x2="bin_hi:Q",
+            x2=alt.X2("bin_hi"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
                     scale=alt.Scale(zero=True)),
-            y2=alt.datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
+            y2=alt.Y2Datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
             tooltip=[
                 alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
                 alt.Tooltip("bin_hi:Q", title="below cores/GPU"),
@@ -139,18 +139,18 @@ def ratio_histogram(
     rules = (
         base.mark_rule(color="#d62728", size=2)
         .encode(
-            x="cores_per_gpu:Q",
+            x=alt.X("cores_per_gpu:Q"),
             strokeDash=alt.StrokeDash(
                 "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
             ),
-            tooltip=["quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+            tooltip=[alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
         .transform_filter(alt.datum.layer == "quantile")
     )
     fair = (
         base.mark_rule(color="#555", size=2, strokeDash=[2, 2])
         .encode(
-            x="cores_per_gpu:Q",
+            x=alt.X("cores_per_gpu:Q"),
             tooltip=[alt.Tooltip("cores_per_gpu:Q", title="fair share", format=".1f")],
         )
         .transform_filter(alt.datum.layer == "fair")
