@@ -399,6 +399,33 @@ def test_a_bare_carriage_return_line_does_not_stop_the_file(db_path: Path, tmp_p
     assert sorted(_jobs(db_path)) == ["1", "2"] and s.inserted == 2
 
 
+def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_newline(
+    db_path: Path, tmp_path: Path
+) -> None:
+    # a CR in a job name makes DuckDB's strict reader give up on the file; its lenient one cut
+    # the fields after the last expected one off a line with the delimiter in free text, and a
+    # CR-only line shifted its line numbers. advisor reads such a file line by line instead.
+    f = tmp_path / "cr.txt"
+    f.write_bytes(
+        b"JobID|JobIDRaw|AllocTRES|JobName|SubmitLine\n"
+        b"1|1|cpu=2|sh\rtail|sbatch a.sh\n"
+        b"\r\n"
+        b"2|2|cpu=4|x|y|sbatch b.sh\n"  # the delimiter in free text
+        b"garbage\n"
+        b"3|3|cpu=8|z|sbatch c.sh\n"
+    )
+    [s] = ingest_files(db_path, [f])
+    jobs = _jobs(db_path)
+    assert sorted(jobs) == ["1", "2", "3"] and (s.inserted, s.rejected) == (3, 1)
+    assert jobs["1"]["job_name"] == "sh\rtail"
+    assert (jobs["2"]["job_name"], jobs["2"]["submit_line"]) == ("x", "y|sbatch b.sh")
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        assert con.execute("SELECT line_no, raw FROM rejects").fetchall() == [(5, "garbage")]
+    finally:
+        con.close()
+
+
 def test_a_key_twice_in_one_file_keeps_the_finished_record(db_path: Path, tmp_path: Path) -> None:
     f = _write(tmp_path / "twice.txt", [HDR,
         "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T02:00:00|4|cpu=4",

@@ -172,3 +172,59 @@ def test_a_json_job_whose_text_field_is_a_list_is_a_reject_naming_the_field(
     con.close()
     assert ids == ["5"] and s.rejected == 1
     assert line == 2 and "'cluster' is a list" in reason
+
+
+def _load_rows(path: Path) -> tuple[list[tuple], list[tuple], tuple[int, int]]:
+    con = duckdb.connect()
+    migrate(con)
+    try:
+        [s] = ingest_files(con, [path])
+        jobs = con.execute(
+            "SELECT * EXCLUDE (ingest_id, updated_at) FROM jobs ORDER BY job_id_raw, submit"
+        ).fetchall()
+        rejects = con.execute(
+            "SELECT line_no, field, raw, reason FROM rejects ORDER BY line_no"
+        ).fetchall()
+        return jobs, rejects, (s.inserted, s.rejected)
+    finally:
+        con.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    bad=st.lists(_bad_line, min_size=0, max_size=4),
+    at=st.integers(0, 20),
+    name_cr=st.booleans(),
+)
+def test_a_file_with_a_bare_carriage_return_loads_as_the_same_file_without_it(
+    bad: list[str], at: int, name_cr: bool
+) -> None:
+    # DuckDB's strict reader gives up on a file with a CR that ends no line; advisor then reads
+    # the lines itself. Inserting a CR-only line must change nothing else: the same rows, the
+    # same rejects at their true line numbers (its lenient reader cut the extra fields off
+    # a line with the delimiter in its free text, and counted the CR as a line end).
+    lines = [HEADER, _good(1), _good(2) + "|with|pipes"]
+    for i, b in enumerate(bad):
+        lines += [b, _good(100 + i)]
+    lines.append(_good(3).replace("good3", "a\rb" if name_cr else "ab"))
+    # before a good record (a line after a record that does not start like one continues its
+    # last field: a CR line in between would rightly change that)
+    starts = [i for i in range(1, len(lines)) if lines[i].startswith(("1|", "2|", "3|"))]
+    cut = starts[at % len(starts)]
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "plain.txt"
+        with_cr = Path(tmp) / "cr.txt"
+        plain.write_bytes(("\n".join(lines) + "\n").encode().replace(b"\r", b"R"))
+        crlines = [*lines[:cut], "\r", *lines[cut:]]
+        with_cr.write_bytes(("\n".join(crlines) + "\n").encode())
+        jobs_plain, rej_plain, counts_plain = _load_rows(plain)
+        jobs_cr, rej_cr, counts_cr = _load_rows(with_cr)
+    assert counts_cr == counts_plain
+    # the one CR inside a job name is the only difference between the files' records
+    assert [tuple(str(v).replace("\r", "R") for v in r) for r in jobs_cr] == [
+        tuple(str(v) for v in r) for r in jobs_plain
+    ]
+    shifted = [(ln + 1 if ln > cut else ln, *rest) for ln, *rest in rej_plain]
+    assert [(ln, f, raw.replace("\r", "R"), why) for ln, f, raw, why in rej_cr] == shifted
+    two = next(r for r in jobs_cr if r[1] == 2)  # job_id_raw 2: the pipes went to free text
+    assert "with|pipes" in "|".join(str(v) for v in two)

@@ -128,9 +128,7 @@ def load(
         if pl.count(con, query("ingest/bulk_overlap"), ids_param):
             raise _HandOver
         progress(label, 2, pl.STAGES)
-        if _has_rejects(con) and _has_cr(hasher):
-            # DuckDB's line numbers of rejects and ours disagree around a carriage return:
-            # the careful path's repair (held equal by tests everywhere else) takes the file
+        if pl.cr_misnumbers_rejects(con, hasher):  # the careful path reads such files by line
             raise _HandOver
         # lines DuckDB read above but not with every column checked (prescan, steps)
         unread, unread_allocs = _unread_lines(con, layout)
@@ -205,15 +203,6 @@ def _alloc_src(src: str) -> str:
         f"SELECT * FROM ({src}) AS s"  # noqa: S608
         " WHERE coalesce(NOT ing_is_step(jobid, jobidraw), TRUE)"
     )
-
-
-def _has_cr(hasher: pl.Hasher) -> bool:
-    hasher.join()
-    return hasher.has_cr
-
-
-def _has_rejects(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(pl.count(con, f"SELECT count(*) FROM (SELECT 1 FROM {text.REJ_ERRORS} LIMIT 1)"))  # noqa: S608
 
 
 def _unread_lines(con: duckdb.DuckDBPyConnection, layout: detect.TextLayout) -> tuple[int, int]:

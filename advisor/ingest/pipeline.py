@@ -124,7 +124,8 @@ def ingest_path(
             if fmt != "sacct-text":
                 raise
             # DuckDB's strict CSV reader gives up on a whole file for some bytes (a bare CR on a
-            # line of its own): load the file again, letting a CR end a line.
+            # line of its own): load the file again, its lines read in Python
+            # (text.read_by_line).
             summary = _load(
                 con, path, compression, head, fmt, options, progress, label, hasher, False
             )
@@ -158,7 +159,7 @@ def _load(
             done = bulk.load(con, path, compression, head, options, progress, label, hasher, strict)
             if done is not None:
                 return done
-        loaded = _read(con, path, compression, head, fmt, options, label, strict)
+        loaded = _read(con, path, compression, head, fmt, options, label, strict, hasher)
         progress(label, 1, STAGES)
         rejects = collect_rejects(con, loaded)
         allocations = count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
@@ -264,6 +265,7 @@ def _read(
     options: IngestOptions,
     label: str,
     strict: bool,
+    hasher: Hasher,
 ) -> Loaded:
     """Read and parse the source into temp table ``parsed``."""
     base: dict[str, object] = {"cluster": options.cluster, "tz": options.source_tz}
@@ -272,15 +274,27 @@ def _read(
         base["atres_known"] = "alloctres" in layout.columns
         raw_text = text.raw_text_expr(layout)
         text.drop_reject_tables(con)
-        parse(
-            con,
-            text.csv_src_sql(layout),
-            raw_text,
-            {**base, **text.csv_params(path, compression, layout, strict=strict)},
-            create=True,
-        )
-        accepted = count(con, "SELECT count(*) FROM parsed")
-        fix = text.repair(con, path, compression, layout, accepted)
+        by_line = not strict  # a carriage return DuckDB's reader cannot take
+        if strict:
+            parse(
+                con,
+                text.csv_src_sql(layout),
+                raw_text,
+                {**base, **text.csv_params(path, compression, layout, strict=strict)},
+                create=True,
+            )
+            by_line = cr_misnumbers_rejects(con, hasher)
+            if not by_line:
+                accepted = count(con, "SELECT count(*) FROM parsed")
+                fix = text.repair(con, path, compression, layout, accepted)
+        if by_line:  # read the lines in Python
+
+            def take(first: bool) -> None:
+                parse(con, text.good_src_sql(layout), raw_text,
+                      {**base, "delim": layout.delimiter}, create=first)  # fmt: skip
+
+            text.drop_reject_tables(con)
+            fix = text.read_by_line(con, path, compression, layout, take)
         if fix.rows:
             parse(
                 con,
@@ -333,6 +347,16 @@ def _fill_raw(con: duckdb.DuckDBPyConnection, records: list[dict[str, str | int 
     con.register("ing_records", pa.table(cols))
     con.execute("CREATE TEMP TABLE raw AS SELECT * FROM ing_records")
     con.unregister("ing_records")
+
+
+def cr_misnumbers_rejects(con: duckdb.DuckDBPyConnection, hasher: Hasher) -> bool:
+    """Whether DuckDB's read (its reject tables) rejected lines of a file that holds a carriage
+    return: DuckDB then numbers lines differently from the file's newlines (it counts a CR
+    before a newline as a line of its own), so its rejects cannot be found in the file."""
+    if not count(con, f"SELECT count(*) FROM (SELECT 1 FROM {text.REJ_ERRORS} LIMIT 1)"):  # noqa: S608
+        return False
+    hasher.join()
+    return hasher.has_cr
 
 
 def gpu_map(
