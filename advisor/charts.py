@@ -225,12 +225,12 @@ def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 2
         .mark_bar()
         .encode(
             x=alt.X("threshold:N", sort=order, title="cores per GPU"),
-            xOffset="weighted_by:N",
+            xOffset=alt.XOffset("weighted_by:N"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
                     title="share below"),
             color=alt.Color("weighted_by:N", title="weighted by"),
-            tooltip=["gpu_type:N", "threshold:N", "weighted_by:N",
-                     alt.Tooltip("share:Q", format=".1%")],
+            tooltip=[alt.Tooltip("gpu_type:N"), alt.Tooltip("threshold:N"),
+                     alt.Tooltip("weighted_by:N"), alt.Tooltip("share:Q", format=".1%")],
         )
         .properties(width=width, height=height)
         .facet(column=alt.Column("gpu_type:N", title=None))
@@ -259,9 +259,9 @@ def trend_chart(
             strokeDash=alt.StrokeDash(
                 "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[6, 3], [1, 0]])
             ),
-            detail="quantile:N",
-            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "quantile:N",
-                     alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+            detail=alt.Detail("quantile:N"),
+            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip(f"{group}:N"),
+                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
         .properties(width=width, height=height)
     )
@@ -285,7 +285,8 @@ def top_bar_chart(
         .encode(
             y=alt.Y(f"{name}:N", sort="-x", title=None),
             x=alt.X(f"{value}:Q", title=title),
-            tooltip=[f"{name}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), *tooltip],
+            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.1f"),
+                     *(alt.Tooltip(t) for t in tooltip)],
         )
         .properties(width=width, height=alt.Step(22))
     )
