@@ -534,6 +534,10 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     return _people_key_columns(sql, q.by)
 
 
+_BIGINT_GROUPS = 2**62
+"""Group numbers below this fit a BIGINT (:func:`_people_group_number`)."""
+
+
 def _people_group_number(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> str:
     """A SQL expression over ratio_people ``p`` that numbers the groups of ``by`` (people keys):
     the keys' per-column ids combined as digits of mixed radix, so that the numbers are distinct
@@ -546,7 +550,7 @@ def _people_group_number(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> s
     ).fetchone()
     assert row is not None
     radix = [int(x) for x in row]
-    wide = math.prod(radix) >= 2**62  # BIGINT would overflow: number groups as HUGEINT
+    wide = math.prod(radix) >= _BIGINT_GROUPS  # BIGINT would overflow: number them as HUGEINT
     expr = "0"
     for k, r in zip(by, radix, strict=True):
         expr = f"({expr}) * {r} + p.{k}_id::{'HUGEINT' if wide else 'BIGINT'}"
