@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor import ratios, store  # noqa: E402
-from advisor.ratios import RatioQuery, Weight  # noqa: E402
+from advisor.ratios import RatioQuery, TargetQuery, Weight  # noqa: E402
 
 # (cluster, gpu_type, share of jobs), and per group the ratio categories with their shares.
 _RATIOS = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0]
@@ -201,7 +201,7 @@ def main() -> None:
             ),
         ),
         (
-            "by user+partition+gpu_type, GPU-hours, Q2 (dashboard Who)",
+            "by user+partition+gpu_type, GPU-hours, Q2 (every group)",
             lambda: ratios.ratio_summary(
                 con,
                 RatioQuery(
@@ -209,6 +209,21 @@ def main() -> None:
                     weight=Weight.gpu_hours,
                     start=_Q2[0],
                     end=_Q2[1],
+                ),
+            ),
+        ),
+        (
+            "the same, top 15 below 8 cores/GPU (the Who page)",
+            lambda: ratios.below_target(
+                con,
+                TargetQuery(
+                    RatioQuery(
+                        by=("user", "partition", "gpu_type"),
+                        weight=Weight.gpu_hours,
+                        start=_Q2[0],
+                        end=_Q2[1],
+                    ),
+                    fixed_cores_per_gpu=8.0,
                 ),
             ),
         ),
