@@ -517,21 +517,29 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     the month / GPU count / interactive columns that ``q`` groups by; ``only_pids`` keeps only
     the cube rows of the pids in the ``$pids`` parameter."""
     keep = set(q.by)
-    over_time = _people_over_time(q)
-    sql = (
-        query("ratios/cube_people_facts")
-        .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
-        .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
-        .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if only_pids else "TRUE")
+    sql = _people_cube_query("ratios/cube_people_facts", q).replace(
+        "{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if only_pids else "TRUE"
     )
     # Only fixed column names or typed NULLs are spliced in.
     for name, column, null in (
+        *((k, f"p.{quote_ident(k)}", "NULL::VARCHAR") for k in sorted(_PEOPLE_KEYS)),
         ("month", "month", "NULL::DATE"),
         ("gpu_count", "gpus", "NULL::INTEGER"),
         ("interactive", "interactive", "NULL::VARCHAR"),
     ):
         sql = sql.replace("{{" + name + "}}", column if name in keep else null)
-    return _people_key_columns(sql, q.by)
+    return sql
+
+
+def _people_cube_query(name: str, q: RatioQuery) -> str:
+    """The SQL file ``name`` with its people cube ({{cube}}: the all-time or the per-month one)
+    and that cube's month and state conditions ({{over_time}}) chosen for ``q``."""
+    over_time = _people_over_time(q)
+    return (
+        query(name)
+        .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
+        .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
+    )
 
 
 _BIGINT_GROUPS = 2**62
@@ -555,14 +563,6 @@ def _people_group_number(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> s
     for k, r in zip(by, radix, strict=True):
         expr = f"({expr}) * {r} + p.{k}_id::{'HUGEINT' if wide else 'BIGINT'}"
     return expr
-
-
-def _people_key_columns(sql: str, by: Sequence[str]) -> str:
-    """``sql`` with each people key placeholder ({{cluster}} ... {{user}}) replaced by the
-    column ``p.<key>`` of ratio_people when ``by`` groups by it, else by a typed NULL."""
-    for k in sorted(_PEOPLE_KEYS):
-        sql = sql.replace("{{" + k + "}}", f"p.{quote_ident(k)}" if k in by else "NULL::VARCHAR")
-    return sql
 
 
 def _sql(name: str, by: Sequence[str], facts: str) -> str:
@@ -767,11 +767,8 @@ def below_target(
         and facts != query("ratios/jobs_facts")
     )
     if people:
-        over_time = _people_over_time(q)
         sql = (
-            query("ratios/below_target_people")
-            .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
-            .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
+            _people_cube_query("ratios/below_target_people", q)
             .replace("{{gid}}", _people_group_number(con, q.by))
             .replace("{{names}}", ", ".join(
                 f"any_value(p.{quote_ident(k)}) AS {quote_ident(k)}" for k in q.by
