@@ -150,6 +150,9 @@ def main() -> None:
             "GROUP BY gpu_type"
         ).fetchall()
 
+    who_q2 = RatioQuery(
+        by=("user", "partition", "gpu_type"), weight=Weight.gpu_hours, start=_Q2[0], end=_Q2[1]
+    )
     cases: list[tuple[str, Callable[[], object]]] = [
         ("by gpu_type", lambda: ratios.ratio_summary(con, RatioQuery(by=("gpu_type",)))),
         (
@@ -202,30 +205,11 @@ def main() -> None:
         ),
         (
             "by user+partition+gpu_type, GPU-hours, Q2 (every group)",
-            lambda: ratios.ratio_summary(
-                con,
-                RatioQuery(
-                    by=("user", "partition", "gpu_type"),
-                    weight=Weight.gpu_hours,
-                    start=_Q2[0],
-                    end=_Q2[1],
-                ),
-            ),
+            lambda: ratios.ratio_summary(con, who_q2),
         ),
         (
             "the same, top 15 below 8 cores/GPU (the Who page)",
-            lambda: ratios.below_target(
-                con,
-                TargetQuery(
-                    RatioQuery(
-                        by=("user", "partition", "gpu_type"),
-                        weight=Weight.gpu_hours,
-                        start=_Q2[0],
-                        end=_Q2[1],
-                    ),
-                    fixed_cores_per_gpu=8.0,
-                ),
-            ),
+            lambda: ratios.below_target(con, TargetQuery(who_q2, fixed_cores_per_gpu=8.0)),
         ),
         (
             "by account+month (1,440 groups)",
