@@ -23,6 +23,11 @@ from advisor.errors import NotFoundError, StoreError
 
 DEFAULT_DB = "advisor.duckdb"
 DB_ENV = "ADVISOR_DB"
+# The storage format of a database file this code creates (an existing file keeps its own).
+# v1.3.0 brings DICT_FSST string compression: writing the 4.65M-row jobs table takes about
+# 9 CPU-s instead of about 13, in a file of the same size (bench/bench_ingest.py); DuckDB
+# before 1.3 cannot open such a file, hence the duckdb>=1.3 pin.
+STORAGE_VERSION = "v1.3.0"
 
 _MIGRATION_RE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -131,11 +136,16 @@ def connect(
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(str(path))
+        con = _open_writable(path)
     except duckdb.Error as exc:
         raise StoreError(f"{path}: cannot open: {exc}") from exc
     migrate(con)
     return con
+
+
+def _open_writable(path: Path) -> duckdb.DuckDBPyConnection:
+    """A read-write connection; a new file is created in :data:`STORAGE_VERSION`."""
+    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
 
 
 def quote_ident(name: str) -> str:
@@ -146,7 +156,7 @@ def quote_ident(name: str) -> str:
 def migrate_db(db: str | os.PathLike[str] | None = None) -> list[int]:
     """Open (creating) the database and apply pending migrations; return the versions applied."""
     path = resolve_db_path(db)
-    con = duckdb.connect(str(path))
+    con = _open_writable(path)
     try:
         return migrate(con)
     finally:

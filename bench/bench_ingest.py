@@ -5,7 +5,8 @@ N lines like the research's 4.65M-record export; ``--fields 17`` keeps the 17 fi
 uses most, the shape the issue's own figures were measured on: a 17-field, 1.2 GB file), then
 measures in this one process, one after the other, each into a fresh DuckDB file:
 
-1. raw:    ``CREATE TABLE AS SELECT * FROM read_csv(file, all_varchar=true)`` (the floor: no parsing);
+1. raw:    ``CREATE TABLE AS SELECT * FROM read_csv(file, all_varchar=true)`` (the floor: no parsing),
+           in DuckDB's default file format, then again in the one advisor creates (store.py);
 2. pandas: the obvious approach: pandas.read_csv in chunks, then a Python loop over the lines
            (itertuples) parsing TRES, times and durations, rows appended to DuckDB;
 3. advisor: ``advisor.ingest.ingest_files`` (parse, fold, upsert, rejects, one transaction; on a
@@ -41,6 +42,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.ingest import ingest_files  # noqa: E402
+from advisor.store import STORAGE_VERSION  # noqa: E402
 from advisor.synth import SynthConfig, generate  # noqa: E402
 
 
@@ -70,10 +72,13 @@ class PeakRss:
         self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
-def raw_materialise(path: Path, db: Path) -> int:
+def raw_materialise(path: Path, db: Path, storage_version: str | None = None) -> int:
+    """The issue's floor, in DuckDB's default file format, or with ``storage_version`` in
+    the one advisor creates its files in (store.STORAGE_VERSION)."""
     import duckdb
 
-    con = duckdb.connect(str(db))
+    config = {"storage_compatibility_version": storage_version} if storage_version else {}
+    con = duckdb.connect(str(db), config=config)
     con.execute("SET enable_progress_bar = false")
     con.execute(
         "CREATE TABLE raw AS SELECT * FROM read_csv(?, all_varchar = true, delim = '|', "
@@ -193,13 +198,13 @@ def advisor_ingest(path: Path, db: Path) -> int:
 
 
 def measure(name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path) -> dict[str, float]:
-    db = tmp / f"{name}.duckdb"
+    db = tmp / f"{name.replace(' ', '-')}.duckdb"
     with PeakRss() as rss:
         t0 = time.perf_counter()
         rows = fn(path, db)
         secs = time.perf_counter() - t0
     print(
-        f"{name:>8}: {secs:8.2f} s  {rows:>10,} rows  peak RSS {rss.peak / 2**20:8.0f} MB",
+        f"{name:>12}: {secs:8.2f} s  {rows:>10,} rows  peak RSS {rss.peak / 2**20:8.0f} MB",
         flush=True,
     )
     return {"s": secs, "rows": rows, "rss": rss.peak}
@@ -233,10 +238,16 @@ def main() -> None:
             f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared: noisy)"
         )
         raw = measure("raw", raw_materialise, path, tmp)
+        raw13 = measure(
+            f"raw {STORAGE_VERSION}", lambda p, d: raw_materialise(p, d, STORAGE_VERSION), path, tmp
+        )
         adv = measure("advisor", advisor_ingest, path, tmp)
         pdm = None if args.skip_pandas else measure("pandas", pandas_python, path, tmp)
         print()
         print(f"advisor / raw materialise : {adv['s'] / raw['s']:.2f}x  (target <= 2x)")
+        print(
+            f"  raw in advisor's format : {adv['s'] / raw13['s']:.2f}x  ({STORAGE_VERSION} files)"
+        )
         if pdm:
             print(f"pandas / advisor          : {pdm['s'] / adv['s']:.2f}x  (target >= 3x)")
         print(f"advisor seconds           : {adv['s']:.1f} s  (target < 20 s at 4.65M)")

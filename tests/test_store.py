@@ -30,6 +30,36 @@ def test_connect_creates_a_real_file_with_every_migration(db_path):
     assert db_path.exists()
 
 
+def _storage_version(con: duckdb.DuckDBPyConnection) -> str:
+    [(tags,)] = con.execute(
+        "SELECT tags FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return str(tags["storage_version"])
+
+
+def test_a_new_file_gets_the_newer_storage_format_and_an_old_file_keeps_its_own(tmp_path):
+    new = tmp_path / "new.duckdb"
+    store.connect(new).close()
+    store.migrate_db(tmp_path / "migrated.duckdb")
+    for path in (new, tmp_path / "migrated.duckdb"):
+        con = duckdb.connect(str(path), read_only=True)
+        # DICT_FSST (faster string writes) needs the v1.3 format; DuckDB's default is older
+        assert _storage_version(con) >= "v1.3.0", path
+        con.close()
+    old = tmp_path / "old.duckdb"
+    duckdb.connect(str(old)).close()  # DuckDB's default format
+    default = duckdb.connect(str(old), read_only=True)
+    before = _storage_version(default)
+    default.close()
+    assert before < "v1.3.0"
+    con = store.connect(old)
+    con.execute("CREATE TABLE t AS SELECT 'x' || range AS s FROM range(10)")
+    con.close()
+    con = duckdb.connect(str(old), read_only=True)
+    assert _storage_version(con) == before
+    con.close()
+
+
 def test_migrating_twice_applies_nothing_the_second_time(db_path):
     con = store.connect(db_path)
     assert store.migrate(con) == []
