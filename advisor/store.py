@@ -80,6 +80,15 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The migrations not applied to this database yet (a number below the highest applied one
+    can be new too)."""
+    applied = {0}
+    if schema_version(con):
+        applied |= {int(r[0]) for r in con.execute("SELECT version FROM schema_version").fetchall()}
+    return [v for v, _, _ in migrations() if v not in applied]
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Apply every migration not yet applied, each in its own transaction; return those applied."""
     con.execute(
@@ -124,12 +133,11 @@ def connect(
             con = duckdb.connect(str(path), read_only=True)
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot open read-only: {exc}") from exc
-        latest = migrations()[-1][0]
-        have = schema_version(con)
-        if have < latest:
+        have, missing = schema_version(con), pending(con)
+        if missing:
             con.close()
             raise StoreError(
-                f"{path}: schema version {have} is older than this advisor's {latest}; "
+                f"{path}: schema version {have} lacks migrations {missing} of this advisor; "
                 f"run `advisor db migrate --db {path}` once"
             )
         return con

@@ -166,6 +166,30 @@ def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(
     assert s.inserted == 1
 
 
+def test_a_key_shared_with_stored_rows_rolls_the_bulk_load_back(
+    tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check after the bulk insert (bulk_overlap.sql) is what keeps the key unique when
+    the range test before it misses: here it is told that nothing is stored nearby."""
+    db = tmp_path / "advisor.duckdb"
+    ingest_files(db, [synth_few_steps])
+    careful_reads: list[str] = []
+    real_read = pipeline._read
+    monkeypatch.setattr(
+        pipeline, "_read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
+    )
+    monkeypatch.setattr(bulk_mod, "_stored_near", lambda *a, **k: False)
+    [again] = ingest_files(db, [synth_few_steps])
+    assert careful_reads == ["x"]  # the bulk transaction was rolled back first
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 6_000)
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute(
+        "SELECT count(*), count(DISTINCT (cluster, job_id_raw, submit)), count(DISTINCT ingest_id)"
+        " FROM jobs"
+    ).fetchall() == [(6_000, 6_000, 1)]
+    con.close()
+
+
 HEADER = "JobID|JobIDRaw|Cluster|State|Submit|Start|End|Elapsed|NCPUS|AllocTRES|JobName|SubmitLine"
 
 

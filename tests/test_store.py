@@ -24,8 +24,18 @@ def test_connect_creates_a_real_file_with_every_migration(db_path):
     con = store.connect(db_path)
     latest = store.migrations()[-1][0]
     assert store.schema_version(con) == latest
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    assert {"jobs", "ingests", "rejects", "nodes", "bench_runs", "bench_requests", "calibration"} <= tables
+    tables = {
+        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
+    assert {
+        "jobs",
+        "ingests",
+        "rejects",
+        "nodes",
+        "bench_runs",
+        "bench_requests",
+        "calibration",
+    } <= tables
     con.close()
     assert db_path.exists()
 
@@ -78,14 +88,39 @@ def test_read_only_open_of_an_old_schema_names_the_migrate_command(db_path):
         store.connect(db_path, read_only=True)
 
 
-def test_jobs_key_keeps_requeued_jobs_apart_and_rejects_true_duplicates(db_path):
+def test_jobs_has_no_key_index_but_its_key_columns_are_required(db_path):
+    """The ingest keeps (cluster, job_id_raw, submit) unique (test_ingest*.py); migration 011
+    dropped the constraint, whose index doubled the file."""
     con = store.connect(db_path)
-    ins = "INSERT INTO jobs (cluster, job_id_raw, submit, job_id) VALUES (?, ?, ?, ?)"
-    con.execute(ins, ["c", 7, "2024-01-01 00:00:00", "7"])
-    con.execute(ins, ["c", 7, "2024-06-01 00:00:00", "7"])  # job id reused later
+    constraints = con.execute(
+        "SELECT constraint_type, constraint_column_names FROM duckdb_constraints()"
+        " WHERE table_name = 'jobs' ORDER BY constraint_index"
+    ).fetchall()
+    assert constraints == [
+        ("NOT NULL", ["cluster"]),
+        ("NOT NULL", ["job_id_raw"]),
+        ("NOT NULL", ["submit"]),
+        ("NOT NULL", ["job_id"]),
+        ("NOT NULL", ["gpus"]),
+    ]
+    con.execute(
+        "INSERT INTO jobs (cluster, job_id_raw, submit, job_id) VALUES ('c', 7, '2024-01-01', '7')"
+    )
+    assert con.execute("SELECT gpus FROM jobs").fetchall() == [(0,)]  # the default survived
     with pytest.raises(duckdb.ConstraintException):
-        con.execute(ins, ["c", 7, "2024-01-01 00:00:00", "7"])
-    assert con.execute("SELECT count(*) FROM jobs").fetchone() == (2,)
+        con.execute("INSERT INTO jobs (cluster, job_id_raw, job_id) VALUES ('c', 8, '8')")
+    con.close()
+
+
+def test_a_migration_numbered_below_the_newest_is_still_required(db_path):
+    store.connect(db_path).close()
+    con = duckdb.connect(str(db_path))
+    con.execute("DELETE FROM schema_version WHERE version = 11")
+    con.close()
+    with pytest.raises(StoreError, match=r"lacks migrations \[11\].*advisor db migrate"):
+        store.connect(db_path, read_only=True)
+    assert store.migrate_db(db_path) == [11]
+    store.connect(db_path, read_only=True).close()
 
 
 def test_unknown_query_name_is_a_clear_error():

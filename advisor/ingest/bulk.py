@@ -11,12 +11,11 @@ bulk load and a careful load of one file store the same rows and the same reject
    near that range (stored_near.sql): the careful path instead.
 2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
 3. In the file's transaction: the bulk insert (insert_all.sql over fold.sql over parse.sql over
-   the file, keeping the lines DuckDB cannot read); a key shared with a stored row after all
-   (bulk_overlap.sql) rolls it back and the careful path runs. The unreadable lines are
+   the file, keeping the lines DuckDB cannot read); a key twice, in the file or shared with a
+   stored row after all (bulk_overlap.sql), rolls it back and the careful path runs. The unreadable lines are
    repaired (text.repair) and replace the rows of their key. When fewer allocation rows went in
    than the file has, one more read finds the unparsable ones for ``rejects``; if the counts
-   still disagree the load is rolled back and runs the careful way, as it does when the file
-   holds a key twice (the primary key of ``jobs`` refuses the insert). Steps without their
+   still disagree the load is rolled back and runs the careful way. Steps without their
    allocation are rejects.
 """
 
@@ -117,15 +116,12 @@ def load(
     try:
         ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
         ids_param: dict[str, object] = {"ingest_id": ingest_id}
-        try:
-            inserted = pl.count(
-                con,
-                _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
-                {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
-            )
-        except duckdb.ConstraintException as exc:  # a key twice in the file
-            raise _HandOver from exc
-        if pl.count(con, query("ingest/bulk_overlap"), ids_param):
+        inserted = pl.count(
+            con,
+            _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
+            {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
+        )
+        if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
             raise _HandOver
         progress(label, 2, pl.STAGES)
         if pl.cr_misnumbers_rejects(con, hasher):  # the careful path reads such files by line
@@ -253,11 +249,7 @@ def _add_repaired(
         ),
         ids_param,
     ).fetchall()
-    assign = ", ".join(
-        f"{quote_ident(c)} = s.{quote_ident(c)}"
-        for c, ch in zip(values, changed, strict=True)
-        if ch
-    )
+    assign = pl.assignments([c for c, ch in zip(values, changed, strict=True) if ch], "s")
     if assign:
         con.execute(
             query("ingest/bulk_replace_repaired")

@@ -405,12 +405,13 @@ def _process(
     progress(label, 3, STAGES)
     if count(con, query("ingest/overlap")):
         staged = count(con, "SELECT count(*) FROM stage")
-        row, new, old = _merge_parts(con, loaded.present)
+        row, new, old, assign = _merge_parts(con, loaded.present)
         replace_sql = (
             query("ingest/replace_changed")
             .replace("{{row}}", row)
             .replace("{{new}}", new)
             .replace("{{old}}", old)
+            .replace("{{set}}", assign)
         )
         updated = count(con, replace_sql, {"ingest_id": ingest_id})
         inserted = count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
@@ -471,10 +472,13 @@ def finish(
     )
 
 
-def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str]:
+def _merge_parts(
+    con: duckdb.DuckDBPyConnection, present: set[str]
+) -> tuple[str, str, str, str]:
     """The pieces of replace_changed.sql for a source with the fields ``present``: the row
     written (``s.*``, with stored values for the columns the source lacks and for a stored
-    interactive verdict on stronger evidence), and the compared columns, new and stored."""
+    interactive verdict on stronger evidence), the compared columns, new and stored, and the
+    assignment of every column but the key from that row (``r``)."""
     cols = [str(d[0]) for d in con.execute("SELECT * FROM stage LIMIT 0").description]
     replaced: list[str] = []
     new: list[str] = []
@@ -498,7 +502,13 @@ def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str
         new.append(expr)
         old.append(f"j.{q}")
     row = "s.*" + (f" REPLACE ({', '.join(replaced)})" if replaced else "")
-    return row, ", ".join(new), ", ".join(old)
+    assign = assignments([c for c in cols if c not in KEY_COLUMNS], "r")
+    return row, ", ".join(new), ", ".join(old), assign
+
+
+def assignments(columns: list[str], source: str) -> str:
+    """``"c" = source."c", ...``: the SET list of an UPDATE ... FROM ``source``."""
+    return ", ".join(f"{quote_ident(c)} = {source}.{quote_ident(c)}" for c in columns)
 
 
 def collect_rejects(

@@ -1,18 +1,16 @@
--- Whether rows that a bulk load inserted (ingest $ingest_id) share a key with rows stored
--- before it. When they do the load is rolled back and runs again as an upsert (pipeline.py).
--- The cheap range test first: stored rows of the same clusters within the new submit range.
+-- Whether a key of the rows a bulk load inserted (ingest $ingest_id) occurs twice in `jobs`:
+-- the file holds it twice, or a row stored before shares it. Either way the load is rolled
+-- back and runs again the careful way (pipeline.py), which folds a file's duplicates and
+-- upserts. `jobs` has no key constraint (migration 011): this check keeps the key unique.
+-- Only rows of the same clusters within the new submit range can share a key.
 WITH n AS (
     SELECT list(DISTINCT cluster) AS clusters, min(submit) AS lo, max(submit) AS hi
     FROM jobs WHERE ingest_id = $ingest_id
-), near AS (
-    SELECT o.cluster, o.job_id_raw, o.submit
-    FROM jobs o, n
-    WHERE o.ingest_id IS DISTINCT FROM $ingest_id
-      AND list_contains(n.clusters, o.cluster) AND o.submit BETWEEN n.lo AND n.hi
 )
 SELECT EXISTS (
-    SELECT 1 FROM near
-    JOIN jobs j ON j.cluster = near.cluster AND j.job_id_raw = near.job_id_raw
-        AND j.submit = near.submit
-    WHERE j.ingest_id = $ingest_id
+    SELECT 1
+    FROM jobs j, n
+    WHERE list_contains(n.clusters, j.cluster) AND j.submit BETWEEN n.lo AND n.hi
+    GROUP BY j.cluster, j.job_id_raw, j.submit
+    HAVING count(*) > 1
 )
