@@ -86,17 +86,23 @@ def load(
     }
     raw_text = text.raw_text_expr(layout)
     skip = text.csv_params(path, compression, layout, strict, keep_rejects=False)
+    text.drop_reject_tables(con)
     [row] = con.execute(
-        query("ingest/prescan").replace(
-            "{{src}}", text.csv_src_sql(layout, keep_rejects=False, only=_PRESCAN_FIELDS)
-        ),
-        {"cluster": options.cluster, **skip},
+        query("ingest/prescan").replace("{{src}}", text.csv_src_sql(layout, only=_PRESCAN_FIELDS)),
+        {"cluster": options.cluster, **text.csv_params(path, compression, layout, strict)},
     ).fetchall()
     records, steps, clusters, first, last, typed_tres, alloc_gres = row
     if steps > _MAX_STEP_SHARE * records:
         return None
     if records and _stored_near(con, clusters or [], first, last, options.source_tz):
         return None
+    # The lines the prescan could not read, repaired now: a record a newline split in its last
+    # field then goes into the bulk insert whole, not as its first half updated afterwards (an
+    # update among millions of fresh rows made the commit 2.4 s slower).
+    early_bad = text.reject_lines(con)
+    early = text.repair(con, path, compression, layout, records) if early_bad else None
+    tails = early is not None and text.store_tail_fix(con, layout, early)
+    text.drop_reject_tables(con)
     progress(label, 1, pl.STAGES)
     ids = text.csv_src_sql(layout, keep_rejects=False, only=_ID_FIELDS)
     pl.parse(con, _step_src(ids) if steps else f"{ids} LIMIT 0", "CAST(NULL AS VARCHAR)", {**base, **skip},
@@ -109,18 +115,26 @@ def load(
                  where="bad_field IS NOT NULL")  # fmt: skip
     _tres_names(con, typed_tres or [], alloc_gres or [])
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
-    src = _alloc_src(text.csv_src_sql(layout))
+    src = text.csv_src_sql(layout)
+    src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)
     body = query("ingest/parse").replace("{{src}}", src).replace("{{raw_text}}", raw_text)
     text.drop_reject_tables(con)
     con.execute("BEGIN TRANSACTION")
     try:
         ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
         ids_param: dict[str, object] = {"ingest_id": ingest_id}
-        inserted = pl.count(
-            con,
-            _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
-            {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
-        )
+        # DuckDB guesses a few dozen rows for read_csv: it would build the tail_fix join's hash
+        # table over the file (7.5 s) instead of over tail_fix. Every join of this statement
+        # has its small side on the right, so the sides stay as written.
+        con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+        try:
+            inserted = pl.count(
+                con,
+                _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
+                {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
+            )
+        finally:
+            con.execute("RESET disabled_optimizers")
         if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
             raise _HandOver
         progress(label, 2, pl.STAGES)
@@ -128,7 +142,10 @@ def load(
             raise _HandOver
         # lines DuckDB read above but not with every column checked (prescan, steps)
         unread, unread_allocs = _unread_lines(con, layout)
-        fix = text.repair(con, path, compression, layout, records - unread)
+        if early is not None and not unread and text.reject_lines(con) == early_bad:
+            fix = early  # the same lines: temp raw_fix holds their repair already
+        else:
+            fix = text.repair(con, path, compression, layout, records - unread)
         text.drop_reject_tables(con)
         if fix.rows:
             _add_repaired(con, layout, raw_text, base, options, ingest_id)
@@ -147,8 +164,8 @@ def load(
         progress(label, 3, pl.STAGES)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         loaded = pl.Loaded(
-            "sacct-text", present, fix.lines_read, fix.rejects, fix.tails, layout, path,
-            compression,
+            "sacct-text", present, fix.lines_read, fix.rejects,
+            text.allocation_tails(layout, fix), layout, path, compression,
         )  # fmt: skip
         rejects = pl.collect_rejects(con, loaded, orphans=("ingest/bulk_orphan_steps", ingest_id))
         pl.store_rejects(con, ingest_id, label, rejects)
@@ -226,7 +243,7 @@ def _add_repaired(
     pl.parse(con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter},
              create=False)  # fmt: skip
     con.execute("DROP TABLE IF EXISTS raw_fix")
-    con.execute(query("ingest/bulk_steps_read_twice"))
+    con.execute(query("ingest/steps_read_twice"))
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
     ids_param: dict[str, object] = {"ingest_id": ingest_id}
     alloc = query("ingest/alloc_repaired")

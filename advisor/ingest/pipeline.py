@@ -47,7 +47,7 @@ class Loaded:
     present: set[str]  # canonical fields the source has
     lines_read: int
     line_rejects: list[text.LineReject]
-    tails: int = 0  # records counted twice (a repaired record and its half read before)
+    tails: int = 0  # allocations counted twice (a repaired record and its half read before)
     layout: detect.TextLayout | None = None
     path: Path | None = None
     compression: str | None = None
@@ -179,7 +179,8 @@ def _load(
     finally:
         for stmt in ("DROP VIEW IF EXISTS stage", "DROP TABLE IF EXISTS parsed",
                      "DROP TABLE IF EXISTS dupkeys", "DROP TABLE IF EXISTS gmap",
-                     "DROP TABLE IF EXISTS raw_fix", "DROP TABLE IF EXISTS tres_names"):  # fmt: skip
+                     "DROP TABLE IF EXISTS raw_fix", "DROP TABLE IF EXISTS tres_names",
+                     "DROP TABLE IF EXISTS tail_fix"):  # fmt: skip
             with contextlib.suppress(duckdb.Error):
                 con.execute(stmt)
     return summary
@@ -303,12 +304,15 @@ def _read(
                 {**base, "delim": layout.delimiter},
                 create=False,
             )
+            if fix.tails:
+                con.execute(query("ingest/steps_read_twice"))
         con.execute("DROP TABLE IF EXISTS raw_fix")
         text.drop_reject_tables(con)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         return Loaded(
-            fmt, present, fix.lines_read, fix.rejects, fix.tails, layout, path, compression
-        )
+            fmt, present, fix.lines_read, fix.rejects, text.allocation_tails(layout, fix),
+            layout, path, compression,
+        )  # fmt: skip
     if fmt == "sacct-json":
         from advisor.ingest import jsonfmt
 
@@ -472,9 +476,7 @@ def finish(
     )
 
 
-def _merge_parts(
-    con: duckdb.DuckDBPyConnection, present: set[str]
-) -> tuple[str, str, str, str]:
+def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str, str]:
     """The pieces of replace_changed.sql for a source with the fields ``present``: the row
     written (``s.*``, with stored values for the columns the source lacks and for a stored
     interactive verdict on stronger evidence), the compared columns, new and stored, and the

@@ -43,7 +43,13 @@ class TextRepair:
     lines_read: int  # job and step records read (rejected lines included), not the header
     rejects: list[LineReject]
     rows: list[tuple[int, list[str]]]  # (physical line, fields) of repaired records
-    tails: int  # repaired records whose first half DuckDB had already read
+    # the lines of the repaired records whose first half DuckDB had already read as a record
+    # (a newline in the last field): the line of that first half
+    tail_lines: list[int]
+
+    @property
+    def tails(self) -> int:
+        return len(self.tail_lines)
 
 
 def _missing_columns(layout: TextLayout, only: tuple[str, ...] | None = None) -> str:
@@ -114,6 +120,74 @@ def fix_src_sql(layout: TextLayout) -> str:
     return f"SELECT line_no, TRUE AS repaired, * EXCLUDE (line_no){cols} FROM raw_fix"  # noqa: S608
 
 
+def store_tail_fix(con: duckdb.DuckDBPyConnection, layout: TextLayout, fix: TextRepair) -> bool:
+    """Temp table ``tail_fix``: for each record a newline split in its last field (its first
+    half reads as a record of its own), the job id text, that first half's last field and the
+    whole of it, so that :func:`with_tails_sql` reads the whole record in the first place.
+    Pairs of id and first half that are not unique are left out (their rows are updated
+    later instead). Returns whether any row is there."""
+    out = [
+        (_record_id(layout, fields), fields[-1].split("\n", 1)[0], fields[-1])
+        for fields in _tail_rows(fix)
+    ]
+    table = pa.table(
+        {
+            "id_txt": pa.array([o[0] for o in out], pa.string()),
+            "head_last": pa.array([o[1] for o in out], pa.string()),
+            "whole_last": pa.array([o[2] for o in out], pa.string()),
+        }
+    )
+    con.register("ing_tails", table)
+    try:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE tail_fix AS SELECT * FROM ing_tails"
+            " WHERE id_txt IS NOT NULL AND head_last <> ''"
+            " QUALIFY count(*) OVER (PARTITION BY id_txt, head_last) = 1"
+        )
+    finally:
+        con.unregister("ing_tails")
+    [(n,)] = con.execute("SELECT count(*) FROM tail_fix").fetchall()
+    return bool(n)
+
+
+def _tail_rows(fix: TextRepair) -> list[list[str]]:
+    tails = set(fix.tail_lines)
+    return [fields for line, fields in fix.rows if line in tails]
+
+
+def _record_id(layout: TextLayout, fields: list[str]) -> str | None:
+    """The job id text of a record's fields (JobID, else JobIDRaw; macros.sql: ing_id_text)."""
+    ids = [fields[layout.columns.index(c)] for c in ("jobid", "jobidraw") if c in layout.columns]
+    return next((x for x in ids if x), None)
+
+
+def allocation_tails(layout: TextLayout, fix: TextRepair) -> int:
+    """The repaired records whose first half was read as a record too, allocations only (a
+    step's is dropped: steps_read_twice.sql)."""
+    return sum("." not in (_record_id(layout, f) or "") for f in _tail_rows(fix))
+
+
+def with_tails_sql(layout: TextLayout, src: str) -> str:
+    """``src`` (:func:`csv_src_sql`) with the last field of each record in temp ``tail_fix``
+    (:func:`store_tail_fix`) whole: matched on the job id text and the first half's field."""
+    last = quote_ident(layout.columns[-1])
+    return (
+        f"SELECT s.* REPLACE (coalesce(t.whole_last, s.{last}) AS {last})"  # noqa: S608
+        f" FROM ({src}) AS s LEFT JOIN tail_fix t"
+        f" ON t.id_txt = ing_id_text(s.jobid, s.jobidraw) AND t.head_last = s.{last}"
+    )
+
+
+def reject_lines(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The lines in DuckDB's reject table, in order."""
+    return [
+        int(r[0])
+        for r in con.execute(
+            f"SELECT DISTINCT line FROM {REJ_ERRORS} ORDER BY line"  # noqa: S608 - fixed names
+        ).fetchall()
+    ]
+
+
 def drop_reject_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DROP TABLE IF EXISTS {REJ_ERRORS}")
     con.execute(f"DROP TABLE IF EXISTS {REJ_SCANS}")
@@ -134,7 +208,7 @@ def repair(
         ).fetchall()
     ]
     if not bad:
-        return TextRepair(accepted, [], [], 0)
+        return TextRepair(accepted, [], [], [])
     bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
     texts, _blanks, _total = scan_lines(path, compression, want)
@@ -153,7 +227,7 @@ def _store_repaired(
     rows, rejects, tails = _repair(layout, bad_lines, texts)
     _table(con, "raw_fix", layout, [r[1] for r in rows], [r[0] for r in rows])
     # records, not physical lines: no header, a glued record once, a repaired tail not twice
-    return TextRepair(accepted + len(rows) - tails + len(rejects), rejects, rows, tails)
+    return TextRepair(accepted + len(rows) - len(tails) + len(rejects), rejects, rows, tails)
 
 
 def _table(
@@ -318,12 +392,12 @@ def _starts_record(text: str, layout: TextLayout) -> bool:
 
 def _repair(
     layout: TextLayout, bad_lines: list[int], texts: dict[int, bytes]
-) -> tuple[list[tuple[int, list[str]]], list[LineReject], int]:
+) -> tuple[list[tuple[int, list[str]]], list[LineReject], list[int]]:
     delim = layout.delimiter
     n = len(layout.columns)
     bad_set = set(bad_lines)
     rows: list[tuple[int, list[str]]] = []
-    tails = 0  # accepted rows that were the first half of a record split by a newline
+    tails: list[int] = []  # accepted rows that were the first half of a record split by a newline
     rejects: list[LineReject] = []
     used: set[int] = set()
     for ln in bad_lines:
@@ -362,7 +436,7 @@ def _repair(
             head_parts = head.split(delim)
             if len(head_parts) == n:
                 whole = head_parts[:-1] + [head_parts[-1] + "\n" + text]
-                tails += 1
+                tails.append(prev)
                 rows.append((prev, whole))
                 continue
         got = text.count(delim) + 1
