@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from advisor.ingest.detect import TextLayout, open_decompressed
@@ -211,7 +212,7 @@ def repair(
         return TextRepair(accepted, [], [], [])
     bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
-    texts, _blanks, _total = scan_lines(path, compression, want)
+    texts = read_lines(path, compression, want)
     return _store_repaired(con, layout, accepted, bad_lines, texts)
 
 
@@ -329,20 +330,38 @@ def good_src_sql(layout: TextLayout) -> str:
     return f"SELECT line_no, FALSE AS repaired, * EXCLUDE (line_no){cols} FROM raw_good"  # noqa: S608
 
 
-def scan_lines(
-    path: Path, compression: str | None, want: set[int]
-) -> tuple[dict[int, bytes], list[int], int]:
-    """One pass over the file: the wanted physical lines (1-based), the blank ones, the count."""
+_BLOCK = 1 << 24
+
+
+def read_lines(path: Path, compression: str | None, want: set[int]) -> dict[int, bytes]:
+    """The wanted physical lines (1-based), without their line end. Read in blocks whose
+    newlines numpy finds, so that a wanted line is a slice: the 42,000 lines the repair of a
+    4.65M-line file wants take about a second instead of 1.8 s line by line in Python."""
+    todo = sorted(want)
     texts: dict[int, bytes] = {}
-    blanks: list[int] = []
-    n = 0
+    i = 0
+    first = 1  # the number of the line that starts `buf`
+    rest = b""
     with open_decompressed(path, compression) as fh:
-        for n, line in enumerate(fh, start=1):  # noqa: B007
-            if n in want:
-                texts[n] = line.rstrip(b"\n").rstrip(b"\r")
-            if line in (b"\n", b"\r\n"):
-                blanks.append(n)
-    return texts, blanks, n
+        while i < len(todo):
+            block = fh.read(_BLOCK)
+            if not block:
+                break
+            buf = rest + block
+            ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == ord("\n"))
+            while i < len(todo) and todo[i] < first + len(ends):
+                k = todo[i] - first  # the k-th whole line of buf
+                if k >= 0:
+                    start = int(ends[k - 1]) + 1 if k else 0
+                    texts[todo[i]] = buf[start : int(ends[k])].rstrip(b"\r")
+                i += 1
+            rest = buf[int(ends[-1]) + 1 :] if len(ends) else buf
+            first += len(ends)
+    while i < len(todo) and todo[i] < first:
+        i += 1
+    if i < len(todo) and todo[i] == first and rest:  # the last line, without a newline
+        texts[first] = rest.rstrip(b"\r")
+    return texts
 
 
 def find_lines(

@@ -1,0 +1,55 @@
+"""text.read_lines: the physical lines the repair of rejected lines reads back."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.ingest import text
+
+
+def _by_line(data: bytes, want: set[int]) -> dict[int, bytes]:
+    """The obvious reading: every line in Python, line end removed (a CR before it too)."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline ends the last line, it starts none
+    return {n: lines[n - 1].rstrip(b"\r") for n in want if 1 <= n <= len(lines)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(
+        st.sampled_from([b"a", b"|x", b"\n", b"\r", b"\r\n", b"\xff", b""]), max_size=60
+    ),
+    want=st.sets(st.integers(min_value=0, max_value=40), max_size=12),
+    block=st.integers(min_value=1, max_value=9),
+)
+def test_read_lines_matches_reading_every_line(
+    tmp_path_factory, chunks: list[bytes], want: set[int], block: int
+) -> None:
+    data = b"".join(chunks)
+    path = tmp_path_factory.mktemp("lines") / "f.txt"
+    path.write_bytes(data)
+    old = text._BLOCK
+    text._BLOCK = block  # tiny blocks: lines and CRLFs cut at every place
+    try:
+        assert text.read_lines(path, None, want) == _by_line(data, want)
+    finally:
+        text._BLOCK = old
+
+
+def test_read_lines_reads_a_compressed_file_and_a_last_line_without_newline(
+    tmp_path: Path,
+) -> None:
+    data = b"h|h\n1|a\r\n\n3|c\n4|d"
+    packed = tmp_path / "f.txt.gz"
+    packed.write_bytes(gzip.compress(data))
+    assert text.read_lines(packed, "gzip", {2, 3, 4, 5, 6}) == {
+        2: b"1|a",
+        3: b"",
+        4: b"3|c",
+        5: b"4|d",
+    }
