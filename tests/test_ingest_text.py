@@ -1,14 +1,17 @@
-"""text.read_lines: the physical lines the repair of rejected lines reads back."""
+"""Text helpers of the ingest: text.read_lines (the physical lines the repair of rejected lines
+reads back) and the submit line's command (macros.sql: ing_cmd)."""
 
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.ingest import text
+from advisor import store
+from advisor.ingest import pipeline, text
 
 
 def _by_line(data: bytes, want: set[int]) -> dict[int, bytes]:
@@ -53,3 +56,25 @@ def test_read_lines_reads_a_compressed_file_and_a_last_line_without_newline(
         4: b"3|c",
         5: b"4|d",
     }
+
+
+@pytest.mark.parametrize(
+    ("submit_line", "cmd"),
+    [
+        ("sbatch -p gpu run.sh", "sbatch"),
+        ("  /usr/bin/SALLOC --gpus=1", "salloc"),
+        ("srun --pty bash", "srun"),
+        ("/opt/slurm/bin/", ""),
+        ("", ""),
+        (None, ""),
+        ("x\\y/srun a/b", "srun"),
+        ("sbatch\t-p x", "sbatch\t-p"),  # a tab is no word break: only a space ends the word
+    ],
+)
+def test_the_command_of_a_submit_line_is_the_first_words_file_name(
+    tmp_path: Path, submit_line: str | None, cmd: str
+) -> None:
+    con = store.connect(tmp_path / "a.duckdb")
+    pipeline.prepare(con)
+    assert con.execute("SELECT ing_cmd(?)", [submit_line]).fetchone() == (cmd,)
+    con.close()

@@ -80,8 +80,12 @@ CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.
+-- (the first word without split_part, which splits the whole line: 1.44 -> 0.91 CPU-s over
+-- 4.65M submit lines)
+CREATE OR REPLACE TEMP MACRO ing_first_word(s) AS
+    CASE WHEN contains(s, ' ') THEN left(s, instr(s, ' ') - 1) ELSE s END;
 CREATE OR REPLACE TEMP MACRO ing_cmd(submit_line) AS
-    lower(split_part(split_part(ltrim(coalesce(submit_line, '')), ' ', 1), '/', -1));
+    lower(parse_filename(ing_first_word(ltrim(coalesce(submit_line, ''))), false, 'forward_slash'));
 CREATE OR REPLACE TEMP MACRO ing_shell_name(job_name) AS
     list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc', 'srun',
                    'login'], lower(trim(job_name)));
