@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor import store
 from advisor.ingest import IngestOptions, ingest_files, pipeline
 from advisor.ingest import bulk as bulk_mod
 from advisor.synth import SynthConfig, generate
@@ -242,6 +243,80 @@ def test_a_record_split_in_its_last_field_goes_into_the_bulk_insert_whole(
         (11, "sbatch\n--wrap=x"),
         (12, "sbatch run.sh"),
     ]
+    con.close()
+
+
+def test_a_repaired_record_stored_before_is_updated_not_stored_twice(tmp_path: Path) -> None:
+    """Its submit time lies outside the range the prescan read (its line is unreadable), so
+    only the key check after the repaired records went in finds it (found in review)."""
+    db = tmp_path / "advisor.duckdb"
+    first = tmp_path / "january.txt"
+    first.write_text(HEADER + "\n" + _line(5, name="plain") + "\n")
+    later = tmp_path / "june.txt"
+    june = [_line(100 + i).replace("2024-01-01T", "2024-06-01T") for i in range(10)]
+    later.write_text("\n".join([HEADER, *june, _line(5, submit_line="sbatch --wrap 'a|b'")]) + "\n")
+    ingest_files(db, [first])
+    [s] = ingest_files(db, [later])
+    assert (s.inserted, s.updated, s.unchanged, s.rejected) == (10, 1, 0, 0)
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*), count(DISTINCT job_id_raw) FROM jobs").fetchall() == [
+        (11, 11)
+    ]
+    assert con.execute("SELECT submit_line FROM jobs WHERE job_id_raw = 5").fetchall() == [
+        ("sbatch --wrap 'a|b'",)
+    ]
+    con.close()
+
+
+def test_a_requeued_record_keeps_its_own_last_field_beside_a_split_one(tmp_path: Path) -> None:
+    """The whole last field of a split record goes to the record with its id, cluster and
+    submit texts, not to another record of the same job id whose field equals its first half."""
+    path = tmp_path / "requeued.txt"
+    again = _line(7, submit_line="sbatch run.sh").replace(
+        "2024-01-01T00:00:00|", "2024-01-02T00:00:00|", 1
+    )
+    path.write_text(
+        "\n".join([HEADER, _line(7, submit_line="sbatch run.sh"), again + "\n--tail"]) + "\n"
+    )
+    careful, bulk = _both(tmp_path, [path])
+    assert bulk == careful
+    con = duckdb.connect(str(tmp_path / "bulk.duckdb"), read_only=True)
+    assert con.execute("SELECT submit::VARCHAR, submit_line FROM jobs ORDER BY 1").fetchall() == [
+        ("2024-01-01 00:00:00", "sbatch run.sh"),
+        ("2024-01-02 00:00:00", "sbatch run.sh\n--tail"),
+    ]
+    con.close()
+
+
+def test_a_failed_bulk_insert_leaves_the_connections_optimizer_settings_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The insert runs with one optimizer off; an error inside it aborts the transaction,
+    which refuses a SET: the setting comes back after the rollback (found in review)."""
+    path = tmp_path / "f.txt"
+    path.write_text("\n".join([HEADER, _line(10), _line(11)]) + "\n")
+    con = store.connect(tmp_path / "advisor.duckdb")
+    pipeline.prepare(con)
+    con.execute("SET disabled_optimizers = 'top_n'")
+    real_count = bulk_mod.pl.count
+
+    def failing(c: duckdb.DuckDBPyConnection, sql: str, *a: Any) -> int:
+        if "INSERT INTO jobs" in sql and "read_csv" in sql:
+            c.execute("SELECT error('the insert failed')")
+        return real_count(c, sql, *a)
+
+    monkeypatch.setattr(bulk_mod.pl, "count", failing)
+    with pytest.raises(duckdb.Error, match="the insert failed"):
+        bulk_mod.load(
+            con, path, None, path.read_bytes(), IngestOptions(), lambda *a: None, "f",
+            pipeline.Hasher(path, None), True,
+        )  # fmt: skip
+    assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == [("top_n",)]
+    assert con.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]
+    monkeypatch.undo()
+    [s] = ingest_files(con, [path])
+    assert s.inserted == 2
+    assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == [("top_n",)]
     con.close()
 
 

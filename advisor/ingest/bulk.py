@@ -7,16 +7,18 @@ the next month's file looks like. The same SQL decides every value (parse.sql, f
 bulk load and a careful load of one file store the same rows and the same rejects (tested):
 
 1. prescan.sql reads a few columns of the file: record and step counts, clusters, the submit
-   range and the few distinct TRES strings with typed GPUs (for the GPU type map). Stored rows
-   near that range (stored_near.sql): the careful path instead.
+   range and the few distinct TRES strings with typed GPUs (for the GPU type map), keeping the
+   lines DuckDB cannot read. Stored rows near that range (stored_near.sql): the careful path
+   instead. Those lines are repaired (text.repair); a record a newline split in its last field
+   goes into temp ``tail_fix`` so that the insert reads it whole.
 2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
 3. In the file's transaction: the bulk insert (insert_all.sql over fold.sql over parse.sql over
-   the file, keeping the lines DuckDB cannot read); a key twice, in the file or shared with a
-   stored row after all (bulk_overlap.sql), rolls it back and the careful path runs. The unreadable lines are
-   repaired (text.repair) and replace the rows of their key. When fewer allocation rows went in
-   than the file has, one more read finds the unparsable ones for ``rejects``; if the counts
-   still disagree the load is rolled back and runs the careful way. Steps without their
-   allocation are rejects.
+   the file, keeping the lines DuckDB cannot read), then the repaired records (the repair of
+   step 1 when the insert rejected the same lines) replacing the rows of their key; a key
+   twice, in the file or shared with a stored row after all (bulk_overlap.sql), rolls it back
+   and the careful path runs. When fewer allocation rows went in than the file has, one more
+   read finds the unparsable ones for ``rejects``; if the counts still disagree the load is
+   rolled back and runs the careful way. Steps without their allocation are rejects.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ def load(
     src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)
     body = query("ingest/parse").replace("{{src}}", src).replace("{{raw_text}}", raw_text)
     text.drop_reject_tables(con)
+    optimizers = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
     con.execute("BEGIN TRANSACTION")
     try:
         ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
@@ -127,16 +130,12 @@ def load(
         # table over the file (7.5 s) instead of over tail_fix. Every join of this statement
         # has its small side on the right, so the sides stay as written.
         con.execute("SET disabled_optimizers = 'build_side_probe_side'")
-        try:
-            inserted = pl.count(
-                con,
-                _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
-                {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
-            )
-        finally:
-            con.execute("RESET disabled_optimizers")
-        if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
-            raise _HandOver
+        inserted = pl.count(
+            con,
+            _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
+            {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
+        )
+        con.execute("SET disabled_optimizers = ?", [optimizers])
         progress(label, 2, pl.STAGES)
         if pl.cr_misnumbers_rejects(con, hasher):  # the careful path reads such files by line
             raise _HandOver
@@ -149,6 +148,9 @@ def load(
         text.drop_reject_tables(con)
         if fix.rows:
             _add_repaired(con, layout, raw_text, base, options, ingest_id)
+        # every row of the load is in now, the repaired ones too
+        if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
+            raise _HandOver
         allocations = records - steps - unread_allocs
         if inserted < allocations:  # unparsable allocation lines: find them for `rejects`
             pl.parse(con, _alloc_src(text.csv_src_sql(layout, keep_rejects=False)), raw_text,
@@ -183,6 +185,8 @@ def load(
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:  # (an aborted transaction refuses a SET: restored here, after it ended)
+        con.execute("SET disabled_optimizers = ?", [optimizers])
     return summary
 
 

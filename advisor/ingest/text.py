@@ -123,32 +123,48 @@ def fix_src_sql(layout: TextLayout) -> str:
 
 def store_tail_fix(con: duckdb.DuckDBPyConnection, layout: TextLayout, fix: TextRepair) -> bool:
     """Temp table ``tail_fix``: for each record a newline split in its last field (its first
-    half reads as a record of its own), the job id text, that first half's last field and the
-    whole of it, so that :func:`with_tails_sql` reads the whole record in the first place.
-    Pairs of id and first half that are not unique are left out (their rows are updated
-    later instead). Returns whether any row is there."""
-    out = [
-        (_record_id(layout, fields), fields[-1].split("\n", 1)[0], fields[-1])
-        for fields in _tail_rows(fix)
-    ]
-    table = pa.table(
-        {
-            "id_txt": pa.array([o[0] for o in out], pa.string()),
-            "head_last": pa.array([o[1] for o in out], pa.string()),
-            "whole_last": pa.array([o[2] for o in out], pa.string()),
-        }
-    )
-    con.register("ing_tails", table)
+    half reads as a record of its own), its job id, cluster and submit texts, that first half's
+    last field and the whole of it, so that :func:`with_tails_sql` reads the whole record in the
+    first place. Rows that are not unique by everything but the whole are left out (their rows
+    are updated later instead). Returns whether any row is there."""
+    rows = _tail_rows(fix)
+    columns = {
+        "id_txt": [_record_id(layout, f) for f in rows],
+        "cluster": [_field(layout, f, "cluster") for f in rows],
+        "submit": [_field(layout, f, "submit") for f in rows],
+        "head_last": [f[-1].split("\n", 1)[0] for f in rows],
+        "whole_last": [f[-1] for f in rows],
+    }
+    con.register("ing_tails", pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}))
     try:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE tail_fix AS SELECT * FROM ing_tails"
             " WHERE id_txt IS NOT NULL AND head_last <> ''"
-            " QUALIFY count(*) OVER (PARTITION BY id_txt, head_last) = 1"
+            " QUALIFY count(*) OVER (PARTITION BY id_txt, cluster, submit, head_last) = 1"
         )
     finally:
         con.unregister("ing_tails")
     [(n,)] = con.execute("SELECT count(*) FROM tail_fix").fetchall()
     return bool(n)
+
+
+def with_tails_sql(layout: TextLayout, src: str) -> str:
+    """``src`` (:func:`csv_src_sql`) with the last field of each record in temp ``tail_fix``
+    (:func:`store_tail_fix`) whole: matched on its job id, cluster and submit texts and the
+    first half's last field (a requeued job shares the id, not the submit time)."""
+    last = quote_ident(layout.columns[-1])
+    return (
+        f"SELECT s.* REPLACE (coalesce(t.whole_last, s.{last}) AS {last})"  # noqa: S608
+        f" FROM ({src}) AS s LEFT JOIN tail_fix t"
+        " ON t.id_txt = ing_id_text(s.jobid, s.jobidraw)"
+        " AND t.cluster = coalesce(s.cluster, '') AND t.submit = coalesce(s.submit, '')"
+        f" AND t.head_last = s.{last}"
+    )
+
+
+def _field(layout: TextLayout, fields: list[str], name: str) -> str:
+    """A field's text in a record ('' when the layout lacks it, as read_csv's NULL)."""
+    return fields[layout.columns.index(name)] if name in layout.columns else ""
 
 
 def _tail_rows(fix: TextRepair) -> list[list[str]]:
@@ -158,25 +174,13 @@ def _tail_rows(fix: TextRepair) -> list[list[str]]:
 
 def _record_id(layout: TextLayout, fields: list[str]) -> str | None:
     """The job id text of a record's fields (JobID, else JobIDRaw; macros.sql: ing_id_text)."""
-    ids = [fields[layout.columns.index(c)] for c in ("jobid", "jobidraw") if c in layout.columns]
-    return next((x for x in ids if x), None)
+    return _field(layout, fields, "jobid") or _field(layout, fields, "jobidraw") or None
 
 
 def allocation_tails(layout: TextLayout, fix: TextRepair) -> int:
     """The repaired records whose first half was read as a record too, allocations only (a
     step's is dropped: steps_read_twice.sql)."""
     return sum("." not in (_record_id(layout, f) or "") for f in _tail_rows(fix))
-
-
-def with_tails_sql(layout: TextLayout, src: str) -> str:
-    """``src`` (:func:`csv_src_sql`) with the last field of each record in temp ``tail_fix``
-    (:func:`store_tail_fix`) whole: matched on the job id text and the first half's field."""
-    last = quote_ident(layout.columns[-1])
-    return (
-        f"SELECT s.* REPLACE (coalesce(t.whole_last, s.{last}) AS {last})"  # noqa: S608
-        f" FROM ({src}) AS s LEFT JOIN tail_fix t"
-        f" ON t.id_txt = ing_id_text(s.jobid, s.jobidraw) AND t.head_last = s.{last}"
-    )
 
 
 def reject_lines(con: duckdb.DuckDBPyConnection) -> list[int]:
