@@ -21,6 +21,7 @@ ratios, measured in one run, are the figures to compare.
     python bench/bench_ingest.py                    # 4.65M records
     python bench/bench_ingest.py --records 500000   # quicker
     python bench/bench_ingest.py --fields 17        # the issue's file shape
+    python bench/bench_ingest.py --statements       # then where the load's time goes
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -197,6 +199,46 @@ def advisor_ingest(path: Path, db: Path) -> int:
     return s.inserted
 
 
+class _TimedConnection:
+    """A connection that times each statement (wall and this process's CPU seconds)."""
+
+    def __init__(self, con: Any) -> None:
+        self._con = con
+        self.times: list[tuple[float, float, str]] = []
+
+    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = self._con.execute(sql, *args, **kwargs)
+        self.times.append((time.perf_counter() - t0, time.process_time() - c0, sql))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+def statements(path: Path, db: Path, threshold: float = 0.1) -> None:
+    """Load the file once more, into a fresh file, timing each SQL statement of the load (the
+    ratio summary tables are not rebuilt): the statements over ``threshold`` seconds, each
+    named by its first comment or words, and the time outside SQL (Python: the repair's
+    line reads, building temp tables)."""
+    from advisor import store
+    from advisor.ingest import IngestOptions, pipeline
+
+    con = _TimedConnection(store.connect(db))
+    pipeline.prepare(con)
+    t0 = time.perf_counter()
+    pipeline.ingest_path(con, path, IngestOptions())
+    total = time.perf_counter() - t0
+    con.close()
+    print(f"\nthe load's statements over {threshold} s (wall, CPU of this process):")
+    for wall, cpu, sql in con.times:
+        if wall >= threshold:
+            name = " ".join(sql.replace("--", " ").split())[:72]
+            print(f"  {wall:6.2f} s  {cpu:6.2f} CPU-s  {name}")
+    in_sql = sum(w for w, _, _ in con.times)
+    print(f"  {total - in_sql:6.2f} s  outside SQL;  {total:.2f} s in all")
+
+
 def measure(name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path) -> dict[str, float]:
     db = tmp / f"{name.replace(' ', '-')}.duckdb"
     with PeakRss() as rss:
@@ -218,6 +260,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--file", type=Path, help="reuse this sacct file instead of generating one")
     ap.add_argument("--skip-pandas", action="store_true")
+    ap.add_argument("--statements", action="store_true",
+                    help="then load once more, timing each SQL statement of the load")  # fmt: skip
     ap.add_argument("--fields", type=int, choices=(17, 27), default=27,
                     help="27: every field synth writes; 17: the issue's file shape")  # fmt: skip
     args = ap.parse_args()
@@ -255,6 +299,8 @@ def main() -> None:
         print(f"  and the summary tables  : {adv['s'] - LOAD_SECONDS[-1]:.1f} s  (ratio cubes)")
         print(f"advisor peak RSS          : {adv['rss'] / 2**20:.0f} MB  (target < 2048 MB)")
         print(f"load average after        : {os.getloadavg()[0]:.1f}")
+        if args.statements:
+            statements(path, tmp / "statements.duckdb")
 
 
 if __name__ == "__main__":
