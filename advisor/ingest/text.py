@@ -135,15 +135,13 @@ def store_tail_fix(con: duckdb.DuckDBPyConnection, layout: TextLayout, fix: Text
         "head_last": [f[-1].split("\n", 1)[0] for f in rows],
         "whole_last": [f[-1] for f in rows],
     }
-    con.register("ing_tails", pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}))
-    try:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE tail_fix AS SELECT * FROM ing_tails"
-            " WHERE id_txt IS NOT NULL AND head_last <> ''"
-            " QUALIFY count(*) OVER (PARTITION BY id_txt, cluster, submit, head_last) = 1"
-        )
-    finally:
-        con.unregister("ing_tails")
+    _temp_table(
+        con,
+        "tail_fix",
+        pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}),
+        "WHERE id_txt IS NOT NULL AND head_last <> ''"
+        " QUALIFY count(*) OVER (PARTITION BY id_txt, cluster, submit, head_last) = 1",
+    )
     [(n,)] = con.execute("SELECT count(*) FROM tail_fix").fetchall()
     return bool(n)
 
@@ -206,15 +204,9 @@ def repair(
     accepted: int,
 ) -> TextRepair:
     """Handle the lines DuckDB rejected: fill temp table ``raw_fix`` with the repaired ones."""
-    bad = [
-        (int(r[0]), str(r[1]))
-        for r in con.execute(
-            f"SELECT line, min(error_type) FROM {REJ_ERRORS} GROUP BY line ORDER BY line"  # noqa: S608
-        ).fetchall()
-    ]
-    if not bad:
+    bad_lines = reject_lines(con)
+    if not bad_lines:
         return TextRepair(accepted, [], [], [])
-    bad_lines = [b[0] for b in bad]
     want = set(bad_lines) | {b - 1 for b in bad_lines}
     texts = read_lines(path, compression, want)
     return _store_repaired(con, layout, accepted, bad_lines, texts)
@@ -252,9 +244,17 @@ def _table(
             "line_no": pa.array(line_nos, pa.int64()),
         }
     )
+    _temp_table(con, name, table)
+
+
+def _temp_table(
+    con: duckdb.DuckDBPyConnection, name: str, table: pa.Table, where: str = ""
+) -> None:
+    """Temp table ``name`` holding the rows of the Arrow ``table`` that pass ``where`` (fixed
+    SQL after the FROM: WHERE, QUALIFY)."""
     con.register("ing_records", table)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM ing_records")  # noqa: S608 - fixed names
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM ing_records {where}")  # noqa: S608 - fixed names and SQL
     finally:
         con.unregister("ing_records")
 
