@@ -320,6 +320,57 @@ def test_a_failed_bulk_insert_leaves_the_connections_optimizer_settings_as_they_
     con.close()
 
 
+def test_the_bulk_insert_reads_each_distinct_tres_string_from_the_lookup(tmp_path: Path) -> None:
+    """The prescan parses every distinct TRES string of the allocation lines once
+    (ing_tres_lookup) and the insert takes its values from there, not from a parse per line."""
+    path = tmp_path / "f.txt"
+    lines = [_line(i) for i in range(10, 20)]
+    lines.append(_line(20).replace("cpu=4,gres/gpu:h100=1,gres/gpu=1", "cpu=8,gres/gpu:a100=2"))
+    path.write_text("\n".join([HEADER, *lines]) + "\n")
+    con = store.connect(tmp_path / "advisor.duckdb")
+    pipeline.prepare(con)
+    # a deliberately wrong entry for one string: the rows of that string must show it
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS"
+        " SELECT 'cpu=8,gres/gpu:a100=2' AS s,"
+        " struct_update(ing_tres('cpu=8,gres/gpu:a100=2'), cpu := 99) AS t"
+    )
+    [s] = ingest_files(con, [path])  # (the bulk path: the lookup is rebuilt from the file)
+    assert s.inserted == 11
+    assert con.execute("SELECT s FROM ing_tres_lookup ORDER BY s").fetchall() == [
+        ("",), ("cpu=4,gres/gpu:h100=1,gres/gpu=1",), ("cpu=8,gres/gpu:a100=2",)
+    ]
+    assert con.execute("SELECT cpus, gpus FROM jobs WHERE job_id_raw = 20").fetchall() == [(8, 2)]
+    # the same wrong entry before a parse that does not rebuild it: the parser reads the lookup
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS"
+        " SELECT 'cpu=8,gres/gpu:a100=2' AS s,"
+        " struct_update(ing_tres('cpu=8,gres/gpu:a100=2'), cpu := 99) AS t"
+    )
+    pipeline.parse(
+        con, bulk_mod._tres_src(), "CAST(NULL AS VARCHAR)",
+        {"cluster": None, "tz": "UTC", "atres_known": True,
+         "typed": ["cpu=8,gres/gpu:a100=2", "cpu=2,gres/gpu:l40s=3"], "gres": []},
+        create=True, table="x",
+    )  # fmt: skip
+    assert con.execute(
+        "SELECT alloc_tres, cpus, gpus, gpu_type_raw FROM x WHERE alloc_tres IS NOT NULL"
+        " ORDER BY ALL"
+    ).fetchall() == [("cpu=2,gres/gpu:l40s=3", 2, 3, "l40s"), ("cpu=8,gres/gpu:a100=2", 99, 2, "a100")]
+    con.close()
+
+
+@pytest.mark.parametrize("name", ["bad.txt", "edge.txt"])
+def test_tres_strings_beyond_the_lookups_bound_load_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A file with more distinct TRES strings than the lookup holds: the parser reads the
+    others itself, malformed ones included, and stores what the careful path stores."""
+    careful = _load(tmp_path / "careful.duckdb", [FIX / name], False)
+    monkeypatch.setattr(bulk_mod, "_MAX_TRES_LOOKUP", 1)
+    assert _load(tmp_path / "bulk.duckdb", [FIX / name], True) == careful
+
+
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])
 
 

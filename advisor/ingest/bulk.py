@@ -7,8 +7,9 @@ the next month's file looks like. The same SQL decides every value (parse.sql, f
 bulk load and a careful load of one file store the same rows and the same rejects (tested):
 
 1. prescan.sql reads a few columns of the file: record and step counts, clusters, the submit
-   range and the few distinct TRES strings with typed GPUs (for the GPU type map), keeping the
-   lines DuckDB cannot read. Stored rows near that range (stored_near.sql): the careful path
+   range and the few distinct TRES strings (those with typed GPUs for the GPU type map; all
+   of them parsed once into ing_tres_lookup for the insert), keeping the lines DuckDB cannot
+   read. Stored rows near that range (stored_near.sql): the careful path
    instead. Those lines are repaired (text.repair); a record a newline split in its last field
    goes into temp ``tail_fix`` so that the insert reads it whole.
 2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
@@ -42,7 +43,10 @@ _NEAR = dt.timedelta(days=1)
 # steps took 15% less). Compressed files too: each of the bulk path's reads decompresses again.
 _MAX_STEP_SHARE = 1 / 3
 _ID_FIELDS = ("jobid", "jobidraw", "cluster")
-_PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "allocgres")
+_PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
+# TRES strings read once each before the bulk insert (tres_lookup.sql): a file has a few
+# hundred; this bounds the table for one with far more (the parser reads the rest itself).
+_MAX_TRES_LOOKUP = 100_000
 
 
 def _tres_src() -> str:
@@ -89,10 +93,11 @@ def load(
     raw_text = text.raw_text_expr(layout)
     skip = text.csv_params(path, compression, layout, strict, keep_rejects=False)
     text.drop_reject_tables(con)
-    [row] = con.execute(
+    con.execute(
         query("ingest/prescan").replace("{{src}}", text.csv_src_sql(layout, only=_PRESCAN_FIELDS)),
         {"cluster": options.cluster, **text.csv_params(path, compression, layout, strict)},
-    ).fetchall()
+    )
+    [row] = con.execute(query("ingest/prescan_summary")).fetchall()
     records, steps, clusters, first, last, typed_tres, alloc_gres = row
     if steps > _MAX_STEP_SHARE * records:
         return None
@@ -116,6 +121,8 @@ def load(
                  {**base, **skip, "delim": layout.delimiter}, create=False,
                  where="bad_field IS NOT NULL")  # fmt: skip
     _tres_names(con, typed_tres or [], alloc_gres or [])
+    con.execute(query("ingest/tres_lookup"), {"max": _MAX_TRES_LOOKUP})
+    con.execute("DROP TABLE prescan_groups")
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
     src = text.csv_src_sql(layout)
     src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)

@@ -77,6 +77,41 @@ CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
     CASE WHEN contains(s, ',gres/gpu')
          THEN regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)') ELSE FALSE END;
+-- Everything the parser reads from one TRES string (AllocTRES or ReqTRES; NULL reads as ''):
+-- its values, and whether each is malformed. parse.sql looks a string up in ing_tres_lookup
+-- first (a file has a few hundred distinct TRES strings for millions of records: splitting
+-- each record's strings again cost about 4 CPU-s per 4.65M records) and calls this only for a
+-- string the lookup lacks. `typed1`: the text after the first typed GPU key (NULL: none; a
+-- second one, rare, is read with a regex).
+CREATE OR REPLACE TEMP MACRO ing_tres_typed(raw, s, typed1) AS {
+    -- a non-blank string without a single key=value
+    'no_pairs': nullif(raw, '') IS NOT NULL AND NOT contains(raw, '='),
+    'cpu': TRY_CAST(ing_tres_val(s, 'cpu') AS INTEGER),
+    'cpu_bad': ing_tres_val(s, 'cpu') IS NOT NULL AND TRY_CAST(ing_tres_val(s, 'cpu') AS INTEGER) IS NULL,
+    'mem_mb': ing_mem_mb(ing_tres_val(s, 'mem')),
+    'mem_bad': ing_tres_val(s, 'mem') IS NOT NULL AND ing_mem_mb(ing_tres_val(s, 'mem')) IS NULL,
+    'gpu_vals_bad': ing_gpu_vals_bad(s),
+    -- GPUs under the untyped key, and the sum of the typed keys
+    'untyped': TRY_CAST(ing_tres_val(s, 'gres/gpu') AS BIGINT),
+    'typed_sum': CASE WHEN contains(typed1, ',gres/gpu:')
+                      THEN list_sum(list_transform(ing_typed_gpus(s), x -> x.n))
+                      ELSE TRY_CAST(split_part(split_part(typed1, '=', 2), ',', 1) AS BIGINT) END,
+    -- several typed keys: each {name, n}, and the name with the most GPUs (ties: the last name)
+    'typed_list': CASE WHEN contains(typed1, ',gres/gpu:') THEN ing_typed_gpus(s) END,
+    'top_name': CASE WHEN contains(typed1, ',gres/gpu:') THEN split_part(list_sort(list_transform(
+                    ing_typed_gpus(s), x -> lpad(CAST(x.n AS VARCHAR), 10, '0') || chr(9) || x.name),
+                    'DESC')[1], chr(9), 2)
+                    ELSE split_part(typed1, '=', 1) END,
+    'node': TRY_CAST(ing_tres_val(s, 'node') AS INTEGER),
+    'billing': TRY_CAST(ing_tres_val(s, 'billing') AS DOUBLE)
+};
+CREATE OR REPLACE TEMP MACRO ing_tres_of(raw, s) AS
+    ing_tres_typed(raw, s, CASE WHEN contains(s, ',gres/gpu:') THEN substr(s, instr(s, ',gres/gpu:') + 10) END);
+CREATE OR REPLACE TEMP MACRO ing_tres(raw) AS
+    ing_tres_of(raw, ',' || coalesce(raw, ''));
+-- Distinct TRES strings (s: NULL stored as '') with their ing_tres: filled by a bulk load
+-- from its prescan (bulk.py); an entry stays true for any later load on the connection.
+CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') AS t LIMIT 0;
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.

@@ -8,12 +8,16 @@
 -- $atres_known (the source has an AllocTRES field: an empty one then means no allocation).
 -- Plain string functions, not regular expressions, on the hot path (millions of rows); a check
 -- that is rarely needed goes in a CASE (DuckDB evaluates every operand of AND / OR).
+-- TRES strings are read by ing_tres (macros.sql), looked up first in ing_tres_lookup: a CASE
+-- calls it only for the strings the lookup lacks (coalesce would call it for every record).
 WITH a AS (
     SELECT src.*,
         ing_id_text(jobid, jobidraw) AS id_txt,
-        ',' || coalesce(alloctres, '') AS atres,
-        ',' || coalesce(reqtres, '') AS rtres
+        CASE WHEN lk_a.s IS NULL THEN ing_tres(src.alloctres) ELSE lk_a.t END AS ta,
+        CASE WHEN lk_r.s IS NULL THEN ing_tres(src.reqtres) ELSE lk_r.t END AS tr
     FROM ({{src}}) AS src
+    LEFT JOIN ing_tres_lookup AS lk_a ON lk_a.s = coalesce(src.alloctres, '')
+    LEFT JOIN ing_tres_lookup AS lk_r ON lk_r.s = coalesce(src.reqtres, '')
 ), b AS (
     SELECT *,
         split_part(id_txt, '.', 1) AS alloc_txt,
@@ -31,13 +35,6 @@ WITH a AS (
         TRY_CAST(alloccpus AS INTEGER) AS alloccpus_v,
         TRY_CAST(reqcpus AS INTEGER) AS reqcpus_v,
         TRY_CAST(uid AS BIGINT) AS uid_v,
-        ing_tres_val(atres, 'cpu') AS a_cpu,
-        ing_tres_val(atres, 'gres/gpu') AS a_gpu,
-        ing_tres_val(atres, 'mem') AS a_mem,
-        ing_tres_val(rtres, 'gres/gpu') AS r_gpu,
-        -- the text after the first typed GPU key (NULL: none); a second one is rare
-        CASE WHEN contains(atres, ',gres/gpu:') THEN substr(atres, instr(atres, ',gres/gpu:') + 10) END AS a_typed1,
-        CASE WHEN contains(rtres, ',gres/gpu:') THEN substr(rtres, instr(rtres, ',gres/gpu:') + 10) END AS r_typed1,
         split_part(state, ' ', 1) AS state_word
     FROM a
 ), c AS (
@@ -47,12 +44,6 @@ WITH a AS (
         CASE WHEN contains(alloc_txt, '_') THEN split_part(alloc_txt, '_', 2) END AS arr_t,
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 1) END AS het_j,
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 2) END AS het_o,
-        -- typed GPUs: one type (the usual case) read with split_part, several with a regex
-        CASE WHEN contains(a_typed1, ',gres/gpu:') THEN ing_typed_gpus(atres) END AS typed_list,
-        CASE WHEN NOT contains(a_typed1, ',gres/gpu:') THEN split_part(a_typed1, '=', 1) END AS typed1_name,
-        CASE WHEN NOT contains(a_typed1, ',gres/gpu:') THEN TRY_CAST(split_part(split_part(a_typed1, '=', 2), ',', 1) AS BIGINT) END AS typed1_n,
-        CASE WHEN contains(r_typed1, ',gres/gpu:') THEN list_sum(list_transform(ing_typed_gpus(rtres), x -> x.n))
-             ELSE TRY_CAST(split_part(split_part(r_typed1, '=', 2), ',', 1) AS BIGINT) END AS r_typed_sum,
         regexp_extract(coalesce(allocgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS agres,
         regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres
     FROM b
@@ -62,11 +53,7 @@ WITH a AS (
         TRY_CAST(arr_t AS BIGINT) AS arr_t_n,
         starts_with(coalesce(arr_t, ''), '[') AS arr_pending,
         TRY_CAST(het_j AS BIGINT) AS het_j_n,
-        TRY_CAST(het_o AS INTEGER) AS het_o_n,
-        CASE WHEN typed_list IS NOT NULL THEN list_sum(list_transform(typed_list, x -> x.n)) ELSE typed1_n END AS typed_sum,
-        CASE WHEN typed_list IS NOT NULL
-             THEN list_sort(list_transform(typed_list, x -> lpad(CAST(x.n AS VARCHAR), 10, '0') || chr(9) || x.name), 'DESC')[1]
-        END AS top_typed
+        TRY_CAST(het_o AS INTEGER) AS het_o_n
     FROM c
 ), e AS (
     SELECT *,
@@ -78,10 +65,6 @@ WITH a AS (
              WHEN het_j_n IS NOT NULL THEN het_j_n + het_o_n
              WHEN arr_pending THEN arr_j_n
         END AS job_id_raw,
-        TRY_CAST(a_gpu AS BIGINT) AS untyped,
-        TRY_CAST(a_cpu AS INTEGER) AS a_cpu_v,
-        ing_mem_mb(a_mem) AS a_mem_v,
-        TRY_CAST(r_gpu AS BIGINT) AS runtyped,
         -- nothing allocated (cancelled or still pending): the source has AllocTRES, it is
         -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then.
         $atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0 AS no_alloc
@@ -113,13 +96,9 @@ WITH a AS (
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
-            WHEN nullif(alloctres, '') IS NOT NULL AND NOT contains(alloctres, '=') THEN 'AllocTRES'
-            WHEN a_cpu IS NOT NULL AND a_cpu_v IS NULL THEN 'AllocTRES'
-            WHEN a_mem IS NOT NULL AND a_mem_v IS NULL THEN 'AllocTRES'
-            WHEN ing_gpu_vals_bad(atres) THEN 'AllocTRES'
-            WHEN coalesce(untyped, typed_sum, 0) > 2147483647 THEN 'AllocTRES'
-            WHEN nullif(reqtres, '') IS NOT NULL AND NOT contains(reqtres, '=') THEN 'ReqTRES'
-            WHEN ing_gpu_vals_bad(rtres) THEN 'ReqTRES'
+            WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad
+                 OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647 THEN 'AllocTRES'
+            WHEN tr.no_pairs OR tr.gpu_vals_bad THEN 'ReqTRES'
             WHEN CASE WHEN state IS NULL THEN FALSE
                       WHEN list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
                           'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
@@ -151,19 +130,17 @@ SELECT
     eligible_ts AS eligible, start_ts AS "start", end_ts AS "end",
     elapsed_v AS elapsed_s,
     timelimit_v AS timelimit_s,
-    CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, TRY_CAST(ing_tres_val(atres, 'node') AS INTEGER)) END AS nnodes,
-    CASE WHEN NOT no_alloc THEN coalesce(a_cpu_v, ncpus_v, alloccpus_v) END AS cpus,
-    coalesce(TRY_CAST(coalesce(untyped, typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
-    CASE WHEN typed_list IS NOT NULL THEN split_part(top_typed, chr(9), 2)
-         WHEN typed1_name IS NOT NULL THEN typed1_name
+    CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, ta.node) END AS nnodes,
+    CASE WHEN NOT no_alloc THEN coalesce(ta.cpu, ncpus_v, alloccpus_v) END AS cpus,
+    coalesce(TRY_CAST(coalesce(ta.untyped, ta.typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
+    CASE WHEN ta.top_name IS NOT NULL THEN ta.top_name
          WHEN nullif(agres.t, '') IS NOT NULL THEN agres.t END AS gpu_type_raw,
-    typed_list,
-    CAST(round(a_mem_v) AS BIGINT) AS mem_mb,
-    TRY_CAST(ing_tres_val(atres, 'billing') AS DOUBLE) AS billing,
+    ta.typed_list,
+    CAST(round(ta.mem_mb) AS BIGINT) AS mem_mb,
+    ta.billing,
     nullif(nodelist, '') AS node_list,
-    -- (ReqTRES cpu read only where ReqCPUS is missing: coalesce reads its next operand lazily)
-    coalesce(reqcpus_v, TRY_CAST(ing_tres_val(rtres, 'cpu') AS INTEGER)) AS req_cpus,
-    TRY_CAST(coalesce(runtyped, r_typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
+    coalesce(reqcpus_v, tr.cpu) AS req_cpus,
+    TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
     CAST(round(ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)
         WHEN 'c' THEN coalesce(reqcpus_v, 1)
         WHEN 'n' THEN coalesce(nnodes_v, 1) ELSE 1 END) AS BIGINT) AS req_mem_mb,
