@@ -619,9 +619,12 @@ def _summary(
     """ratios/summary over ``facts`` (``extra``: parameters the facts take beyond the query's):
     the groups in key order and the exclusions by reason."""
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
-    params = {**_params(q), **extra, "quantiles": list(QUANTILES), "thresholds": list(thresholds)}
-    c = _fetch_columns(con, _sql("summary", q.by, facts), params)
     by_gpu_s = q.weight is Weight.gpu_hours
+    params = {
+        **_params(q), **extra, "quantiles": list(QUANTILES), "thresholds": list(thresholds),
+        "by_gpu_s": by_gpu_s,
+    }  # fmt: skip
+    c = _fetch_columns(con, _sql("summary", q.by, facts), params)
     none = [0] * len(thresholds)
     groups = []
     excluded: dict[str, int] = {}
@@ -629,7 +632,7 @@ def _summary(
         if c["gid"][i] is None:  # the row of exclusions
             excluded = {str(e["reason"]): int(e["jobs"]) for e in c["excluded"][i]}
             continue
-        pct = c["pct_gpu_s"][i] if by_gpu_s else c["pct_jobs"][i]
+        pct = c["pct"][i]
         jobs = int(c["jobs"][i])
         gpu_s = float(c["gpu_s"][i] or 0)
         n_fs = int(c["n_fs_known"][i])

@@ -2,7 +2,8 @@
 -- below the node types' fair share (the facts' fs: ratio_fair_share of the job's cluster and GPU
 -- type). Placeholders: facts (ratios/jobs_facts or a cube's facts) and keys (the quoted group
 -- key columns: fixed names chosen in advisor.ratios, never user text).
--- Parameters: those of ratios/jobs_facts, plus $quantiles and $thresholds (DOUBLE[]).
+-- Parameters: those of ratios/jobs_facts, plus $quantiles and $thresholds (DOUBLE[]) and
+-- $by_gpu_s (percentiles by GPU-seconds, else by jobs).
 --
 -- Percentiles are computed from the exact distinct-value counts of each group, so they are
 -- exact, not approximated:
@@ -55,6 +56,34 @@ cdfs AS (
                'cw': list_sum(list_transform(vals[1:i], x -> x.w))
            }) AS cdf
     FROM stats
+),
+below AS (
+    -- per threshold, the last CDF entry below it (NULL: none), read once for both weights
+    SELECT * EXCLUDE (cdf),
+           -- the percentiles of the report's weight only ($by_gpu_s)
+           CASE WHEN $by_gpu_s THEN
+               -- NaN, not NULL, where no GPU-seconds weigh (a list without NULLs is fetched as
+               -- a plain array)
+               list_transform($quantiles::DOUBLE[],
+                   q -> coalesce(list_filter(cdf, e -> e.cw::DOUBLE / nullif(gpu_s, 0) >= q)[1].v,
+                                 'NaN'::DOUBLE))
+           ELSE
+               -- by jobs: x_lo, x_hi = the ratios of order statistics floor(h) and floor(h) + 1
+               -- (0-based): the first ratios whose running job count exceeds them, both read
+               -- off one filtered list (x_hi is x_lo's entry again, or the next one)
+               list_transform($quantiles::DOUBLE[], q -> list_transform(
+                   [{'h': (jobs - 1) * q, 'f': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q))}],
+                   p -> list_transform(
+                       [{'h': p.h, 'lo': p.f[1].v,
+                         'hi': CASE WHEN p.f[1].cn > floor(p.h) + 1 THEN p.f[1].v ELSE p.f[2].v END}],
+                       x -> CASE
+                           WHEN x.hi IS NULL THEN x.lo
+                           WHEN x.h - floor(x.h) >= 0.5 THEN x.hi - (x.hi - x.lo) * (1 - (x.h - floor(x.h)))
+                           ELSE x.lo + (x.hi - x.lo) * (x.h - floor(x.h))
+                       END)[1])[1])
+           END AS pct,
+           list_transform($thresholds::DOUBLE[], t -> list_filter(cdf, e -> e.v < t)[-1]) AS below
+    FROM cdfs
 )
 -- One row per group, plus one row (gid NULL) whose `excluded` lists {reason, jobs}.
 -- Counts are returned as BIGINT and GPU-seconds as DOUBLE (exact below 2^53 s), not HUGEINT:
@@ -63,28 +92,11 @@ SELECT row_number() OVER (ORDER BY {{keys}}) AS gid, {{keys}},
        jobs::BIGINT AS jobs, gpu_s::DOUBLE AS gpu_s, mean_jobs, mean_gpu_s, fair_share,
        n_fs_known::BIGINT AS n_fs_known, n_below_fs::BIGINT AS n_below_fs,
        w_fs_known::DOUBLE AS w_fs_known, w_below_fs::DOUBLE AS w_below_fs,
-       -- by jobs: x_lo, x_hi = the ratios of order statistics floor(h) and floor(h) + 1
-       -- (0-based): the first ratios whose running job count exceeds them
-       list_transform($quantiles::DOUBLE[], q -> list_transform(
-           [{'h': (jobs - 1) * q,
-             'lo': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q))[1].v,
-             'hi': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q) + 1)[1].v}],
-           p -> CASE
-                    WHEN p.hi IS NULL THEN p.lo
-                    WHEN p.h - floor(p.h) >= 0.5 THEN p.hi - (p.hi - p.lo) * (1 - (p.h - floor(p.h)))
-                    ELSE p.lo + (p.hi - p.lo) * (p.h - floor(p.h))
-                END)[1]) AS pct_jobs,
-       -- NaN, not NULL, where no GPU-seconds weigh (a list without NULLs is fetched as a plain
-       -- array)
-       list_transform($quantiles::DOUBLE[],
-           q -> coalesce(list_filter(cdf, e -> e.cw::DOUBLE / nullif(gpu_s, 0) >= q)[1].v,
-                         'NaN'::DOUBLE)) AS pct_gpu_s,
-       list_transform($thresholds::DOUBLE[],
-           t -> coalesce(list_filter(cdf, e -> e.v < t)[-1].cn, 0))::BIGINT[] AS n_below,
-       list_transform($thresholds::DOUBLE[],
-           t -> coalesce(list_filter(cdf, e -> e.v < t)[-1].cw, 0))::DOUBLE[] AS w_below,
+       pct,
+       list_transform(below, b -> coalesce(b.cn, 0))::BIGINT[] AS n_below,
+       list_transform(below, b -> coalesce(b.cw, 0))::DOUBLE[] AS w_below,
        NULL::STRUCT(reason VARCHAR, jobs BIGINT)[] AS excluded
-FROM cdfs
+FROM below
 UNION ALL BY NAME
 SELECT (SELECT coalesce(list({'reason': reason, 'jobs': jobs::BIGINT} ORDER BY reason), [])
         FROM excl) AS excluded
