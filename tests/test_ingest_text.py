@@ -69,6 +69,11 @@ def test_read_lines_reads_a_compressed_file_and_a_last_line_without_newline(
         (None, ""),
         ("x\\y/srun a/b", "srun"),
         ("sbatch\t-p x", "sbatch\t-p"),  # a tab is no word break: only a space ends the word
+        ("salloc -N 1", "salloc"),
+        ("sbatch", "sbatch"),
+        ("srunner --pty bash", "srunner"),
+        ("sbatchx run.sh", "sbatchx"),
+        ("Sbatch run.sh", "sbatch"),
     ],
 )
 def test_the_command_of_a_submit_line_is_the_first_words_file_name(

@@ -119,8 +119,15 @@ CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') 
 -- 4.65M submit lines)
 CREATE OR REPLACE TEMP MACRO ing_first_word(s) AS
     CASE WHEN contains(s, ' ') THEN left(s, instr(s, ' ') - 1) ELSE s END;
-CREATE OR REPLACE TEMP MACRO ing_cmd(submit_line) AS
+CREATE OR REPLACE TEMP MACRO ing_cmd_any(submit_line) AS
     lower(parse_filename(ing_first_word(ltrim(coalesce(submit_line, ''))), false, 'forward_slash'));
+-- (the three plain commands first: nearly every line starts with one; 0.8 -> 0.2 CPU-s over
+-- 4.65M submit lines)
+CREATE OR REPLACE TEMP MACRO ing_cmd(submit_line) AS
+    CASE WHEN starts_with(submit_line, 'sbatch ') THEN 'sbatch'
+         WHEN starts_with(submit_line, 'srun ') THEN 'srun'
+         WHEN starts_with(submit_line, 'salloc ') THEN 'salloc'
+         ELSE ing_cmd_any(submit_line) END;
 CREATE OR REPLACE TEMP MACRO ing_shell_name(job_name) AS
     list_contains(['interactive', 'bash', 'sh', 'zsh', 'tcsh', 'csh', 'fish', 'salloc', 'srun',
                    'login'], lower(trim(job_name)));
