@@ -99,6 +99,9 @@ def load(
     )
     [row] = con.execute(query("ingest/prescan_summary")).fetchall()
     records, steps, clusters, first, last, typed_tres, alloc_gres = row
+    # (the careful path, when it takes the file after all, reads the same lookup)
+    con.execute(query("ingest/tres_lookup"), {"max": _MAX_TRES_LOOKUP})
+    con.execute("DROP TABLE prescan_groups")
     if steps > _MAX_STEP_SHARE * records:
         return None
     if records and _stored_near(con, clusters or [], first, last, options.source_tz):
@@ -121,8 +124,6 @@ def load(
                  {**base, **skip, "delim": layout.delimiter}, create=False,
                  where="bad_field IS NOT NULL")  # fmt: skip
     _tres_names(con, typed_tres or [], alloc_gres or [])
-    con.execute(query("ingest/tres_lookup"), {"max": _MAX_TRES_LOOKUP})
-    con.execute("DROP TABLE prescan_groups")
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
     src = text.csv_src_sql(layout)
     src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)
