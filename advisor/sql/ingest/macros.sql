@@ -73,10 +73,12 @@ CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
     list_transform(regexp_extract_all(s, ',gres/gpu:[^=,]+=[0-9]+'),
         e -> {'name': split_part(split_part(e, 'gres/gpu:', 2), '=', 1),
               'n': TRY_CAST(split_part(e, '=', 2) AS BIGINT)});
--- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=).
+-- GPU values that are not whole numbers (gres/gpu=abc, gres/gpu:h100=1x, gres/gpu=) or have
+-- 19 digits or more (too large for a count: parse.sql rejects any above 2^31 - 1, and these
+-- would not even read as BIGINT).
 CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
     CASE WHEN contains(s, ',gres/gpu')
-         THEN regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$)') ELSE FALSE END;
+         THEN regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$|[0-9]{19})') ELSE FALSE END;
 -- Everything the parser reads from one TRES string (AllocTRES or ReqTRES; NULL reads as ''):
 -- its values, and whether each is malformed. parse.sql looks a string up in ing_tres_lookup
 -- first (a file has a few hundred distinct TRES strings for millions of records: splitting

@@ -133,7 +133,8 @@ SELECT
     CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, ta.node) END AS nnodes,
     CASE WHEN NOT no_alloc THEN coalesce(ta.cpu, ncpus_v, alloccpus_v) END AS cpus,
     coalesce(TRY_CAST(coalesce(ta.untyped, ta.typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
-    CASE WHEN ta.top_name IS NOT NULL THEN ta.top_name
+    -- (typed keys that name no type leave it unknown: AllocGRES is read only without them)
+    CASE WHEN ta.typed_list IS NOT NULL OR ta.top_name IS NOT NULL THEN ta.top_name
          WHEN nullif(agres.t, '') IS NOT NULL THEN agres.t END AS gpu_type_raw,
     ta.typed_list,
     CAST(round(ta.mem_mb) AS BIGINT) AS mem_mb,
