@@ -371,22 +371,26 @@ def test_tres_strings_beyond_the_lookups_bound_load_the_same(
     assert _load(tmp_path / "bulk.duckdb", [FIX / name], True) == careful
 
 
-def test_odd_gpu_keys_read_the_same_both_ways_huge_counts_rejected(tmp_path: Path) -> None:
+def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_path: Path) -> None:
     """Found in review of the TRES lookup: a GPU count too large even for BIGINT read as no
     count (the job kept its AllocGRES GPUs or none) instead of a reject, and typed keys that
     name no type must leave the type unknown, not take AllocGRES's."""
     path = tmp_path / "f.txt"
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (1, "cpu=4,gres/gpu:h100,gres/gpu:l40s", "gpu:a100:2"),  # typed keys, no counts
         (2, "cpu=4,gres/gpu:=1,gres/gpu:=1", "gpu:a100:2"),  # typed keys, no names
         (3, "cpu=4,gres/gpu=9223372036854775808", "gpu:a100:2"),  # past BIGINT
         (4, "cpu=4,gres/gpu:h100=99999999999999999999", ""),
         (5, "cpu=4,gres/gpu:h100=2147483648", ""),  # past INTEGER
         (6, "cpu=4,gres/gpu:h100=2", "gpu:a100:2"),
+        (7, "cpu=4,gres/gpu=1", "", "gres/gpu=3000000000"),  # requested past INTEGER
     ]
     path.write_text(
-        "JobID|JobIDRaw|Cluster|Submit|AllocTRES|AllocGRES\n"
-        + "".join(f"{i}|{i}|c|2024-01-01T00:00:00|{t}|{g}\n" for i, t, g in rows)
+        "JobID|JobIDRaw|Cluster|Submit|AllocTRES|AllocGRES|ReqTRES\n"
+        + "".join(
+            f"{r[0]}|{r[0]}|c|2024-01-01T00:00:00|{r[1]}|{r[2]}|{r[3] if len(r) > 3 else ''}\n"
+            for r in rows
+        )
     )
     careful, bulk = _both(tmp_path, [path])
     assert bulk == careful
@@ -395,7 +399,7 @@ def test_odd_gpu_keys_read_the_same_both_ways_huge_counts_rejected(tmp_path: Pat
     rejected = con.execute("SELECT line_no, field FROM rejects ORDER BY 1").fetchall()
     con.close()
     assert got == [(1, 2, None), (2, 2, None), (6, 2, "h100")]
-    assert rejected == [(4, "AllocTRES"), (5, "AllocTRES"), (6, "AllocTRES")]
+    assert rejected == [(4, "AllocTRES"), (5, "AllocTRES"), (6, "AllocTRES"), (8, "ReqTRES")]
 
 
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])

@@ -98,7 +98,8 @@ WITH a AS (
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad
                  OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647 THEN 'AllocTRES'
-            WHEN tr.no_pairs OR tr.gpu_vals_bad THEN 'ReqTRES'
+            WHEN tr.no_pairs OR tr.gpu_vals_bad
+                 OR coalesce(tr.untyped, tr.typed_sum, 0) > 2147483647 THEN 'ReqTRES'
             WHEN CASE WHEN state IS NULL THEN FALSE
                       WHEN list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
                           'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
