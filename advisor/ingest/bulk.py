@@ -9,9 +9,9 @@ bulk load and a careful load of one file store the same rows and the same reject
 1. prescan.sql reads a few columns of the file: record and step counts, clusters, the submit
    range and the few distinct TRES strings (those with typed GPUs for the GPU type map; all
    of them parsed once into ing_tres_lookup for the insert), keeping the lines DuckDB cannot
-   read. Stored rows near that range (stored_near.sql): the careful path
-   instead. Those lines are repaired (text.repair); a record a newline split in its last field
-   goes into temp ``tail_fix`` so that the insert reads it whole.
+   read. Stored rows near that range (stored_near.sql): the careful path instead. Those
+   lines are repaired (text.repair); a record a newline split in its last field goes into
+   temp ``tail_fix`` so that the insert reads it whole.
 2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
 3. In the file's transaction: the bulk insert (insert_all.sql over fold.sql over parse.sql over
    the file, keeping the lines DuckDB cannot read), then the repaired records (the repair of

@@ -82,7 +82,7 @@ CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
 -- Everything the parser reads from one TRES string (AllocTRES or ReqTRES; NULL reads as ''):
 -- its values, and whether each is malformed. parse.sql looks a string up in ing_tres_lookup
 -- first (a file has a few hundred distinct TRES strings for millions of records: splitting
--- each record's strings again cost about 4 CPU-s per 4.65M records) and calls this only for a
+-- each record's strings again cost about 10 CPU-s per 4.65M records) and calls this only for a
 -- string the lookup lacks. `typed1`: the text after the first typed GPU key (NULL: none; a
 -- second one, rare, is read with a regex).
 CREATE OR REPLACE TEMP MACRO ing_tres_typed(raw, s, typed1) AS {

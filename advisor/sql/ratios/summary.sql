@@ -70,7 +70,8 @@ below AS (
            ELSE
                -- by jobs: x_lo, x_hi = the ratios of order statistics floor(h) and floor(h) + 1
                -- (0-based): the first ratios whose running job count exceeds them, both read
-               -- off one filtered list (x_hi is x_lo's entry again, or the next one)
+               -- off one filtered list (x_hi is x_lo's entry again, or the next one: running
+               -- counts rise strictly, every entry counting at least one job)
                list_transform($quantiles::DOUBLE[], q -> list_transform(
                    [{'h': (jobs - 1) * q, 'f': list_filter(cdf, e -> e.cn > floor((jobs - 1) * q))}],
                    p -> list_transform(
