@@ -9,6 +9,7 @@ near the file's keys or the file holds a key twice.
 
 from __future__ import annotations
 
+import gzip
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -367,8 +368,30 @@ def test_tres_strings_beyond_the_lookups_bound_load_the_same(
     """A file with more distinct TRES strings than the lookup holds: the parser reads the
     others itself, malformed ones included, and stores what the careful path stores."""
     careful = _load(tmp_path / "careful.duckdb", [FIX / name], False)
-    monkeypatch.setattr(bulk_mod, "_MAX_TRES_LOOKUP", 1)
+    monkeypatch.setattr(pipeline, "MAX_TRES_LOOKUP", 1)
     assert _load(tmp_path / "bulk.duckdb", [FIX / name], True) == careful
+
+
+def test_the_careful_path_parses_the_tres_strings_of_its_first_records_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synth_with_everything: Path
+) -> None:
+    """A compressed file loads the careful way, with a lookup of the TRES strings of its first
+    records only (TRES_SAMPLE); strings past them are parsed per record: the same rows."""
+    packed = tmp_path / "synth.txt.gz"
+    packed.write_bytes(gzip.compress(synth_with_everything.read_bytes()))
+    whole = _load(tmp_path / "plain.duckdb", [synth_with_everything], False)
+    con = store.connect(tmp_path / "gz.duckdb")
+    monkeypatch.setattr(pipeline, "TRES_SAMPLE", 50)
+    [s] = ingest_files(con, [packed])
+    assert s.inserted == 6_000
+    sampled = con.execute("SELECT s FROM ing_tres_lookup WHERE s <> ''").fetchall()
+    distinct = con.execute(
+        "SELECT count(DISTINCT alloc_tres) + count(DISTINCT req_tres) FROM jobs"
+    ).fetchall()[0][0]
+    assert 0 < len(sampled) < distinct  # a few strings in the lookup, the rest parsed per row
+    jobs = con.execute("SELECT * EXCLUDE (ingest_id, updated_at) FROM jobs ORDER BY ALL").fetchall()
+    con.close()
+    assert jobs == whole["jobs"]
 
 
 def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_path: Path) -> None:

@@ -44,9 +44,6 @@ _NEAR = dt.timedelta(days=1)
 _MAX_STEP_SHARE = 1 / 3
 _ID_FIELDS = ("jobid", "jobidraw", "cluster")
 _PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
-# TRES strings read once each before the bulk insert (tres_lookup.sql): a file has a few
-# hundred; this bounds the table for one with far more (the parser reads the rest itself).
-_MAX_TRES_LOOKUP = 100_000
 
 
 def _tres_src() -> str:
@@ -99,8 +96,8 @@ def load(
     )
     [row] = con.execute(query("ingest/prescan_summary")).fetchall()
     records, steps, clusters, first, last, typed_tres, alloc_gres = row
-    # (the careful path, when it takes the file after all, reads the same lookup)
-    con.execute(query("ingest/tres_lookup"), {"max": _MAX_TRES_LOOKUP})
+    # (the careful path, when it takes the file after all, fills its own from a sample)
+    pl.tres_lookup(con, "prescan_groups")
     con.execute("DROP TABLE prescan_groups")
     if steps > _MAX_STEP_SHARE * records:
         return None
@@ -127,7 +124,7 @@ def load(
     pl.gpu_map(con, options, tables=("parsed", "tres_names"))
     src = text.csv_src_sql(layout)
     src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)
-    body = query("ingest/parse").replace("{{src}}", src).replace("{{raw_text}}", raw_text)
+    body = pl.parse_sql(src, raw_text, misses_in_case=True)  # the lookup has every string
     text.drop_reject_tables(con)
     optimizers = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
     con.execute("BEGIN TRANSACTION")

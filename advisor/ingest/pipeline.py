@@ -238,6 +238,23 @@ def fold_sql(alloc: str) -> str:
     )
 
 
+def parse_sql(src_sql: str, raw_text: str, *, misses_in_case: bool = False) -> str:
+    """parse.sql over ``src_sql``: the body of a SELECT. ``misses_in_case``: ing_tres runs only
+    for the TRES strings ing_tres_lookup lacks, inside a CASE (for a lookup that holds nearly
+    every string of the source); else over every record, NULL for the strings it has (see
+    parse.sql's head for the costs)."""
+    sql = query("ingest/parse").replace("{{src}}", src_sql).replace("{{raw_text}}", raw_text)
+    for side, column in (("a", "alloctres"), ("r", "reqtres")):
+        if misses_in_case:
+            computed, miss = "NULL", f"ing_tres({column})"
+        else:
+            computed = f"ing_tres(CASE WHEN {side}_hit IS NULL THEN {column} END)"
+            miss = f"{side}_computed"
+        sql = sql.replace("{{" + side + "_computed}}", computed)
+        sql = sql.replace("{{" + side + "_miss}}", miss)
+    return sql
+
+
 def parse(
     con: duckdb.DuckDBPyConnection,
     src_sql: str,
@@ -250,11 +267,43 @@ def parse(
 ) -> None:
     """Run the parser (advisor/sql/ingest/parse.sql) over ``src_sql`` into temp ``table``,
     keeping the records that meet ``where`` (SQL over the parser's columns) if given."""
-    body = query("ingest/parse").replace("{{src}}", src_sql).replace("{{raw_text}}", raw_text)
+    body = parse_sql(src_sql, raw_text)
     if where is not None:
         body = f"SELECT * FROM ({body}) AS p WHERE {where}"  # noqa: S608
     head = f"CREATE OR REPLACE TEMP TABLE {table} AS " if create else f"INSERT INTO {table} "
-    con.execute(head + body, params)
+    # DuckDB guesses a few dozen rows for read_csv: it would build the lookup join's hash table
+    # over the records instead of over ing_tres_lookup (a 1M-line careful load: 5.8 -> 8.0 s)
+    before = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
+    con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    try:
+        con.execute(head + body, params)
+    except BaseException:
+        # (an aborted transaction refuses the SET: the caller's rollback comes first)
+        with contextlib.suppress(duckdb.TransactionException):
+            con.execute("SET disabled_optimizers = ?", [before])
+        raise
+    con.execute("SET disabled_optimizers = ?", [before])
+
+
+_TRES_FIELDS = ("jobid", "jobidraw", "alloctres", "reqtres")
+MAX_TRES_LOOKUP = 100_000
+"""TRES strings parsed once each before a load (tres_lookup.sql): a file has a few hundred;
+this bounds the table for one with far more (the parser reads the rest itself)."""
+TRES_SAMPLE = 200_000
+"""Records whose TRES strings the careful path parses once each before a text load (the bulk
+path takes every record's, from its prescan)."""
+
+
+def tres_lookup(
+    con: duckdb.DuckDBPyConnection, groups_sql: str, params: dict[str, object] | None = None
+) -> None:
+    """Fill temp ``ing_tres_lookup`` (macros.sql) from ``groups_sql``, a relation of (is_step,
+    alloctres, reqtres, n): the distinct TRES strings parse.sql then looks up instead of
+    splitting them per record."""
+    con.execute(
+        query("ingest/tres_lookup").replace("{{groups}}", groups_sql),
+        {**(params or {}), "max": MAX_TRES_LOOKUP},
+    )
 
 
 def _read(
@@ -277,6 +326,19 @@ def _read(
         text.drop_reject_tables(con)
         by_line = not strict  # a carriage return DuckDB's reader cannot take
         if strict:
+            # the TRES strings of the first records, parsed once each (a light read: archives
+            # are compressed, and a full prescan would decompress the file twice)
+            sample = text.csv_src_sql(layout, keep_rejects=False, only=_TRES_FIELDS)
+            first_records = (
+                "(SELECT ing_is_step(jobid, jobidraw) AS is_step, alloctres, reqtres, 1 AS n"  # noqa: S608
+                f" FROM ({sample}) AS s LIMIT $sample)"
+            )
+            tres_lookup(
+                con,
+                first_records,
+                {**text.csv_params(path, compression, layout, strict, keep_rejects=False),
+                 "sample": TRES_SAMPLE},
+            )  # fmt: skip
             parse(
                 con,
                 text.csv_src_sql(layout),

@@ -1,14 +1,16 @@
--- The TRES strings of a file's allocation records (temp prescan_groups), read once each into
--- temp ing_tres_lookup for parse.sql: the $max most frequent (a bound on the table's size for
--- a file with unusually many distinct strings; parse.sql reads the others itself), and ''
--- (a record without the field).
+-- The TRES strings of a file's allocation records, read once each into temp ing_tres_lookup for
+-- parse.sql: the $max most frequent (a bound on the table's size for a file with unusually
+-- many distinct strings; parse.sql reads the others itself), and '' (a record without the
+-- field). The groups placeholder is a relation of (is_step, alloctres, reqtres, n): the bulk
+-- load's prescan_groups (every record of the file), or the first records of a file the
+-- careful path reads (advisor/ingest/pipeline.py: tres_lookup).
 CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS
 SELECT s, ing_tres(s) AS t
 FROM (
     SELECT s FROM (
-        SELECT coalesce(alloctres, '') AS s, n FROM prescan_groups WHERE NOT is_step
+        SELECT coalesce(alloctres, '') AS s, n FROM {{groups}} AS g WHERE NOT is_step
         UNION ALL
-        SELECT coalesce(reqtres, ''), n FROM prescan_groups WHERE NOT is_step
+        SELECT coalesce(reqtres, ''), n FROM {{groups}} AS g WHERE NOT is_step
         UNION ALL
         SELECT '', 0
     )
