@@ -126,21 +126,19 @@ def load(
     src = _alloc_src(text.with_tails_sql(layout, src) if tails else src)
     body = pl.parse_sql(src, raw_text, misses_in_case=True)  # the lookup has every string
     text.drop_reject_tables(con)
-    optimizers = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
+    optimizers = pl.optimizer_setting(con)
     con.execute("BEGIN TRANSACTION")
     try:
         ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
         ids_param: dict[str, object] = {"ingest_id": ingest_id}
-        # DuckDB guesses a few dozen rows for read_csv: it would build the tail_fix join's hash
-        # table over the file (7.5 s) instead of over tail_fix. Every join of this statement
-        # has its small side on the right, so the sides stay as written.
-        con.execute("SET disabled_optimizers = 'build_side_probe_side'")
-        inserted = pl.count(
-            con,
-            _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
-            {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
-        )
-        con.execute("SET disabled_optimizers = ?", [optimizers])
+        # Every join of this statement has its small side on the right (DuckDB would build
+        # the tail_fix join's hash table over the file: 7.5 s).
+        with pl.sides_as_written(con):
+            inserted = pl.count(
+                con,
+                _insert_sql(query("ingest/alloc_bulk").replace("{{parse}}", body)),
+                {**base, **text.csv_params(path, compression, layout, strict), **ids_param},
+            )
         progress(label, 2, pl.STAGES)
         if pl.cr_misnumbers_rejects(con, hasher):  # the careful path reads such files by line
             raise _HandOver

@@ -56,8 +56,6 @@ CREATE OR REPLACE TEMP MACRO ing_dur_s(x) AS
 -- `s` is the TRES string with a leading comma.
 CREATE OR REPLACE TEMP MACRO ing_tres_val(s, key) AS
     nullif(split_part(split_part(s, ',' || key || '=', 2), ',', 1), '');
-CREATE OR REPLACE TEMP MACRO ing_tres_has(s, key) AS
-    contains(s, ',' || key || '=');
 -- Memory '64G', '2.50G', '374000M', '512K' (MB based, as sacct prints TRES mem) -> MB.
 -- G and M (nearly every value) by slicing off the unit; rtrim is several times slower.
 CREATE OR REPLACE TEMP MACRO ing_mem_any(v) AS
@@ -111,8 +109,9 @@ CREATE OR REPLACE TEMP MACRO ing_tres_of(raw, s) AS
     ing_tres_typed(raw, s, CASE WHEN contains(s, ',gres/gpu:') THEN substr(s, instr(s, ',gres/gpu:') + 10) END);
 CREATE OR REPLACE TEMP MACRO ing_tres(raw) AS
     ing_tres_of(raw, ',' || coalesce(raw, ''));
--- Distinct TRES strings (s: NULL stored as '') with their ing_tres: filled by a bulk load
--- from its prescan (bulk.py); an entry stays true for any later load on the connection.
+-- Distinct TRES strings (s: NULL stored as '') with their ing_tres: filled before a text load
+-- (tres_lookup.sql: the bulk path's prescan, the careful path's first records); an entry
+-- stays true for any later load on the connection.
 CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') AS t LIMIT 0;
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
