@@ -1,8 +1,9 @@
 """CPU-per-GPU ratio analytics over ``jobs``: summaries, distributions and fair shares.
 
 This module owns the questions "how many cores per GPU do jobs get?" and "how many could they
-have had?". Everything is computed in DuckDB from the SQL under ``advisor/sql/ratios/``;
-Python only validates the query and turns rows into frozen dataclasses.
+have had?". Jobs are filtered and summed in DuckDB (the SQL under ``advisor/sql/ratios/``); a
+summary's percentiles, means and shares are then read off the summed rows with numpy, for all
+groups at once (:func:`_table`). Python also validates the query and builds the dataclasses.
 
 Definitions (see docs/ratios.md):
 
@@ -32,9 +33,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 
 from advisor.errors import StoreError, UsageError
 from advisor.store import query, quote_ident
@@ -143,18 +147,91 @@ class RatioGroup:
         return row
 
 
-@dataclass(frozen=True)
-class RatioReport:
-    """A summary: its groups (ordered by their keys), what was excluded and why, the query."""
+@dataclass(frozen=True, eq=False)
+class RatioTable:
+    """A summary's figures as columns, one entry per group, groups in key order: what
+    :func:`ratio_summary` computes (``RatioReport.groups`` turns it into one
+    :class:`RatioGroup` per group, on first use).
 
-    groups: tuple[RatioGroup, ...]
+    ``keys`` maps each group key to its values; ``percentiles`` has one column per
+    ``QUANTILES`` entry, ``share_*_below`` one per ``thresholds`` entry. Where a RatioGroup has
+    ``None`` (no node inventory covers the group), these arrays hold NaN.
+    """
+
+    keys: Mapping[str, Sequence[Any]]
+    thresholds: tuple[float, ...]
+    jobs: npt.NDArray[np.int64]
+    gpu_hours: npt.NDArray[np.float64]
+    percentiles: npt.NDArray[np.float64]
+    mean: npt.NDArray[np.float64]
+    share_jobs_below: npt.NDArray[np.float64]
+    share_gpu_hours_below: npt.NDArray[np.float64]
+    fair_share: npt.NDArray[np.float64]
+    jobs_with_fair_share: npt.NDArray[np.int64]
+    share_jobs_below_fair_share: npt.NDArray[np.float64]
+    share_gpu_hours_below_fair_share: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def groups(self) -> tuple[RatioGroup, ...]:
+        """One RatioGroup per group, in order."""
+        keys = {k: list(v) for k, v in self.keys.items()}
+        t = self.thresholds
+        pct = self.percentiles.tolist()
+        nb = self.share_jobs_below.tolist()
+        wb = self.share_gpu_hours_below.tolist()
+        cols = zip(
+            self.jobs.tolist(),
+            self.gpu_hours.tolist(),
+            self.mean.tolist(),
+            self.fair_share.tolist(),
+            self.jobs_with_fair_share.tolist(),
+            self.share_jobs_below_fair_share.tolist(),
+            self.share_gpu_hours_below_fair_share.tolist(),
+            strict=True,
+        )
+        return tuple(
+            RatioGroup(
+                keys={k: v[i] for k, v in keys.items()},
+                jobs=jobs,
+                gpu_hours=gpu_hours,
+                p10_cores_per_gpu=pct[i][0],
+                p25_cores_per_gpu=pct[i][1],
+                p50_cores_per_gpu=pct[i][2],
+                p75_cores_per_gpu=pct[i][3],
+                p90_cores_per_gpu=pct[i][4],
+                mean_cores_per_gpu=mean,
+                share_jobs_below=dict(zip(t, nb[i], strict=True)),
+                share_gpu_hours_below=dict(zip(t, wb[i], strict=True)),
+                fair_share_cores_per_gpu=None if math.isnan(fair) else fair,
+                jobs_with_fair_share=n_fs,
+                share_jobs_below_fair_share=None if math.isnan(s_n) else s_n,
+                share_gpu_hours_below_fair_share=None if math.isnan(s_w) else s_w,
+            )
+            for i, (jobs, gpu_hours, mean, fair, n_fs, s_n, s_w) in enumerate(cols)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RatioReport:
+    """A summary: its figures (``table``: columns, groups ordered by their keys), what was
+    excluded and why, the query. ``groups`` gives one RatioGroup per group."""
+
+    table: RatioTable
     excluded: Mapping[str, int]
     query: RatioQuery
+
+    @cached_property
+    def groups(self) -> tuple[RatioGroup, ...]:
+        """The groups in key order (built from ``table`` on first use: for tens of thousands of
+        groups, building the objects costs more than computing the figures)."""
+        return self.table.groups()
 
     @property
     def jobs(self) -> int:
         """Jobs counted in the report (all groups)."""
-        return sum(g.jobs for g in self.groups)
+        return int(self.table.jobs.sum())
 
     @property
     def excluded_jobs(self) -> int:
@@ -163,6 +240,16 @@ class RatioReport:
     def rows(self) -> list[dict[str, Any]]:
         """Every group as :meth:`RatioGroup.as_row`."""
         return [g.as_row() for g in self.groups]
+
+    def __eq__(self, other: object) -> bool:
+        """Reports are equal when their groups, exclusions and queries are."""
+        if not isinstance(other, RatioReport):
+            return NotImplemented
+        return (self.groups, self.excluded, self.query) == (
+            other.groups,
+            other.excluded,
+            other.query,
+        )
 
 
 @dataclass(frozen=True)
@@ -330,13 +417,18 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_people",
     "ratio_cube_people",
     "ratio_cube_people_months",
+    "ratio_cube_people_month_ratios",
     "ratio_cube_people_months_state",
     "ratio_cube_state",
 )
 """The derived tables a cube rebuild replaces (the state last). The per-month people cube is
 only emptied: it is built on first use (:func:`refresh_people_months`)."""
 
-_MONTHS_TABLES: tuple[str, ...] = ("ratio_cube_people_months", "ratio_cube_people_months_state")
+_MONTHS_TABLES: tuple[str, ...] = (
+    "ratio_cube_people_months",
+    "ratio_cube_people_month_ratios",
+    "ratio_cube_people_months_state",
+)
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
@@ -428,8 +520,9 @@ def refresh_ratio_cube(
 
 def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
     """Build ``ratio_cube_people_months`` (per pid, month, state and interactive label) from
-    ``jobs`` on the current ``ratio_people``, rebuilding the other cubes first when they are
-    stale; return its row count. ``temporary`` as in :func:`refresh_ratio_cube`.
+    ``jobs`` on the current ``ratio_people``, and from it ``ratio_cube_people_month_ratios``
+    (per pid, month and ratio), rebuilding the other cubes first when they are stale; return
+    the first one's row count. ``temporary`` as in :func:`refresh_ratio_cube`.
 
     Called by the first account/user query with a month or interactive key, a state filter or
     month bounds (a stale one is never read), not by every ingest: for 4.65M synthetic jobs it
@@ -442,10 +535,12 @@ def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = F
         _temp_copies(con, _MONTHS_TABLES)
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute("DELETE FROM ratio_cube_people_months")
+        for table in _MONTHS_TABLES[:-1]:
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
         con.execute(
             query("ratios/cube_people_months_refresh").replace("{{jobs}}", query("ratios/cube_jobs"))
         )
+        con.execute(query("ratios/cube_people_month_ratios_refresh"))
         _write_state(con, "ratio_cube_people_months_state", fp)
         con.execute("COMMIT")
     except Exception:
@@ -486,30 +581,42 @@ def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
-def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
-    """The facts relation for ``q``: a cube when one can answer and it is fresh (rebuilt first
-    on a writable connection, or as TEMP tables with ``use_cube=True`` on a read-only one), else
-    the jobs table itself."""
+def _source(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
+    """Which facts answer ``q``: "cube" (``ratio_cube``) or "people" (the people cubes) when one
+    can answer and it is fresh (rebuilt first on a writable connection, or as TEMP tables with
+    ``use_cube=True`` on a read-only one), else "jobs" (the jobs table itself)."""
+    if use_cube is False:
+        return "jobs"
     months = False
     if cube_answers(q):
-        sql = query("ratios/cube_facts")
+        kind = "cube"
     elif people_cube_answers(q):
-        sql = _people_facts(q)
+        kind = "people"
         months = _people_over_time(q)
     else:
-        return query("ratios/jobs_facts")
-    if use_cube is False:
-        return query("ratios/jobs_facts")
+        return "jobs"
     fresh = people_months_are_fresh(con) if months else cube_is_fresh(con)
     if not fresh:
         read_only = _read_only(con)
         if use_cube is None and read_only:
-            return query("ratios/jobs_facts")
+            return "jobs"
         if months:
             refresh_people_months(con, temporary=read_only)
         else:
             refresh_ratio_cube(con, temporary=read_only)
-    return sql
+    return kind
+
+
+def _facts(con: duckdb.DuckDBPyConnection, q: RatioQuery, use_cube: bool | None) -> str:
+    """The facts relation's SQL for ``q`` (see :func:`_source`)."""
+    return _facts_sql(_source(con, q, use_cube), q)
+
+
+def _facts_sql(kind: str, q: RatioQuery) -> str:
+    """The SQL of the facts of one :func:`_source` kind for ``q``."""
+    if kind == "cube":
+        return query("ratios/cube_facts")
+    return _people_facts(q) if kind == "people" else query("ratios/jobs_facts")
 
 
 def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
@@ -546,23 +653,29 @@ _BIGINT_GROUPS = 2**62
 """Group numbers below this fit a BIGINT (:func:`_people_group_number`)."""
 
 
-def _people_group_number(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> str:
-    """A SQL expression over ratio_people ``p`` that numbers the groups of ``by`` (people keys):
-    the keys' per-column ids combined as digits of mixed radix, so that the numbers are distinct
-    per group and sort as the key values do. Only fixed column names and integers from the
-    database are spliced in."""
+def _people_radix(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> dict[str, int]:
+    """Per people key of ``by``, one more than its largest id: the radix of its digit in a group
+    number (:func:`_people_group_number`). Only fixed column names are spliced in."""
     if not by:
-        return "0"
+        return {}
     row = con.execute(
         "SELECT " + ", ".join(f"coalesce(max({k}_id), 0) + 1" for k in by) + " FROM ratio_people"  # noqa: S608 - fixed names
     ).fetchone()
     assert row is not None
-    radix = [int(x) for x in row]
-    wide = math.prod(radix) >= _BIGINT_GROUPS  # BIGINT would overflow: number them as HUGEINT
+    return {k: int(r) for k, r in zip(by, row, strict=True)}
+
+
+def _people_group_number(radix: Mapping[str, int]) -> tuple[str, bool]:
+    """A SQL expression over ratio_people ``p`` that numbers the groups of people keys (with
+    their :func:`_people_radix`): the keys' per-column ids combined as digits of mixed radix, so
+    that the numbers are distinct per group and sort as the key values do; and whether the
+    numbers outgrow a BIGINT (they are then HUGEINTs). Only fixed column names and integers from
+    the database are spliced in."""
+    wide = math.prod(radix.values()) >= _BIGINT_GROUPS
     expr = "0"
-    for k, r in zip(by, radix, strict=True):
+    for k, r in radix.items():
         expr = f"({expr}) * {r} + p.{k}_id::{'HUGEINT' if wide else 'BIGINT'}"
-    return expr
+    return expr, wide
 
 
 def _sql(name: str, by: Sequence[str], facts: str) -> str:
@@ -609,78 +722,325 @@ def ratio_summary(
     """
     q = q or RatioQuery()
     _check(q)
-    groups, excluded = _summary(con, q, _facts(con, q, use_cube), {})
-    return RatioReport(groups=groups, excluded=excluded, query=q)
+    kind = _source(con, q, use_cube)
+    digits = _people_digits(con, q) if kind == "people" else None
+    if digits is not None:
+        table, excluded = _summary_people(con, q, digits, {})
+    else:
+        table, excluded = _summary(con, q, _facts_sql(kind, q), {})
+    return RatioReport(table=table, excluded=excluded, query=q)
+
+
+@dataclass(frozen=True)
+class _Digit:
+    """One key's digit in a people summary's group number: the key, its radix, and the SQL of
+    its value over ratio_people ``p`` or the cube ``c``."""
+
+    key: str
+    radix: int
+    sql: str
+
+
+_MONTH_DIGIT = "(year(c.month) * 12 + month(c.month) - 1)"
+"""A month as a digit: months since year 0 (the cube's months are never NULL for counted jobs)."""
+
+
+def _people_digits(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> list[_Digit] | None:
+    """The digits of the group number ratios/summary_people gives each group of ``q``: the
+    people keys of ``q.by`` in its order (their per-column ids), then the cube's own keys it
+    groups by (month, GPU count, interactive label); None when the numbers would outgrow a
+    BIGINT (the people facts are then summarised by name). Only fixed names and integers from
+    the database go into the SQL."""
+    people = [k for k in q.by if k in _PEOPLE_KEYS]
+    digits = [_Digit(k, r, f"p.{k}_id") for k, r in _people_radix(con, people).items()]
+    if "month" in q.by:
+        digits.append(_Digit("month", 12 * 10_000, _MONTH_DIGIT))
+    cube = _people_summary_cube(q)[0]
+    if "gpu_count" in q.by:
+        row = con.execute(f"SELECT coalesce(max(gpus), 0) + 1 FROM {cube}").fetchone()  # noqa: S608 - fixed names
+        digits.append(_Digit("gpu_count", int(row[0]) if row else 1, "c.gpus"))
+    if "interactive" in q.by:
+        labels = _interactive_labels(con, cube)
+        code = "list_position($labels::VARCHAR[], c.interactive) - 1"
+        digits.append(_Digit("interactive", max(len(labels), 1), code))
+    if math.prod(d.radix for d in digits) >= _BIGINT_GROUPS:
+        return None
+    return digits
+
+
+def _interactive_labels(con: duckdb.DuckDBPyConnection, cube: str) -> list[str]:
+    """The interactive labels of a people cube's counted jobs, in sort order."""
+    rows = con.execute(
+        f"SELECT DISTINCT interactive FROM {cube} WHERE excluded_reason IS NULL ORDER BY 1"  # noqa: S608 - fixed names
+    ).fetchall()
+    if any(r[0] is None for r in rows):  # the cube's rules label every job
+        raise StoreError(f"{cube} holds a job without an interactive label: rebuild the cubes")
+    return [str(r[0]) for r in rows]
 
 
 def _summary(
     con: duckdb.DuckDBPyConnection, q: RatioQuery, facts: str, extra: Mapping[str, Any]
-) -> tuple[tuple[RatioGroup, ...], dict[str, int]]:
+) -> tuple[RatioTable, dict[str, int]]:
     """ratios/summary over ``facts`` (``extra``: parameters the facts take beyond the query's):
-    the groups in key order and the exclusions by reason."""
-    thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
-    by_gpu_s = q.weight is Weight.gpu_hours
-    params = {
-        **_params(q), **extra, "quantiles": list(QUANTILES), "thresholds": list(thresholds),
-        "by_gpu_s": by_gpu_s,
-    }  # fmt: skip
-    c = _fetch_columns(con, _sql("summary", q.by, facts), params)
-    none = [0] * len(thresholds)
-    groups = []
-    excluded: dict[str, int] = {}
-    for i in sorted(range(len(c["gid"])), key=lambda i: c["gid"][i] or 0):
-        if c["gid"][i] is None:  # the row of exclusions
-            excluded = {str(e["reason"]): int(e["jobs"]) for e in c["excluded"][i]}
-            continue
-        pct = c["pct"][i]
-        jobs = int(c["jobs"][i])
-        gpu_s = float(c["gpu_s"][i] or 0)
-        n_fs = int(c["n_fs_known"][i])
-        w_fs = float(c["w_fs_known"][i])
-        fair = c["fair_share"][i]
-        mean = c["mean_gpu_s"][i] if by_gpu_s else c["mean_jobs"][i]
-        groups.append(
-            RatioGroup(
-                keys={k: c[k][i] for k in q.by},
-                jobs=jobs,
-                gpu_hours=gpu_s / 3600.0,
-                p10_cores_per_gpu=float(pct[0]),
-                p25_cores_per_gpu=float(pct[1]),
-                p50_cores_per_gpu=float(pct[2]),
-                p75_cores_per_gpu=float(pct[3]),
-                p90_cores_per_gpu=float(pct[4]),
-                mean_cores_per_gpu=math.nan if mean is None else float(mean),
-                share_jobs_below={
-                    t: int(n) / jobs
-                    for t, n in zip(thresholds, _or(c["n_below"][i], none), strict=True)
-                },
-                share_gpu_hours_below={
-                    t: (float(w) / gpu_s if gpu_s > 0 else math.nan)
-                    for t, w in zip(thresholds, _or(c["w_below"][i], none), strict=True)
-                },
-                fair_share_cores_per_gpu=None if fair is None else float(fair),
-                jobs_with_fair_share=n_fs,
-                share_jobs_below_fair_share=(int(c["n_below_fs"][i]) / n_fs if n_fs else None),
-                share_gpu_hours_below_fair_share=(
-                    float(c["w_below_fs"][i]) / w_fs if w_fs > 0 else None
-                ),
-            )
+    the figures of every group, in key order, and the exclusions by reason."""
+    keys = q.by or ("_all",)
+    sql = _sql("summary", q.by, facts).replace(
+        "{{excluded_keys}}",
+        ", ".join(
+            f"CASE WHEN excluded_reason IS NULL THEN {quote_ident(k)} END AS {quote_ident(k)}"
+            for k in keys
+        ),
+    )
+    params = {**_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
+    rows = con.execute(sql, params).fetchnumpy()
+    counted, excluded = _split_excluded(rows)
+    g = np.ma.getdata(rows["_g"][:counted]).astype(np.int64)
+    starts = np.flatnonzero(np.diff(g, prepend=g[:1] - 1))
+    names = {k: np.ma.asarray(rows[k][:counted])[starts].tolist() for k in q.by}
+    return _table(q, names, starts, rows, counted), excluded
+
+
+def _summary_people(
+    con: duckdb.DuckDBPyConnection,
+    q: RatioQuery,
+    digits: Sequence[_Digit],
+    extra: Mapping[str, Any],
+    *,
+    pids: bool = False,
+) -> tuple[RatioTable, dict[str, int]]:
+    """ratios/summary_people: the figures of every group, summed on integers from a people
+    cube and named afterwards (``digits``: :func:`_people_digits`; ``pids``: only the pids in
+    ``extra["pids"]``)."""
+    cube, conditions, ratio = _people_summary_cube(q)
+    inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
+    fs = bool(inventory and inventory[0])
+    gid = "0"
+    key = ""
+    for d in digits:
+        if d.key in _PEOPLE_KEYS:
+            gid = f"({gid}) * {d.radix} + {d.sql}"
+        else:
+            key = f"({key or 'g.gid'}) * {d.radix} + {d.sql}"
+    sql = (
+        query("ratios/summary_people")
+        .replace("{{cube}}", cube)
+        .replace("{{conditions}}", conditions)
+        .replace("{{v}}", ratio)
+        .replace("{{key}}", key or "g.gid")
+        .replace("{{gid}}", gid)
+        .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if pids else "TRUE")
+        .replace("{{fs}}", ", fair.fs" if fs else "")
+        .replace(
+            "{{fs_column}}",
+            ", CASE WHEN c.excluded_reason IS NULL THEN g.fs END AS fs" if fs else "",
         )
-    return tuple(groups), excluded
+    )
+    params = {**_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
+    labels = _interactive_labels(con, cube) if "interactive" in q.by else []
+    if labels:
+        params["labels"] = labels
+    if cube == "ratio_cube_people_month_ratios":
+        del params["states"], params["min_gpus"]
+    rows = con.execute(sql, params).fetchnumpy()
+    counted, excluded = _split_excluded(rows)
+    k = np.ma.getdata(rows["k"][:counted]).astype(np.int64)
+    starts = np.flatnonzero(np.diff(k, prepend=k[:1] - 1))
+    # each group's digits, decoded from its number: the people keys' ids (ranks, NULL last),
+    # months since year 0, GPU counts, label positions
+    code = k[starts]
+    part: dict[str, npt.NDArray[np.int64]] = {}
+    for d in reversed(digits):
+        part[d.key] = code % d.radix
+        code = code // d.radix
+    keys: dict[str, list[Any]] = {}
+    for d in digits:
+        if d.key in _PEOPLE_KEYS:
+            keys[d.key] = _people_names(con, d.key)[part[d.key]].tolist()
+        elif d.key == "month":
+            months, at = np.unique(part[d.key], return_inverse=True)
+            text = [f"{m // 12:04d}-{m % 12 + 1:02d}" for m in months.tolist()]
+            keys[d.key] = np.array(text, dtype=object)[at].tolist()
+        elif d.key == "interactive":
+            keys[d.key] = np.array(labels, dtype=object)[part[d.key]].tolist()
+        else:
+            keys[d.key] = part[d.key].tolist()
+    table = _table(q, {b: keys[b] for b in q.by}, starts, rows, counted)
+    if [d.key for d in digits] != list(q.by):  # numbered in another key order: sort by q.by's
+        table = _take(table, np.lexsort([part[b] for b in reversed(q.by)]))
+    return table, excluded
 
 
-def _or(values: Any, default: Sequence[Any]) -> Sequence[Any]:
-    """A fetched LIST value (a numpy array), or ``default`` for NULL."""
-    return default if values is None else values
+def _people_summary_cube(q: RatioQuery) -> tuple[str, str, str]:
+    """The people cube ratios/summary_people reads for ``q``, its conditions and its ratio
+    expression: ``ratio_cube_people_month_ratios`` for month keys and ranges without state,
+    interactive or GPU-count keys and filters (it is several times smaller), else the one
+    :func:`_people_cube_query` picks, with the minimum-GPU condition."""
+    if (
+        _people_over_time(q)
+        and not q.states
+        and q.min_gpus is None
+        and not {"interactive", "gpu_count"} & set(q.by)
+    ):
+        return "ratio_cube_people_month_ratios", _PEOPLE_MONTHS_SQL, "c.v"
+    over_time = _people_over_time(q)
+    return (
+        "ratio_cube_people_months" if over_time else "ratio_cube_people",
+        (_PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
+        + " AND ($min_gpus::INTEGER IS NULL OR c.gpus >= $min_gpus::INTEGER)",
+        "c.cpus::DOUBLE / c.gpus",
+    )
+
+def _people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
+    """The values of one people key indexed by their id (ratios/people_names)."""
+    sql = (
+        query("ratios/people_names")
+        .replace("{{id}}", f"{key}_id")
+        .replace("{{name}}", quote_ident(key))
+    )
+    ids, values = zip(*con.execute(sql).fetchall(), strict=True) or ((), ())
+    names = np.full(max(ids, default=0) + 1, None, dtype=object)
+    names[list(ids)] = values
+    return names
 
 
-def _fetch_columns(
-    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]
-) -> dict[str, list[Any]]:
-    """The result's columns as Python lists (NULL as None, a LIST value as a numpy array):
-    fetched by column, which costs a fraction of row tuples when a summary has thousands of
-    groups (24,000 user-month groups: 180 -> 100 ms)."""
-    return {k: v.tolist() for k, v in con.execute(sql, dict(params)).fetchnumpy().items()}
+def _split_excluded(rows: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
+    """How many leading rows of a summary's result are counted rows (a ratio, v > 0), and the
+    jobs of the trailing ones (v = minus the position of the reason in EXCLUSION_REASONS) by
+    exclusion reason."""
+    v = np.ma.filled(np.ma.asarray(rows["v"]).astype(np.float64), np.nan)
+    counted = int(np.count_nonzero(v > 0))
+    codes = v[counted:]
+    if np.isnan(codes).any():  # a reason missing from EXCLUSION_REASONS: never drop its jobs
+        raise StoreError("a ratio cube holds an exclusion reason advisor does not know")
+    n = np.ma.getdata(rows["n"][counted:]).tolist()
+    return counted, {
+        EXCLUSION_REASONS[int(-c) - 1]: int(k) for c, k in zip(codes.tolist(), n, strict=True)
+    }
+
+
+def _table(
+    q: RatioQuery,
+    keys: Mapping[str, list[Any]],
+    starts: npt.NDArray[np.int64],
+    rows: Mapping[str, Any],
+    counted: int,
+) -> RatioTable:
+    """The figures of groups whose rows start at ``starts`` in a summary's result (rows sorted by
+    group, then ratio; see ratios/summary), all groups at once:
+
+    - by jobs, percentiles interpolate linearly between order statistics (numpy's default
+      "linear", DuckDB's quantile_cont): h = (n - 1) q, x[floor h] + (h - floor h)(x[floor h +
+      1] - x[floor h]), in numpy's two-sided form for rounding;
+    - by GPU-seconds, the weighted inverted CDF (numpy.percentile(method="inverted_cdf",
+      weights=...)): the smallest ratio whose running GPU-second share reaches q;
+    - shares below a threshold count ratios strictly below it.
+    """
+    thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
+    v = np.ma.getdata(rows["v"][:counted]).astype(np.float64, copy=False)
+    n = np.ma.getdata(rows["n"][:counted]).astype(np.int64, copy=False)
+    w = np.ma.getdata(rows["w"][:counted]).astype(np.int64, copy=False)
+    size = len(starts)
+    ends = np.append(starts[1:], counted).astype(np.int64)
+    if size == 0:
+        empty = np.zeros(0)
+        return RatioTable(
+            keys={k: [] for k in q.by}, thresholds=thresholds, jobs=np.zeros(0, dtype=np.int64),
+            gpu_hours=empty, percentiles=np.zeros((0, len(QUANTILES))), mean=empty,
+            share_jobs_below=np.zeros((0, len(thresholds))),
+            share_gpu_hours_below=np.zeros((0, len(thresholds))), fair_share=empty,
+            jobs_with_fair_share=np.zeros(0, dtype=np.int64),
+            share_jobs_below_fair_share=empty, share_gpu_hours_below_fair_share=empty,
+        )  # fmt: skip
+    jobs = np.add.reduceat(n, starts)
+    gpu_s = np.add.reduceat(w, starts)
+    gpu_s_f = gpu_s.astype(np.float64)
+    weighed = np.where(gpu_s > 0, gpu_s_f, np.nan)  # NaN where no GPU-seconds weigh
+    run_n = np.cumsum(n)  # running totals over all rows: a group's are these less its base
+    run_w = np.cumsum(w)
+    pct = np.full((size, len(QUANTILES)), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if q.weight is Weight.gpu_hours:
+            group = np.repeat(np.arange(size), ends - starts)
+            share = (run_w - (run_w[starts] - w[starts])[group]).astype(np.float64) / gpu_s_f[group]
+            for j, qq in enumerate(QUANTILES):
+                # rows whose running share reaches q; a group's first is the first at or after
+                # its start, if before its end (else none is its own: a later group's, or the
+                # last hit of all, before the start, where no later one exists)
+                hit = np.flatnonzero(share >= qq)
+                at = hit[np.minimum(np.searchsorted(hit, starts), len(hit) - 1)] if len(hit) else ends
+                found = (at >= starts) & (at < ends)
+                pct[found, j] = v[at[found]]
+            mean = np.add.reduceat(v * w, starts) / weighed
+        else:
+            base = run_n[starts] - n[starts]
+            for j, qq in enumerate(QUANTILES):
+                h = (jobs - 1).astype(np.float64) * qq
+                k = np.floor(h)
+                target = base + k.astype(np.int64)
+                # x_lo: the first ratio whose running count exceeds floor(h); x_hi: the same
+                # one if its count reaches past floor(h) + 1, else the next (none past the end)
+                lo_at = np.searchsorted(run_n, target, side="right")
+                lo = v[lo_at]
+                next_at = np.minimum(lo_at + 1, counted - 1)
+                same = (run_n[lo_at] > target + 1) | (lo_at + 1 >= ends)
+                hi = np.where(same, lo, v[next_at])
+                frac = h - k
+                pct[:, j] = np.where(
+                    frac >= 0.5, hi - (hi - lo) * (1 - frac), lo + (hi - lo) * frac
+                )
+            mean = np.add.reduceat(v * n, starts) / jobs
+        n_below = np.zeros((size, len(thresholds)), dtype=np.int64)
+        w_below = np.zeros((size, len(thresholds)), dtype=np.int64)
+        for j, t in enumerate(thresholds):
+            n_below[:, j] = np.add.reduceat(np.where(v < t, n, 0), starts)
+            w_below[:, j] = np.add.reduceat(np.where(v < t, w, 0), starts)
+        if "fs" in rows:  # the fair share, where the node inventory knows the job's node type
+            fs = np.ma.filled(np.ma.asarray(rows["fs"][:counted]).astype(np.float64), np.nan)
+            below_fs = v < fs  # False where it is unknown
+            n_fs = np.add.reduceat(np.where(np.isnan(fs), 0, n), starts)
+            w_fs = np.add.reduceat(np.where(np.isnan(fs), 0, w), starts).astype(np.float64)
+            fair = np.fmin.reduceat(fs, starts)
+            n_below_fs = np.add.reduceat(np.where(below_fs, n, 0), starts) / np.where(
+                n_fs > 0, n_fs, np.nan
+            )
+            w_below_fs = np.add.reduceat(np.where(below_fs, w, 0), starts) / np.where(
+                w_fs > 0, w_fs, np.nan
+            )
+        else:  # no inventory: the summary SQL left the column out
+            fair = n_below_fs = w_below_fs = np.full(size, np.nan)
+            n_fs = np.zeros(size, dtype=np.int64)
+        return RatioTable(
+            keys=keys,
+            thresholds=thresholds,
+            jobs=jobs,
+            gpu_hours=gpu_s_f / 3600.0,
+            percentiles=pct,
+            mean=mean,
+            share_jobs_below=n_below / jobs[:, None],
+            share_gpu_hours_below=w_below / weighed[:, None],
+            fair_share=fair,
+            jobs_with_fair_share=n_fs,
+            share_jobs_below_fair_share=n_below_fs,
+            share_gpu_hours_below_fair_share=w_below_fs,
+        )
+
+
+def _take(t: RatioTable, order: npt.NDArray[np.int64]) -> RatioTable:
+    """``t`` with its groups in ``order``."""
+    return RatioTable(
+        keys={k: [v[i] for i in order.tolist()] for k, v in t.keys.items()},
+        thresholds=t.thresholds,
+        jobs=t.jobs[order],
+        gpu_hours=t.gpu_hours[order],
+        percentiles=t.percentiles[order],
+        mean=t.mean[order],
+        share_jobs_below=t.share_jobs_below[order],
+        share_gpu_hours_below=t.share_gpu_hours_below[order],
+        fair_share=t.fair_share[order],
+        jobs_with_fair_share=t.jobs_with_fair_share[order],
+        share_jobs_below_fair_share=t.share_jobs_below_fair_share[order],
+        share_gpu_hours_below_fair_share=t.share_gpu_hours_below_fair_share[order],
+    )
 
 
 @dataclass(frozen=True)
@@ -762,17 +1122,13 @@ def below_target(
         "fixed": tq.fixed_cores_per_gpu,
         "top": tq.top,
     }
-    facts = _facts(con, q, use_cube)
-    people = (
-        not cube_answers(q)
-        and people_cube_answers(q)
-        and set(q.by) <= _PEOPLE_KEYS
-        and facts != query("ratios/jobs_facts")
-    )
+    kind = _source(con, q, use_cube)
+    facts = _facts_sql(kind, q)
+    people = kind == "people" and set(q.by) <= _PEOPLE_KEYS
     if people:
         sql = (
             _people_cube_query("ratios/below_target_people", q)
-            .replace("{{gid}}", _people_group_number(con, q.by))
+            .replace("{{gid}}", _people_group_number(_people_radix(con, q.by))[0])
             .replace("{{names}}", ", ".join(
                 f"any_value(p.{quote_ident(k)}) AS {quote_ident(k)}" for k in q.by
             ) or "TRUE AS _all")
@@ -790,11 +1146,15 @@ def below_target(
             thresholds_cores_per_gpu=tuple(sorted({float(r["target"]) for r in top})),
         )
         if people:
-            pids = sorted(int(p) for r in top for p in r["pids"])
-            groups, _ = _summary(con, sq, _people_facts(sq, only_pids=True), {"pids": pids})
+            pids = {"pids": sorted(int(p) for r in top for p in r["pids"])}
+            digits = _people_digits(con, sq)
+            if digits is not None:
+                table, _ = _summary_people(con, sq, digits, pids, pids=True)
+            else:
+                table, _ = _summary(con, sq, _people_facts(sq, only_pids=True), pids)
         else:
-            groups, _ = _summary(con, sq, facts, {})
-        by_keys = {tuple(g.keys[k] for k in q.by): g for g in groups}
+            table, _ = _summary(con, sq, facts, {})
+        by_keys = {tuple(g.keys[k] for k in q.by): g for g in table.groups()}
         chosen = tuple(
             BelowTargetGroup(
                 group=by_keys[tuple(r[k] for k in q.by)],
@@ -809,10 +1169,13 @@ def below_target(
     )
 
 
-_PEOPLE_OVER_TIME_SQL = (
+_PEOPLE_MONTHS_SQL = (
     "($start::TIMESTAMP IS NULL OR c.month >= CAST($start::TIMESTAMP AS DATE))"
     " AND ($end::TIMESTAMP IS NULL OR c.month < CAST($end::TIMESTAMP AS DATE))"
-    " AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], c.state))"
+)
+_PEOPLE_OVER_TIME_SQL = (
+    _PEOPLE_MONTHS_SQL
+    + " AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], c.state))"
 )
 _PEOPLE_ALL_TIME_SQL = (
     "$start::TIMESTAMP IS NULL AND $end::TIMESTAMP IS NULL AND len($states::VARCHAR[]) = 0"

@@ -261,6 +261,12 @@ def main() -> None:
     print(f"{len(cases) - len(misses)} of {len(cases)} summaries under the 100 ms target"
           + (f"; over it: {'; '.join(misses)}" if misses else "") + " (noisy shared machine)")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # a report holds its figures as columns; RatioGroup objects are built on first use of
+    # .groups, which for tens of thousands of groups costs more than the summary itself
+    report = ratios.ratio_summary(con, RatioQuery(by=("user", "month")))
+    ms = _time(report.table.groups, args.repeats)
+    print(f"not a summary: {len(report.table):,} user+month groups as RatioGroup objects "
+          f"(report.groups) {ms:.1f} ms {ms / base:.2f}x")  # fmt: skip
     print("the same summaries computed from the jobs table (use_cube=False), for comparison:")
     for name, _fn in cases[:3]:
         q = (

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from advisor import ratios, store
-from advisor.errors import UsageError
+from advisor.errors import StoreError, UsageError
 from advisor.ratios import RatioQuery, Weight
 
 T0 = dt.datetime(2024, 1, 1)
@@ -130,6 +130,50 @@ def test_gpu_hour_weighted_percentiles_equal_numpy_weighted_inverted_cdf(con):
         assert g.mean_cores_per_gpu == pytest.approx(np.average(x, weights=w), rel=1e-12)
 
 
+@pytest.mark.parametrize("use_cube", [True, False])
+@pytest.mark.parametrize("weight", list(Weight))
+def test_every_group_of_a_many_group_summary_equals_numpy_on_its_own_jobs(con, weight, use_cube):
+    """Figures are computed for all groups at once: each group must see only its own jobs, also
+    groups of one or two jobs next to large ones (user+month: the people cube's numbered groups
+    or, from jobs, groups numbered by name)."""
+    jobs = _varied_jobs(31, 2500)
+    for i, j in enumerate(jobs[:40]):  # a few users with one or two jobs in a month
+        j["user"] = f"rare{i // 2}"
+    for j in jobs[40:60]:  # and a GPU-hourless group
+        j.update(user="zero", elapsed_s=0)
+    _insert(con, jobs)
+    report = ratios.ratio_summary(con, RatioQuery(by=("user", "month"), weight=weight), use_cube=use_cube)
+    counted = [j for j in jobs if j["start"] is not None and j["gpus"] > 0]
+    assert sum(g.jobs for g in report.groups) == len(counted)
+    assert min(g.jobs for g in report.groups) == 1
+    assert [tuple(g.keys.values()) for g in report.groups] == sorted(
+        {(j["user"], j["start"].strftime("%Y-%m")) for j in counted}
+    )
+    for g in report.groups:
+        sel = [
+            j for j in counted
+            if j["user"] == g.keys["user"] and j["start"].strftime("%Y-%m") == g.keys["month"]
+        ]  # fmt: skip
+        x = np.array([j["cpus"] / j["gpus"] for j in sel])
+        w = np.array([j["gpus"] * j["elapsed_s"] for j in sel], dtype=float)
+        got = [g.p10_cores_per_gpu, g.p25_cores_per_gpu, g.p50_cores_per_gpu,
+               g.p75_cores_per_gpu, g.p90_cores_per_gpu]  # fmt: skip
+        if weight is Weight.jobs:
+            assert got == pytest.approx(np.percentile(x, [10, 25, 50, 75, 90]), rel=1e-12)
+            assert g.mean_cores_per_gpu == pytest.approx(x.mean(), rel=1e-12)
+        elif w.sum() > 0:
+            expect = np.percentile(x, [10, 25, 50, 75, 90], weights=w, method="inverted_cdf")
+            assert got == pytest.approx(expect, rel=1e-12)
+            assert g.mean_cores_per_gpu == pytest.approx(np.average(x, weights=w), rel=1e-12)
+        else:
+            assert np.isnan(got).all() and np.isnan(g.mean_cores_per_gpu)
+        assert g.jobs == len(x) and g.gpu_hours == pytest.approx(w.sum() / 3600)
+        for t in (1.0, 2.0, 4.0, 8.0):
+            assert g.share_jobs_below[t] == pytest.approx(np.mean(x < t))
+            if w.sum() > 0:
+                assert g.share_gpu_hours_below[t] == pytest.approx(w[x < t].sum() / w.sum())
+
+
 def test_weighted_percentile_at_an_exact_cdf_boundary_takes_the_lower_value(con):
     # Two ratios with equal GPU-hours: the cumulative share reaches exactly 0.5 at the first.
     _insert(con, [{"cpus": 1, "gpus": 1}, {"cpus": 8, "gpus": 1}])
@@ -158,6 +202,10 @@ def test_shares_below_thresholds_are_strictly_below_by_jobs_and_by_gpu_hours(con
     assert g.share_gpu_hours_below[8.0] == pytest.approx((400 + 400 + 1200) / total)
     row = g.as_row()
     assert row["share_jobs_below_1"] == 0.25 and row["share_jobs_below_8"] == 0.75
+    # no thresholds: no shares, the rest unchanged
+    bare = ratios.ratio_summary(con, RatioQuery(by=(), thresholds_cores_per_gpu=())).groups[0]
+    assert bare.share_jobs_below == {} == bare.share_gpu_hours_below
+    assert bare.p50_cores_per_gpu == g.p50_cores_per_gpu == 2.5
 
 
 def test_jobs_without_an_allocation_are_counted_by_reason_never_silently(con):
@@ -422,6 +470,18 @@ _CUBE_QUERIES = [
         accounts=("a1", "a2"),
         min_gpus=2,
     ),
+    # keys of the cube before people keys: groups are put in key order after numbering
+    RatioQuery(by=("interactive", "user", "month"), weight=Weight.gpu_hours),
+    RatioQuery(by=("gpu_count", "gpu_type", "user"), states=("COMPLETED",)),
+    # answered by ratio_cube_people_month_ratios (months without states, labels, GPU counts)
+    RatioQuery(by=("month", "user")),
+    RatioQuery(
+        by=("account", "month"),
+        start=dt.datetime(2024, 2, 1),
+        clusters=("teaching",),
+        thresholds_cores_per_gpu=(2,),
+    ),
+    RatioQuery(by=("cluster", "account"), end=dt.datetime(2024, 3, 1), weight=Weight.gpu_hours),
 ]
 
 
@@ -469,6 +529,52 @@ def test_the_cube_and_the_jobs_table_give_the_same_report(con, q):
         _same(a, b)
     for a, b in zip(d_cube.ecdf_records(), d_jobs.ecdf_records(), strict=True):
         _same(a, b)
+
+
+def test_groups_numbered_past_a_bigint_are_summarised_by_name_with_the_same_result(
+    con, monkeypatch
+):
+    """People keys whose ids would number groups past a BIGINT (hundreds of thousands of users
+    times accounts, partitions...) fall back to grouping the people facts by name."""
+    _insert(con, _varied_jobs(22, 600))
+    ratios.refresh_ratio_cube(con)
+    queries = [RatioQuery(by=("user", "month")), RatioQuery(by=("account", "partition"))]
+    expected = [ratios.ratio_summary(con, q, use_cube=False) for q in queries]
+    monkeypatch.setattr(ratios, "_BIGINT_GROUPS", 2)
+    for q, want in zip(queries, expected, strict=True):
+        assert ratios._people_digits(con, q) is None
+        got = ratios.ratio_summary(con, q, use_cube=True)
+        assert got.excluded == want.excluded
+        assert len(got.groups) == len(want.groups) > 1
+        for a, b in zip(got.groups, want.groups, strict=True):
+            _same(a.as_row(), b.as_row())
+
+
+def test_month_summaries_of_people_read_the_cube_summed_over_states(con):
+    _insert(con, _varied_jobs(23, 500))
+    q = RatioQuery(by=("user", "month"))
+    first = ratios.ratio_summary(con, q)
+    assert [type(v) for v in first.groups[0].keys.values()] == [str, str]
+    assert first.groups[0].keys["month"] == "2024-01"
+    # the cube holds what ratio_cube_people_months holds, states and labels summed away
+    totals = "SELECT pid, month, sum(n), sum(w) FROM {} GROUP BY ALL ORDER BY ALL"
+    assert (
+        con.execute(totals.format("ratio_cube_people_month_ratios")).fetchall()
+        == con.execute(totals.format("ratio_cube_people_months")).fetchall()
+    )
+    # it is what answers: doubled counts there double the report's, and nothing else changes
+    con.execute("UPDATE ratio_cube_people_month_ratios SET n = 2 * n")
+    doubled = ratios.ratio_summary(con, q)
+    assert [g.jobs for g in doubled.groups] == [2 * g.jobs for g in first.groups]
+    assert doubled.excluded == {r: 2 * n for r, n in first.excluded.items()}
+    assert ratios.ratio_summary(con, RatioQuery(by=("user",), states=("COMPLETED",))).jobs > 0
+    # a reason advisor does not know is an error, not jobs silently dropped
+    con.execute(
+        "UPDATE ratio_cube_people_month_ratios SET excluded_reason = 'odd' "
+        "WHERE excluded_reason = 'no_gpus'"
+    )
+    with pytest.raises(StoreError, match="exclusion reason"):
+        ratios.ratio_summary(con, q)
 
 
 def _same(a: dict, b: dict) -> None:

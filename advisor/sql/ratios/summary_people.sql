@@ -1,0 +1,39 @@
+-- ratios/summary_people: the rows of ratios/summary, read from a people cube with integer group
+-- numbers instead of names: per group and distinct ratio (and fair share, where the node
+-- inventory has any), the counted jobs (n) and GPU-seconds (w), in (group, ratio) order; then,
+-- with k NULL, one row per exclusion reason, under v = minus its position in $reasons.
+-- A group is one BIGINT, k: the number of the pid's values of the people keys the query groups
+-- by (gid: arithmetic on ratio_people's per-column ids, so that numbers sort as the names do),
+-- combined by mixed radix with the cube's own key columns the query groups by (month, GPU
+-- count, interactive label). advisor.ratios decodes it and names the groups afterwards, once
+-- per id. Summing cube rows on integers is what keeps 24,000 user-month groups fast: grouping
+-- the facts by names took several times longer, and grouping and sorting on one number instead
+-- of one column per key saved another fifth.
+-- Placeholders, fixed text chosen in advisor.ratios: gid; key (the expression of k over gid
+-- and the cube's columns); cube (a people cube) and conditions (its month, state and GPU-count
+-- conditions); v (the cube's ratio expression); fs (", fair.fs" where ratio_fair_share has
+-- rows, else nothing: a column less to group by) and fs_column (the same, as ", CASE WHEN
+-- c.excluded_reason IS NULL THEN g.fs END AS fs"); pids (TRUE, or only the pids in $pids).
+-- Parameters: those of ratios/jobs_facts, $reasons (VARCHAR[]), $labels (the interactive
+-- labels, when grouped by) and $pids.
+WITH people AS (
+    SELECT p.pid, {{gid}} AS gid{{fs}}
+    FROM ratio_people AS p
+    LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
+    WHERE (len($partitions::VARCHAR[]) = 0
+           OR list_contains($partitions::VARCHAR[], p."partition"))
+      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
+      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
+      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
+      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+      AND {{pids}}
+)
+SELECT CASE WHEN c.excluded_reason IS NULL THEN {{key}} END AS k,
+       CASE WHEN c.excluded_reason IS NULL THEN {{v}}
+            ELSE -list_position($reasons::VARCHAR[], c.excluded_reason) END AS v{{fs_column}},
+       sum(c.n)::BIGINT AS n, sum(c.w)::BIGINT AS w
+FROM {{cube}} AS c
+JOIN people AS g USING (pid)
+WHERE {{conditions}}
+GROUP BY ALL
+ORDER BY k NULLS LAST, v
