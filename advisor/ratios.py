@@ -59,8 +59,9 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 EXCLUSION_REASONS: tuple[str, ...] = ("never_started", "no_gpus", "no_cpus")
-CUBE_RULES_VERSION = 4
-"""Bumped whenever the rules the cubes are built with change, so an old cube reads stale."""
+CUBE_RULES_VERSION = 5
+"""Bumped whenever the rules the cubes are built with change, so an old cube reads stale (5:
+ratio_cube_people_month_ratios, which an older advisor's rebuild would leave behind)."""
 
 
 class Weight(StrEnum):
@@ -741,7 +742,7 @@ class _Digit:
     sql: str
 
 
-_MONTH_DIGIT = "(year(c.month) * 12 + month(c.month) - 1)"
+_MONTH_DIGIT = "year(c.month) * 12 + month(c.month) - 1"
 """A month as a digit: months since year 0 (the cube's months are never NULL for counted jobs)."""
 
 
@@ -814,20 +815,22 @@ def _summary_people(
     cube, conditions, ratio = _people_summary_cube(q)
     inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
     fs = bool(inventory and inventory[0])
+    # 32-bit arithmetic where the numbers fit: DuckDB groups and sorts them faster
+    kind = "INTEGER" if math.prod(d.radix for d in digits) < 2**31 else "BIGINT"
     gid = "0"
     key = ""
     for d in digits:
         if d.key in _PEOPLE_KEYS:
-            gid = f"({gid}) * {d.radix} + {d.sql}"
+            gid = f"({gid}) * {d.radix} + ({d.sql})::{kind}"
         else:
-            key = f"({key or 'g.gid'}) * {d.radix} + {d.sql}"
+            key = f"({key or 'g.gid'}) * {d.radix} + ({d.sql})::{kind}"
     sql = (
         query("ratios/summary_people")
         .replace("{{cube}}", cube)
         .replace("{{conditions}}", conditions)
         .replace("{{v}}", ratio)
         .replace("{{key}}", key or "g.gid")
-        .replace("{{gid}}", gid)
+        .replace("{{gid}}", f"({gid})::{kind}")
         .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if pids else "TRUE")
         .replace("{{fs}}", ", fair.fs" if fs else "")
         .replace(
@@ -837,7 +840,7 @@ def _summary_people(
     )
     params = {**_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
     labels = _interactive_labels(con, cube) if "interactive" in q.by else []
-    if labels:
+    if "interactive" in q.by:
         params["labels"] = labels
     if cube == "ratio_cube_people_month_ratios":
         del params["states"], params["min_gpus"]
@@ -897,9 +900,10 @@ def _people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
         .replace("{{id}}", f"{key}_id")
         .replace("{{name}}", quote_ident(key))
     )
-    ids, values = zip(*con.execute(sql).fetchall(), strict=True) or ((), ())
-    names = np.full(max(ids, default=0) + 1, None, dtype=object)
-    names[list(ids)] = values
+    rows = con.execute(sql).fetchall()
+    names = np.full(max((r[0] for r in rows), default=0) + 1, None, dtype=object)
+    for i, name in rows:
+        names[i] = name
     return names
 
 
@@ -913,9 +917,8 @@ def _split_excluded(rows: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
     if np.isnan(codes).any():  # a reason missing from EXCLUSION_REASONS: never drop its jobs
         raise StoreError("a ratio cube holds an exclusion reason advisor does not know")
     n = np.ma.getdata(rows["n"][counted:]).tolist()
-    return counted, {
-        EXCLUSION_REASONS[int(-c) - 1]: int(k) for c, k in zip(codes.tolist(), n, strict=True)
-    }
+    reasons = ((EXCLUSION_REASONS[int(-c) - 1], int(k)) for c, k in zip(codes.tolist(), n, strict=True))
+    return counted, dict(sorted(reasons))  # by reason, as they are reported
 
 
 def _table(

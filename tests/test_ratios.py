@@ -363,9 +363,50 @@ def test_bad_queries_are_usage_errors_that_name_the_fix(con):
         ratios.ratio_distribution(con, RatioQuery(), bins=(4, 1))
 
 
-def test_an_empty_database_gives_no_groups_and_no_exclusions(con):
-    report = ratios.ratio_summary(con)
-    assert report.groups == () and dict(report.excluded) == {}
+@pytest.mark.parametrize("by", [(), ("user",), ("user", "interactive"), ("account", "month")])
+def test_an_empty_database_gives_no_groups_and_no_exclusions(con, by):
+    for use_cube in (None, False):
+        report = ratios.ratio_summary(con, RatioQuery(by=by), use_cube=use_cube)
+        assert report.groups == () and dict(report.excluded) == {} and report.jobs == 0
+
+
+@pytest.mark.parametrize("by", [("user", "interactive"), ("user", "month"), ("gpu_type",)])
+def test_a_selection_without_counted_jobs_still_reports_its_exclusions(con, by):
+    _insert(con, [{"gpus": 0, "gpu_type": None}, {"start": None, "elapsed_s": 0}])
+    for use_cube in (None, False):
+        report = ratios.ratio_summary(con, RatioQuery(by=by), use_cube=use_cube)
+        assert report.groups == ()
+        assert list(report.excluded.items()) == [("never_started", 1), ("no_gpus", 1)]
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        RatioQuery(by=("user", "account", "month")),
+        RatioQuery(by=("user", "account", "partition"), weight=Weight.gpu_hours),
+    ],
+)
+def test_group_numbers_past_32_bits_are_exact(con, q):
+    """2,000 users x 2,000 accounts (x 600 partitions) number groups past 2^31."""
+    _insert(
+        con,
+        [
+            {"user": f"u{i:04d}", "account": f"a{i:04d}", "partition": f"p{i % 600:03d}",
+             "cpus": 1 + i % 16, "elapsed_s": 1000 + i, "start": T0 + dt.timedelta(days=i % 90)}
+            for i in range(2000)
+        ],
+    )  # fmt: skip
+    got = ratios.ratio_summary(con, q)
+    assert ratios._people_digits(con, q) is not None  # numbered on the people cube
+    want = ratios.ratio_summary(con, q, use_cube=False)
+    assert len(got.groups) == len(want.groups) == 2000
+    for a, b in zip(got.groups, want.groups, strict=True):
+        _same(a.as_row(), b.as_row())
+    # the most GPU-hours below 8 cores/GPU: the last users (longest jobs) with 1-7 CPUs
+    top = ratios.below_target(con, ratios.TargetQuery(q, fixed_cores_per_gpu=8.0, top=5))
+    users = [b.group.keys["user"] for b in top.groups]
+    assert users == ["u1990", "u1989", "u1988", "u1987", "u1986"]
+    assert [b.group.jobs for b in top.groups] == [1] * 5
 
 
 # --- the CLI ---------------------------------------------------------------------------

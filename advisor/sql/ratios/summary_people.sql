@@ -2,18 +2,19 @@
 -- numbers instead of names: per group and distinct ratio (and fair share, where the node
 -- inventory has any), the counted jobs (n) and GPU-seconds (w), in (group, ratio) order; then,
 -- with k NULL, one row per exclusion reason, under v = minus its position in $reasons.
--- A group is one BIGINT, k: the number of the pid's values of the people keys the query groups
+-- A group is one integer, k: the number of the pid's values of the people keys the query groups
 -- by (gid: arithmetic on ratio_people's per-column ids, so that numbers sort as the names do),
 -- combined by mixed radix with the cube's own key columns the query groups by (month, GPU
 -- count, interactive label). advisor.ratios decodes it and names the groups afterwards, once
 -- per id. Summing cube rows on integers is what keeps 24,000 user-month groups fast: grouping
 -- the facts by names took several times longer, and grouping and sorting on one number instead
 -- of one column per key saved another fifth.
--- Placeholders, fixed text chosen in advisor.ratios: gid; key (the expression of k over gid
--- and the cube's columns); cube (a people cube) and conditions (its month, state and GPU-count
--- conditions); v (the cube's ratio expression); fs (", fair.fs" where ratio_fair_share has
--- rows, else nothing: a column less to group by) and fs_column (the same, as ", CASE WHEN
--- c.excluded_reason IS NULL THEN g.fs END AS fs"); pids (TRUE, or only the pids in $pids).
+-- Placeholders, fixed text chosen in advisor.ratios: gid (cast to the type every group number
+-- fits, INTEGER or BIGINT); key (the expression of k over gid and the cube's columns); cube (a
+-- people cube) and conditions (its month, state and GPU-count conditions); v (the cube's ratio
+-- expression); fs (", fair.fs" where ratio_fair_share has rows, else nothing: a column less to
+-- group by) and fs_column (the same, as ", CASE WHEN c.excluded_reason IS NULL THEN g.fs END
+-- AS fs"); pids (TRUE, or only the pids in $pids).
 -- Parameters: those of ratios/jobs_facts, $reasons (VARCHAR[]), $labels (the interactive
 -- labels, when grouped by) and $pids.
 WITH people AS (
