@@ -740,6 +740,7 @@ class _Digit:
     key: str
     radix: int
     sql: str
+    labels: tuple[str, ...] = ()  # interactive: the labels, in order (the digit is a position)
 
 
 _MONTH_DIGIT = "year(c.month) * 12 + month(c.month) - 1"
@@ -763,20 +764,20 @@ def _people_digits(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> list[_Digit
     if "interactive" in q.by:
         labels = _interactive_labels(con, cube)
         code = "list_position($labels::VARCHAR[], c.interactive) - 1"
-        digits.append(_Digit("interactive", max(len(labels), 1), code))
+        digits.append(_Digit("interactive", max(len(labels), 1), code, labels))
     if math.prod(d.radix for d in digits) >= _BIGINT_GROUPS:
         return None
     return digits
 
 
-def _interactive_labels(con: duckdb.DuckDBPyConnection, cube: str) -> list[str]:
+def _interactive_labels(con: duckdb.DuckDBPyConnection, cube: str) -> tuple[str, ...]:
     """The interactive labels of a people cube's counted jobs, in sort order."""
     rows = con.execute(
         f"SELECT DISTINCT interactive FROM {cube} WHERE excluded_reason IS NULL ORDER BY 1"  # noqa: S608 - fixed names
     ).fetchall()
     if any(r[0] is None for r in rows):  # the cube's rules label every job
         raise StoreError(f"{cube} holds a job without an interactive label: rebuild the cubes")
-    return [str(r[0]) for r in rows]
+    return tuple(str(r[0]) for r in rows)
 
 
 def _summary(
@@ -839,9 +840,9 @@ def _summary_people(
         )
     )
     params = {**_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
-    labels = _interactive_labels(con, cube) if "interactive" in q.by else []
-    if "interactive" in q.by:
-        params["labels"] = labels
+    labels = next((d.labels for d in digits if d.key == "interactive"), None)
+    if labels is not None:
+        params["labels"] = list(labels)
     if cube == "ratio_cube_people_month_ratios":
         del params["states"], params["min_gpus"]
     rows = con.execute(sql, params).fetchnumpy()
@@ -864,7 +865,7 @@ def _summary_people(
             text = [f"{m // 12:04d}-{m % 12 + 1:02d}" for m in months.tolist()]
             keys[d.key] = np.array(text, dtype=object)[at].tolist()
         elif d.key == "interactive":
-            keys[d.key] = np.array(labels, dtype=object)[part[d.key]].tolist()
+            keys[d.key] = np.array(d.labels, dtype=object)[part[d.key]].tolist()
         else:
             keys[d.key] = part[d.key].tolist()
     table = _table(q, {b: keys[b] for b in q.by}, starts, rows, counted)
@@ -893,6 +894,7 @@ def _people_summary_cube(q: RatioQuery) -> tuple[str, str, str]:
         "c.cpus::DOUBLE / c.gpus",
     )
 
+
 def _people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
     """The values of one people key indexed by their id (ratios/people_names)."""
     sql = (
@@ -917,7 +919,7 @@ def _split_excluded(rows: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
     if np.isnan(codes).any():  # a reason missing from EXCLUSION_REASONS: never drop its jobs
         raise StoreError("a ratio cube holds an exclusion reason advisor does not know")
     n = np.ma.getdata(rows["n"][counted:]).tolist()
-    reasons = ((EXCLUSION_REASONS[int(-c) - 1], int(k)) for c, k in zip(codes.tolist(), n, strict=True))
+    reasons = zip([EXCLUSION_REASONS[int(-c) - 1] for c in codes.tolist()], n, strict=True)
     return counted, dict(sorted(reasons))  # by reason, as they are reported
 
 
