@@ -6,8 +6,9 @@
 -- means and shares below thresholds are read off these rows in advisor.ratios (numpy over the
 -- whole result at once: list functions per group, or windows, cost several times more for
 -- thousands of groups).
--- Placeholders: facts, and keys (the quoted group key columns: fixed names chosen in
--- advisor.ratios, never user text). Parameters: those of ratios/jobs_facts, $reasons.
+-- Placeholders, fixed text chosen in advisor.ratios (never user text): facts; keys (the quoted
+-- group key columns); excluded_keys (each key as "CASE WHEN excluded_reason IS NULL THEN <key>
+-- END AS <key>"). Parameters: those of ratios/jobs_facts, $reasons (VARCHAR[]).
 -- Counts and GPU-seconds are returned as BIGINT: exact, and fetched as plain arrays.
 WITH facts AS (
 {{facts}}
