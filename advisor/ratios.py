@@ -31,7 +31,7 @@ import datetime as dt
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -666,16 +666,18 @@ def _people_radix(con: duckdb.DuckDBPyConnection, by: Sequence[str]) -> dict[str
     return {k: int(r) for k, r in zip(by, row, strict=True)}
 
 
-def _people_group_number(radix: Mapping[str, int]) -> tuple[str, bool]:
+def _people_group_number(radix: Mapping[str, int], kind: str | None = None) -> tuple[str, bool]:
     """A SQL expression over ratio_people ``p`` that numbers the groups of people keys (with
     their :func:`_people_radix`): the keys' per-column ids combined as digits of mixed radix, so
     that the numbers are distinct per group and sort as the key values do; and whether the
-    numbers outgrow a BIGINT (they are then HUGEINTs). Only fixed column names and integers from
-    the database are spliced in."""
+    numbers outgrow a BIGINT. The arithmetic is in ``kind`` (an integer SQL type the numbers
+    fit), by default BIGINT, or HUGEINT for numbers that outgrow it. Only fixed column names and
+    integers from the database are spliced in."""
     wide = math.prod(radix.values()) >= _BIGINT_GROUPS
+    kind = kind or ("HUGEINT" if wide else "BIGINT")
     expr = "0"
     for k, r in radix.items():
-        expr = f"({expr}) * {r} + p.{k}_id::{'HUGEINT' if wide else 'BIGINT'}"
+        expr = f"({expr}) * {r} + p.{k}_id::{kind}"
     return expr, wide
 
 
@@ -723,23 +725,34 @@ def ratio_summary(
     """
     q = q or RatioQuery()
     _check(q)
-    kind = _source(con, q, use_cube)
-    digits = _people_digits(con, q) if kind == "people" else None
-    if digits is not None:
-        table, excluded = _summary_people(con, q, digits, {})
-    else:
-        table, excluded = _summary(con, q, _facts_sql(kind, q), {})
+    table, excluded = _summarise(con, q, _source(con, q, use_cube))
     return RatioReport(table=table, excluded=excluded, query=q)
+
+
+def _summarise(
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, kind: str, pids: Sequence[int] | None = None
+) -> tuple[RatioTable, dict[str, int]]:
+    """The figures of every group of ``q`` from the facts of one :func:`_source` kind, and the
+    exclusions: from a people cube on integer group numbers where they fit a BIGINT, else by
+    name. ``pids``: only these people-cube pids (:func:`below_target`'s top groups)."""
+    extra = {} if pids is None else {"pids": list(pids)}
+    if kind == "people":
+        digits = _people_digits(con, q)
+        if digits is not None:
+            return _summary_people(con, q, digits, extra)
+        return _summary(con, q, _people_facts(q, only_pids=pids is not None), extra)
+    return _summary(con, q, _facts_sql(kind, q), extra)
 
 
 @dataclass(frozen=True)
 class _Digit:
     """One key's digit in a people summary's group number: the key, its radix, and the SQL of
-    its value over ratio_people ``p`` or the cube ``c``."""
+    its value over the cube ``c`` (people keys have none: :func:`_people_group_number` numbers
+    them)."""
 
     key: str
     radix: int
-    sql: str
+    sql: str = ""
     labels: tuple[str, ...] = ()  # interactive: the labels, in order (the digit is a position)
 
 
@@ -754,7 +767,7 @@ def _people_digits(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> list[_Digit
     BIGINT (the people facts are then summarised by name). Only fixed names and integers from
     the database go into the SQL."""
     people = [k for k in q.by if k in _PEOPLE_KEYS]
-    digits = [_Digit(k, r, f"p.{k}_id") for k, r in _people_radix(con, people).items()]
+    digits = [_Digit(k, r) for k, r in _people_radix(con, people).items()]
     if "month" in q.by:
         digits.append(_Digit("month", 12 * 10_000, _MONTH_DIGIT))
     cube = _people_summary_cube(q)[0]
@@ -807,32 +820,28 @@ def _summary_people(
     q: RatioQuery,
     digits: Sequence[_Digit],
     extra: Mapping[str, Any],
-    *,
-    pids: bool = False,
 ) -> tuple[RatioTable, dict[str, int]]:
     """ratios/summary_people: the figures of every group, summed on integers from a people
-    cube and named afterwards (``digits``: :func:`_people_digits`; ``pids``: only the pids in
-    ``extra["pids"]``)."""
+    cube and named afterwards (``digits``: :func:`_people_digits`; with ``extra["pids"]``, only
+    those pids)."""
     cube, conditions, ratio = _people_summary_cube(q)
     inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
     fs = bool(inventory and inventory[0])
     # 32-bit arithmetic where the numbers fit: DuckDB groups and sorts them faster
     kind = "INTEGER" if math.prod(d.radix for d in digits) < 2**31 else "BIGINT"
-    gid = "0"
-    key = ""
+    gid = _people_group_number({d.key: d.radix for d in digits if d.key in _PEOPLE_KEYS}, kind)[0]
+    key = "g.gid"
     for d in digits:
-        if d.key in _PEOPLE_KEYS:
-            gid = f"({gid}) * {d.radix} + ({d.sql})::{kind}"
-        else:
-            key = f"({key or 'g.gid'}) * {d.radix} + ({d.sql})::{kind}"
+        if d.key not in _PEOPLE_KEYS:
+            key = f"({key}) * {d.radix} + ({d.sql})::{kind}"
     sql = (
         query("ratios/summary_people")
         .replace("{{cube}}", cube)
         .replace("{{conditions}}", conditions)
         .replace("{{v}}", ratio)
-        .replace("{{key}}", key or "g.gid")
+        .replace("{{key}}", key)
         .replace("{{gid}}", f"({gid})::{kind}")
-        .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if pids else "TRUE")
+        .replace("{{pids}}", "list_contains($pids::INTEGER[], p.pid)" if "pids" in extra else "TRUE")
         .replace("{{fs}}", ", fair.fs" if fs else "")
         .replace(
             "{{fs_column}}",
@@ -944,18 +953,8 @@ def _table(
     v = np.ma.getdata(rows["v"][:counted]).astype(np.float64, copy=False)
     n = np.ma.getdata(rows["n"][:counted]).astype(np.int64, copy=False)
     w = np.ma.getdata(rows["w"][:counted]).astype(np.int64, copy=False)
-    size = len(starts)
+    size = len(starts)  # none: every figure is an empty array
     ends = np.append(starts[1:], counted).astype(np.int64)
-    if size == 0:
-        empty = np.zeros(0)
-        return RatioTable(
-            keys={k: [] for k in q.by}, thresholds=thresholds, jobs=np.zeros(0, dtype=np.int64),
-            gpu_hours=empty, percentiles=np.zeros((0, len(QUANTILES))), mean=empty,
-            share_jobs_below=np.zeros((0, len(thresholds))),
-            share_gpu_hours_below=np.zeros((0, len(thresholds))), fair_share=empty,
-            jobs_with_fair_share=np.zeros(0, dtype=np.int64),
-            share_jobs_below_fair_share=empty, share_gpu_hours_below_fair_share=empty,
-        )  # fmt: skip
     jobs = np.add.reduceat(n, starts)
     gpu_s = np.add.reduceat(w, starts)
     gpu_s_f = gpu_s.astype(np.float64)
@@ -1031,21 +1030,14 @@ def _table(
 
 
 def _take(t: RatioTable, order: npt.NDArray[np.int64]) -> RatioTable:
-    """``t`` with its groups in ``order``."""
-    return RatioTable(
-        keys={k: [v[i] for i in order.tolist()] for k, v in t.keys.items()},
-        thresholds=t.thresholds,
-        jobs=t.jobs[order],
-        gpu_hours=t.gpu_hours[order],
-        percentiles=t.percentiles[order],
-        mean=t.mean[order],
-        share_jobs_below=t.share_jobs_below[order],
-        share_gpu_hours_below=t.share_gpu_hours_below[order],
-        fair_share=t.fair_share[order],
-        jobs_with_fair_share=t.jobs_with_fair_share[order],
-        share_jobs_below_fair_share=t.share_jobs_below_fair_share[order],
-        share_gpu_hours_below_fair_share=t.share_gpu_hours_below_fair_share[order],
-    )
+    """``t`` with its groups in ``order``: every array field indexed by it."""
+    arrays = {f.name: getattr(t, f.name)[order] for f in fields(t) if f.name not in _NOT_ARRAYS}
+    keys = {k: [v[i] for i in order.tolist()] for k, v in t.keys.items()}
+    return RatioTable(keys=keys, thresholds=t.thresholds, **arrays)
+
+
+_NOT_ARRAYS = frozenset({"keys", "thresholds"})
+"""The fields of RatioTable that are not one array entry per group."""
 
 
 @dataclass(frozen=True)
@@ -1150,15 +1142,8 @@ def below_target(
             q,
             thresholds_cores_per_gpu=tuple(sorted({float(r["target"]) for r in top})),
         )
-        if people:
-            pids = {"pids": sorted(int(p) for r in top for p in r["pids"])}
-            digits = _people_digits(con, sq)
-            if digits is not None:
-                table, _ = _summary_people(con, sq, digits, pids, pids=True)
-            else:
-                table, _ = _summary(con, sq, _people_facts(sq, only_pids=True), pids)
-        else:
-            table, _ = _summary(con, sq, facts, {})
+        pids = sorted(int(p) for r in top for p in r["pids"]) if people else None
+        table, _ = _summarise(con, sq, kind, pids)
         by_keys = {tuple(g.keys[k] for k in q.by): g for g in table.groups()}
         chosen = tuple(
             BelowTargetGroup(
