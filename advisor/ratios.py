@@ -639,12 +639,19 @@ def _people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
     return sql
 
 
+def _people_query(name: str) -> str:
+    """The people-cube SQL file ``name`` with the filters' conditions on ratio_people
+    ({{people_where}}: ratios/people_where)."""
+    return query(name).replace("{{people_where}}", query("ratios/people_where"))
+
+
 def _people_cube_query(name: str, q: RatioQuery) -> str:
-    """The SQL file ``name`` with its people cube ({{cube}}: the all-time or the per-month one)
-    and that cube's month and state conditions ({{over_time}}) chosen for ``q``."""
+    """The people-cube SQL file ``name`` (:func:`_people_query`) with its people cube
+    ({{cube}}: the all-time or the per-month one) and that cube's month and state conditions
+    ({{over_time}}) chosen for ``q``."""
     over_time = _people_over_time(q)
     return (
-        query(name)
+        _people_query(name)
         .replace("{{cube}}", "ratio_cube_people_months" if over_time else "ratio_cube_people")
         .replace("{{over_time}}", _PEOPLE_OVER_TIME_SQL if over_time else _PEOPLE_ALL_TIME_SQL)
     )
@@ -835,7 +842,7 @@ def _summary_people(
         if d.key not in _PEOPLE_KEYS:
             key = f"({key}) * {d.radix} + ({d.sql})::{kind}"
     sql = (
-        query("ratios/summary_people")
+        _people_query("ratios/summary_people")
         .replace("{{cube}}", cube)
         .replace("{{conditions}}", conditions)
         .replace("{{v}}", ratio)

@@ -1,9 +1,10 @@
 -- ratios/below_target_people: rank account/user groups by GPU-seconds below a target ratio,
 -- from the people cubes' integer counts (no percentiles): what advisor.ratios.below_target
 -- reads first, so that percentiles are computed only for the top groups.
--- Placeholders (fixed text chosen in advisor.ratios, never user input): gid (the group's
--- number: arithmetic on ratio_people's per-column ids of the group keys, a subset of cluster,
--- gpu_type, partition, account, user, so that numbers sort as the key values do); cube
+-- Placeholders (fixed text chosen in advisor.ratios, never user input): people_where
+-- (ratios/people_where); gid (the group's number: arithmetic on ratio_people's per-column ids
+-- of the group keys, a subset of cluster, gpu_type, partition, account, user, so that numbers
+-- sort as the key values do); cube
 -- (ratio_cube_people, or ratio_cube_people_months for state filters and month bounds) and
 -- over_time (the month/state conditions on that cube); names (the key columns of the group's
 -- people, any_value(p.<key>) AS <key> each, or TRUE AS _all without keys).
@@ -23,11 +24,7 @@ people AS MATERIALIZED (
     FROM ratio_people AS p
     LEFT JOIN targets AS t
       ON t._tp IS NOT DISTINCT FROM p."partition" AND t._tg IS NOT DISTINCT FROM p.gpu_type
-    WHERE (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], p."partition"))
-      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
-      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
-      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
-      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+    WHERE {{people_where}}
 ),
 per_gid AS MATERIALIZED (
     -- counted jobs, summed on the group's number

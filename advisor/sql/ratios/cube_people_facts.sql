@@ -10,10 +10,10 @@
 -- and the month/GPUs/interactive keys the query groups by) on integers, then named once per
 -- gid: grouping on the names, or on every pid (a user has one per partition and GPU type),
 -- was most of an account/user summary's time.
--- Placeholders, all fixed text chosen in advisor.ratios: cluster, gpu_type, partition,
--- account, user (the column when the query groups by it, else a typed NULL; the same for
--- month, gpu_count, interactive); pids: TRUE, or only the pids of chosen groups
--- (advisor.ratios.below_target).
+-- Placeholders, all fixed text chosen in advisor.ratios: people_where (ratios/people_where);
+-- cluster, gpu_type, partition, account, user (the column when the query groups by it, else a
+-- typed NULL; the same for month, gpu_count, interactive); pids: TRUE, or only the pids of
+-- chosen groups (advisor.ratios.below_target).
 WITH groups AS MATERIALIZED (
     -- one row per output group: its key values, its fair share and its pids
     SELECT row_number() OVER () AS gid, *
@@ -22,13 +22,7 @@ WITH groups AS MATERIALIZED (
                {{account}} AS account, {{user}} AS "user", fair.fs, list(p.pid) AS pids
         FROM ratio_people AS p
         LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
-        WHERE (len($partitions::VARCHAR[]) = 0
-               OR list_contains($partitions::VARCHAR[], p."partition"))
-          AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
-          AND (len($gpu_types::VARCHAR[]) = 0
-               OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
-          AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
-          AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+        WHERE {{people_where}}
           AND {{pids}}
         GROUP BY ALL
     )

@@ -9,10 +9,10 @@
 -- per id. Summing cube rows on integers is what keeps 24,000 user-month groups fast: grouping
 -- the facts by names took several times longer, and grouping and sorting on one number instead
 -- of one column per key saved another fifth.
--- Placeholders, fixed text chosen in advisor.ratios: gid (cast to the type every group number
--- fits, INTEGER or BIGINT); key (the expression of k over gid and the cube's columns); cube (a
--- people cube) and conditions (its month, state and GPU-count conditions); v (the cube's ratio
--- expression); fs (", fair.fs" where ratio_fair_share has rows, else nothing: a column less to
+-- Placeholders, fixed text chosen in advisor.ratios: people_where (ratios/people_where); gid
+-- (cast to the type every group number fits, INTEGER or BIGINT); key (the expression of k
+-- over gid and the cube's columns); cube (a people cube) and conditions (its month, state and
+-- GPU-count conditions); v (the cube's ratio expression); fs (", fair.fs" where ratio_fair_share has rows, else nothing: a column less to
 -- group by) and fs_column (the same, as ", CASE WHEN c.excluded_reason IS NULL THEN g.fs END
 -- AS fs"); pids (TRUE, or only the pids in $pids).
 -- Parameters: those of ratios/jobs_facts, $reasons (VARCHAR[]), $labels (the interactive
@@ -21,12 +21,7 @@ WITH people AS (
     SELECT p.pid, {{gid}} AS gid{{fs}}
     FROM ratio_people AS p
     LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
-    WHERE (len($partitions::VARCHAR[]) = 0
-           OR list_contains($partitions::VARCHAR[], p."partition"))
-      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], p.cluster))
-      AND (len($gpu_types::VARCHAR[]) = 0 OR list_contains($gpu_types::VARCHAR[], p.gpu_type))
-      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], p.account))
-      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], p."user"))
+    WHERE {{people_where}}
       AND {{pids}}
 )
 SELECT CASE WHEN c.excluded_reason IS NULL THEN {{key}} END AS k,
