@@ -808,6 +808,7 @@ def find_rate(
         best = rate
     base = best if best is not None else cfg.rate_ladder[0]
     return {
+        "schema": "advisor.bench.rate/1",
         "workload": load.workload,
         "cores": len(split.engine),
         "noload_victim_ttft_p50_ms": noload_p50_ms,
