@@ -119,6 +119,19 @@ def test_cores_given_twice_must_agree() -> None:
     assert file_points(VLLM8, "vllm", ImportContext(cores=8))[0]["cores"] == 8
 
 
+def test_bad_metadata_and_unknown_documents_name_the_field_or_the_flag(tmp_path: Path) -> None:
+    doc = json.loads(VLLM8.read_text(encoding="utf-8"))
+    doc["cores"] = "sixteen"
+    bad = tmp_path / "bad-meta.json"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad-meta.json, field cores: 'sixteen' is not"):
+        file_points(bad, "auto", ImportContext())
+    other = tmp_path / "other.json"
+    other.write_text('{"jobs": []}', encoding="utf-8")
+    with pytest.raises(InputError, match="give --tool if it is one"):
+        file_points(other, "auto", ImportContext(cores=8, gpus=1))
+
+
 def test_a_tool_named_wrongly_is_refused() -> None:
     with pytest.raises(InputError, match="does not look like a aiperf result"):
         file_points(VLLM8, "aiperf", ImportContext(cores=8, gpus=4))
