@@ -80,7 +80,9 @@ def detect_tool(doc: Any) -> str | None:
     ttft = doc.get("time_to_first_token")
     if isinstance(ttft, dict) and "unit" in ttft:
         return "aiperf"
-    if "input_config" in doc and ("request_count" in doc or "benchmark_duration" in doc):
+    if "aiperf_version" in doc or (
+        "input_config" in doc and ("request_count" in doc or "benchmark_duration" in doc)
+    ):
         return "aiperf"
     if "median_ttft_ms" in doc or (
         "completed" in doc and ("backend" in doc or "endpoint_type" in doc)
@@ -363,7 +365,7 @@ def _aiperf_points(doc: dict[str, Any], source: str) -> list[_Point]:
             prompt_tokens=round(isl) if isl else None,
             measured_on=date,
             stats=stats,
-            context_note=f"AIPerf profile export, {count} requests",
+            context_note=f"AIPerf {doc.get('aiperf_version', '')} profile export, {count} requests",
         )
     ]
 
