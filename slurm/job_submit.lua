@@ -19,6 +19,9 @@ A missing or broken policy file is logged once (slurm.log_error) and every job g
 Facts from a real 22.05 slurmctld (the sandbox of scripts/slurm-sandbox): unset numbers are
 NO_VAL (4294967294) or NO_VAL16 (65534), unset strings nil; --cpus-per-gpu=8 arrives as
 cpus_per_tres = "gres:gpu:8"; setting it on a 2-GPU job gives the job 16 CPUs.
+From 23.11 on, the client tools write "gres/gpu:8" and "gres/gpu:h100:4" instead (SchedMD/slurm
+src/common/slurm_opt.c: "gres:gpu:%d" up to 23.02, "gres/gpu:%d" from 23.11 to 26.05). Both
+spellings are read; a value this plugin sets uses the spelling of the job's own request.
 ]]
 
 local M = {}
@@ -218,6 +221,16 @@ function M.parse_cpus_per_gpu(s)
   return nil
 end
 
+-- The TRES prefix to write for this job: "gres/" when its own request uses it (Slurm 23.11+),
+-- else "gres:" (what 22.05 and 23.02 write).
+function M.gres_prefix(job)
+  for _, f in ipairs({ "cpus_per_tres", "tres_per_node", "tres_per_job", "tres_per_task", "tres_per_socket" }) do
+    local v = job[f]
+    if type(v) == "string" and v:find("gres/", 1, true) then return "gres/" end
+  end
+  return "gres:"
+end
+
 -- What the job asks for: gpus (total), gpu_type, cpus (total, as asked), how it set them.
 function M.request(job)
   local nodes = num(job.min_nodes) or 1
@@ -299,7 +312,7 @@ function M.decide(policy, job, part_list)
   if req.set_by == nil then
     return {
       action = "set", reason = "unset", rule = rule,
-      cpus_per_tres = "gres:gpu:" .. rule.default_cpus_per_gpu,
+      cpus_per_tres = M.gres_prefix(job) .. "gpu:" .. rule.default_cpus_per_gpu,
       message = string.format("advisor: no CPU count given: this job gets --cpus-per-gpu=%d (%d CPUs for %d GPUs).",
         rule.default_cpus_per_gpu, rule.default_cpus_per_gpu * req.gpus, req.gpus),
     }
@@ -308,7 +321,8 @@ function M.decide(policy, job, part_list)
   if rule.mode == "enforce-minimum" then
     if req.set_by == "--cpus-per-gpu" then
       return {
-        action = "set", reason = "raise", rule = rule, cpus_per_tres = "gres:gpu:" .. rule.min_cpus_per_gpu,
+        action = "set", reason = "raise", rule = rule,
+        cpus_per_tres = M.gres_prefix(job) .. "gpu:" .. rule.min_cpus_per_gpu,
         message = string.format("advisor: --cpus-per-gpu=%d raised to the minimum of %d here.",
           req.cpus_per_gpu, rule.min_cpus_per_gpu),
       }

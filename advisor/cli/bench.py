@@ -398,3 +398,9 @@ def sweep_cmd(
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
     app.add_typer(bench_app, name="bench")
+
+
+# ``bench import`` / ``bench export`` (other tools' formats) live in their own module.
+from advisor.cli.bench_formats import add_commands as _add_format_commands  # noqa: E402
+
+_add_format_commands(bench_app)

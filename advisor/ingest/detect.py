@@ -81,6 +81,18 @@ def detect_format(head: bytes) -> str:
     return "sacct-text"
 
 
+# meta.plugin of sacct --json: "data_parser/v0.0.42" (23.02+), "openapi/dbv0.0.38" before; the
+# slash is escaped ("\\/") by 22.05's JSON writer. meta comes first in sacct's output.
+_JSON_VERSION_RE = re.compile(rb'"(?:data_parser|openapi\\?/db)\\?/?(v0\.0\.\d+)"')
+
+
+def sacct_json_version(head: bytes) -> str | None:
+    """The data_parser version (``v0.0.42``) named in the first bytes of a sacct --json
+    document, or None when its meta does not say (a hand-made document)."""
+    m = _JSON_VERSION_RE.search(head)
+    return m.group(1).decode("ascii") if m else None
+
+
 def check_input_format(name: str | None) -> str | None:
     if name is None or name in INPUT_FORMATS:
         return name

@@ -5,6 +5,12 @@ parser serves every format. Shapes handled (research §3.6): dbv0.0.37/38 (plain
 "batch" or int, ``time.start`` holding the eligible time before 22.05.8), data_parser v0.0.39
 (``{set, infinite, number}`` numbers, step.id an object), v0.0.40+ (``state.current`` a list,
 step.id "123.batch", lower-case ``meta.slurm``). A login banner before the ``{`` is skipped.
+
+Versions v0.0.41 to v0.0.45 (Slurm 24.05 to 26.05) only add job fields this reader does not
+need (stdout/stderr paths, ``time.planned``, ``qosreq``, ``restart_cnt``, ``segment_size``,
+``sluid``, ``exclusive``, ``oversubscribe``) and the step ``submit_line`` (v0.0.45); the fields
+read keep their names and shapes (SchedMD/slurm ``src/plugins/data_parser/v0.0.4x/parsers.c``;
+docs/ingest.md lists them). :func:`data_parser_version` names the version of a document.
 """
 
 from __future__ import annotations
@@ -75,6 +81,31 @@ def _exit(v: Any) -> str | None:
     sig = v.get("signal")
     sig_n = number(sig.get("id")) if isinstance(sig, dict) else None
     return f"{rc if rc is not None else 0}:{sig_n if sig_n is not None else 0}"
+
+
+# data_parser version -> the Slurm release whose sacct --json first writes it (SchedMD/slurm
+# RELEASE_NOTES and CHANGELOG/slurm-*.md: "Added new v0.0.4x API endpoints").
+DATA_PARSER_RELEASES = {
+    "v0.0.37": "21.08", "v0.0.38": "22.05", "v0.0.39": "23.02", "v0.0.40": "23.11",
+    "v0.0.41": "24.05", "v0.0.42": "24.11", "v0.0.43": "25.05", "v0.0.44": "25.11",
+    "v0.0.45": "26.05",
+}  # fmt: skip
+
+
+def data_parser_version(meta: Any) -> str | None:
+    """``v0.0.42`` from ``meta.plugin.data_parser`` ("data_parser/v0.0.42"), or from the
+    older ``meta.plugin.type`` ("openapi/dbv0.0.38"); None when the document does not say."""
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    if not isinstance(plugin, dict):
+        return None
+    for key in ("data_parser", "type"):
+        text = plugin.get(key)
+        if isinstance(text, str) and "v0.0." in text:
+            tail = text[text.rindex("v0.0.") :]
+            digits = tail[5:].split("/")[0]
+            if digits.isdigit():
+                return f"v0.0.{int(digits)}"
+    return None
 
 
 def _version(meta: Any) -> tuple[int, int, int] | None:
