@@ -139,14 +139,24 @@ def raw_by_id(
 ORPHAN_REASON = "step line without its allocation line in the same source"
 
 
-def step_and_state_counts(con: duckdb.DuckDBPyConnection, rejects: list[Reject]) -> tuple[int, int]:
+def step_and_state_counts(
+    con: duckdb.DuckDBPyConnection, rejects: list[Reject], bulk_ingest: int | None = None
+) -> tuple[int, int]:
     """(step lines folded into an allocation of the source, allocation rows with a state word
-    Slurm does not print), from ``parsed``."""
+    Slurm does not print), from ``parsed``; a bulk load (``bulk_ingest``: its id) keeps only
+    steps and repaired lines there, so its states are counted in the rows it wrote."""
     row = con.execute(
         "SELECT count(*) FILTER (WHERE step IS NOT NULL AND bad_field IS NULL),"
         " count(*) FILTER (WHERE step IS NULL AND bad_field IS NULL AND state IS NULL"
         " AND state_raw IS NOT NULL) FROM parsed"
     ).fetchone()
     steps, unknown = (int(row[0]), int(row[1])) if row else (0, 0)
+    if bulk_ingest is not None:
+        row = con.execute(
+            "SELECT count(*) FROM jobs WHERE ingest_id = ? AND state IS NULL"
+            " AND state_raw IS NOT NULL",
+            [bulk_ingest],
+        ).fetchone()
+        unknown = int(row[0]) if row else 0
     orphans = sum(1 for r in rejects if r[2].startswith(ORPHAN_REASON))
     return steps - orphans, unknown

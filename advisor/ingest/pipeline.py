@@ -534,12 +534,13 @@ def finish(
     updated: int,
     unchanged: int,
     duplicates: int = 0,
+    bulk: bool = False,
 ) -> IngestSummary:
     """Complete the ``ingests`` row and return the summary. ``allocations`` counts the
     allocation records read (a repaired record's first half too: ``loaded.tails``)."""
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
-    folded, unknown = keys.step_and_state_counts(con, rejects)
+    folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
     warnings = (
         (f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
          " `advisor jobs` shows them with no state",) if unknown else ()
