@@ -17,6 +17,7 @@ import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -646,9 +647,7 @@ def collect_rejects(
     return out
 
 
-def _orphan_lines(
-    con: duckdb.DuckDBPyConnection, loaded: Loaded, found: list[tuple[object, ...]]
-) -> list[tuple[object, ...]]:
+def _orphan_lines(con: duckdb.DuckDBPyConnection, loaded: Loaded, found: list[Any]) -> list[Any]:
     """Orphan steps come with their id (``123.batch``) for text: the whole line of each,
     read again by that id, so that find_lines numbers it and ``rejects`` keeps it."""
     idx = [i for i, r in enumerate(found)
