@@ -26,7 +26,7 @@ from advisor.errors import ExitCode
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
     "source", "format", "compression", "lines_read", "rows_read", "inserted", "updated",
-    "unchanged", "rejected", "seconds", "first_reasons",
+    "unchanged", "rejected", "duplicates", "seconds", "first_reasons",
 )  # fmt: skip
 
 
@@ -135,6 +135,8 @@ def ingest_cmd(
                 )
             summaries = ingest_files(db, files, options, progress)
     for s in summaries:
+        for w in s.warnings:
+            stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
         if s.disabled_analyses:
             stderr.print(
                 f"note: {s.source}: missing {', '.join(s.missing_fields)}; disabled: "

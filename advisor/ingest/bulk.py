@@ -154,6 +154,11 @@ def load(
         # every row of the load is in now, the repaired ones too
         if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
             raise _HandOver
+        # array tasks keyed by JobID: the careful path gives them the raw id the file may
+        # hold for the same task elsewhere (keys.py)
+        if pl.count(con, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ingest_id = $ingest_id"
+                    " AND job_id_raw < 0 LIMIT 1)", ids_param):  # fmt: skip
+            raise _HandOver
         allocations = records - steps - unread_allocs
         if inserted < allocations:  # unparsable allocation lines: find them for `rejects`
             pl.parse(con, _alloc_src(text.csv_src_sql(layout, keep_rejects=False)), raw_text,
@@ -178,7 +183,7 @@ def load(
         repaired = pl.count(con, "SELECT count(*) FROM parsed WHERE repaired AND step IS NULL")
         summary = pl.finish(
             con, ingest_id, label, compression, loaded, allocations + repaired, rejects,
-            inserted=stored, updated=0, unchanged=0,
+            inserted=stored, updated=0, unchanged=0, bulk=True,
         )  # fmt: skip
         progress(label, 4, pl.STAGES)
         pl.commit(con, ingest_id, hasher)

@@ -29,7 +29,7 @@ _BASE_STATES = {
 _PRESENT = {
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "jobname",
     "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw", "timelimitraw",
-    "nnodes", "reqcpus", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
+    "nnodes", "reqcpus", "reqmem", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
 }  # fmt: skip
 
 
@@ -64,6 +64,25 @@ def _tres(items: Any) -> str | None:
         key = f"{typ}/{name}" if name else str(typ)
         parts.append(f"{key}={count}M" if key == "mem" else f"{key}={count}")
     return ",".join(parts) if parts else ""
+
+
+def _req_mem(req: dict[str, Any], requested: Any) -> str | None:
+    """Requested memory as text's ReqMem writes it (parse.sql scales it the same way): per
+    node (``Mn``) or per CPU (``Mc``) from ``required.memory_per_node`` / ``memory_per_cpu``
+    (Slurm 23.02+), else the job's total (``M``) from ``tres.requested`` mem, else 21.08-22.05's
+    plain ``required.memory`` (MB)."""
+    for key, unit in (("memory_per_node", "Mn"), ("memory_per_cpu", "Mc")):
+        n = number(req.get(key))
+        if n is not None and n > 0:
+            return f"{n}{unit}"
+    if isinstance(requested, list):
+        for t in requested:
+            if isinstance(t, dict) and t.get("type") == "mem":
+                n = number(t.get("count"))
+                if n is not None and n > 0:
+                    return f"{n}M"
+    n = number(req.get("memory"))
+    return f"{n}M" if n is not None and n > 0 else None
 
 
 def _state(v: Any) -> str | None:
@@ -222,7 +241,12 @@ def _job_records(
         "elapsedraw": str(elapsed) if elapsed is not None else None,
         "timelimitraw": str(number(t.get("limit"))) if number(t.get("limit")) else None,
         "nnodes": str(number(job.get("allocation_nodes"))) if job.get("allocation_nodes") else None,
+        # Requested CPUs: required.CPUs wins over tres.requested's cpu (parse.sql reads reqcpus
+        # first): it is sacct's ReqCPUS, the value a text export of the same job carries, so
+        # a job loaded as text and as JSON keeps one value; tres.requested's cpu is what
+        # slurmctld made of the request (whole cores, --exclusive, --cpus-per-gpu expanded).
         "reqcpus": str(number(req.get("CPUs"))) if number(req.get("CPUs")) is not None else None,
+        "reqmem": _req_mem(req, tres.get("requested")),
         "alloctres": _tres(tres.get("allocated")),
         "reqtres": _tres(tres.get("requested")),
         "nodelist": _text(job.get("nodes"), "nodes"),

@@ -31,7 +31,11 @@ FREE_TEXT_FIELDS = frozenset({"jobname", "submitline", "workdir", "comment", "ad
 DISABLED_BY_MISSING: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("alloctres", "allocgres"), "AllocTRES", "GPU counts and types: no cores-per-GPU ratios"),
     (("alloctres", "ncpus", "alloccpus"), "NCPUS", "CPU counts: no cores-per-GPU ratios"),
-    (("jobidraw",), "JobIDRaw", "array tasks (their raw ids) cannot be keyed and are rejected"),
+    (
+        ("jobidraw",),
+        "JobIDRaw",
+        "array tasks are keyed by JobID until a source with JobIDRaw brings their raw ids",
+    ),
     (("cluster",), "Cluster", "per-cluster grouping (rows get --cluster)"),
     (("partition",), "Partition", "by-partition ratios"),
     (("account",), "Account", "by-account ratios"),
@@ -142,6 +146,13 @@ class IngestSummary:
     disabled_analyses: tuple[str, ...] = ()
     first_reasons: tuple[str, ...] = ()
     seconds: float = 0.0
+    # Every line read is accounted for: lines_read = inserted + updated + unchanged + rejected
+    # + duplicates + steps_folded (a duplicate: another line of a key kept once, saying the
+    # same; one that differs is rejected).
+    duplicates: int = 0
+    steps_folded: int = 0
+    unknown_states: int = 0  # rows stored with state NULL: a state word Slurm does not print
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,14 @@ import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
-from advisor.ingest import detect, text
+from advisor.ingest import detect, keys, text
 from advisor.ingest.model import (
     CANONICAL_FIELDS,
     EVIDENCE_COLUMNS,
@@ -74,6 +75,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET enable_progress_bar = false")
     con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
     con.execute("SET preserve_insertion_order = true")
+    con.execute(query("ingest/strict"))  # the number casts macros.sql builds on
     con.execute(query("ingest/macros"))
 
 
@@ -164,15 +166,21 @@ def _load(
         progress(label, 1, STAGES)
         rejects = collect_rejects(con, loaded)
         allocations = count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
+        keys.rekey_source(con)
         _stage(con, options)
+        duplicates, differ = keys.duplicates(con, loaded)
+        rejects = sorted([*rejects, *_numbered(loaded, differ)],
+                         key=lambda r: (r[0] is None, r[0] or 0))  # fmt: skip
         progress(label, 2, STAGES)
         con.execute("BEGIN TRANSACTION")
         try:
             ingest_id = start_ingest(con, label, fmt, compression, options)
             store_rejects(con, ingest_id, label, rejects)
+            rekeyed = keys.rekey_stored(con)
             summary = _process(
-                con, ingest_id, label, compression, loaded, allocations, rejects, progress
-            )
+                con, ingest_id, label, compression, loaded, allocations, rejects, progress,
+                duplicates=duplicates, rekeyed=rekeyed,
+            )  # fmt: skip
             commit(con, ingest_id, hasher)
         except BaseException:
             con.execute("ROLLBACK")
@@ -481,6 +489,9 @@ def _process(
     allocations: int,
     rejects: list[tuple[int | None, str | None, str, str]],
     progress: ProgressFn,
+    *,
+    duplicates: int = 0,
+    rekeyed: list[tuple[str, int, object]] | None = None,
 ) -> IngestSummary:
     progress(label, 3, STAGES)
     if count(con, query("ingest/overlap")):
@@ -495,6 +506,9 @@ def _process(
         )
         updated = count(con, replace_sql, {"ingest_id": ingest_id})
         inserted = count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
+        # a stored task that only took its real raw id changed too
+        moved = keys.settle_rekeyed(con, ingest_id, rekeyed or [])
+        updated += moved
         unchanged = staged - updated - inserted
     else:  # nothing stored can collide: a plain insert
         updated, unchanged = 0, 0
@@ -504,7 +518,7 @@ def _process(
     progress(label, 4, STAGES)
     return finish(
         con, ingest_id, label, compression, loaded, allocations, rejects,
-        inserted=inserted, updated=updated, unchanged=unchanged,
+        inserted=inserted, updated=updated, unchanged=unchanged, duplicates=duplicates,
     )  # fmt: skip
 
 
@@ -520,11 +534,18 @@ def finish(
     inserted: int,
     updated: int,
     unchanged: int,
+    duplicates: int = 0,
+    bulk: bool = False,
 ) -> IngestSummary:
     """Complete the ``ingests`` row and return the summary. ``allocations`` counts the
     allocation records read (a repaired record's first half too: ``loaded.tails``)."""
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
+    folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
+    warnings = (
+        (f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
+         " `advisor jobs` shows them with no state",) if unknown else ()
+    )  # fmt: skip
     con.execute(
         "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
         " inserted = ?, updated = ?, unchanged = ?, rejected = ?, missing_fields = ?,"
@@ -549,6 +570,10 @@ def finish(
         missing_fields=missing,
         disabled_analyses=disabled,
         first_reasons=first,
+        duplicates=duplicates,
+        steps_folded=folded,
+        unknown_states=unknown,
+        warnings=warnings,
     )
 
 
@@ -605,6 +630,7 @@ def collect_rejects(
             found += con.execute(query("ingest/orphan_steps")).fetchall()
         else:
             found += con.execute(query(orphans[0]), {"ingest_id": orphans[1]}).fetchall()
+    found = _orphan_lines(con, loaded, found)
     missing = [i for i, r in enumerate(found) if r[0] is None]
     if missing and loaded.path is not None and loaded.layout is not None:
         # records DuckDB read have no line number: find their text in the file (rejects only)
@@ -618,6 +644,37 @@ def collect_rejects(
             found[i] = (ln, *found[i][1:])
     out += [(r[0], r[1], r[2], r[3] or "") for r in found]
     out.sort(key=lambda r: (r[0] is None, r[0] or 0))
+    return out
+
+
+def _orphan_lines(con: duckdb.DuckDBPyConnection, loaded: Loaded, found: list[Any]) -> list[Any]:
+    """Orphan steps come with their id (``123.batch``) for text: the whole line of each,
+    read again by that id, so that find_lines numbers it and ``rejects`` keeps it."""
+    idx = [i for i, r in enumerate(found)
+           if r[0] is None and str(r[2]).startswith(keys.ORPHAN_REASON)]  # fmt: skip
+    if not idx:
+        return found
+    texts = keys.raw_by_id(con, loaded, sorted({str(found[i][3]) for i in idx}))
+    out = list(found)
+    for i in idx:
+        lines = texts.get(str(found[i][3]), [])
+        if lines:
+            out[i] = (*found[i][:3], lines.pop(0))
+    return out
+
+
+def _numbered(
+    loaded: Loaded, rejects: list[tuple[int | None, str | None, str, str]]
+) -> list[tuple[int | None, str | None, str, str]]:
+    """``rejects`` with the physical line of those that lack one, found by their text."""
+    missing = [i for i, r in enumerate(rejects) if r[0] is None and r[3]]
+    if not missing or loaded.path is None or loaded.layout is None:
+        return rejects
+    lines = text.find_lines(loaded.path, loaded.compression,
+                            [rejects[i][3] for i in missing], loaded.layout.has_header)  # fmt: skip
+    out = list(rejects)
+    for i, ln in zip(missing, lines, strict=True):
+        out[i] = (ln, *rejects[i][1:])
     return out
 
 

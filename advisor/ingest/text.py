@@ -413,6 +413,16 @@ def _starts_record(text: str, layout: TextLayout) -> bool:
     return _RECORD_START.fullmatch(text.split(layout.delimiter, 1)[0]) is not None
 
 
+_CONTROL = frozenset(range(0x20)) - {0x09, 0x0A, 0x0D}
+
+
+def _binary(line: bytes, delim: str) -> bool:
+    """Whether a line holds NUL or other control bytes (the delimiter's own aside): binary
+    junk, which is never glued into the record before it as if it were free text."""
+    allowed = set(delim.encode())
+    return any(b in _CONTROL and b not in allowed for b in line)
+
+
 def _repair(
     layout: TextLayout, bad_lines: list[int], texts: dict[int, bytes]
 ) -> tuple[list[tuple[int, list[str]]], list[LineReject], list[int]]:
@@ -436,6 +446,7 @@ def _repair(
         while (
             _split(glued, delim, layout) is None
             and (last + 1) in bad_set
+            and not _binary(texts.get(last + 1, b""), delim)
             and not _starts_record(
                 texts.get(last + 1, b"").decode("utf-8", errors="replace"), layout
             )
@@ -453,6 +464,7 @@ def _repair(
             prev not in bad_set
             and prev in texts
             and layout.columns[-1] in FREE_TEXT_FIELDS
+            and not _binary(texts.get(ln, b""), delim)
             and not _starts_record(text, layout)
         ):
             head = texts[prev].decode("utf-8", errors="replace")
@@ -462,6 +474,10 @@ def _repair(
                 tails.append(prev)
                 rows.append((prev, whole))
                 continue
+        if _binary(texts.get(ln, b""), delim):
+            rejects.append(LineReject(ln, text, "binary bytes (NUL or control characters):"
+                                      " not the text of a record, nor of its free text"))  # fmt: skip
+            continue
         got = text.count(delim) + 1
         rejects.append(
             LineReject(
