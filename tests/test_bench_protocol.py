@@ -335,3 +335,18 @@ def test_bench_runs_lists_each_runs_flags_with_their_reasons(tmp_path: Path, db_
     assert by_id["r-c14-1"]["flags"] == "failed-requests"
     assert by_id["r-c14-1"]["flag_reasons"] == "3 of 200 failed"
     assert by_id["r-c2-1"]["flags"] == ""
+
+
+def test_runs_with_more_tokenizer_workers_form_their_own_series():
+    from advisor.bench.collect import workload_label
+
+    argv = ["python", "-m", "vllm", "serve", "--renderer-num-workers", "4"]
+    assert workload_label(_run(2, extra={"engine_argv": argv})) == "unique/rw4"
+    assert workload_label(_run(2, extra={"engine_argv": ["--renderer-num-workers=1"]})) == "unique"
+    assert workload_label(_run(2)) == "unique"
+    [point] = [
+        p
+        for p in calibration_points(_run(2, extra={"engine_argv": argv}))
+        if p["metric"] == "ttft_p50_ms"
+    ]
+    assert point["workload"] == "unique/rw4"
