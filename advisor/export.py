@@ -21,6 +21,7 @@ function answers over it exactly as over the DuckDB file.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,6 +137,20 @@ def _folder(source: str, table: str) -> str:
     return str(Path(source) / table)
 
 
+def _read_error(source: str, exc: duckdb.Error) -> ExternalToolError:
+    text = str(exc).strip()
+    missing = re.search(r"extension '(\w+)'", text) or re.search(r"INSTALL (\w+)", text)
+    if missing:
+        name = missing.group(1)
+        return ExternalToolError(
+            f"{source}: reading this URL needs DuckDB's {name} extension, which is not "
+            f"installed (advisor downloads nothing itself); install it once with: "
+            f"python -c \"import duckdb; duckdb.sql('INSTALL {name}')\""
+        )
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return ExternalToolError(f"{source}: cannot read: {first}")
+
+
 def load_dataset(con: duckdb.DuckDBPyConnection, source: str) -> int:
     """Load the dataset at ``source`` (a folder, or an object-store URL DuckDB's httpfs reads)
     into the empty, migrated database ``con``; return the number of jobs loaded."""
@@ -143,6 +158,9 @@ def load_dataset(con: duckdb.DuckDBPyConnection, source: str) -> int:
         raise NotFoundError(
             f"{source}: no such folder; write a dataset with `advisor export parquet {source}`"
         )
+    # DuckDB would otherwise download a missing extension (httpfs for s3://) on first use;
+    # nothing is downloaded at run time, so a missing one is an error that says how to add it.
+    con.execute("SET autoinstall_known_extensions = false")
     current = store.schema_version(con)
     loaded = 0
     for table in ("jobs", "nodes"):
@@ -157,8 +175,8 @@ def load_dataset(con: duckdb.DuckDBPyConnection, source: str) -> int:
                 continue
             versions = con.execute(store.query("export/schema_versions"), {"files": files})
             found = versions.fetchall()
-        except duckdb.IOException as exc:
-            raise ExternalToolError(f"{source}: cannot read: {exc}") from exc
+        except duckdb.Error as exc:
+            raise _read_error(source, exc) from exc
         for version, n in found:
             if not str(version).isdigit():
                 raise InputError(f"advisor_schema_version {version!r} is not a number",

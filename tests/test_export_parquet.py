@@ -177,3 +177,18 @@ def test_a_folder_that_is_not_a_dataset_is_not_found(cli, tmp_path):
     (tmp_path / "empty").mkdir()
     code, _, err = cli("ratios", "--parquet", str(tmp_path / "empty"))
     assert code == 4 and "jobs/**/*.parquet" in err
+
+
+def test_an_object_store_url_without_the_extension_says_how_to_install_it(
+    cli, monkeypatch, tmp_path
+):
+    # An empty home: DuckDB finds no installed extensions there, and advisor downloads none, so
+    # this touches no network.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = cli("ratios", "--parquet", "s3://example-bucket/advisor")
+    assert code == 5, err
+    assert err.startswith("Error: s3://example-bucket/advisor: ")
+    assert "INSTALL httpfs" in err
+    assert not (tmp_path / ".duckdb" / "extensions").exists() or not any(
+        (tmp_path / ".duckdb" / "extensions").rglob("*.duckdb_extension")
+    )

@@ -150,6 +150,18 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
     ).stdout)  # fmt: skip
     assert rec["cpus_per_gpu"] >= 1 and rec["usd_per_vcpu_hour"] > 0  # the shipped price table
 
+    # The Parquet round trip and the metrics use SQL files and a dependency of their own.
+    run("export", "parquet", "dataset")
+    by_parquet = run(
+        "ratios", "--by", "cluster,gpu_type", "--parquet", "dataset", "--format", "json"
+    )
+    assert json.loads(by_parquet.stdout) == groups
+    prom = run("metrics", "--month", "2024-06").stdout
+    assert (
+        'advisor_cores_per_gpu_p25{cluster="teaching",gpu_type="H100",partition="gpu-h100"} 0.25'
+        in prom
+    )
+
     run("report", "--month", "2024-06", "--out", "reports")
     html = (work / "reports" / "2024-06" / "report.html").read_text(encoding="utf-8")
     assert "H100" in html
