@@ -148,6 +148,8 @@ def test_bad_arguments_are_errors_not_tracebacks(cli, sample_db, tmp_path):
     assert code == 4 and err.startswith("Error: ")
     code, _, err = cli("metrics", "--db", str(sample_db), "--out", "x.prom", "--serve", "9")
     assert code == 2 and "not both" in err
+    code, _, err = cli("metrics", "--db", str(sample_db), "--out", "x.prom", "--format", "json")
+    assert code == 2 and "stdout" in err and not Path("x.prom").exists()
     code, _, err = cli("metrics", "--db", str(sample_db), "--month", "June")
     assert code == 2 and "--month" in err
 

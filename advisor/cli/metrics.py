@@ -58,6 +58,8 @@ def metrics_cmd(
     )
     if out is not None and serve is not None:
         raise UsageError("give --out FILE or --serve PORT, not both")
+    if fmt is MetricsFormat.json and (out is not None or serve is not None):
+        raise UsageError("--format json prints to stdout; --out and --serve write Prometheus text")
     if serve is not None:
         sys.stderr.write(f"Serving metrics on http://{address}:{serve}/metrics\n")
         try:
