@@ -36,6 +36,7 @@ from typing import Any
 
 from advisor.errors import InputError, NotFoundError
 from advisor.progress import ProgressFn, no_progress
+from advisor.resources import shipped_data
 
 COLUMNS: tuple[str, ...] = (
     "point_id", "source", "source_ref", "platform", "engine", "engine_version", "model",
@@ -93,11 +94,11 @@ class LoadedPoints:
 
 
 def default_calibration_dir() -> Path:
-    """``$ADVISOR_CALIBRATION_DIR`` or the repository's ``data/calibration``."""
+    """``$ADVISOR_CALIBRATION_DIR`` or the shipped ``data/calibration`` (advisor.resources)."""
     env = os.environ.get(CALIBRATION_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "data" / "calibration"
+    return shipped_data("calibration")
 
 
 def _text(raw: object) -> str | None:

@@ -21,6 +21,7 @@ import duckdb
 
 from advisor.errors import NotFoundError, UsageError
 from advisor.gputypes import known_families
+from advisor.resources import dashboard_dir
 from advisor.store import query
 
 HASH_USERS_ENV = "ADVISOR_HASH_USERS"
@@ -309,12 +310,12 @@ class DashboardConfig:
 
 
 def app_script() -> Path:
-    """The Streamlit entry point ``app/streamlit_app.py`` next to the ``advisor`` package."""
-    script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+    """The Streamlit entry point ``app/streamlit_app.py`` (checkout or wheel, advisor.resources)."""
+    script = dashboard_dir() / "streamlit_app.py"
     if not script.is_file():
         raise NotFoundError(
-            f"{script}: the dashboard app is not installed; run from a source checkout "
-            "(pip install -e .)"
+            f"{script}: the dashboard app is missing from this install; reinstall advisor "
+            "(pip install advisor, or pip install -e . in a checkout)"
         )
     return script
 

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from advisor.cli import bench, dashboard, db, ingest, model, ratios, report
+from advisor.cli import bench, dashboard, db, export, ingest, metrics, model, ratios, report
 from advisor.cli._output import run_guarded
 
 app = typer.Typer(
@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (db, ingest, ratios, bench, model, report, dashboard):
+for _module in (db, ingest, ratios, bench, model, report, dashboard, export, metrics):
     _module.register(app)
 
 
@@ -32,5 +32,15 @@ def main() -> None:
     ``advisor recommend ... --format json`` for one job (the job-submit path) is answered
     without building the typer app, whose option adapters alone cost about 0.1 s.
     """
-    fast = model.fast_recommend(sys.argv[1:])
-    sys.exit(run_guarded(app) if fast is None else fast)
+    try:
+        fast = model.fast_recommend(sys.argv[1:])
+        code = run_guarded(app) if fast is None else fast
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (`| head`) left: not an error of ours, and no traceback for it. stdout is
+        # pointed at /dev/null so that the interpreter's own final flush stays quiet too.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141  # 128 + SIGPIPE, as a shell reports a reader that closed the pipe
+    sys.exit(code)

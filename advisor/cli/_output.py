@@ -123,13 +123,36 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
     return typer.Exit(int(code))
 
 
+# Libraries of the optional extras (pyproject.toml), and the extra that installs each.
+OPTIONAL_LIBRARIES = {"tokenizers": "bench", "torch": "serve", "transformers": "serve"}
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
+    """The ``Error:`` text for an optional library that is not installed, else None."""
+    top = (exc.name or "").split(".")[0]
+    extra = OPTIONAL_LIBRARIES.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this command needs the optional library {top!r}, which is not installed; "
+        f"install it with: pip install 'advisor[{extra}]'"
+    )
+
+
 def run_guarded(app: typer.Typer) -> int:
-    """Run the app; an AdvisorError becomes 'Error: ...' on stderr and its exit code."""
+    """Run the app; an AdvisorError becomes 'Error: ...' on stderr and its exit code, and so
+    does a missing optional library (naming the extra that installs it)."""
     try:
         rv = app(standalone_mode=False)
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"Error: {message}\n")
+        return int(ExitCode.EXTERNAL)
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except KeyboardInterrupt:

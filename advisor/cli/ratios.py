@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+from advisor.cli.export import ParquetOption
 
 _TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -96,6 +97,7 @@ def ratios_command(
     ] = False,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,
+    parquet: ParquetOption = None,
 ) -> None:
     """CPU cores per GPU that jobs got: percentiles, mean and shares below thresholds, per group."""
     from advisor import ratios, store
@@ -114,7 +116,12 @@ def ratios_command(
         users=_csv_list(user),
         min_gpus=min_gpus,
     )
-    con = store.connect(db, read_only=True)
+    if parquet is not None:
+        from advisor.export import open_dataset
+
+        con = open_dataset(parquet)
+    else:
+        con = store.connect(db, read_only=True)
     try:
         if excluded:
             counts = ratios.excluded_counts(con, q)

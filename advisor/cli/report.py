@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli.export import ParquetOption
 
 
 def report_cmd(
@@ -47,6 +48,7 @@ def report_cmd(
         Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")
     ] = None,
     db: DbOption = None,
+    parquet: ParquetOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write the monthly report: cores per GPU against last month, who is below the
@@ -59,7 +61,13 @@ def report_cmd(
         top_n=top, policy_file=policy, model_file=model, pricing_file=pricing,
     )  # fmt: skip
     with RichProgress() as progress:
-        results = run_reports(config, db, progress=progress)
+        if parquet is None:
+            results = run_reports(config, db, progress=progress)
+        else:
+            from advisor.export import dataset_as_db
+
+            with dataset_as_db(parquet) as dataset_db:
+                results = run_reports(config, dataset_db, progress=progress)
     emit_rows(
         [
             {
