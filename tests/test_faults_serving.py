@@ -1,0 +1,297 @@
+"""Fault injection on the serving side (issue 20, items 4, 9 and 10): lock contention between the
+dashboard, ingest and other writers; hostile names through ingest, the terminal table, the HTML
+report in a real headless Chromium and the dashboard; hostile policy files in the Lua plugin and
+names slurm.conf cannot carry.
+
+Everything is real: DuckDB files in a temp dir, the installed ``advisor`` console script and
+other processes, Debian's chromium (driven by Playwright, as tests/test_browser.py does) and the
+lua5.1 interpreter Debian's slurmctld links. Each probe is one test named after what must hold.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample"
+ADVISOR = shutil.which("advisor")
+LUA = shutil.which("lua5.1")
+CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")
+
+# Names an account, user or partition can hold, each aimed at one interpreter on the way out.
+HOSTILE = {
+    "html_comment": "<!--<script>",
+    "script_close": "</script><script>window.__pwned=1</script>",
+    "img": '<img src=x onerror="window.__pwned=1">',
+    "rich_markup": "[bold red]boom[/bold red]",
+    "rich_link": "[link=https://evil.example]click[/link]",
+    "csi": "\x1b[31mred\x1b[0m",
+    "osc": "\x1b]8;;https://evil.example\x07osc\x1b]8;;\x07",
+    "line_sep": "line\u2028sep",
+    "bidi": "abc\u202edcba",
+}
+NEWLINE_NAME = "two\nlines"  # only sacct --json can carry it
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    env.pop("ADVISOR_DB", None)
+    return env
+
+
+def advisor(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
+    assert ADVISOR, "the advisor console script is not on PATH (pip install -e .)"
+    return subprocess.run(
+        [ADVISOR, *args], capture_output=True, text=True, timeout=timeout, env=_env(), **kw
+    )
+
+
+# Hostile names through ingest ------------------------------------------------------------------
+
+
+def _hostile_sacct_text(path: Path) -> None:
+    """A sacct -P text file: one 4-GPU job with one core per account name above, plus ordinary
+    jobs, all in January 2024 (a GPU job at 0.25 cores per GPU is below every target)."""
+    header = (
+        "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
+        "Elapsed|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|"
+        "WorkDir|JobName|SubmitLine"
+    )
+    lines = [header]
+    accounts = [*HOSTILE.values(), "plain-a", "plain-b"]
+    for i, account in enumerate(accounts):
+        job = 3_000_000 + i
+        day = 2 + i
+        lines.append(
+            f"{job}|{job}|research|gpu|normal|{account}|g|{account}|{10000 + i}|"
+            f"2024-01-{day:02d}T01:00:00|2024-01-{day:02d}T01:00:00|2024-01-{day:02d}T01:00:10|"
+            f"2024-01-{day:02d}T05:00:10|04:00:00|0:0|COMPLETED|1|1|1|4G|"
+            "billing=1,cpu=1,gres/gpu=4,mem=4G,node=1|"
+            "billing=1,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=4G,node=1|1-00:00:00|n1|/tmp|job|"
+            "sbatch --gpus=4 job.sh"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _newline_sacct_json(path: Path) -> None:
+    """The real Slurm 22.05 sacct --json sample with one GPU job's account renamed to a name
+    holding a newline (JSON can carry one; sacct -P text cannot)."""
+    data = json.loads((SAMPLE / "slurm" / "sacct.json").read_text(encoding="utf-8"))
+    gpu_jobs = [j for j in data["jobs"] if "gres" in json.dumps(j.get("tres", j.get("steps")))]
+    job = copy.deepcopy(gpu_jobs[0])
+    job["account"] = NEWLINE_NAME
+    job["association"]["account"] = NEWLINE_NAME
+    data["jobs"] = [job]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("hostile")
+    db = tmp / "hostile.duckdb"
+    text, js = tmp / "hostile.txt", tmp / "newline.json"
+    _hostile_sacct_text(text)
+    _newline_sacct_json(js)
+    cp = advisor("ingest", str(text), str(js), "--db", str(db), "--format", "json")
+    assert cp.returncode == 0, cp.stderr
+    return db
+
+
+def test_hostile_names_are_stored_verbatim_by_ingest(hostile_db: Path):
+    cp = advisor("jobs", "--db", str(hostile_db), "--format", "json", "--limit", "100")
+    assert cp.returncode == 0, cp.stderr
+    accounts = {j["account"] for j in json.loads(cp.stdout)}
+    assert set(HOSTILE.values()) | {NEWLINE_NAME} <= accounts
+
+
+def test_terminal_table_shows_markup_and_control_characters_literally(hostile_db: Path):
+    cp = advisor("ratios", "--by", "account", "--db", str(hostile_db))
+    assert cp.returncode == 0, cp.stderr
+    out = cp.stdout
+    # nothing a terminal would act on: no ESC, BEL, separator or bidi override reaches it
+    for ch in ("\x1b", "\x07", "\u2028", "\u202e"):
+        assert ch not in out, repr(ch)
+    # Rich markup in data is printed as written, not interpreted (nor dropped)
+    assert "[bold red]boom[/bold red]" in out
+    assert "[link=https://evil.example]click[/link]" in out
+    # control characters are shown visibly
+    assert "\\x1b[31mred\\x1b[0m" in out
+    assert "\\x1b]8;;https://evil.example\\x07osc" in out
+    assert "line\\u2028sep" in out
+    assert "abc\\u202edcba" in out
+    # a newline in a name stays on its row: the row with "two\nlines" also holds its numbers
+    row = [ln for ln in out.splitlines() if "two\\nlines" in ln]
+    assert len(row) == 1, out
+    assert "lines" not in "".join(ln for ln in out.splitlines() if ln not in row and "two" in ln)
+    # every account is one row: as many data rows as accounts
+    rows = [ln for ln in out.splitlines() if ln.startswith("│")]  # the header row has "┃"
+    assert len(rows) == len(HOSTILE) + 3  # + plain-a, plain-b, the newline name
+
+
+def test_terminal_text_escapes_what_a_terminal_would_act_on():
+    from advisor.cli._output import terminal_text
+
+    assert terminal_text("[bold]x[/bold]").plain == "[bold]x[/bold]"
+    assert terminal_text("a\nb\tc\r").plain == "a\\nb\\tc\\r"
+    assert terminal_text("\x1b[2J\x9b1m\x7f").plain == "\\x1b[2J\\x9b1m\\x7f"
+    assert terminal_text("é ü 中文").plain == "é ü 中文"  # printable text is left alone
+
+
+def test_json_and_csv_output_keep_hostile_names_exactly(hostile_db: Path):
+    cp = advisor("ratios", "--by", "account", "--db", str(hostile_db), "--format", "json")
+    assert cp.returncode == 0, cp.stderr
+    names = {r["account"] for r in json.loads(cp.stdout)}
+    assert set(HOSTILE.values()) | {NEWLINE_NAME} <= names
+
+
+# The HTML report in a real Chromium ----------------------------------------------------------
+
+
+def test_inline_json_escapes_what_ends_or_reparses_a_script_element():
+    from advisor.report import inline_json
+
+    value = {"name": "<!--<script></script>&\u2028\u2029"}
+    text = inline_json(value)
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert json.loads(text) == value
+
+
+def _chromium_or_skip() -> None:
+    if not (Path(CHROMIUM).exists() and shutil.which(CHROMIUM)):
+        pytest.skip(f"SKIPPED LOUDLY: no chromium at {CHROMIUM} (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="SKIPPED LOUDLY: playwright not installed")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    _chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM_ARGS
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )  # fmt: skip
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_report_with_hostile_names_draws_every_chart_in_chromium(hostile_db, browser, tmp_path):
+    out = tmp_path / "reports"
+    cp = advisor("report", "--month", "2024-01", "--out", str(out), "--db", str(hostile_db),
+                 timeout=300)  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    html = next(p for p in out.rglob("*.html") if p.name != "index.html")
+    text = html.read_text(encoding="utf-8")
+    specs = text.split('id="advisor-chart-specs">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in specs and "&" not in specs  # the names sit in it as \u003c etc.
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(html.as_uri(), wait_until="load")
+        page.wait_for_function("() => document.body.dataset.chartsDrawn !== undefined",
+                               timeout=60_000)  # fmt: skip
+        charts = page.locator("div.chart[data-chart]").count()
+        assert charts >= 2
+        assert int(page.evaluate("document.body.dataset.chartsDrawn")) == charts
+        assert page.locator("div.chart[data-chart] svg.marks").count() == charts
+        assert page.evaluate("window.__pwned") is None  # no payload ran
+        # the names are shown as text in the below-target table, exactly
+        shown = page.eval_on_selector_all(
+            "#below-accounts th[scope=row]", "els => els.map(e => e.dataset.value)"
+        )
+        assert HOSTILE["html_comment"] in shown and HOSTILE["img"] in shown
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+# Hostile policy files and names in the policy export ------------------------------------------
+
+
+@pytest.mark.skipif(LUA is None, reason="LUA 5.1 MISSING: the Lua budget was NOT tested "
+                    "(apt install lua5.1)")  # fmt: skip
+def test_lua_plugin_survives_looping_memory_hog_and_out_of_range_policies(tmp_path):
+    cp = subprocess.run(
+        [LUA, str(ROOT / "tests" / "slurm" / "lua" / "test_policy_faults.lua"), str(ROOT),
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    lines = cp.stdout.splitlines()
+    failed = [ln for ln in lines if ln.startswith("not ok")]
+    assert cp.returncode == 0 and not failed, "\n".join(failed) or cp.stderr or cp.stdout
+    assert lines[-1] == "1..9"
+    assert len([ln for ln in lines if ln.startswith("ok ")]) == 9
+
+
+def _partition_db(db: Path, partitions: list[str]) -> None:
+    import datetime as dt
+
+    from advisor.store import connect
+
+    con = connect(db)
+    start = dt.datetime(2026, 11, 1)
+    for i, part in enumerate(partitions):
+        con.execute(
+            'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "partition", start, "end",'
+            " elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES"
+            " ('c', ?, ?, ?, ?, ?, ?, 3600, 1, 4, 'H100', 'h100')",
+            [i, start, str(i), part, start, start + dt.timedelta(hours=1)],
+        )
+    con.close()
+
+
+def test_slurm_conf_export_skips_names_slurm_cannot_take_and_writes_the_rest(tmp_path):
+    db = tmp_path / "parts.duckdb"
+    bad = ["h100#x", "gpu MaxTime=1", "a,b", "DEFAULT", "evil\nPartitionName=x"]
+    _partition_db(db, ["gpu", "h100-long", *bad])
+    cp = advisor("policy", "export", "--format", "slurm.conf", "--db", str(db), timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    settings = [ln for ln in cp.stdout.splitlines() if not ln.startswith("#")]
+    assert [ln.split()[0] for ln in settings] == ["PartitionName=gpu", "PartitionName=h100-long"]
+    for name in bad:
+        assert ascii(name) in cp.stderr, (name, cp.stderr)  # the warning names each one
+        assert f"# skipped partition {ascii(name)}" in cp.stdout
+    assert len(cp.stdout.splitlines()) == 3 + 2 + len(bad)  # the newline stayed escaped
+
+
+def test_exported_lua_policy_with_hostile_partition_names_loads_in_the_plugin(tmp_path):
+    if LUA is None:
+        pytest.skip("LUA 5.1 MISSING: the exported policy was NOT loaded (apt install lua5.1)")
+    db = tmp_path / "parts.duckdb"
+    _partition_db(db, ["gpu", "h100#x", "]]..os.exit(3)--"])
+    policy = tmp_path / "advisor-policy.lua"
+    cp = advisor("policy", "export", "--format", "lua", "--db", str(db), "--output", str(policy),
+                 timeout=300)  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    script = textwrap.dedent(f"""
+        slurm = {{ log_error = function() end, log_info = function() end }}
+        local M = dofile({json.dumps(str(ROOT / "slurm" / "job_submit.lua"))})
+        local p, _, err = M.read_policy({json.dumps(str(policy))})
+        assert(p, err)
+        local names = {{}}
+        for _, r in ipairs(p.rules) do names[r.partition] = true end
+        assert(names["h100#x"] and names["]]..os.exit(3)--"], "names kept verbatim")
+        print("loaded " .. #p.rules)
+    """)
+    cp = subprocess.run([LUA, "-"], input=script, capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("loaded ")
