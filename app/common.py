@@ -1,4 +1,4 @@
-"""What every dashboard page shares: the database (opened read-only once), the sidebar filters,
+"""What every dashboard page shares: the database (opened read-only per call), the sidebar filters,
 the privacy setting, cached calls into the core, and the messages for data that cannot be shown.
 
 Pages hold no business logic and no SQL: they call core functions (the same ones the CLI calls)
@@ -22,7 +22,7 @@ import duckdb
 import streamlit as st
 
 from advisor import datainfo, store
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, LockedError
 
 T = TypeVar("T")
 
@@ -95,44 +95,61 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-class _Shared:
-    """The one read-only connection of a database file, and the lock that serialises its use
-    (a DuckDB connection is not safe to share between threads; Streamlit runs each browser
-    session in its own thread)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-        self.lock = threading.Lock()
-
-
-@st.cache_resource(show_spinner="Opening the database and building its ratio cube...",
-                   max_entries=4)
-def _connection(key: DbKey) -> _Shared:
-    con = store.connect(key[0], read_only=True)
-    try:
-        from advisor import ratios
-
-        # The pre-aggregated ratio cube answers summaries in milliseconds instead of a scan
-        # of every job. A read-only connection builds it as TEMP tables, which only this
-        # connection sees: hence one shared connection, not a cursor per call.
-        ensure = getattr(ratios, "ensure_ratio_cube", None)
-        if ensure is not None:
-            ensure(con)
-    except Exception:
-        con.close()
-        raise
-    return _Shared(con)
+# Requests of this dashboard process take turns on the file (they did on the one shared
+# connection before), and the one write below never meets an open reader of this process.
+_FILE_LOCK = threading.RLock()
+# How long a request waits while another process (an ingest) writes the file, before the page
+# says so instead of answering.
+READ_WAIT_S = 10.0
+_cubes_checked: set[DbKey] = set()
 
 
 @contextmanager
 def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The database's shared read-only connection, held alone for the duration."""
+    """A read-only connection of the database file for one core call, closed after it.
+
+    The dashboard holds DuckDB's file lock only while it answers, so ``advisor ingest`` (or any
+    writer) can take the file between two requests; while a writer holds it, a request waits up
+    to ``READ_WAIT_S`` seconds, then the page says which process is writing.
+    """
+    with _FILE_LOCK:
+        _store_fresh_cubes_once(key)
+        try:
+            con = store.connect(key[0], read_only=True, wait_s=READ_WAIT_S)
+        except LockedError as exc:
+            stop_info(
+                f"The database is being written by another process ({exc}). The pages show the "
+                "new data once it has finished: reload the page in a moment."
+            )
+        except AdvisorError as exc:
+            stop_error(str(exc))
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+def _store_fresh_cubes_once(key: DbKey) -> None:
+    """Once per file version: when an ingest left the stored summary tables (the ratio cubes)
+    stale, rebuild them in the file (``ratios.store_fresh_cubes``, what ``advisor dashboard``
+    does before serving), so that per-request connections find them fresh instead of scanning
+    every job. Skipped, changing nothing, when the file is busy, read-only or of an older schema
+    (the read-only open then reports the schema with the command that upgrades it)."""
+    if key in _cubes_checked:
+        return
+    _cubes_checked.add(key)
+    from advisor import ratios
+
     try:
-        shared = _connection(key)
-    except AdvisorError as exc:
-        stop_error(str(exc))
-    with shared.lock:
-        yield shared.con
+        con = store.connect(key[0], read_only=True, wait_s=0)
+    except AdvisorError:
+        return
+    try:
+        fresh = ratios.cube_is_fresh(con) and ratios.people_months_are_fresh(con)
+    finally:
+        con.close()
+    if not fresh:
+        ratios.store_fresh_cubes(key[0])
 
 
 def stop_error(message: str) -> NoReturn:
@@ -369,15 +386,7 @@ def below_target(
     from advisor import ratios
 
     tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
-    return guarded(lambda: cached_core("below_target", key, _below_target_on_cubes, tq))
-
-
-def _below_target_on_cubes(con: duckdb.DuckDBPyConnection, tq: Any) -> Any:
-    """``ratios.below_target`` that builds a missing cube for this long-lived connection (the
-    per-month people cube is built on first use, as TEMP tables here) instead of reading jobs."""
-    from advisor import ratios
-
-    return ratios.below_target(con, tq, use_cube=True)
+    return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
 
 
 def ratio_distribution(key: DbKey, q: Any) -> Any:
@@ -410,7 +419,8 @@ def excluded_caption(report: Any) -> None:
     hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
 )
 def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef, extra: Any) -> Any:
-    return ref.fn(*args)
+    with _FILE_LOCK:  # such calls open the file themselves: not while the cubes are rewritten
+        return ref.fn(*args)
 
 
 def cached_call(name: str, fn: Callable[..., Any], *args: Any, extra: Any = None) -> Any:

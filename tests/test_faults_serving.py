@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -47,10 +48,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def advisor(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
+def advisor(
+    *args: str, timeout: float = 120, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed console script (with this checkout's code on PYTHONPATH)."""
     assert ADVISOR, "the advisor console script is not on PATH (pip install -e .)"
+    env = {**_env(), **(env_extra or {})}
     return subprocess.run(
-        [ADVISOR, *args], capture_output=True, text=True, timeout=timeout, env=_env(), **kw
+        [ADVISOR, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
     )
 
 
@@ -295,3 +300,221 @@ def test_exported_lua_policy_with_hostile_partition_names_loads_in_the_plugin(tm
     cp = subprocess.run([LUA, "-"], input=script, capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     assert cp.stdout.startswith("loaded ")
+
+
+# Lock contention: the dashboard, ingest and other writers ------------------------------------
+
+APP = ROOT / "app" / "streamlit_app.py"
+
+# A second process serving the app the way the Streamlit server does (AppTest runs the same
+# script, the same app.common, in that process): it answers a page, then waits for the parent.
+_SERVE_TWICE = textwrap.dedent("""
+    import sys
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(sys.argv[1], default_timeout=300)
+    for _ in range(2):
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        jobs = [c.value for c in at.sidebar.caption if "jobs" in c.value]
+        print("served", jobs[0] if jobs else [m.value for m in at.main.info], flush=True)
+        sys.stdin.readline()
+""")
+
+
+def _count_jobs(db: Path) -> int:
+    from advisor.store import connect
+
+    con = connect(db, read_only=True, wait_s=30)
+    try:
+        row = con.execute("SELECT count(*) FROM jobs").fetchone()
+        return int(row[0]) if row else 0
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def served_db(tmp_path: Path) -> Path:
+    from tests.test_app_data import make_db
+
+    return make_db(tmp_path / "served.duckdb", "gpu", n_jobs=300)
+
+
+def test_ingest_succeeds_while_a_second_process_serves_the_dashboard(served_db, tmp_path):
+    env = {**_env(), "ADVISOR_DB": str(served_db)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVE_TWICE, str(APP)], env=env, cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        first = child.stdout.readline()
+        assert first.startswith("served") and "300 jobs" in first, first + child.stderr.read()
+        before = _count_jobs(served_db)
+        # the dashboard process is alive and has served a page: ingest must not wait for it
+        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
+                     env_extra={"ADVISOR_LOCK_WAIT_S": "5"})  # fmt: skip
+        assert cp.returncode == 0, cp.stderr
+        assert "in use by" not in cp.stderr  # it never had to wait
+        after = _count_jobs(served_db)
+        assert after > before
+        child.stdin.write("again\n")
+        child.stdin.flush()
+        second = child.stdout.readline()
+        assert f"{after:,} jobs" in second, second  # the same process shows the new data
+        child.stdin.write("done\n")
+        child.stdin.flush()
+        assert child.wait(timeout=120) == 0, child.stderr.read()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _hold_write_lock(db: Path) -> subprocess.Popen[str]:
+    """Another process that opens the file for writing and keeps it until a line on its stdin."""
+    code = textwrap.dedent(f"""
+        import sys, duckdb
+        con = duckdb.connect({str(db)!r})
+        print("locked", flush=True)
+        sys.stdin.readline()
+        con.close()
+    """)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_ingest_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
+    from advisor.errors import ExitCode
+
+    before = _count_jobs(served_db)
+    holder = _hold_write_lock(served_db)
+    try:
+        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
+                     env_extra={"ADVISOR_LOCK_WAIT_S": "2"})  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cp.returncode == ExitCode.LOCKED == 6, cp.stderr
+    assert f"database is in use by PID {holder.pid} (" in cp.stderr
+    assert "waiting up to 2 s" in cp.stderr
+    assert "Error: " in cp.stderr and "still locked after 2 s" in cp.stderr
+    assert "ADVISOR_LOCK_WAIT_S" in cp.stderr
+    assert "Traceback" not in cp.stderr
+    assert _count_jobs(served_db) == before  # nothing was loaded
+
+
+def test_ingest_waits_for_a_short_writer_and_then_loads(served_db):
+    before = _count_jobs(served_db)
+    holder = _hold_write_lock(served_db)
+    ingest = subprocess.Popen(
+        [ADVISOR or "advisor", "ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db",
+         str(served_db)],
+        env={**_env(), "ADVISOR_LOCK_WAIT_S": "120"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert ingest.stderr is not None and holder.stdin is not None
+        waiting = ingest.stderr.readline()  # it says so, then waits
+        assert f"database is in use by PID {holder.pid}" in waiting
+        assert "waiting up to 120 s" in waiting
+        assert ingest.poll() is None  # still waiting, not failed
+        holder.stdin.write("release\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+        _, err = ingest.communicate(timeout=300)
+    finally:
+        for proc in (holder, ingest):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert ingest.returncode == 0, err
+    assert _count_jobs(served_db) > before
+
+
+def test_a_reader_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
+    holder = _hold_write_lock(served_db)
+    try:
+        cp = advisor("ratios", "--by", "gpu_type", "--db", str(served_db),
+                     env_extra={"ADVISOR_LOCK_WAIT_S": "1"})  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cp.returncode == 6, cp.stderr
+    assert f"in use by PID {holder.pid}" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def _old_schema(db: Path) -> None:
+    """Make ``db`` look like a file written by an older advisor (one migration not applied)."""
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    newest = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    con.execute("DELETE FROM schema_version WHERE version = ?", [newest[0] if newest else 0])
+    con.close()
+
+
+def _pending(db: Path) -> list[int]:
+    import duckdb
+
+    from advisor import store
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return store.pending(con)
+    finally:
+        con.close()
+
+
+def test_dashboard_start_never_migrates_an_old_schema_and_the_page_names_the_command(served_db):
+    from streamlit.testing.v1 import AppTest
+
+    from advisor import ratios
+
+    _old_schema(served_db)
+    missing = _pending(served_db)
+    assert len(missing) == 1
+    # what `advisor dashboard` runs before serving: it must leave the old file as it is
+    assert ratios.store_fresh_cubes(served_db) is False
+    assert _pending(served_db) == missing
+    os.environ["ADVISOR_DB"] = str(served_db)
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=120).run()
+    finally:
+        os.environ.pop("ADVISOR_DB", None)
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert errors and "advisor db migrate" in errors[0] and str(served_db) in errors[0]
+    assert _pending(served_db) == missing  # still not migrated after serving the page
+
+
+@pytest.mark.slow
+def test_advisor_dashboard_process_leaves_an_old_schema_unmigrated(served_db):
+    import signal
+
+    from tests.test_browser import _free_port, _wait_healthy
+
+    _old_schema(served_db)
+    missing = _pending(served_db)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [ADVISOR or "advisor", "dashboard", "--db", str(served_db), "--port", str(port),
+         "--address", "127.0.0.1"],
+        env={**_env(), "STREAMLIT_SERVER_HEADLESS": "true",
+             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_healthy(port, proc)
+        assert _pending(served_db) == missing
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the group this test started: advisor + streamlit
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
