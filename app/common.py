@@ -95,9 +95,13 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-# Requests of this dashboard process take turns on the file (they did on the one shared
-# connection before), and the one write below never meets an open reader of this process.
+# Opening the file costs tens of milliseconds (DuckDB loads its catalog), so one script run (one
+# page interaction of one browser session, in its own thread) opens it once, on its first core
+# call, and the router closes it when the run ends (release_connection): between interactions
+# the dashboard holds no lock. The lock below guards the one write the dashboard makes.
 _FILE_LOCK = threading.RLock()
+_open_runs = 0  # script runs of this process holding a connection now (under _FILE_LOCK)
+_run = threading.local()
 # How long a request waits while another process (an ingest) writes the file, before the page
 # says so instead of answering.
 READ_WAIT_S = 10.0
@@ -106,12 +110,23 @@ _cubes_checked: set[DbKey] = set()
 
 @contextmanager
 def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection of the database file for one core call, closed after it.
+    """This script run's read-only connection of the database file (opened on first use; the
+    router closes it at the end of the run with :func:`release_connection`).
 
     The dashboard holds DuckDB's file lock only while it answers, so ``advisor ingest`` (or any
-    writer) can take the file between two requests; while a writer holds it, a request waits up
-    to ``READ_WAIT_S`` seconds, then the page says which process is writing.
+    writer) can take the file between two interactions; while a writer holds it, a request
+    waits up to ``READ_WAIT_S`` seconds, then the page says which process is writing.
     """
+    con = getattr(_run, "con", None)
+    if con is None or _run.key != key:
+        release_connection()
+        con = _open(key)
+        _run.con, _run.key = con, key
+    yield con
+
+
+def _open(key: DbKey) -> duckdb.DuckDBPyConnection:
+    global _open_runs
     with _FILE_LOCK:
         _store_fresh_cubes_once(key)
         try:
@@ -123,10 +138,20 @@ def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
             )
         except AdvisorError as exc:
             stop_error(str(exc))
-        try:
-            yield con
-        finally:
-            con.close()
+        _open_runs += 1
+        return con
+
+
+def release_connection() -> None:
+    """Close this script run's connection, if it opened one (the router calls this last)."""
+    global _open_runs
+    con = getattr(_run, "con", None)
+    if con is None:
+        return
+    _run.con = None
+    with _FILE_LOCK:
+        _open_runs -= 1
+        con.close()
 
 
 def _store_fresh_cubes_once(key: DbKey) -> None:
@@ -135,7 +160,7 @@ def _store_fresh_cubes_once(key: DbKey) -> None:
     does before serving), so that per-request connections find them fresh instead of scanning
     every job. Skipped, changing nothing, when the file is busy, read-only or of an older schema
     (the read-only open then reports the schema with the command that upgrades it)."""
-    if key in _cubes_checked:
+    if key in _cubes_checked or _open_runs:  # another session reads now: check next time
         return
     _cubes_checked.add(key)
     from advisor import ratios

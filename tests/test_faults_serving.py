@@ -229,6 +229,65 @@ def test_report_with_hostile_names_draws_every_chart_in_chromium(hostile_db, bro
         page.close()
 
 
+# The dashboard with hostile names -------------------------------------------------------------
+
+
+def test_dashboard_pages_show_hostile_names_verbatim_and_raise_nothing(hostile_db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ADVISOR_DB", str(hostile_db))
+    monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    for page in ("overview", "trends", "who", "recommend", "benchmarks", "data"):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        if page == "who":
+            shown = set(at.dataframe[0].value["account"])
+            assert set(HOSTILE.values()) <= shown  # every one listed, as written
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_served_dashboard_with_hostile_names_draws_its_charts_and_runs_no_payload(
+    hostile_db, browser
+):
+    from tests.test_browser import _free_port, _wait_for_run, _wait_healthy
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--", "--db", str(hostile_db)],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    page = None
+    try:
+        _wait_healthy(port, proc)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"http://127.0.0.1:{port}/who", wait_until="domcontentloaded")
+        _wait_for_run(page)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas').length"
+            " >= 1",
+            timeout=60_000,
+        )
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("img[src=x]").count() == 0  # the name was not parsed as HTML
+        assert not errors, errors
+    finally:
+        if page is not None:
+            page.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 # Hostile policy files and names in the policy export ------------------------------------------
 
 
@@ -446,6 +505,71 @@ def test_a_reader_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
         holder.wait()
     assert cp.returncode == 6, cp.stderr
     assert f"in use by PID {holder.pid}" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_a_dashboard_request_during_a_write_says_who_is_writing(served_db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app import common
+
+    monkeypatch.setenv("ADVISOR_DB", str(served_db))
+    monkeypatch.setattr(common, "READ_WAIT_S", 1.0)
+    holder = _hold_write_lock(served_db)
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=120).run()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not at.exception and not at.error
+    infos = [i.value for i in at.info]
+    assert infos and "being written by another process" in infos[0]
+    assert f"PID {holder.pid}" in infos[0]
+    at.run()  # the writer has gone: the next interaction answers
+    assert not at.exception and not at.info
+    assert any("300 jobs" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_ingest_succeeds_while_chromium_shows_the_served_dashboard(served_db, browser):
+    from tests.test_browser import _free_port, _wait_for_run, _wait_healthy
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--", "--db", str(served_db)],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    page = None
+    try:
+        _wait_healthy(port, proc)
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
+        _wait_for_run(page)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        assert "300 jobs" in sidebar.inner_text()
+        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
+                     env_extra={"ADVISOR_LOCK_WAIT_S": "5"})  # fmt: skip
+        assert cp.returncode == 0, cp.stderr
+        after = _count_jobs(served_db)
+        page.reload(wait_until="domcontentloaded")
+        _wait_for_run(page)
+        page.wait_for_function(
+            "(n) => document.querySelector('[data-testid=\"stSidebar\"]').innerText.includes(n)",
+            arg=f"{after:,} jobs",
+            timeout=60_000,
+        )
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        if page is not None:
+            page.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _old_schema(db: Path) -> None:
