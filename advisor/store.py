@@ -198,31 +198,74 @@ def lock_holder(message: str) -> str | None:
     return f"PID {pid} ({program})"
 
 
+def writer_waiting_path(db: str | os.PathLike[str]) -> Path:
+    """The marker a writer leaves next to the database file while it waits for the lock."""
+    path = Path(db)
+    return path.with_name(path.name + ".writer-waiting")
+
+
+def writer_waiting(db: str | os.PathLike[str]) -> bool:
+    """Whether a live process is waiting to write the database file (see :func:`connect`):
+    long-lived readers (the dashboard) then let go of the file as soon as they can."""
+    marker = writer_waiting_path(db)
+    try:
+        pid = int(marker.read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: is it alive (a writer killed while waiting leaves its marker)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
 def _open_waiting(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
-    """Open ``path``, retrying while another process holds a conflicting lock on it."""
+    """Open ``path``, retrying while another process holds a conflicting lock on it. A waiting
+    writer leaves :func:`writer_waiting_path` (its PID) for the time it waits."""
     deadline = time.monotonic() + wait_s
     told = False
-    while True:
-        try:
-            if read_only:
-                return duckdb.connect(str(path), read_only=True)
-            return _open_writable(path)
-        except duckdb.Error as exc:
-            holder = lock_holder(str(exc))
-            how = "read-only" if read_only else "for writing"
-            if holder is None:
-                raise StoreError(f"{path}: cannot open {how}: {exc}") from exc
-            if time.monotonic() >= deadline:
-                raise LockedError(
-                    f"{path}: database is in use by {holder}; still locked after {wait_s:g} s. "
-                    f"Try again when it has finished (or set {LOCK_WAIT_ENV} to wait longer)"
-                ) from exc
-            if not told and wait_s > 0:
-                log.warning(
-                    "%s: database is in use by %s; waiting up to %g s", path, holder, wait_s
-                )
-                told = True
-        time.sleep(min(_LOCK_RETRY_S, max(0.0, deadline - time.monotonic())))
+    marker: Path | None = None
+    try:
+        while True:
+            try:
+                if read_only:
+                    return duckdb.connect(str(path), read_only=True)
+                return _open_writable(path)
+            except duckdb.Error as exc:
+                holder = lock_holder(str(exc))
+                how = "read-only" if read_only else "for writing"
+                if holder is None:
+                    raise StoreError(f"{path}: cannot open {how}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"{path}: database is in use by {holder}; still locked after {wait_s:g} "
+                        f"s. Try again when it has finished (or set {LOCK_WAIT_ENV} to wait "
+                        "longer)"
+                    ) from exc
+                if not told and wait_s > 0:
+                    log.warning(
+                        "%s: database is in use by %s; waiting up to %g s", path, holder, wait_s
+                    )
+                    told = True
+                    if not read_only:
+                        marker = _leave_marker(path)
+            time.sleep(min(_LOCK_RETRY_S, max(0.0, deadline - time.monotonic())))
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+
+
+def _leave_marker(path: Path) -> Path | None:
+    marker = writer_waiting_path(path)
+    try:
+        marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+    except OSError:  # a directory we cannot write: readers then just let go when idle
+        return None
+    return marker
 
 
 def _open_writable(path: Path) -> duckdb.DuckDBPyConnection:

@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -95,27 +96,36 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-# Opening the file costs tens of milliseconds (DuckDB loads its catalog), so one script run (one
-# page interaction of one browser session, in its own thread) opens it once, on its first core
-# call, and the router closes it when the run ends (release_connection): between interactions
-# the dashboard holds no lock. The lock below guards the one write the dashboard makes.
+# Opening the file costs tens of milliseconds (DuckDB loads its catalog, and a fresh instance
+# has no cached blocks), so one script run (one interaction of one browser session, in its own
+# thread) opens it once, on its first core call, and the router hands it back when the run ends
+# (release_connection). The last one handed back is kept open for KEEP_WARM_S as the "anchor":
+# while it is open, the next run's open shares its DuckDB instance (no catalog load, warm
+# blocks). A writer that finds the file locked leaves a marker (store.writer_waiting); then
+# the anchor is closed at once and no run keeps the file, so the writer gets it within a run.
 _FILE_LOCK = threading.RLock()
 _open_runs = 0  # script runs of this process holding a connection now (under _FILE_LOCK)
 _run = threading.local()
+KEEP_WARM_S = 10.0
+ANCHOR_POLL_S = 0.1
+_anchor: duckdb.DuckDBPyConnection | None = None
+_anchor_until = 0.0
 # How long a request waits while another process (an ingest) writes the file, before the page
-# says so instead of answering.
+# says so instead of answering; and how long a run lets a waiting writer go first.
 READ_WAIT_S = 10.0
+WRITER_FIRST_S = 1.0
 _cubes_checked: set[DbKey] = set()
 
 
 @contextmanager
 def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
     """This script run's read-only connection of the database file (opened on first use; the
-    router closes it at the end of the run with :func:`release_connection`).
+    router hands it back at the end of the run with :func:`release_connection`).
 
-    The dashboard holds DuckDB's file lock only while it answers, so ``advisor ingest`` (or any
-    writer) can take the file between two interactions; while a writer holds it, a request
-    waits up to ``READ_WAIT_S`` seconds, then the page says which process is writing.
+    The dashboard holds DuckDB's file lock while it answers and, when no writer is waiting, for
+    ``KEEP_WARM_S`` after; a writer waiting for the file gets it as soon as the running
+    interactions end. While a writer holds it, a request waits up to ``READ_WAIT_S`` seconds,
+    then the page says which process is writing.
     """
     con = getattr(_run, "con", None)
     if con is None or _run.key != key:
@@ -128,6 +138,11 @@ def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
 def _open(key: DbKey) -> duckdb.DuckDBPyConnection:
     global _open_runs
     with _FILE_LOCK:
+        if store.writer_waiting(key[0]):
+            _close_anchor()
+            deadline = time.monotonic() + WRITER_FIRST_S
+            while not _open_runs and store.writer_waiting(key[0]) and time.monotonic() < deadline:
+                time.sleep(0.05)  # nothing of ours holds the file: the writer takes it now
         _store_fresh_cubes_once(key)
         try:
             con = store.connect(key[0], read_only=True, wait_s=READ_WAIT_S)
@@ -143,15 +158,47 @@ def _open(key: DbKey) -> duckdb.DuckDBPyConnection:
 
 
 def release_connection() -> None:
-    """Close this script run's connection, if it opened one (the router calls this last)."""
-    global _open_runs
+    """Hand back this script run's connection, if it opened one (the router calls this last):
+    kept as the anchor for ``KEEP_WARM_S`` unless a writer is waiting or one is kept already."""
+    global _open_runs, _anchor, _anchor_until
     con = getattr(_run, "con", None)
     if con is None:
         return
+    path = _run.key[0]
     _run.con = None
     with _FILE_LOCK:
         _open_runs -= 1
-        con.close()
+        if store.writer_waiting(path):
+            con.close()
+            _close_anchor()
+            return
+        _anchor_until = time.monotonic() + KEEP_WARM_S
+        if _anchor is not None:
+            con.close()
+            return
+        _anchor = con
+        threading.Thread(target=_watch_anchor, args=(con, path), daemon=True).start()
+
+
+def _watch_anchor(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Close the anchor ``con`` once it has been idle for KEEP_WARM_S, or at once when a writer
+    starts waiting for the file (a stat every ANCHOR_POLL_S while it is open)."""
+    while True:
+        time.sleep(ANCHOR_POLL_S)
+        with _FILE_LOCK:
+            if _anchor is not con:
+                return
+            if time.monotonic() >= _anchor_until or store.writer_waiting(path):
+                _close_anchor()
+                return
+
+
+def _close_anchor() -> None:
+    global _anchor
+    with _FILE_LOCK:
+        if _anchor is not None:
+            _anchor.close()
+            _anchor = None
 
 
 def _store_fresh_cubes_once(key: DbKey) -> None:
@@ -164,6 +211,8 @@ def _store_fresh_cubes_once(key: DbKey) -> None:
         return
     _cubes_checked.add(key)
     from advisor import ratios
+
+    _close_anchor()  # the write below needs the file free of this process's readers too
 
     try:
         con = store.connect(key[0], read_only=True, wait_s=0)
