@@ -469,6 +469,9 @@ def test_ingest_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
     assert "ADVISOR_LOCK_WAIT_S" in cp.stderr
     assert "Traceback" not in cp.stderr
     assert _count_jobs(served_db) == before  # nothing was loaded
+    from advisor.store import writer_waiting_path
+
+    assert not writer_waiting_path(served_db).exists()  # its marker went with it
 
 
 def test_ingest_waits_for_a_short_writer_and_then_loads(served_db):
@@ -497,6 +500,25 @@ def test_ingest_waits_for_a_short_writer_and_then_loads(served_db):
                 proc.wait()
     assert ingest.returncode == 0, err
     assert _count_jobs(served_db) > before
+    from advisor.store import writer_waiting, writer_waiting_path
+
+    assert not writer_waiting_path(served_db).exists() and not writer_waiting(served_db)
+
+
+def test_a_waiting_writer_is_seen_only_while_its_process_lives(tmp_path):
+    from advisor.store import writer_waiting, writer_waiting_path
+
+    db = tmp_path / "x.duckdb"
+    marker = writer_waiting_path(db)
+    assert marker.name == "x.duckdb.writer-waiting" and not writer_waiting(db)
+    marker.write_text(f"{os.getpid()}\n")
+    assert writer_waiting(db)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    marker.write_text(gone.stdout)  # a writer killed while it waited left its marker
+    assert not writer_waiting(db)
+    marker.write_text("garbage")
+    assert not writer_waiting(db)
 
 
 def test_a_reader_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
