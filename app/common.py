@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import sys
 import threading
 import time
@@ -393,13 +394,32 @@ def require_gpu_jobs(key: DbKey) -> datainfo.FilterOptions:
     return opts
 
 
+# A name markdown leaves alone: words of letters and digits joined by one space, ".", "_", "+"
+# or "-" ("H100", "h100_80gb", "RTX Pro 6000"); not "www." (GitHub markdown links it).
+_MD_PLAIN = re.compile(r"(?!www\.)[A-Za-z0-9]+(?:[ ._+-][A-Za-z0-9]+)*", re.IGNORECASE)
+
+
+def md_name(text: str) -> str:
+    """``text`` from data (a GPU type, a name) for a markdown string (st.warning, a metric
+    label, a caption): shown as written, on one line, never a link (GitHub markdown turns even a
+    backslash-escaped URL into one), an image, emphasis or an icon. A plain name stays as is;
+    any other becomes a code span whose fence is one backtick longer than any run of backticks
+    in it (CommonMark), padded when it starts or ends with one."""
+    flat = " ".join(text.split()) or " "
+    if _MD_PLAIN.fullmatch(flat):
+        return flat
+    fence = "`" * (max((len(r) for r in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
 def warn_unknown_gpu_types(key: DbKey) -> None:
     """Name the GPU types no family pattern recognised, and how to map them."""
     counts = guarded(lambda: gpu_type_counts(key))
     unknown = [c for c in counts if not c.known]
     if unknown:
         names = ", ".join(
-            f"`{c.gpu_type or '(no type)'}` ({c.jobs:,} jobs)" for c in unknown[:8]
+            f"{md_name(c.gpu_type or '(no type)')} ({c.jobs:,} jobs)" for c in unknown[:8]
         )
         st.warning(
             f"Unrecognised GPU types: {names}. They are shown under their raw names; map them to "

@@ -40,6 +40,9 @@ HOSTILE = {
     "bidi": "abc\u202edcba",
 }
 NEWLINE_NAME = "two\nlines"  # only sacct --json can carry it
+# GRES types that markdown would read as a link, emphasis or code (no family matches them, so
+# the dashboard names them in a warning and in its metric labels)
+HOSTILE_GPU_TYPES = ("[x](https://evil.example)", "**bold**`tick")
 
 
 def _env() -> dict[str, str]:
@@ -81,6 +84,15 @@ def _hostile_sacct_text(path: Path) -> None:
             f"2024-01-{day:02d}T05:00:10|04:00:00|0:0|COMPLETED|1|1|1|4G|"
             "billing=1,cpu=1,gres/gpu=4,mem=4G,node=1|"
             "billing=1,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=4G,node=1|1-00:00:00|n1|/tmp|job|"
+            "sbatch --gpus=4 job.sh"
+        )
+    for i, gres in enumerate(HOSTILE_GPU_TYPES):
+        job = 3_100_000 + i
+        lines.append(
+            f"{job}|{job}|research|gpu|normal|plain-a|g|plain-a|20000|2024-01-20T01:00:00|"
+            "2024-01-20T01:00:00|2024-01-20T01:00:10|2024-01-20T05:00:10|04:00:00|0:0|COMPLETED|"
+            "1|1|1|4G|billing=1,cpu=1,gres/gpu=4,mem=4G,node=1|"
+            f"billing=1,cpu=1,gres/gpu:{gres}=4,gres/gpu=4,mem=4G,node=1|1-00:00:00|n1|/tmp|job|"
             "sbatch --gpus=4 job.sh"
         )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -266,16 +278,28 @@ def test_served_dashboard_with_hostile_names_draws_its_charts_and_runs_no_payloa
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"http://127.0.0.1:{port}/who", wait_until="domcontentloaded")
-        _wait_for_run(page)
-        page.wait_for_function(
-            "() => document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas').length"
-            " >= 1",
-            timeout=60_000,
-        )
-        assert page.locator('[data-testid="stException"]').count() == 0
-        assert page.evaluate("window.__pwned") is None
-        assert page.locator("img[src=x]").count() == 0  # the name was not parsed as HTML
+        for path in ("who", ""):
+            page.goto(f"http://127.0.0.1:{port}/{path}", wait_until="domcontentloaded")
+            _wait_for_run(page)
+            page.wait_for_function(
+                "() => document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas')"
+                ".length >= 1",
+                timeout=60_000,
+            )
+            assert page.locator('[data-testid="stException"]').count() == 0
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator("img[src=x]").count() == 0  # a name was not parsed as HTML
+            # a GPU type written as a markdown link stays text: no link to it anywhere
+            links = page.eval_on_selector_all(
+                "a[href*='evil.example']",
+                "els => els.map(e => e.outerHTML + ' IN ' + "
+                "e.closest('[data-testid=stMarkdownContainer]').innerText)",
+            )
+            assert not links, links
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        for gres in HOSTILE_GPU_TYPES:  # in the warning and the metric labels, as written
+            assert gres in main, gres
+        assert page.locator('[data-testid="stMain"] strong:text-is("bold")').count() == 0
         assert not errors, errors
     finally:
         if page is not None:
