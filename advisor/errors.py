@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 3
     NOT_FOUND = 4
     EXTERNAL = 5  # an external program (sacct, scontrol, the engine) failed
+    LOCKED = 6  # another process still held the database file after the wait
 
 
 class AdvisorError(Exception):
@@ -68,3 +69,10 @@ class ExternalToolError(AdvisorError):
 
 class StoreError(AdvisorError):
     """The DuckDB file is unusable: wrong schema version, locked, read-only."""
+
+
+class LockedError(StoreError):
+    """Another process held the database file's lock for longer than the wait
+    (``ADVISOR_LOCK_WAIT_S``); names the process holding it."""
+
+    exit_code = ExitCode.LOCKED

@@ -1078,12 +1078,24 @@ def _template(name: str = "report.html.j2") -> Any:
     return env.from_string(text)
 
 
+# Inside <script>, "<!--<script>" in a name would make the HTML parser swallow the elements
+# after it and "</script" would end it; "&", U+2028 and U+2029 trip other parsers. JSON can
+# spell each of them as a \u escape inside a string (they never occur outside one).
+_INLINE_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def inline_json(value: Any) -> str:
+    """``value`` as JSON that is safe to place inside an HTML ``<script>`` element as is."""
+    return json.dumps(value, separators=(",", ":"), default=str).translate(_INLINE_JSON_ESCAPES)
+
+
 def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = None) -> str:
     """The report as one self-contained HTML page (charts drawn in the browser, offline)."""
     charts = report_charts(report) if charts is None else charts
     specs = {c.chart_id: c.spec for c in charts}
-    # Inside <script>, "</" would end the element: escape it (valid JSON either way).
-    specs_json = json.dumps(specs, separators=(",", ":"), default=str).replace("</", "<\\/")
+    specs_json = inline_json(specs)
     bundle = _vega_bundle().replace("</script", "<\\/script") if charts else ""
     return str(
         _template().render(

@@ -1,4 +1,4 @@
-"""What every dashboard page shares: the database (opened read-only once), the sidebar filters,
+"""What every dashboard page shares: the database (opened read-only per call), the sidebar filters,
 the privacy setting, cached calls into the core, and the messages for data that cannot be shown.
 
 Pages hold no business logic and no SQL: they call core functions (the same ones the CLI calls)
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ import duckdb
 import streamlit as st
 
 from advisor import datainfo, store
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, LockedError
 
 T = TypeVar("T")
 
@@ -95,44 +97,134 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-class _Shared:
-    """The one read-only connection of a database file, and the lock that serialises its use
-    (a DuckDB connection is not safe to share between threads; Streamlit runs each browser
-    session in its own thread)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-        self.lock = threading.Lock()
-
-
-@st.cache_resource(show_spinner="Opening the database and building its ratio cube...",
-                   max_entries=4)
-def _connection(key: DbKey) -> _Shared:
-    con = store.connect(key[0], read_only=True)
-    try:
-        from advisor import ratios
-
-        # The pre-aggregated ratio cube answers summaries in milliseconds instead of a scan
-        # of every job. A read-only connection builds it as TEMP tables, which only this
-        # connection sees: hence one shared connection, not a cursor per call.
-        ensure = getattr(ratios, "ensure_ratio_cube", None)
-        if ensure is not None:
-            ensure(con)
-    except Exception:
-        con.close()
-        raise
-    return _Shared(con)
+# Opening the file costs tens of milliseconds (DuckDB loads its catalog, and a fresh instance
+# has no cached blocks), so one script run (one interaction of one browser session, in its own
+# thread) opens it once, on its first core call, and the router hands it back when the run ends
+# (release_connection). The last one handed back is kept open for KEEP_WARM_S as the "anchor":
+# while it is open, the next run's open shares its DuckDB instance (no catalog load, warm
+# blocks). A writer that finds the file locked leaves a marker (store.writer_waiting); then
+# the anchor is closed at once and no run keeps the file, so the writer gets it within a run.
+_FILE_LOCK = threading.RLock()
+_open_runs = 0  # script runs of this process holding a connection now (under _FILE_LOCK)
+_run = threading.local()
+KEEP_WARM_S = 10.0
+ANCHOR_POLL_S = 0.1
+_anchor: duckdb.DuckDBPyConnection | None = None
+_anchor_until = 0.0
+# How long a request waits while another process (an ingest) writes the file, before the page
+# says so instead of answering; and how long a run lets a waiting writer go first.
+READ_WAIT_S = 10.0
+WRITER_FIRST_S = 1.0
+_cubes_checked: set[DbKey] = set()
 
 
 @contextmanager
 def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The database's shared read-only connection, held alone for the duration."""
+    """This script run's read-only connection of the database file (opened on first use; the
+    router hands it back at the end of the run with :func:`release_connection`).
+
+    The dashboard holds DuckDB's file lock while it answers and, when no writer is waiting, for
+    ``KEEP_WARM_S`` after; a writer waiting for the file gets it as soon as the running
+    interactions end. While a writer holds it, a request waits up to ``READ_WAIT_S`` seconds,
+    then the page says which process is writing.
+    """
+    con = getattr(_run, "con", None)
+    if con is None or _run.key != key:
+        release_connection()
+        con = _open(key)
+        _run.con, _run.key = con, key
+    yield con
+
+
+def _open(key: DbKey) -> duckdb.DuckDBPyConnection:
+    global _open_runs
+    with _FILE_LOCK:
+        if store.writer_waiting(key[0]):
+            _close_anchor()
+            deadline = time.monotonic() + WRITER_FIRST_S
+            while not _open_runs and store.writer_waiting(key[0]) and time.monotonic() < deadline:
+                time.sleep(0.05)  # nothing of ours holds the file: the writer takes it now
+        _store_fresh_cubes_once(key)
+        try:
+            con = store.connect(key[0], read_only=True, wait_s=READ_WAIT_S)
+        except LockedError as exc:
+            stop_info(
+                f"The database is being written by another process ({exc}). The pages show the "
+                "new data once it has finished: reload the page in a moment."
+            )
+        except AdvisorError as exc:
+            stop_error(str(exc))
+        _open_runs += 1
+        return con
+
+
+def release_connection() -> None:
+    """Hand back this script run's connection, if it opened one (the router calls this last):
+    kept as the anchor for ``KEEP_WARM_S`` unless a writer is waiting or one is kept already."""
+    global _open_runs, _anchor, _anchor_until
+    con = getattr(_run, "con", None)
+    if con is None:
+        return
+    path = _run.key[0]
+    _run.con = None
+    with _FILE_LOCK:
+        _open_runs -= 1
+        if store.writer_waiting(path):
+            con.close()
+            _close_anchor()
+            return
+        _anchor_until = time.monotonic() + KEEP_WARM_S
+        if _anchor is not None:
+            con.close()
+            return
+        _anchor = con
+        threading.Thread(target=_watch_anchor, args=(con, path), daemon=True).start()
+
+
+def _watch_anchor(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Close the anchor ``con`` once it has been idle for KEEP_WARM_S, or at once when a writer
+    starts waiting for the file (a stat every ANCHOR_POLL_S while it is open)."""
+    while True:
+        time.sleep(ANCHOR_POLL_S)
+        with _FILE_LOCK:
+            if _anchor is not con:
+                return
+            if time.monotonic() >= _anchor_until or store.writer_waiting(path):
+                _close_anchor()
+                return
+
+
+def _close_anchor() -> None:
+    global _anchor
+    with _FILE_LOCK:
+        if _anchor is not None:
+            _anchor.close()
+            _anchor = None
+
+
+def _store_fresh_cubes_once(key: DbKey) -> None:
+    """Once per file version: when an ingest left the stored summary tables (the ratio cubes)
+    stale, rebuild them in the file (``ratios.store_fresh_cubes``, what ``advisor dashboard``
+    does before serving), so that per-request connections find them fresh instead of scanning
+    every job. Skipped, changing nothing, when the file is busy, read-only or of an older schema
+    (the read-only open then reports the schema with the command that upgrades it)."""
+    if key in _cubes_checked or _open_runs:  # another session reads now: check next time
+        return
+    _cubes_checked.add(key)
+    from advisor import ratios
+
+    _close_anchor()  # the write below needs the file free of this process's readers too
+
     try:
-        shared = _connection(key)
-    except AdvisorError as exc:
-        stop_error(str(exc))
-    with shared.lock:
-        yield shared.con
+        con = store.connect(key[0], read_only=True, wait_s=0)
+    except AdvisorError:
+        return
+    try:
+        fresh = ratios.cube_is_fresh(con) and ratios.people_months_are_fresh(con)
+    finally:
+        con.close()
+    if not fresh:
+        ratios.store_fresh_cubes(key[0])
 
 
 def stop_error(message: str) -> NoReturn:
@@ -302,13 +394,32 @@ def require_gpu_jobs(key: DbKey) -> datainfo.FilterOptions:
     return opts
 
 
+# A name markdown leaves alone: words of letters and digits joined by one space, ".", "_", "+"
+# or "-" ("H100", "h100_80gb", "RTX Pro 6000"); not "www." (GitHub markdown links it).
+_MD_PLAIN = re.compile(r"(?!www\.)[A-Za-z0-9]+(?:[ ._+-][A-Za-z0-9]+)*", re.IGNORECASE)
+
+
+def md_name(text: str) -> str:
+    """``text`` from data (a GPU type, a name) for a markdown string (st.warning, a metric
+    label, a caption): shown as written, on one line, never a link (GitHub markdown turns even a
+    backslash-escaped URL into one), an image, emphasis or an icon. A plain name stays as is;
+    any other becomes a code span whose fence is one backtick longer than any run of backticks
+    in it (CommonMark), padded when it starts or ends with one."""
+    flat = " ".join(text.split()) or " "
+    if _MD_PLAIN.fullmatch(flat):
+        return flat
+    fence = "`" * (max((len(r) for r in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
 def warn_unknown_gpu_types(key: DbKey) -> None:
     """Name the GPU types no family pattern recognised, and how to map them."""
     counts = guarded(lambda: gpu_type_counts(key))
     unknown = [c for c in counts if not c.known]
     if unknown:
         names = ", ".join(
-            f"`{c.gpu_type or '(no type)'}` ({c.jobs:,} jobs)" for c in unknown[:8]
+            f"{md_name(c.gpu_type or '(no type)')} ({c.jobs:,} jobs)" for c in unknown[:8]
         )
         st.warning(
             f"Unrecognised GPU types: {names}. They are shown under their raw names; map them to "
@@ -369,15 +480,7 @@ def below_target(
     from advisor import ratios
 
     tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
-    return guarded(lambda: cached_core("below_target", key, _below_target_on_cubes, tq))
-
-
-def _below_target_on_cubes(con: duckdb.DuckDBPyConnection, tq: Any) -> Any:
-    """``ratios.below_target`` that builds a missing cube for this long-lived connection (the
-    per-month people cube is built on first use, as TEMP tables here) instead of reading jobs."""
-    from advisor import ratios
-
-    return ratios.below_target(con, tq, use_cube=True)
+    return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
 
 
 def ratio_distribution(key: DbKey, q: Any) -> Any:
@@ -410,7 +513,8 @@ def excluded_caption(report: Any) -> None:
     hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
 )
 def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef, extra: Any) -> Any:
-    return ref.fn(*args)
+    with _FILE_LOCK:  # such calls open the file themselves: not while the cubes are rewritten
+        return ref.fn(*args)
 
 
 def cached_call(name: str, fn: Callable[..., Any], *args: Any, extra: Any = None) -> Any:

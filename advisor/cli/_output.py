@@ -10,6 +10,7 @@ import csv
 import datetime as dt
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from advisor.errors import AdvisorError, ExitCode
 
@@ -81,6 +83,25 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+# Characters a terminal acts on instead of showing: C0/C1 controls (ESC starts CSI and OSC
+# sequences), DEL, the line and paragraph separators, and the bidirectional overrides that
+# reorder what is shown ("Trojan source").
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_VISIBLE = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def terminal_text(value: str) -> Text:
+    """A table cell from data: shown literally (Rich markup such as ``[bold]`` or ``[link=...]``
+    is not interpreted) with every control character written visibly (``\\n``, ``\\x1b``), so
+    a name can neither restyle the terminal nor split a table row."""
+    return Text(_UNPRINTABLE.sub(_visible, value))
+
+
+def _visible(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _VISIBLE.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
 def emit_rows(
     rows: Sequence[Mapping[str, Any]] | Iterable[Any],
     fmt: OutputFormat,
@@ -106,7 +127,7 @@ def emit_rows(
     for c in cols:
         table.add_column(c, overflow="fold")
     for r in plain:
-        table.add_row(*(_cell(r.get(c)) for c in cols))
+        table.add_row(*(terminal_text(_cell(r.get(c))) for c in cols))
     out = Console()
     if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
         out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
@@ -114,7 +135,7 @@ def emit_rows(
 
 
 def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:
-    return max([len(col), *(len(_cell(r.get(col))) for r in rows)])
+    return max([len(col), *(terminal_text(_cell(r.get(col))).cell_len for r in rows)])
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:

@@ -20,6 +20,7 @@ from advisor.cli._output import (
     emit_rows,
     fail,
     stderr,
+    terminal_text,
 )
 from advisor.errors import ExitCode
 
@@ -139,8 +140,10 @@ def ingest_cmd(
             stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
         if s.disabled_analyses:
             stderr.print(
-                f"note: {s.source}: missing {', '.join(s.missing_fields)}; disabled: "
-                + "; ".join(s.disabled_analyses),
+                terminal_text(
+                    f"note: {s.source}: missing {', '.join(s.missing_fields)}; "
+                    "disabled: " + "; ".join(s.disabled_analyses)
+                ),
                 highlight=False,
             )
     if out_fmt is OutputFormat.json:

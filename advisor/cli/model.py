@@ -217,6 +217,14 @@ def policy_export_cmd(
     render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
               PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
     text = render(policy)
+    if fmt is PolicyFormat.slurm_conf:
+        from advisor.policy import slurm_conf_unwritable
+
+        for name in slurm_conf_unwritable(policy):  # ascii(): a name is data, not terminal codes
+            sys.stderr.write(
+                f"Warning: partition {ascii(name)} skipped: slurm.conf cannot carry "
+                "its name (letters, digits, _ . - only; not DEFAULT)\n"
+            )
     if output is None:
         sys.stdout.write(text)
         return

@@ -52,7 +52,7 @@ order = list(summary["gpu_type"])
 cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
     col.metric(
-        f"{row.gpu_type}: P50 cores/GPU",
+        f"{common.md_name(row.gpu_type)}: P50 cores/GPU",
         f"{row.p50_cores_per_gpu:.2f}",
         f"P25 {row.p25_cores_per_gpu:.2f} · {row.jobs:,} jobs",
         delta_color="off",
