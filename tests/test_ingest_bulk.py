@@ -401,7 +401,7 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
     path = tmp_path / "f.txt"
     rows: list[tuple[Any, ...]] = [
         (1, "cpu=4,gres/gpu:h100,gres/gpu:l40s", "gpu:a100:2"),  # typed keys, no counts
-        (2, "cpu=4,gres/gpu:=1,gres/gpu:=1", "gpu:a100:2"),  # typed keys, no names
+        (2, "cpu=4,gres/gpu:=1,gres/gpu:=1", "gpu:a100:2"),  # empty type names: a reject
         (3, "cpu=4,gres/gpu=9223372036854775808", "gpu:a100:2"),  # past BIGINT
         (4, "cpu=4,gres/gpu:h100=99999999999999999999", ""),
         (5, "cpu=4,gres/gpu:h100=2147483648", ""),  # past INTEGER
@@ -421,8 +421,14 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
     got = con.execute("SELECT job_id_raw, gpus, gpu_type_raw FROM jobs ORDER BY 1").fetchall()
     rejected = con.execute("SELECT line_no, field FROM rejects ORDER BY 1").fetchall()
     con.close()
-    assert got == [(1, 2, None), (2, 2, None), (6, 2, "h100")]
-    assert rejected == [(4, "AllocTRES"), (5, "AllocTRES"), (6, "AllocTRES"), (8, "ReqTRES")]
+    assert got == [(1, 2, None), (6, 2, "h100")]
+    assert rejected == [
+        (3, "AllocTRES"),
+        (4, "AllocTRES"),
+        (5, "AllocTRES"),
+        (6, "AllocTRES"),
+        (8, "ReqTRES"),
+    ]
 
 
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])
