@@ -168,6 +168,7 @@ def load(
         )
         if inserted + bad != allocations:  # the counts disagree
             raise _HandOver
+        pl.supersede_stale(con, ingest_id)
         progress(label, 3, pl.STAGES)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         loaded = pl.Loaded(

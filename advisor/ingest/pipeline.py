@@ -30,6 +30,8 @@ from advisor.ingest.model import (
     EVIDENCE_COLUMNS,
     JOB_COLUMN_SOURCES,
     KEY_COLUMNS,
+    REQUEST_ONLY_COLUMNS,
+    TRES_COLUMNS,
     IngestOptions,
     IngestSummary,
     missing_and_disabled,
@@ -527,7 +529,9 @@ def _process(
     progress(label, 3, STAGES)
     if count(con, query("ingest/overlap")):
         staged = count(con, "SELECT count(*) FROM stage")
-        row, new, old, assign = _merge_parts(con, loaded.present)
+        row, new, old, assign = _merge_parts(
+            con, loaded.present, REQUEST_ONLY_COLUMNS.get(loaded.fmt, frozenset())
+        )
         replace_sql = (
             query("ingest/replace_changed")
             .replace("{{row}}", row)
@@ -543,6 +547,7 @@ def _process(
         inserted = count(
             con, query("ingest/insert_all").replace("{{stage}}", "stage"), {"ingest_id": ingest_id}
         )
+    supersede_stale(con, ingest_id)
     progress(label, 4, STAGES)
     return finish(
         con, ingest_id, label, compression, loaded, allocations, rejects,
@@ -594,11 +599,15 @@ def finish(
     )
 
 
-def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str, str]:
+def _merge_parts(
+    con: duckdb.DuckDBPyConnection, present: set[str], request_only: frozenset[str] = frozenset()
+) -> tuple[str, str, str, str]:
     """The pieces of replace_changed.sql for a source with the fields ``present``: the row
-    written (``s.*``, with stored values for the columns the source lacks and for a stored
-    interactive verdict on stronger evidence), the compared columns, new and stored, and the
-    assignment of every column but the key from that row (``r``)."""
+    written (``s.*``, with stored values for the columns the source lacks, for a stored
+    interactive verdict on stronger evidence, for a stored allocation where the source has
+    only the request (``request_only``), and for a stored state's detail, "CANCELLED by 1001",
+    where the source writes the same state barer), the compared columns, new and stored (TRES
+    strings as sets), and the assignment of every column but the key from that row (``r``)."""
     cols = [str(d[0]) for d in con.execute("SELECT * FROM stage LIMIT 0").description]
     replaced: list[str] = []
     new: list[str] = []
@@ -617,8 +626,21 @@ def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str
         elif sources is not None and not any(f in present for f in sources):
             replaced.append(f"j.{q} AS {q}")
             continue  # the stored value, unchanged by definition
+        elif c in request_only:
+            expr = f"coalesce(j.{q}, s.{q})"
+            replaced.append(f"{expr} AS {q}")
+        elif c == "state_raw":
+            expr = (
+                "CASE WHEN s.state IS NOT DISTINCT FROM j.state"
+                " AND starts_with(j.state_raw, s.state_raw) THEN j.state_raw ELSE s.state_raw END"
+            )
+            replaced.append(f"{expr} AS {q}")
         else:
             expr = f"s.{q}"
+        if c in TRES_COLUMNS:  # the same items in another order are no change
+            new.append(f"list_sort(string_split({expr}, ','))")
+            old.append(f"list_sort(string_split(j.{q}, ','))")
+            continue
         new.append(expr)
         old.append(f"j.{q}")
     row = "s.*" + (f" REPLACE ({', '.join(replaced)})" if replaced else "")
@@ -731,3 +753,9 @@ def refuse_unusable(
 
     con.execute("UPDATE ingests SET status = 'failed' WHERE ingest_id = ?", [summary.ingest_id])
     raise InputError(diagnose.nothing_usable(path, compression, fmt, summary), source=label)
+
+
+def supersede_stale(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
+    """Mark stored unfinished runs that a later record of the same job id supersedes
+    (supersede_stale.sql: a requeue exported without ``sacct -D``); returns how many."""
+    return count(con, query("ingest/supersede_stale"), {"ingest_id": ingest_id})
