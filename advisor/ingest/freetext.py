@@ -4,9 +4,10 @@ sacct never quotes: a job name or submit line holding the delimiter (``sleep 1 |
 line with k more fields than the header. When the header has one free-text column, it absorbs
 the k extra delimiters. With several (``sacct --format=ALL`` has JobName, SubmitLine, WorkDir,
 Comment, ...), each candidate split is checked against the header's typed fields (numbers,
-times, durations, exit codes, states): the one candidate whose split leaves every typed field
-well-formed wins; when none or more than one does, the record is rejected naming the
-candidates.
+times, durations, exit codes, states, TRES) and, first, against the shape of whole free text (a
+WorkDir is an absolute path, a SubmitLine starts with sbatch, srun or salloc): the one candidate
+whose split leaves every field well-formed wins; when more than one does, the record is
+rejected naming them.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ _TYPED: dict[str, re.Pattern[str]] = {
     "reqmem": _MEM,
     **dict.fromkeys(("reqtres", "alloctres"), _TRES),
     **dict.fromkeys(("jobid", "jobidraw"), _JOBID),
+}
+# What free text looks like when it is whole: tried first, dropped when no candidate fits them.
+_SHAPED: dict[str, re.Pattern[str]] = {
     "workdir": re.compile(r"/.*", re.S),  # sacct writes an absolute path
+    "submitline": re.compile(r"(\S*/)?(sbatch|srun|salloc)(\s.*)?", re.S),  # the command typed
 }
 
 
@@ -59,9 +64,10 @@ def _joined(parts: list[str], i: int, extra: int, delim: str) -> list[str]:
     return parts[:i] + [delim.join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
 
 
-def _well_formed(fields: list[str], layout: TextLayout) -> bool:
+def _well_formed(fields: list[str], layout: TextLayout, shaped: bool) -> bool:
     for name, value in zip(layout.header_names, fields, strict=True):
-        check = _TYPED.get(canonical_field(name))
+        field = canonical_field(name)
+        check = _TYPED.get(field) or (_SHAPED.get(field) if shaped else None)
         if value and check is not None and check.fullmatch(value) is None:
             return False
     return True
@@ -84,7 +90,12 @@ def candidates(parts: list[str], delim: str, layout: TextLayout) -> list[int]:
         return []
     if len(free) == 1:  # nothing to choose between
         return free
-    return [i for i in free if _well_formed(_joined(parts, i, extra, delim), layout)]
+    fits: list[int] = []
+    for shaped in (True, False):
+        fits = [i for i in free if _well_formed(_joined(parts, i, extra, delim), layout, shaped)]
+        if fits:
+            break
+    return fits
 
 
 def ambiguity(text: str, delim: str, layout: TextLayout) -> tuple[str, str] | None:
