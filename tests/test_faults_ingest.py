@@ -165,6 +165,39 @@ def test_a_damaged_archive_is_refused_whole_with_its_offset(
     _expect_refused(loaded_db, bad, before, proc, f"{word} {compression}", "compressed byte")
 
 
+@pytest.fixture(scope="module")
+def issue_gzip(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The issue's reproduction: `advisor synth --records 5000 --seed 3`, gzipped."""
+    path = tmp_path_factory.mktemp("issue") / "x.txt"
+    proc = _advisor("synth", "--records", "5000", "--seed", "3", "--out", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return gzip.compress(path.read_bytes(), mtime=0)
+
+
+# 64 bytes written over the middle of that archive: before the archive check, the first made
+# DuckDB's read_csv loop for ever at 100% CPU, the other two ended in a Python traceback
+ISSUE_PATTERNS = {
+    "loop": bytes((i * 37 + 11) % 256 for i in range(64)),
+    "zeros": bytes(64),
+    "ones": b"\xff" * 64,
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("pattern", ISSUE_PATTERNS)
+def test_the_issues_corrupt_gzip_is_refused_instead_of_hanging(
+    pattern: str, issue_gzip: bytes, loaded_db: Path, tmp_path: Path
+) -> None:
+    data = bytearray(issue_gzip)
+    mid = len(data) // 2
+    data[mid : mid + 64] = ISSUE_PATTERNS[pattern]
+    bad = tmp_path / "x.txt.gz"
+    bad.write_bytes(bytes(data))
+    before = _state(loaded_db)
+    proc = _advisor("ingest", str(bad), "--db", str(loaded_db))
+    _expect_refused(loaded_db, bad, before, proc, "corrupt gzip", "compressed byte")
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_an_intact_archive_of_the_same_jobs_loads(

@@ -158,7 +158,7 @@ def ingest_path(
             summary = _load(
                 con, path, compression, head, fmt, options, progress, label, hasher, False
             )
-    except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as exc:
+    except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
         first = str(exc).splitlines()[0]
         err = InputError(f"cannot read as {fmt}: {first}", source=label)
         record_refusal(con, label, fmt, compression, options, started_at, str(err))
