@@ -329,7 +329,10 @@ def test_a_failing_file_leaves_earlier_files_committed(db_path: Path, tmp_path: 
         ingest_files(db_path, [FIX / "edge.txt", broken])
     assert len(_jobs(db_path)) == 14
     con = duckdb.connect(str(db_path), read_only=True)
-    assert [r["status"] for r in list_ingests(con)] == ["done"]
+    # the refused file is kept as a failed load with its reason, nothing of it in jobs
+    assert [r["status"] for r in list_ingests(con)] == ["failed", "done"]
+    [(reason,)] = con.execute("SELECT reason FROM rejects").fetchall()
+    assert "broken.json" in reason and "not valid JSON" in reason
     con.close()
 
 

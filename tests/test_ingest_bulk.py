@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor import store
+from advisor.errors import InputError
 from advisor.ingest import IngestOptions, ingest_files, pipeline
 from advisor.ingest import bulk as bulk_mod
 from advisor.synth import SynthConfig, generate
@@ -33,8 +34,11 @@ def _load(
     old, old_share = pipeline.BULK, bulk_mod._MAX_STEP_SHARE
     pipeline.BULK = bulk
     bulk_mod._MAX_STEP_SHARE = 1.0  # bulk even for files mostly of steps: the rules must hold
+    error = None
     try:
         summaries = ingest_files(db, files, options)
+    except InputError as exc:  # nothing usable in a file: both ways must refuse it alike
+        summaries, error = [], str(exc)
     finally:
         pipeline.BULK, bulk_mod._MAX_STEP_SHARE = old, old_share
     con = duckdb.connect(str(db), read_only=True)
@@ -52,6 +56,7 @@ def _load(
                 "SELECT rows_read, lines_read, inserted, updated, unchanged, rejected,"
                 " missing_fields, status FROM ingests ORDER BY ingest_id"
             ).fetchall(),
+            "error": error,
             "summaries": [
                 {k: v for k, v in s.__dict__.items() if k not in ("seconds", "ingest_id")}
                 for s in summaries

@@ -129,7 +129,9 @@ def load(
     optimizers = pl.optimizer_setting(con)
     con.execute("BEGIN TRANSACTION")
     try:
-        ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
+        ingest_id = pl.start_ingest(
+            con, label, "sacct-text", compression, options, hasher.started_at
+        )
         ids_param: dict[str, object] = {"ingest_id": ingest_id}
         # Every join of this statement has its small side on the right (DuckDB would build
         # the tail_fix join's hash table over the file: 7.5 s).
@@ -171,6 +173,7 @@ def load(
         )
         if inserted + bad != allocations:  # the counts disagree
             raise _HandOver
+        pl.supersede_stale(con, ingest_id)
         progress(label, 3, pl.STAGES)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         loaded = pl.Loaded(

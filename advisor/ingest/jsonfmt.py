@@ -194,7 +194,24 @@ def records(
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raw = json.dumps(job, ensure_ascii=False)[:4000]
             rejects.append(LineReject(i, raw, f"job #{i} of the document: unusable ({exc})"))
-    return out, rejects, set(_PRESENT)
+    present = carried(jobs)
+    if "dbv0.0.37" in plugin or "dbv0.0.38" in plugin:
+        # 22.05's plugin writes return_code 0 for a job whose batch script exited 3 (state
+        # FAILED; the real Slurm export in data/sample/slurm): not an exit code to keep
+        present.discard("exitcode")
+    return out, rejects, present
+
+
+# Fields whose key some versions of the document lack (22.05's dbv0.0.38 has no submit_line):
+# a load of such a document must not read the field as NULL on every job.
+_OPTIONAL_KEYS = {"submitline": "submit_line", "workdir": "working_directory"}
+
+
+def carried(jobs: list[Any]) -> set[str]:
+    """The canonical fields this document really carries: a field whose key no job has is
+    absent (its stored value is kept on update, see model.JOB_COLUMN_SOURCES)."""
+    keys = {k for job in jobs if isinstance(job, dict) for k in job}
+    return {f for f in _PRESENT if f not in _OPTIONAL_KEYS or _OPTIONAL_KEYS[f] in keys}
 
 
 def _text(v: object, key: str) -> str | None:

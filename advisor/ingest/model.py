@@ -94,6 +94,18 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
     "work_dir": ("workdir",),
     "exclusive": ("submitline", "exclusive_hint"),
 }
+# Per format, the columns of ``jobs`` it carries only as a request, not as the allocation:
+# jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt CPUs plus the requested
+# GPUs, see advisor.ingest.jobcomp), so on update it never overwrites a stored allocation
+# (coalesce: stored first), while a first load of a job still takes it.
+REQUEST_ONLY_COLUMNS: dict[str, frozenset[str]] = {
+    "jobcomp": frozenset(
+        {"gpus", "gpu_type", "gpu_type_raw", "gpu_types", "mem_mb", "billing", "alloc_tres"}
+    ),  # fmt: skip
+}
+# TRES strings compared as sets of items: sacct text and JSON list the same TRES in
+# different orders, which is no change.
+TRES_COLUMNS = ("alloc_tres", "req_tres")
 KEY_COLUMNS = ("cluster", "job_id_raw", "submit")
 # Derived from several sources at once: a stored value backed by stronger evidence is kept.
 EVIDENCE_COLUMNS = ("is_interactive", "interactive_evidence")

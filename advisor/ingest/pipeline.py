@@ -10,6 +10,7 @@ leaves the database as it was.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import threading
 import time
@@ -24,12 +25,14 @@ import pyarrow as pa
 
 from advisor.errors import InputError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
-from advisor.ingest import detect, keys, text
+from advisor.ingest import archive, detect, keys, text
 from advisor.ingest.model import (
     CANONICAL_FIELDS,
     EVIDENCE_COLUMNS,
     JOB_COLUMN_SOURCES,
     KEY_COLUMNS,
+    REQUEST_ONLY_COLUMNS,
+    TRES_COLUMNS,
     IngestOptions,
     IngestSummary,
     missing_and_disabled,
@@ -84,13 +87,24 @@ class Hasher(threading.Thread):
     and whether they hold a carriage return (bulk.py leaves such files with unreadable lines to
     the careful path)."""
 
-    def __init__(self, path: Path, compression: str | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        compression: str | None,
+        known: archive.ArchiveCheck | None = None,
+        started_at: dt.datetime | None = None,
+    ) -> None:
         super().__init__(daemon=True)
-        self.path, self.compression = path, compression
+        self.path, self.compression, self.known = path, compression, known
         self.digest: str | None = None
         self.has_cr = False
+        # when the load of this source began (UTC): the ingests row's started_at
+        self.started_at = started_at or utc_now()
 
     def run(self) -> None:
+        if self.known is not None:  # the archive check decompressed the bytes already
+            self.digest, self.has_cr = self.known.sha256, self.known.has_cr
+            return
         h = hashlib.sha256()
         try:
             with detect.open_decompressed(self.path, self.compression) as fh:
@@ -112,11 +126,25 @@ def ingest_path(
 ) -> IngestSummary:
     """Load one file in one transaction and return its summary."""
     t0 = time.perf_counter()
+    started_at = utc_now()
     label = source or str(path)
     compression = detect.compression_of(path)
-    head = detect.read_head(path, compression)
-    fmt = options.input_format or detect.detect_format(head)
-    hasher = Hasher(path, compression)
+    fmt = options.input_format or "unknown"
+    try:
+        # a compressed source is checked whole first (advisor.ingest.archive)
+        known = archive.verify(path, compression) if compression else None
+        head = detect.read_head(path, compression)
+        fmt = options.input_format or detect.detect_format(head)
+        if not head.strip():
+            raise InputError(
+                "the file is empty (nothing to load: a transfer still in progress, or a sacct"
+                " run that failed?)",
+                source=label,
+            )
+    except InputError as exc:
+        record_refusal(con, label, fmt, compression, options, started_at, str(exc))
+        raise
+    hasher = Hasher(path, compression, known, started_at)
     hasher.start()
     try:
         try:
@@ -134,8 +162,15 @@ def ingest_path(
             )
     except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
         first = str(exc).splitlines()[0]
-        raise InputError(f"cannot read as {fmt}: {first}", source=label) from exc
+        err = InputError(f"cannot read as {fmt}: {first}", source=label)
+        record_refusal(con, label, fmt, compression, options, started_at, str(err))
+        raise err from exc
+    except InputError as exc:
+        record_refusal(con, label, fmt, compression, options, started_at, str(exc))
+        raise
     progress(label, STAGES, STAGES)
+    if summary.rejected and summary.inserted + summary.updated + summary.unchanged == 0:
+        refuse_unusable(con, path, compression, fmt, summary, label)
     return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
 
 
@@ -174,7 +209,7 @@ def _load(
         progress(label, 2, STAGES)
         con.execute("BEGIN TRANSACTION")
         try:
-            ingest_id = start_ingest(con, label, fmt, compression, options)
+            ingest_id = start_ingest(con, label, fmt, compression, options, hasher.started_at)
             store_rejects(con, ingest_id, label, rejects)
             rekeyed = keys.rekey_stored(con)
             summary = _process(
@@ -195,19 +230,28 @@ def _load(
     return summary
 
 
+def utc_now() -> dt.datetime:
+    """The wall clock in UTC, naive as every stored TIMESTAMP. (DuckDB's now() is the start of
+    the transaction: the ingests row's start and finish would read the same.)"""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
 def start_ingest(
     con: duckdb.DuckDBPyConnection,
     label: str,
     fmt: str,
     compression: str | None,
     options: IngestOptions,
+    started_at: dt.datetime | None = None,
 ) -> int:
-    """The source's ``ingests`` row (in the open transaction); returns its id."""
+    """The source's ``ingests`` row (in the open transaction); returns its id. ``started_at``:
+    when the load of the source began (default: now)."""
     row = con.execute(
         "INSERT INTO ingests (source, format, compression, cluster, source_tz,"
-        " started_at) VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
-        [label, fmt, compression, options.cluster, options.source_tz],
-    ).fetchone()
+        " started_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ingest_id",
+        [label, fmt, compression, options.cluster, options.source_tz,
+         started_at or utc_now()],
+    ).fetchone()  # fmt: skip
     assert row is not None
     return int(row[0])
 
@@ -496,7 +540,9 @@ def _process(
     progress(label, 3, STAGES)
     if count(con, query("ingest/overlap")):
         staged = count(con, "SELECT count(*) FROM stage")
-        row, new, old, assign = _merge_parts(con, loaded.present)
+        row, new, old, assign = _merge_parts(
+            con, loaded.present, REQUEST_ONLY_COLUMNS.get(loaded.fmt, frozenset())
+        )
         replace_sql = (
             query("ingest/replace_changed")
             .replace("{{row}}", row)
@@ -515,6 +561,7 @@ def _process(
         inserted = count(
             con, query("ingest/insert_all").replace("{{stage}}", "stage"), {"ingest_id": ingest_id}
         )
+    supersede_stale(con, ingest_id)
     progress(label, 4, STAGES)
     return finish(
         con, ingest_id, label, compression, loaded, allocations, rejects,
@@ -547,10 +594,10 @@ def finish(
          " `advisor jobs` shows them with no state",) if unknown else ()
     )  # fmt: skip
     con.execute(
-        "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
+        "UPDATE ingests SET finished_at = ?, rows_read = ?, lines_read = ?,"
         " inserted = ?, updated = ?, unchanged = ?, rejected = ?, missing_fields = ?,"
         " disabled_analyses = ?, status = 'done' WHERE ingest_id = ?",
-        [rows_read, loaded.lines_read, inserted, updated, unchanged, len(rejects),
+        [utc_now(), rows_read, loaded.lines_read, inserted, updated, unchanged, len(rejects),
          list(missing), list(disabled), ingest_id],
     )  # fmt: skip
     first = tuple(
@@ -577,11 +624,15 @@ def finish(
     )
 
 
-def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str, str]:
+def _merge_parts(
+    con: duckdb.DuckDBPyConnection, present: set[str], request_only: frozenset[str] = frozenset()
+) -> tuple[str, str, str, str]:
     """The pieces of replace_changed.sql for a source with the fields ``present``: the row
-    written (``s.*``, with stored values for the columns the source lacks and for a stored
-    interactive verdict on stronger evidence), the compared columns, new and stored, and the
-    assignment of every column but the key from that row (``r``)."""
+    written (``s.*``, with stored values for the columns the source lacks, for a stored
+    interactive verdict on stronger evidence, for a stored allocation where the source has
+    only the request (``request_only``), and for a stored state's detail, "CANCELLED by 1001",
+    where the source writes the same state barer), the compared columns, new and stored (TRES
+    strings as sets), and the assignment of every column but the key from that row (``r``)."""
     cols = [str(d[0]) for d in con.execute("SELECT * FROM stage LIMIT 0").description]
     replaced: list[str] = []
     new: list[str] = []
@@ -600,8 +651,21 @@ def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str
         elif sources is not None and not any(f in present for f in sources):
             replaced.append(f"j.{q} AS {q}")
             continue  # the stored value, unchanged by definition
+        elif c in request_only:
+            expr = f"coalesce(j.{q}, s.{q})"
+            replaced.append(f"{expr} AS {q}")
+        elif c == "state_raw":
+            expr = (
+                "CASE WHEN s.state IS NOT DISTINCT FROM j.state"
+                " AND starts_with(j.state_raw, s.state_raw) THEN j.state_raw ELSE s.state_raw END"
+            )
+            replaced.append(f"{expr} AS {q}")
         else:
             expr = f"s.{q}"
+        if c in TRES_COLUMNS:  # the same items in another order are no change
+            new.append(f"list_sort(string_split({expr}, ','))")
+            old.append(f"list_sort(string_split(j.{q}, ','))")
+            continue
         new.append(expr)
         old.append(f"j.{q}")
     row = "s.*" + (f" REPLACE ({', '.join(replaced)})" if replaced else "")
@@ -698,3 +762,57 @@ def store_rejects(
         con.register("ing_rejects", table)
         con.execute("INSERT INTO rejects BY NAME SELECT * FROM ing_rejects")
         con.unregister("ing_rejects")
+
+
+def record_refusal(
+    con: duckdb.DuckDBPyConnection,
+    label: str,
+    fmt: str,
+    compression: str | None,
+    options: IngestOptions,
+    started_at: dt.datetime,
+    reason: str,
+) -> None:
+    """Keep a source refused whole (corrupt or truncated archive, unreadable, no header): an
+    ``ingests`` row with status 'failed' and its reason in ``rejects`` (no line), committed on
+    their own; nothing of the source is in ``jobs``."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ingest_id = start_ingest(con, label, fmt, compression, options, started_at)
+        con.execute(
+            "INSERT INTO rejects (ingest_id, source, line_no, field, raw, reason)"
+            " VALUES (?, ?, NULL, NULL, '', ?)",
+            [ingest_id, label, reason],
+        )
+        con.execute(
+            "UPDATE ingests SET finished_at = ?, rejected = 1, status = 'failed'"
+            " WHERE ingest_id = ?",
+            [utc_now(), ingest_id],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def refuse_unusable(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    fmt: str,
+    summary: IngestSummary,
+    label: str,
+) -> None:
+    """A committed load that stored nothing (every record rejected, or none there): mark its
+    ``ingests`` row 'failed' (its rejects stay, with their reasons) and raise an InputError
+    naming the likely cause (advisor.ingest.diagnose), so that a cron job notices."""
+    from advisor.ingest import diagnose
+
+    con.execute("UPDATE ingests SET status = 'failed' WHERE ingest_id = ?", [summary.ingest_id])
+    raise InputError(diagnose.nothing_usable(path, compression, fmt, summary), source=label)
+
+
+def supersede_stale(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
+    """Mark stored unfinished runs that a later record of the same job id supersedes
+    (supersede_stale.sql: a requeue exported without ``sacct -D``); returns how many."""
+    return count(con, query("ingest/supersede_stale"), {"ingest_id": ingest_id})

@@ -388,19 +388,17 @@ def find_lines(
 
 
 def _split(text: str, delim: str, layout: TextLayout) -> list[str] | None:
-    """Split a record; re-join extra parts into the last free-text column. None if too few."""
+    """Split a record; re-join extra parts into the free-text column that can hold them
+    (advisor.ingest.freetext). None if too few, or if no one column can."""
     parts = text.split(delim)
     n = len(layout.columns)
     if len(parts) == n:
         return parts
     if len(parts) < n:
         return None
-    free = [i for i, c in enumerate(layout.columns) if c in FREE_TEXT_FIELDS]
-    if not free:
-        return None
-    i = free[-1]
-    extra = len(parts) - n
-    return parts[:i] + [delim.join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
+    from advisor.ingest import freetext
+
+    return freetext.rejoin(parts, delim, layout)
 
 
 _RECORD_START = re.compile(r"\d+(_\d+|_\[[^\]]*\]?|\+\d+)?(\.[A-Za-z0-9+]+)?")
@@ -479,6 +477,12 @@ def _repair(
                                       " not the text of a record, nor of its free text"))  # fmt: skip
             continue
         got = text.count(delim) + 1
+        from advisor.ingest import freetext
+
+        both = freetext.ambiguity(text, delim, layout)
+        if both is not None:
+            rejects.append(LineReject(ln, text, both[0], both[1]))
+            continue
         rejects.append(
             LineReject(
                 ln,
