@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from advisor.errors import AdvisorError, ExitCode
+from advisor.errors import AdvisorError, ExitCode, describe_os_error
 
 
 class OutputFormat(StrEnum):
@@ -30,13 +30,19 @@ class OutputFormat(StrEnum):
 
 FormatOption = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="Output: a table for people, csv or json for programs."),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="[table|csv|json]",
+        help="Output: a table for people, csv or json for programs.",
+    ),
 ]
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         envvar="ADVISOR_DB",
+        metavar="FILE",
         help="DuckDB file (default: $ADVISOR_DB, else ./advisor.duckdb).",
         show_envvar=False,
     ),
@@ -123,28 +129,61 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
     return typer.Exit(int(code))
 
 
-def run_guarded(app: typer.Typer) -> int:
-    """Run the app; an AdvisorError becomes 'Error: ...' on stderr and its exit code."""
+def _framework_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
+    """(usage errors, aborts, exits) of the command-line framework, whichever it is.
+
+    typer up to 0.2x raises click's exceptions; later releases raise those of their own copy
+    of click (``typer._click``), which are not click's classes. Both are caught so that a typo
+    never reaches the user as a traceback, whichever typer the pin in pyproject.toml installs.
+    Only modules already imported are looked at: one that is not cannot have raised.
+    """
+    usage: list[type[BaseException]] = []
+    aborts: list[type[BaseException]] = [typer.Abort]
+    exits: list[type[BaseException]] = [typer.Exit]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        module = sys.modules.get(name)
+        for found, attr in ((usage, "ClickException"), (aborts, "Abort"), (exits, "Exit")):
+            cls = getattr(module, attr, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(usage), tuple(aborts), tuple(exits)
+
+
+def _interrupted() -> int:
+    sys.stderr.write("Interrupted\n")
+    return 130
+
+
+def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
+    """Run the app and return its exit code. An AdvisorError becomes 'Error: ...' on stderr
+    and its exit code; a usage error (unknown command or option, a bad value, a missing
+    option) the framework's short usage message and exit 2; never a traceback."""
     try:
-        rv = app(standalone_mode=False)
+        rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        return 130
-    except Exception as exc:  # click's own usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return int(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        return _interrupted()
+    except OSError as exc:
+        message, code = describe_os_error(exc)
+        sys.stderr.write(f"Error: {message}\n")
+        return int(code)
+    except Exception as exc:
+        usage, aborts, exits = _framework_exceptions()
+        if isinstance(exc, usage):
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if isinstance(exc, aborts):
+            if isinstance(exc.__context__, KeyboardInterrupt):  # click < 8.2 turns Ctrl-C into this
+                return _interrupted()
             sys.stderr.write("Aborted\n")
             return 1
+        if isinstance(exc, exits):
+            return int(exc.exit_code or 0)  # type: ignore[attr-defined]
         raise
+    if rv == 130:  # typer >= 0.2x returns Ctrl-C as exit code 130, silently
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
 
 

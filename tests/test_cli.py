@@ -1,0 +1,251 @@
+"""What a person meets first on the command line: usage errors, -h, --version, help text,
+and stopping ``advisor dashboard``.
+
+The edges are run through the installed console script (``advisor`` next to this Python) as a
+subprocess, the way a user runs it, with this checkout first on PYTHONPATH; the in-process
+``cli`` fixture covers the guard's own branches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import typer
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(sys.executable).parent / "advisor"
+FIX = ROOT / "tests" / "fixtures" / "ingest"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ADVISOR_DB", "ADVISOR_MODEL")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["COLUMNS"] = "100"
+    return env
+
+
+def advisor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT.exists(), f"no console script {SCRIPT}: install the project (pip install -e .)"
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, env=_env(), cwd=cwd, timeout=120
+    )
+
+
+USAGE_ERRORS = [
+    (["ratio"], "No such command 'ratio'"),
+    (["ratios", "--bogus"], "--bogus"),
+    (["ratios", "--weight", "bytes"], "'--weight'"),
+    (["report"], "Missing option '--out'"),
+    (["jobs", "--limit", "abc"], "'--limit'"),
+    (["jobs", "--format", "xml"], "'--format'"),
+    (["ratios", "--start", "jan"], "--start 'jan': not a date"),
+    (["ingest", "--format", "yaml", "x.txt"], "--format 'yaml'"),
+    (["ingest", "--input-format", "sacct-text", "--format", "jobcomp", "x.txt"], "contradicts"),
+    # the fast recommend path hands what it cannot convert to typer
+    (["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"], "'--gpus'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS]
+)
+def test_a_usage_error_is_a_short_message_and_exit_2_never_a_traceback(args, message, tmp_path):
+    run = advisor(*args, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+    assert "Error:" in run.stderr and message in run.stderr, run.stderr
+    assert run.stdout == ""
+    assert len(run.stderr.splitlines()) <= 6, run.stderr
+    assert not (tmp_path / "advisor.duckdb").exists()
+
+
+def test_a_missing_database_is_exit_4_with_the_command_that_makes_one(tmp_path):
+    run = advisor("jobs", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
+    assert run.returncode == 4 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("Error: ") and "advisor ingest" in run.stderr
+
+
+@pytest.mark.parametrize("output", ["json", "table"])  # json: the fast path, table: typer's
+def test_a_path_that_cannot_be_read_is_an_error_line_not_a_traceback(output, tmp_path):
+    run = advisor("recommend", "--gpu-type", "H100", "--gpus", "2", "--format", output,
+                  "--model", str(tmp_path), cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 3 and "Traceback" not in run.stderr
+    assert run.stderr == f"Error: {tmp_path}: Is a directory\n"
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_h_and_help_print_the_usage_and_the_commands_on_stdout(flag, tmp_path):
+    run = advisor(flag, cwd=tmp_path)
+    assert run.returncode == 0 and "Traceback" not in run.stderr
+    assert run.stdout.startswith("Usage: advisor") and "ratios" in run.stdout
+    sub = advisor("ratios", flag, cwd=tmp_path)
+    assert sub.returncode == 0 and "Usage: advisor ratios" in sub.stdout
+    assert "--weight [jobs|gpu-hours]" in sub.stdout
+
+
+def test_no_arguments_prints_the_help_and_exits_2(tmp_path):
+    run = advisor(cwd=tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr + run.stdout
+    assert "Usage: advisor" in run.stderr and "ingest" in run.stderr
+
+
+def test_version_prints_the_installed_package_version(tmp_path):
+    run = advisor("--version", cwd=tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, f"advisor {version('advisor')}\n", "")
+
+
+def _commands(command, path=()):
+    yield path
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_help_names_values_as_a_person_types_them(cli):
+    from advisor.cli import app
+
+    root = typer.main.get_command(app)
+    paths = list(_commands(root))
+    assert len(paths) > 20 and ("bench", "run") in paths
+    type_name = re.compile(r"<[A-Za-z_][\w\[\], |.]*>")  # <bool>, <list[Path]>, <int range>
+    for path in paths:
+        code, out, err = cli(*path, "-h")
+        assert code == 0, (path, err)
+        assert out.startswith("Usage: advisor"), (path, out)
+        assert not type_name.search(out), (path, type_name.findall(out))
+        assert "%Y" not in out and "%H" not in out, path  # strptime formats
+        command = root
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        flags = {"--help", "--version"} | {
+            o for p in command.params if getattr(p, "is_flag", False) for o in p.opts
+        }
+        options = out.split("\nOptions:\n", 1)[1].split("\n\n")[0]
+        for line in options.splitlines():  # every option that takes a value names it
+            m = re.match(r"  (?:-\w, )?(--[\w-]+)(?: (\S+))?(?:\s|$)", line)
+            if m and m.group(2) is None:
+                assert m.group(1) in flags, f"advisor {' '.join(path)} {m.group(1)}: no value name"
+
+
+def test_ingest_input_format_has_its_own_option_and_the_old_spelling_still_works(cli, db_path):
+    code, out, err = cli("ingest", str(FIX / "edge.txt"), "--db", str(db_path),
+                         "--input-format", "sacct-text", "-f", "json")  # fmt: skip
+    assert code == 0 and err == "", err
+    assert '"format": "sacct-text"' in out
+    code, out, err = cli("ingest", str(FIX / "edge.txt"), "--db", str(db_path), "-f", "sacct-text")
+    assert code == 0
+    assert err.startswith("note: --format sacct-text names the input format; write "
+                          "--input-format sacct-text")  # fmt: skip
+
+
+def _app_raising(exc: BaseException) -> typer.Typer:
+    app = typer.Typer()
+
+    @app.command()
+    def boom() -> None:
+        raise exc
+
+    @app.command()
+    def other() -> None:  # two commands: the app is a group, as advisor's is
+        pass
+
+    return app
+
+
+def test_the_guard_turns_clicks_own_usage_errors_into_exit_2_too(capsys):
+    """typer up to 0.2x raised click's exceptions, later ones their bundled copy's: both are
+    caught, whichever typer is installed (click itself comes with streamlit)."""
+    import click
+
+    from advisor.cli._output import run_guarded
+
+    assert run_guarded(_app_raising(click.UsageError("no good")), ["boom"]) == 2
+    assert "Error: no good" in capsys.readouterr().err
+    assert run_guarded(_app_raising(click.exceptions.Exit(3)), ["boom"]) == 3
+    assert run_guarded(_app_raising(click.exceptions.Abort()), ["boom"]) == 1
+    assert capsys.readouterr().err == "Aborted\n"
+
+
+def test_the_guard_turns_ctrl_c_into_exit_130_and_one_line(capsys):
+    from advisor.cli._output import run_guarded
+
+    assert run_guarded(_app_raising(KeyboardInterrupt()), ["boom"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "Interrupted"
+
+
+def test_the_guard_passes_an_advisor_error_with_its_exit_code(capsys):
+    from advisor.cli._output import run_guarded
+    from advisor.errors import NotFoundError
+
+    assert run_guarded(_app_raising(NotFoundError("x.txt: no such file")), ["boom"]) == 4
+    assert capsys.readouterr().err == "Error: x.txt: no such file\n"
+
+
+# --- advisor dashboard: stopping it stops the Streamlit child ---------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from advisor.ingest import ingest_files
+
+    db = tmp_path_factory.mktemp("dash") / "d.duckdb"
+    ingest_files(db, [FIX / "edge.txt"])
+    return db
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_stopping_advisor_dashboard_stops_its_streamlit_child(sig, code, sample_db, tmp_path):
+    import psutil
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(SCRIPT), "dashboard", "--db", str(sample_db), "--port", str(port),
+         "--address", "127.0.0.1"],
+        env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # only for the clean-up below, should the test fail
+    )  # fmt: skip
+    children: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and not _answers(port):
+            time.sleep(0.3)
+        assert _answers(port), proc.stdout.read() if proc.poll() is not None else "no answer"
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the dashboard runs in a child process"
+        os.kill(proc.pid, sig)  # the advisor process alone, as `kill` or a service manager does
+        assert proc.wait(timeout=30) == code
+        _, alive = psutil.wait_procs(children, timeout=15)
+        assert alive == [], f"left running: {alive}"
+        assert not _answers(port)
+        with socket.socket() as s:  # nothing listens on the port any more
+            assert s.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for child in children:
+            if child.is_running():
+                child.kill()
