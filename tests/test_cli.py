@@ -249,3 +249,80 @@ def test_stopping_advisor_dashboard_stops_its_streamlit_child(sig, code, sample_
         for child in children:
             if child.is_running():
                 child.kill()
+
+
+# --- numbers in tables, progress -----------------------------------------------------------
+
+
+def test_table_counts_get_thousands_separators_while_csv_and_json_stay_raw(cli, db_path):
+    import json
+
+    from advisor.ingest import ingest_files
+
+    ingest_files(db_path, [FIX / "edge.txt"])
+    code, table, _ = cli("jobs", "--db", str(db_path), "--limit", "0")
+    assert code == 0
+    row = next(line for line in table.splitlines() if "│ 804 " in line)
+    assert [c.strip() for c in row.split("│")][-2] == "16,384"  # mem_mb, the last column
+    code, csv_out, _ = cli("jobs", "--db", str(db_path), "--limit", "0", "-f", "csv")
+    assert "alpha,804,804," in csv_out and ",16384" in csv_out and "16,384" not in csv_out
+    code, json_out, _ = cli("jobs", "--db", str(db_path), "--limit", "0", "-f", "json")
+    [job] = [j for j in json.loads(json_out) if j["job_id"] == "804"]
+    assert job["mem_mb"] == 16384
+
+
+def test_cells_separate_counts_but_not_identifiers():
+    from advisor.cli._output import _cell
+
+    assert _cell(4_650_000, "jobs") == "4,650,000"
+    assert _cell(4_650_000, "job_id_raw") == "4650000"
+    assert _cell(123456, "ingest_id") == "123456"
+    assert _cell(8611, "port") == "8611"
+    assert _cell(24572.2475, "gpu_hours") == "24,572"
+    assert _cell(0.25, "p25") == "0.25"
+    assert _cell(True, "ok") == "True"
+
+
+def _shown(progress, label, done, total):
+    progress(label, done, total)
+    return progress.describe(label, done, total)
+
+
+def test_ingest_progress_names_each_stage_instead_of_a_bare_count():
+    from advisor.cli._progress import RichProgress
+    from advisor.ingest.pipeline import STAGE_NAMES, STAGES
+
+    assert len(STAGE_NAMES) == STAGES
+    with RichProgress(stages=STAGE_NAMES) as p:
+        seen = [_shown(p, "f.txt", i, STAGES)["description"] for i in range(STAGES + 1)]
+        assert seen == [f"f.txt · {n}" for n in STAGE_NAMES] + ["f.txt · done"]
+        assert p.describe("f.txt", 1, STAGES)["amount"] == "stage 2/5"
+
+
+def test_row_progress_shows_the_count_the_rate_and_the_time_left():
+    from advisor.cli._progress import RichProgress
+
+    with RichProgress(unit="rows") as p:
+        p("synth", 0, 4_000_000)
+        time.sleep(0.2)
+        fields = _shown(p, "synth", 1_000_000, 4_000_000)
+    assert fields["amount"] == "1,000,000/4,000,000 rows"
+    rate = int(fields["rate"].removesuffix(" rows/s").replace(",", ""))
+    assert 100_000 < rate <= 5_000_000  # a million rows in a bit over 0.2 s
+    left = float(fields["left"].removesuffix(" s left").replace(",", ""))
+    assert left == pytest.approx(3_000_000 / rate, abs=1)
+
+
+def test_ingest_of_several_files_shows_a_total_with_its_rate_and_time_left():
+    from advisor.cli._progress import RichProgress
+
+    sizes = {"a.txt": 3_000_000, "b.txt": 1_000_000}
+    with RichProgress(stages=("reading",), sizes=sizes) as p:
+        overall = p._progress.tasks[p._overall]
+        p("a.txt", 0, 1)
+        time.sleep(0.1)
+        p("a.txt", 1, 1)
+        p("a.txt", 1, 1)  # reported twice: counted once
+        assert overall.completed == 3_000_000 and overall.total == 4_000_000
+        assert overall.fields["amount"] == "3.0 MB/4.0 MB"
+        assert overall.fields["rate"].endswith("MB/s") and overall.fields["left"].endswith("left")

@@ -10,6 +10,7 @@ import csv
 import datetime as dt
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from advisor.cli._progress import RichProgress as RichProgress  # moved there; re-exported
 from advisor.errors import AdvisorError, ExitCode, describe_os_error
 
 
@@ -79,9 +81,19 @@ def emit_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _cell(value: Any) -> str:
+# Integer columns that name something rather than count it: no thousands separators.
+_NAME_LIKE = re.compile(r"(^|_)(id|raw|no|seed|port|year|pid)$|_id_|^id_")
+
+
+def _cell(value: Any, column: str = "") -> str:
+    """A value as a table shows it: counts with thousands separators (4,650,000), floats to
+    4 significant digits below 1,000; CSV and JSON keep the raw numbers."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) and not _NAME_LIKE.search(column):
+        return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -112,7 +124,7 @@ def emit_rows(
     for c in cols:
         table.add_column(c, overflow="fold")
     for r in plain:
-        table.add_row(*(_cell(r.get(c)) for c in cols))
+        table.add_row(*(_cell(r.get(c), c) for c in cols))
     out = Console()
     if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
         out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
@@ -120,7 +132,7 @@ def emit_rows(
 
 
 def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:
-    return max([len(col), *(len(_cell(r.get(col))) for r in rows)])
+    return max([len(col), *(len(_cell(r.get(col), col)) for r in rows)])
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
@@ -185,40 +197,3 @@ def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     if rv == 130:  # typer >= 0.2x returns Ctrl-C as exit code 130, silently
         return _interrupted()
     return rv if isinstance(rv, int) else 0
-
-
-class RichProgress:
-    """A rich progress bar on stderr behind the core's ``ProgressFn`` (see advisor.progress)."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            disable=not enabled or not stderr.is_terminal,
-            transient=False,
-        )
-        self._tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> RichProgress:
-        self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)  # type: ignore[arg-type]
-
-    def __call__(self, label: str, done: int, total: int | None) -> None:
-        task = self._tasks.get(label)
-        if task is None:
-            task = self._tasks[label] = self._progress.add_task(label, total=total)
-        self._progress.update(task, completed=done, total=total)

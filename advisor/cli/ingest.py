@@ -27,7 +27,7 @@ from advisor.errors import ExitCode
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
     "source", "format", "compression", "lines_read", "rows_read", "inserted", "updated",
-    "unchanged", "rejected", "seconds", "first_reasons",
+    "unchanged", "rejected", "seconds", "rows_per_s", "first_reasons",
 )  # fmt: skip
 
 
@@ -158,7 +158,11 @@ def ingest_cmd(
         source_tz=tz,
         gpu_types=load_site_mapping(gpu_types) if gpu_types else None,
     )
-    with RichProgress() as progress:
+    from advisor.ingest.pipeline import STAGE_NAMES
+
+    sizes = {str(Path(f)): Path(f).stat().st_size for f in files or () if Path(f).is_file()}
+    shown = RichProgress(unit="windows") if sacct else RichProgress(stages=STAGE_NAMES, sizes=sizes)
+    with shown as progress:
         if sacct:
             if files:
                 raise fail("give files or --sacct, not both", ExitCode.USAGE)
@@ -185,7 +189,14 @@ def ingest_cmd(
     if out_fmt is OutputFormat.json:
         emit_rows(summaries, out_fmt)
     else:
-        rows = [{**s.__dict__, "first_reasons": " | ".join(s.first_reasons[:3])} for s in summaries]
+        rows = [
+            {
+                **s.__dict__,
+                "rows_per_s": s.rows_read / s.seconds if s.seconds else None,
+                "first_reasons": " | ".join(s.first_reasons[:3]),
+            }
+            for s in summaries
+        ]
         emit_rows(rows, out_fmt, columns=_SUMMARY_COLUMNS, title="ingest")
 
 
@@ -278,7 +289,7 @@ def synth_cmd(
     """Generate realistic `sacct -P` text calibrated to the research's cluster figures."""
     from advisor.synth import SynthConfig, generate_as
 
-    with RichProgress() as progress:
+    with RichProgress(unit="lines") as progress:
         result = generate_as(
             SynthConfig(records=records, seed=seed, step_share=step_share), out, output, progress
         )

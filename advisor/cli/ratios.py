@@ -194,8 +194,8 @@ def ratios_command(
         title=f"Cores per GPU (weighted by {what}; '<t' = share of {what} below t)",
     )
     if report.excluded:
-        detail = ", ".join(f"{r} {n}" for r, n in report.excluded.items())
-        sys.stderr.write(f"Excluded {report.excluded_jobs} jobs ({detail})\n")
+        detail = ", ".join(f"{r} {n:,}" for r, n in report.excluded.items())
+        sys.stderr.write(f"Excluded {report.excluded_jobs:,} jobs ({detail})\n")
     if not rows:
         sys.stderr.write("No GPU jobs with an allocation match these filters.\n")
 
