@@ -161,7 +161,7 @@ def _app_raising(exc: BaseException) -> typer.Typer:
 
 
 def test_the_guard_turns_clicks_own_usage_errors_into_exit_2_too(capsys):
-    """typer up to 0.2x raised click's exceptions, later ones their bundled copy's: both are
+    """typer before 0.26 raised click's exceptions, later ones their bundled copy's: both are
     caught, whichever typer is installed (click itself comes with streamlit)."""
     import click
 

@@ -19,7 +19,7 @@ from advisor.cli._output import run_guarded
 
 def _metavars_from_names(command: Any) -> None:
     """Give every option that takes a value and has no metavar one made of its name (MODEL for
-    --model): typer >= 0.2x would print its Python type (``<str>``) in help instead."""
+    --model): typer 0.29 would print its Python type (``<str>``) in help instead."""
     for param in command.params:
         if (
             param.param_type_name == "option"

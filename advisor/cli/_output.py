@@ -144,7 +144,7 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
 def _framework_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
     """(usage errors, aborts, exits) of the command-line framework, whichever it is.
 
-    typer up to 0.2x raises click's exceptions; later releases raise those of their own copy
+    typer before 0.26 raises click's exceptions; later releases raise those of their own copy
     of click (``typer._click``), which are not click's classes. Both are caught so that a typo
     never reaches the user as a traceback, whichever typer the pin in pyproject.toml installs.
     Only modules already imported are looked at: one that is not cannot have raised.
@@ -194,6 +194,6 @@ def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
         if isinstance(exc, exits):
             return int(exc.exit_code or 0)  # type: ignore[attr-defined]
         raise
-    if rv == 130:  # typer >= 0.2x returns Ctrl-C as exit code 130, silently
+    if rv == 130:  # click >= 8.2 and typer >= 0.26 return Ctrl-C as exit code 130, silently
         return _interrupted()
     return rv if isinstance(rv, int) else 0

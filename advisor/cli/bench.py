@@ -256,7 +256,7 @@ def make_model_cmd(
 def collect_cmd(
     paths: Annotated[
         list[Path],
-        # described in the docstring: typer >= 0.2x prints an argument's Python type in help
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
         typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
     db: DbOption = None,

@@ -70,7 +70,7 @@ def _output_format(value: str, input_format: str | None) -> tuple[OutputFormat, 
 def ingest_cmd(
     files: Annotated[
         list[Path] | None,
-        # described in the docstring: typer >= 0.2x prints an argument's Python type in help
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
         typer.Argument(metavar="FILE", hidden=True, show_default=False),
     ] = None,
     fmt: Annotated[

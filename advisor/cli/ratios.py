@@ -207,7 +207,7 @@ nodes_app = typer.Typer(help="Node inventory from `scontrol show node -o`.", no_
 def nodes_ingest(
     file: Annotated[
         str | None,
-        # described in the docstring: typer >= 0.2x prints an argument's Python type in help
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
         typer.Argument(metavar="FILE", hidden=True, show_default=False),
     ] = None,
     live: Annotated[
