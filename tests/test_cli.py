@@ -74,10 +74,17 @@ def test_a_missing_database_is_exit_4_with_the_command_that_makes_one(tmp_path):
     assert run.stderr.startswith("Error: ") and "advisor ingest" in run.stderr
 
 
-@pytest.mark.parametrize("output", ["json", "table"])  # json: the fast path, table: typer's
-def test_a_path_that_cannot_be_read_is_an_error_line_not_a_traceback(output, tmp_path):
-    run = advisor("recommend", "--gpu-type", "H100", "--gpus", "2", "--format", output,
-                  "--model", str(tmp_path), cwd=tmp_path)  # fmt: skip
+UNREADABLE_PATHS = {
+    "recommend fast path": ["recommend", "--gpu-type", "H100", "--gpus", "2", "-f", "json",
+                            "--pricing", "{dir}"],
+    "recommend": ["recommend", "--gpu-type", "H100", "--gpus", "2", "--pricing", "{dir}"],
+    "ingest": ["ingest", str(FIX / "edge.txt"), "--gpu-types", "{dir}", "--db", "{dir}/d.duckdb"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", UNREADABLE_PATHS.values(), ids=UNREADABLE_PATHS.keys())
+def test_a_folder_given_for_a_file_is_an_error_line_not_a_traceback(args, tmp_path):
+    run = advisor(*(a.replace("{dir}", str(tmp_path)) for a in args), cwd=tmp_path)
     assert run.returncode == 3 and "Traceback" not in run.stderr
     assert run.stderr == f"Error: {tmp_path}: Is a directory\n"
 
