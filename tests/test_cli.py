@@ -50,6 +50,7 @@ USAGE_ERRORS = [
     (["ratios", "--start", "jan"], "--start 'jan': not a date"),
     (["ingest", "--format", "yaml", "x.txt"], "--format 'yaml'"),
     (["ingest", "--input-format", "sacct-text", "--format", "jobcomp", "x.txt"], "contradicts"),
+    (["ingest", "--input-format", "yaml", "x.txt"], "--input-format 'yaml'"),
     # the fast recommend path hands what it cannot convert to typer
     (["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"], "'--gpus'"),
 ]

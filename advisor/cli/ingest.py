@@ -47,6 +47,10 @@ def _output_format(value: str, input_format: str | None) -> tuple[OutputFormat, 
     """``ingest --format`` is the output format. Before --input-format existed it also took an
     input format name; the two sets of names do not overlap, so that spelling still works, with
     a note naming the new option."""
+    if input_format is not None and input_format not in _INPUT_FORMATS:
+        raise fail(
+            f"--input-format {input_format!r}: use {', '.join(_INPUT_FORMATS)}", ExitCode.USAGE
+        )
     if value in _INPUT_FORMATS:
         if input_format is not None and input_format != value:
             raise fail(
