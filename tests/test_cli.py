@@ -90,6 +90,25 @@ def test_a_folder_given_for_a_file_is_an_error_line_not_a_traceback(args, tmp_pa
     assert run.stderr == f"Error: {tmp_path}: Is a directory\n"
 
 
+PIPED = {
+    "fast path": ["recommend", "--gpu-type", "H100", "--gpus", "4", "--format", "json"],
+    "typer": ["ratios", "-h"],
+}
+
+
+@pytest.mark.parametrize("args", PIPED.values(), ids=PIPED.keys())
+def test_a_reader_that_leaves_early_ends_the_command_quietly(args, tmp_path):
+    """`advisor ... | head -1`: the pipe is closed before advisor writes."""
+    proc = subprocess.Popen(
+        [str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+        cwd=tmp_path,
+    )  # fmt: skip
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert err == ""
+
+
 @pytest.mark.parametrize("flag", ["-h", "--help"])
 def test_h_and_help_print_the_usage_and_the_commands_on_stdout(flag, tmp_path):
     run = advisor(flag, cwd=tmp_path)

@@ -7,6 +7,7 @@ Each domain registers its commands from its own module (``advisor/cli/<domain>.p
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any
 
@@ -92,5 +93,13 @@ def main() -> None:
     ``advisor recommend ... --format json`` for one job (the job-submit path) is answered
     without building the typer app, whose option adapters alone cost about 0.1 s.
     """
-    fast = model.fast_recommend(sys.argv[1:])
-    sys.exit(run_guarded(app) if fast is None else fast)
+    try:
+        fast = model.fast_recommend(sys.argv[1:])
+        code = run_guarded(app) if fast is None else fast
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader left (`advisor ... | head`): say nothing, as typer does for its commands,
+        # and point stdout at /dev/null so that Python's own flush at exit cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
