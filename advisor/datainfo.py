@@ -353,16 +353,12 @@ def run_dashboard(config: DashboardConfig) -> int:
     """Serve the dashboard until interrupted; return ``streamlit``'s exit status. Stale
     summary tables are rebuilt in the file first (advisor.ratios.store_fresh_cubes), once,
     rather than privately by every session."""
-    import subprocess
-
     from advisor.ratios import store_fresh_cubes
+    from advisor.supervise import run_supervised
 
     argv, env = dashboard_command(config)
     store_fresh_cubes(config.db_path)
-    try:
-        return subprocess.call(argv, env=env)  # noqa: S603 (fixed argv, no shell)
-    except KeyboardInterrupt:
-        return 130
+    return run_supervised(argv, env)  # stopping `advisor dashboard` stops streamlit too
 
 
 def status_of_db(db: str | os.PathLike[str] | None = None, limit: int = 20) -> DataStatus:

@@ -76,3 +76,16 @@ class LockedError(StoreError):
     (``ADVISOR_LOCK_WAIT_S``); names the process holding it."""
 
     exit_code = ExitCode.LOCKED
+
+
+def describe_os_error(exc: OSError) -> tuple[str, ExitCode]:
+    """The message and exit code for an OSError that escaped the core: the last net under
+    the CLI, so that a path that cannot be read is still 'Error: PATH: reason', never a
+    traceback (the core should raise InputError or NotFoundError itself)."""
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    message = f"{where}{exc.strerror or exc}"
+    if isinstance(exc, FileNotFoundError):
+        return message, ExitCode.NOT_FOUND
+    if isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)):
+        return message, ExitCode.BAD_INPUT
+    return message, ExitCode.ERROR

@@ -21,7 +21,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from advisor.errors import AdvisorError, ExitCode
+from advisor.cli._progress import RichProgress as RichProgress  # moved there; re-exported
+from advisor.errors import AdvisorError, ExitCode, describe_os_error
 
 
 class OutputFormat(StrEnum):
@@ -32,13 +33,19 @@ class OutputFormat(StrEnum):
 
 FormatOption = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="Output: a table for people, csv or json for programs."),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="[table|csv|json]",
+        help="Output: a table for people, csv or json for programs.",
+    ),
 ]
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         envvar="ADVISOR_DB",
+        metavar="FILE",
         help="DuckDB file (default: $ADVISOR_DB, else ./advisor.duckdb).",
         show_envvar=False,
     ),
@@ -75,9 +82,19 @@ def emit_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _cell(value: Any) -> str:
+# Integer columns that name something rather than count it: no thousands separators.
+_NAME_LIKE = re.compile(r"(^|_)(id|raw|no|seed|port|year|pid)$|_id_|^id_")
+
+
+def _cell(value: Any, column: str = "") -> str:
+    """A value as a table shows it: counts with thousands separators (4,650,000), floats to
+    4 significant digits below 1,000; CSV and JSON keep the raw numbers."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) and not _NAME_LIKE.search(column):
+        return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -127,7 +144,7 @@ def emit_rows(
     for c in cols:
         table.add_column(c, overflow="fold")
     for r in plain:
-        table.add_row(*(terminal_text(_cell(r.get(c))) for c in cols))
+        table.add_row(*(terminal_text(_cell(r.get(c), c)) for c in cols))
     out = Console()
     if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
         out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
@@ -135,7 +152,7 @@ def emit_rows(
 
 
 def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:
-    return max([len(col), *(terminal_text(_cell(r.get(col))).cell_len for r in rows)])
+    return max([len(col), *(terminal_text(_cell(r.get(col), col)).cell_len for r in rows)])
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
@@ -160,11 +177,38 @@ def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
     )
 
 
-def run_guarded(app: typer.Typer) -> int:
-    """Run the app; an AdvisorError becomes 'Error: ...' on stderr and its exit code, and so
-    does a missing optional library (naming the extra that installs it)."""
+def _framework_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
+    """(usage errors, aborts, exits) of the command-line framework, whichever it is.
+
+    typer before 0.26 raises click's exceptions; later releases raise those of their own copy
+    of click (``typer._click``), which are not click's classes. Both are caught so that a typo
+    never reaches the user as a traceback, whichever typer the pin in pyproject.toml installs.
+    Only modules already imported are looked at: one that is not cannot have raised.
+    """
+    usage: list[type[BaseException]] = []
+    aborts: list[type[BaseException]] = [typer.Abort]
+    exits: list[type[BaseException]] = [typer.Exit]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        module = sys.modules.get(name)
+        for found, attr in ((usage, "ClickException"), (aborts, "Abort"), (exits, "Exit")):
+            cls = getattr(module, attr, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(usage), tuple(aborts), tuple(exits)
+
+
+def _interrupted() -> int:
+    sys.stderr.write("Interrupted\n")
+    return 130
+
+
+def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
+    """Run the app and return its exit code. An AdvisorError becomes 'Error: ...' on stderr
+    and its exit code; a usage error (unknown command or option, a bad value, a missing
+    option) the framework's short usage message and exit 2; a missing optional library names
+    the extra that installs it; never a traceback."""
     try:
-        rv = app(standalone_mode=False)
+        rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)
@@ -174,56 +218,25 @@ def run_guarded(app: typer.Typer) -> int:
             raise
         sys.stderr.write(f"Error: {message}\n")
         return int(ExitCode.EXTERNAL)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        return 130
-    except Exception as exc:  # click's own usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return int(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        return _interrupted()
+    except OSError as exc:
+        message, code = describe_os_error(exc)
+        sys.stderr.write(f"Error: {message}\n")
+        return int(code)
+    except Exception as exc:
+        usage, aborts, exits = _framework_exceptions()
+        if isinstance(exc, usage):
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if isinstance(exc, aborts):
+            if isinstance(exc.__context__, KeyboardInterrupt):  # click < 8.2 turns Ctrl-C into this
+                return _interrupted()
             sys.stderr.write("Aborted\n")
             return 1
+        if isinstance(exc, exits):
+            return int(exc.exit_code or 0)  # type: ignore[attr-defined]
         raise
+    if rv == 130:  # click >= 8.2 and typer >= 0.26 return Ctrl-C as exit code 130, silently
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
-
-
-class RichProgress:
-    """A rich progress bar on stderr behind the core's ``ProgressFn`` (see advisor.progress)."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            disable=not enabled or not stderr.is_terminal,
-            transient=False,
-        )
-        self._tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> RichProgress:
-        self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)  # type: ignore[arg-type]
-
-    def __call__(self, label: str, done: int, total: int | None) -> None:
-        task = self._tasks.get(label)
-        if task is None:
-            task = self._tasks[label] = self._progress.add_task(label, total=total)
-        self._progress.update(task, completed=done, total=total)

@@ -13,13 +13,17 @@ from advisor.cli.export import ParquetOption
 
 def report_cmd(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the reports (one subfolder per month).")
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="DIR", help="Folder for the reports (one subfolder per month)."
+        ),
     ],
     month: Annotated[
         str | None,
         typer.Option(
             "--month",
             "-m",
+            metavar="YYYY-MM|last",
             help="The month to report: YYYY-MM (UTC), or 'last' for the previous month.",
         ),
     ] = None,
@@ -27,17 +31,22 @@ def report_cmd(
         bool, typer.Option("--all-months", help="Report every month in the database (a backlog).")
     ] = False,
     cluster: Annotated[
-        str | None, typer.Option("--cluster", "-c", help="One cluster only (default: all).")
+        str | None,
+        typer.Option("--cluster", "-c", metavar="NAME", help="One cluster only (default: all)."),
     ] = None,
     png: Annotated[bool, typer.Option("--png", help="Also write each chart as PNG.")] = False,
     pdf: Annotated[bool, typer.Option("--pdf", help="Also write each chart as PDF.")] = False,
     top: Annotated[
-        int, typer.Option("--top", help="Rows in the 'most below the recommendation' tables.")
+        int,
+        typer.Option(
+            "--top", metavar="N", help="Rows in the 'most below the recommendation' tables."
+        ),
     ] = 10,
     policy: Annotated[
         Path | None,
         typer.Option(
             "--policy",
+            metavar="FILE",
             help="An exported policy (the Lua file the plugins load, or JSON) to check compliance against.",
         ),
     ] = None,
@@ -45,7 +54,10 @@ def report_cmd(
         Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
     ] = None,
     pricing: Annotated[
-        Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")
+        Path | None,
+        typer.Option(
+            "--pricing", metavar="FILE", help="Site prices CSV over the built-in AWS ones."
+        ),
     ] = None,
     db: DbOption = None,
     parquet: ParquetOption = None,

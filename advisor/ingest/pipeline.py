@@ -41,6 +41,8 @@ from advisor.progress import ProgressFn, no_progress
 from advisor.store import query, quote_ident
 
 STAGES = 5
+# what runs after progress(label, i, STAGES), for a display that names it (the CLI's)
+STAGE_NAMES = ("reading", "parsing", "checking", "storing", "committing")
 BULK = True  # try advisor.ingest.bulk for sacct text (tests switch it off to compare)
 
 
