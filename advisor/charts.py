@@ -36,6 +36,14 @@ _LOG2 = alt.Scale(type="log", base=2)
 # Ticks at powers of two only: 0.25, 1, 8 cores per GPU are the values people talk about.
 _RATIO_AXIS = alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g")
 _MAX_PANELS = 12
+# One convention on every chart: P50 solid, P25 dashed, and the legend draws the dash.
+QUANTILE_DASH = alt.Scale(domain=["P50", "P25"], range=[[1, 0], [6, 3]])
+# Labels are never cut to "H200 · Llama-3.1-8B · 1 G…": no limit on legend or axis labels.
+_LEGEND: dict[str, Any] = {"labelLimit": 0, "titleLimit": 0}
+
+
+def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
+    return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2, **_LEGEND, **kw)
 
 
 def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -102,7 +110,7 @@ def ratio_histogram(
     height: int = 140,
 ) -> AnyChart:
     """One histogram panel per GPU type (rows, in the order the types first appear): share of
-    jobs (or GPU-hours) per power-of-two bin, with P25/P50 as solid/dashed red rules and the
+    jobs (or GPU-hours) per power-of-two bin, with P50/P25 as solid/dashed red rules and the
     node types' fair share as a grey dotted rule.
 
     Built as one faceted, layered chart over a single table (a ``layer`` column tells bars,
@@ -140,9 +148,8 @@ def ratio_histogram(
         base.mark_rule(color="#d62728", size=2)
         .encode(
             x=alt.X("cores_per_gpu:Q"),
-            strokeDash=alt.StrokeDash(
-                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
-            ),
+            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
+                                      legend=_legend("percentile")),
             tooltip=[alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
         .transform_filter(alt.datum.layer == "quantile")
@@ -173,8 +180,10 @@ def ratio_ecdf(
     width: int = 560,
     height: int = 320,
 ) -> AnyChart:
-    """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type,
-    with the P25/P50 points marked."""
+    """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type
+    (coloured in the order the types first appear, as the histogram's panels), with the P25/P50
+    points marked."""
+    order = list(dict.fromkeys(dist["gpu_type"]))
     e = ecdf(dist, weight)
     lines = (
         alt.Chart(e)
@@ -182,7 +191,7 @@ def ratio_ecdf(
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"),
-            color=alt.Color("gpu_type:N", title="GPU type"),
+            color=alt.Color("gpu_type:N", sort=order, legend=_legend("GPU type")),
             tooltip=[
                 "gpu_type:N",
                 alt.Tooltip("cores_per_gpu:Q", format=".2f"),
@@ -200,15 +209,20 @@ def ratio_ecdf(
             .encode(
                 x="cores_per_gpu:Q",
                 y="cum_share:Q",
-                color=alt.Color("gpu_type:N"),
+                color=alt.Color("gpu_type:N", sort=order),
                 tooltip=["gpu_type:N", "quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
             )
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
 
-def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 200) -> AnyChart:
-    """Share of jobs and of GPU-hours below each threshold, one panel per GPU type."""
+def share_below_chart(
+    shares: pd.DataFrame, *, order: Sequence[str] | None = None, width: int = 140,
+    height: int = 200,
+) -> AnyChart:
+    """Share of jobs and of GPU-hours below each threshold, one panel per GPU type (in
+    ``order``, else as they first appear: the histogram's order)."""
+    facet_order = list(order) if order is not None else list(dict.fromkeys(shares["gpu_type"]))
     long = shares.melt(
         id_vars=["gpu_type", "threshold_cores_per_gpu"],
         value_vars=["share_jobs", "share_gpu_hours"],
@@ -228,21 +242,30 @@ def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 2
             xOffset=alt.XOffset("weighted_by:N"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
                     title="share below"),
-            color=alt.Color("weighted_by:N", title="weighted by"),
+            color=alt.Color("weighted_by:N", legend=alt.Legend(title="weighted by", **_LEGEND)),
             tooltip=[alt.Tooltip("gpu_type:N"), alt.Tooltip("threshold:N"),
                      alt.Tooltip("weighted_by:N"), alt.Tooltip("share:Q", format=".1%")],
         )
         .properties(width=width, height=height)
-        .facet(column=alt.Column("gpu_type:N", title=None))
+        .facet(column=alt.Column("gpu_type:N", title=None, sort=facet_order,
+                                 header=alt.Header(labelFontWeight="bold", labelLimit=0)))
     )
 
 
 def trend_chart(
-    trends: pd.DataFrame, *, group: str = "cluster", width: int = 620, height: int = 300
+    trends: pd.DataFrame, *, group: str = "cluster", min_jobs: int = 0, width: int = 620,
+    height: int = 300,
 ) -> AnyChart:
-    """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value."""
+    """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value.
+
+    With a ``jobs`` column, the points of months with fewer than ``min_jobs`` jobs are drawn
+    faded (their percentiles rest on few jobs) and every tooltip carries the count."""
+    trends = trends.copy()
+    if "jobs" not in trends.columns:
+        trends["jobs"] = min_jobs
+    trends["few_jobs"] = trends["jobs"] < min_jobs
     long = trends.melt(
-        id_vars=["month", group],
+        id_vars=["month", group, "jobs", "few_jobs"],
         value_vars=["p25_cores_per_gpu", "p50_cores_per_gpu"],
         var_name="quantile",
         value_name="cores_per_gpu",
@@ -255,13 +278,14 @@ def trend_chart(
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-            color=alt.Color(f"{group}:N"),
-            strokeDash=alt.StrokeDash(
-                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[6, 3], [1, 0]])
-            ),
+            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
+                                      legend=_legend("percentile")),
+            opacity=alt.condition("datum.few_jobs", alt.value(0.25), alt.value(1.0)),
             detail=alt.Detail("quantile:N"),
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip(f"{group}:N"),
-                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                     alt.Tooltip("jobs:Q", format=",")],
         )
         .properties(width=width, height=height)
     )
@@ -283,9 +307,9 @@ def top_bar_chart(
         alt.Chart(top)
         .mark_bar()
         .encode(
-            y=alt.Y(f"{name}:N", sort="-x", title=None),
-            x=alt.X(f"{value}:Q", title=title),
-            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.1f"),
+            y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+            x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
+            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.0f"),
                      *(alt.Tooltip(t) for t in tooltip)],
         )
         .properties(width=width, height=alt.Step(22))
@@ -297,6 +321,7 @@ def ttft_curve_chart(
     points: pd.DataFrame | None = None,
     *,
     recommended_cores_per_gpu: float | None = None,
+    current_cores_per_gpu: float | None = None,
     value: str = "ttft_ms",
     low: str = "ttft_low_ms",
     high: str = "ttft_high_ms",
@@ -306,7 +331,8 @@ def ttft_curve_chart(
 ) -> AnyChart:
     """Predicted TTFT (or its slowdown, with ``value="slowdown"``) against cores per GPU: the
     interval (``low``..``high``) as a band, the prediction as a line, calibration points (with a
-    ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule."""
+    ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule
+    and the current allocation as an orange dashed one, each labelled at the top."""
     y_scale = alt.Scale(type="log")
     base = alt.Chart(curve).encode(
         x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
@@ -332,19 +358,28 @@ def ttft_curve_chart(
             .encode(
                 x="cores_per_gpu:Q",
                 y=f"{value}:Q",
-                shape=alt.Shape("source:N", title="calibration"),
-                color=alt.Color("source:N", title="calibration"),
+                shape=alt.Shape("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
+                color=alt.Color("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 tooltip=["source:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                          alt.Tooltip(f"{value}:Q", format=",.2f")],
             )
         )
+    marks = []
     if recommended_cores_per_gpu is not None and recommended_cores_per_gpu > 0:
-        rec = pd.DataFrame({"cores_per_gpu": [float(recommended_cores_per_gpu)]})
+        marks.append((float(recommended_cores_per_gpu), "recommended", "#2ca02c", [1, 0]))
+    if current_cores_per_gpu is not None and current_cores_per_gpu > 0:
+        marks.append((float(current_cores_per_gpu), "now", "#ff7f0e", [6, 3]))
+    for cores, label, colour, dash in marks:
+        rec = pd.DataFrame({"cores_per_gpu": [cores], "label": [f"{label}: {cores:g}"]})
+        rule = alt.Chart(rec).encode(
+            x="cores_per_gpu:Q",
+            tooltip=[alt.Tooltip("cores_per_gpu:Q", title=label, format=".2f")],
+        )
+        layers.append(rule.mark_rule(color=colour, size=3, strokeDash=dash))
         layers.append(
-            alt.Chart(rec)
-            .mark_rule(color="#2ca02c", size=3)
-            .encode(x="cores_per_gpu:Q",
-                    tooltip=[alt.Tooltip("cores_per_gpu:Q", title="recommended", format=".1f")])
+            rule.mark_text(color=colour, align="left", baseline="top", dx=4, dy=2,
+                           fontWeight="bold")
+            .encode(text="label:N", y=alt.value(0))
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -365,7 +400,7 @@ def bench_curves_chart(
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
-            color=alt.Color(f"{series}:N", title=None),
+            color=alt.Color(f"{series}:N", legend=_legend(None, orient="bottom", columns=1)),
             tooltip=[f"{series}:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                      alt.Tooltip("ttft_ms:Q", format=",.0f")],
         )
@@ -385,15 +420,21 @@ def share_trend_chart(
     *,
     group: str = "cluster",
     threshold_cores_per_gpu: float,
+    min_jobs: int = 0,
     width: int = 620,
     height: int = 240,
 ) -> AnyChart:
     """Share of jobs (dashed) and of GPU-hours (solid) below a threshold, by month and group.
 
-    Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1).
+    Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1), and
+    ``jobs`` (months with fewer than ``min_jobs`` are faded, as in :func:`trend_chart`).
     """
+    trends = trends.copy()
+    if "jobs" not in trends.columns:
+        trends["jobs"] = min_jobs
+    trends["few_jobs"] = trends["jobs"] < min_jobs
     long = trends.melt(
-        id_vars=["month", group],
+        id_vars=["month", group, "jobs", "few_jobs"],
         value_vars=["share_jobs_below", "share_gpu_hours_below"],
         var_name="weighted_by",
         value_name="share",
@@ -409,13 +450,15 @@ def share_trend_chart(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
                     title=f"share below {threshold_cores_per_gpu:g} cores/GPU"),
-            color=alt.Color(f"{group}:N"),
+            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
             strokeDash=alt.StrokeDash(
-                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]])
+                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
+                legend=_legend("weighted by"),
             ),
             detail="weighted_by:N",
+            opacity=alt.condition("datum.few_jobs", alt.value(0.25), alt.value(1.0)),
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "weighted_by:N",
-                     alt.Tooltip("share:Q", format=".1%")],
+                     alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("jobs:Q", format=",")],
         )
         .properties(width=width, height=height)
     )

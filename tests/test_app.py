@@ -78,13 +78,46 @@ def test_overview_shows_the_core_p50_per_gpu_type_and_one_histogram_panel_each(m
     con.close()
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
-    shown = {m.label.split(":")[0]: m for m in at.metric}
+    shown = {m.label.split(":")[0]: m for m in at.metric if m.label.endswith("P50 cores/GPU")}
     assert set(shown) == set(expected) == {"H100", "A100"}
     for gpu_type, g in expected.items():
         assert shown[gpu_type].value == f"{g.p50_cores_per_gpu:.2f}"
         assert f"{g.jobs:,} jobs" in shown[gpu_type].delta
     spec = json.loads(_charts(at)[0].proto.spec)
     assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # most jobs first
+
+
+def _per_gpu_type(at: AppTest):
+    """The Overview's per-GPU-type table (the answer's table comes first)."""
+    return next(d.value for d in at.dataframe if "p50" in d.value.columns)
+
+
+def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeypatch, dbs):
+    from advisor import fixplan
+
+    plan = fixplan.fix_plan(fixplan.FixQuery(
+        db=str(dbs["gpu"]), workload=ratios_workload(), tolerance=0.10))
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _no_exception(at, "overview")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["GPU-hours lost per month"] == f"{plan.gpu_hours_lost_per_month:,.0f}"
+    assert metrics["Their value per month"] == f"${plan.lost_usd_per_month:,.0f}"
+    assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
+    answer = at.dataframe[0].value
+    assert list(answer.columns[:4]) == ["cluster", "partition", "gpu_type", "def_cpu_per_gpu"]
+    assert answer["gpu_hours_lost_per_month"].tolist() == pytest.approx(
+        [r.gpu_hours_lost_per_month for r in plan.rows])
+    codes = [c.value for c in at.code]
+    assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
+    assert any("return {" in c for c in codes)  # the Lua policy
+    assert any("8B-parameter model" in c.value for c in at.caption)
+
+
+def ratios_workload():
+    from app.common import Assumptions
+
+    return Assumptions().workload
 
 
 def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
@@ -102,9 +135,10 @@ def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
 def test_cluster_filter_in_the_sidebar_narrows_every_number(monkeypatch, dbs):
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
-    before = at.dataframe[0].value.set_index("gpu_type")["jobs"].sum()
+    before = _per_gpu_type(at).set_index("gpu_type")["jobs"].sum()
     at.sidebar.multiselect(key="f_clusters").set_value(["teach"]).run()
-    after = at.dataframe[0].value.set_index("gpu_type")["jobs"]
+    after = _per_gpu_type(at).set_index("gpu_type")["jobs"]
+    assert set(at.dataframe[0].value["cluster"]) == {"teach"}
     assert before == 600 and after.sum() == 300
     con = store.connect(dbs["gpu"], read_only=True)
     teach = ratios.ratio_summary(con, ratios.RatioQuery(clusters=("teach",)))
@@ -129,7 +163,7 @@ def test_month_range_filter_keeps_only_jobs_started_in_those_months(monkeypatch,
         con, ratios.RatioQuery(start=dt.datetime(2024, 2, 1), end=dt.datetime(2024, 3, 1))
     )
     con.close()
-    shown = at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+    shown = _per_gpu_type(at).set_index("gpu_type")["jobs"].to_dict()
     assert shown == {g.keys["gpu_type"]: g.jobs for g in feb.groups}
     assert 0 < sum(shown.values()) < 600
 
@@ -233,7 +267,7 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
     assert metrics["Predicted TTFT speed-up"].value == f"{expected.predicted_speedup:.2f}x"
     assert metrics["Extra cost"].value == f"${expected.usd_per_hour_delta:.2f}/h"
     spec = json.loads(_charts(at)[0].proto.spec)
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule"]
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule", "text"]
     assert spec["layer"][1]["encoding"]["y"]["field"] == "slowdown"
     # the per-partition table covers the partitions of the GPU jobs loaded
     table = at.dataframe[0].value
@@ -344,7 +378,7 @@ def test_cluster_partition_and_gpu_type_filters_combine(monkeypatch, dbs):
     at.run()
     _no_exception(at, "overview")
     # teach jobs are even-numbered, debug every 5th, A100 every 3rd: 600 / 30 = 20 remain
-    assert at.dataframe[0].value["jobs"].sum() == 20
+    assert _per_gpu_type(at)["jobs"].sum() == 20
 
 
 def test_a_file_that_is_not_a_duckdb_database_is_an_error_naming_it(monkeypatch, tmp_path):
@@ -368,9 +402,13 @@ def test_a_broken_model_file_is_an_error_naming_the_file_and_line(monkeypatch, d
     _no_exception(at, "recommend")
     message = " ".join(e.value for e in at.error)
     assert f"{model}:2" in message and "not valid JSON" in message
-    # the other pages, which need no model, still work
+    # the Overview names the broken file where its answer would be, and still draws the
+    # distributions, which need no model
     _open(at, "overview")
     _no_exception(at, "overview")
+    assert [e.value for e in at.error] == [f"No recommendation: {message}"]
+    assert _charts(at)
+    _open(at, "trends")
     assert not at.error and _charts(at)
 
 
@@ -401,7 +439,7 @@ def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer
                 at.sidebar.select_slider(key="f_months").set_value(months)
                 at.run()
             assert not at.exception, [e.value for e in at.exception]
-        return at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+        return _per_gpu_type(at).set_index("gpu_type")["jobs"].to_dict()
 
     with ThreadPoolExecutor(2) as pool:
         teach, research = pool.map(session, ["teach", "research"])
