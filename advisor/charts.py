@@ -258,8 +258,9 @@ def trend_chart(
 ) -> AnyChart:
     """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value.
 
-    With a ``jobs`` column, the points of months with fewer than ``min_jobs`` jobs are drawn
-    faded (their percentiles rest on few jobs) and every tooltip carries the count."""
+    With a ``jobs`` column, months with fewer than ``min_jobs`` jobs are left out of the lines
+    and drawn as faded points only (their percentiles rest on few jobs); every tooltip carries
+    the count."""
     trends = trends.copy()
     if "jobs" not in trends.columns:
         trends["jobs"] = min_jobs
@@ -272,23 +273,28 @@ def trend_chart(
     )
     long["quantile"] = long["quantile"].map({"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"})
     long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
-    return (
+    base = (
         alt.Chart(long)
-        .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
             strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
                                       legend=_legend("percentile")),
-            opacity=alt.condition("datum.few_jobs", alt.value(0.25), alt.value(1.0)),
             detail=alt.Detail("quantile:N"),
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip(f"{group}:N"),
                      alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                      alt.Tooltip("jobs:Q", format=",")],
         )
-        .properties(width=width, height=height)
     )
+    return _with_faded_months(base, width, height)
+
+
+def _with_faded_months(base: alt.Chart, width: int, height: int) -> AnyChart:
+    """Lines through the months with enough jobs; the others as faded points, off the lines."""
+    lines = base.transform_filter("!datum.few_jobs").mark_line(point=True)
+    faded = base.transform_filter("datum.few_jobs").mark_point(opacity=0.3, filled=True)
+    return alt.layer(lines, faded).properties(width=width, height=height)
 
 
 def top_bar_chart(
@@ -406,6 +412,19 @@ def bench_curves_chart(
         )
     )
     layers: list[alt.Chart] = [measured]
+    if {"ttft_min_ms", "ttft_max_ms"} <= set(runs.columns):
+        # the repeats' range at each core count: a point alone hides how noisy the runs were
+        layers.append(
+            alt.Chart(runs)
+            .mark_rule(size=2, opacity=0.6)
+            .encode(
+                x="cores_per_gpu:Q", y="ttft_min_ms:Q", y2="ttft_max_ms:Q",
+                color=alt.Color(f"{series}:N"),
+                tooltip=[f"{series}:N", alt.Tooltip("runs:Q", title="repeats"),
+                         alt.Tooltip("ttft_min_ms:Q", format=",.0f", title="fastest (ms)"),
+                         alt.Tooltip("ttft_max_ms:Q", format=",.0f", title="slowest (ms)")],
+            )
+        )
     if fit is not None and not fit.empty:
         layers.append(
             alt.Chart(fit)
@@ -427,7 +446,8 @@ def share_trend_chart(
     """Share of jobs (dashed) and of GPU-hours (solid) below a threshold, by month and group.
 
     Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1), and
-    ``jobs`` (months with fewer than ``min_jobs`` are faded, as in :func:`trend_chart`).
+    ``jobs`` (months with fewer than ``min_jobs`` are faded points off the lines, as in
+    :func:`trend_chart`).
     """
     trends = trends.copy()
     if "jobs" not in trends.columns:
@@ -443,9 +463,8 @@ def share_trend_chart(
         {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"}
     )
     long = long[long["share"].notna()]
-    return (
+    base = (
         alt.Chart(long)
-        .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
@@ -456,12 +475,11 @@ def share_trend_chart(
                 legend=_legend("weighted by"),
             ),
             detail="weighted_by:N",
-            opacity=alt.condition("datum.few_jobs", alt.value(0.25), alt.value(1.0)),
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "weighted_by:N",
                      alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("jobs:Q", format=",")],
         )
-        .properties(width=width, height=height)
     )
+    return _with_faded_months(base, width, height)
 
 
 def model_curve_frame(
@@ -543,14 +561,16 @@ def calibration_frame(training: Any, *, platform: str | None = None,
 
 def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Benchmark runs as TTFT-vs-cores series: one row per (series, cores per GPU) with the
-    median victim TTFT P50 over repeats (``ttft_ms``), the runs behind it, and a ``series``
-    label (platform, model, GPUs, load). Runs that failed or have no TTFT are left out.
+    median victim TTFT P50 over repeats (``ttft_ms``), the repeats' spread (``ttft_min_ms``,
+    ``ttft_max_ms``, and ``spread_pct``: (max - min) / median), the runs behind it, and a
+    ``series`` label (platform, model, GPUs, load). Runs that failed or have no TTFT are left
+    out.
 
     Columns used: ``platform``, ``model``, ``gpus``, ``attacker_rps``, ``workload``,
     ``cores_per_gpu``, ``victim_ttft_p50_ms``, ``status``, ``model_params_b``.
     """
     cols = ["series", "platform", "model", "model_params_b", "gpus", "attacker_rps", "workload",
-            "cores_per_gpu", "ttft_ms", "runs"]
+            "cores_per_gpu", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct", "runs"]
     ok = runs[(runs["status"] == "ok") & runs["victim_ttft_p50_ms"].notna()
               & runs["cores_per_gpu"].notna()]
     if ok.empty:
@@ -559,8 +579,10 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     g = (
         ok.fillna({k: "?" for k in ("platform", "model", "workload")})
         .groupby([*keys, "cores_per_gpu"], dropna=False, as_index=False)
-        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"))
+        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"),
+             ttft_min_ms=("victim_ttft_p50_ms", "min"), ttft_max_ms=("victim_ttft_p50_ms", "max"))
     )
+    g["spread_pct"] = 100.0 * (g["ttft_max_ms"] - g["ttft_min_ms"]) / g["ttft_ms"]
     g["series"] = (
         g["platform"].astype(str) + " · " + g["model"].astype(str) + " · "
         + g["gpus"].map(lambda n: f"{n:g} GPUs" if pd.notna(n) else "? GPUs") + " · "

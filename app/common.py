@@ -459,14 +459,20 @@ def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
-def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
-    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type):
-    the recommended DefCpuPerGPU each partition's jobs should get (the Who page's target)."""
+def partition_recommendations(
+    key: DbKey, a: Assumptions | None = None
+) -> dict[tuple[str | None, str], Any]:
+    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type),
+    under the shared assumptions: the DefCpuPerGPU each partition's jobs should get (the Who
+    page's target) and the GPU-hours its jobs below it lose."""
     from advisor import recommend
 
+    a = a or Assumptions()
     report = cached_call(
         "recommend_partitions", recommend.recommend_partitions,
-        recommend.PartitionQuery(db=key[0], model_file=model_file()), extra=(key, model_key()),
+        recommend.PartitionQuery(db=key[0], workload=a.workload, tolerance=a.tolerance,
+                                 model_file=model_file()),
+        extra=(key, model_key()),
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}
 
@@ -482,13 +488,16 @@ def _chart_spec(builder: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     # advisor's chart tests validate every builder's spec against the Vega-Lite schema; here
     # validating again would cost more than the rest of a cached re-run.
     spec: dict[str, Any] = chart.to_dict(validate=False)
+    if not any(k in spec for k in ("facet", "hconcat", "vconcat", "concat", "repeat")):
+        spec["width"] = "container"  # a single view takes the page's width
     return spec
 
 
 def show_chart(builder: str, *args: Any, **kwargs: Any) -> None:
     """Draw ``advisor.charts.<builder>(*args, **kwargs)``; the spec is cached by its inputs
     (building an altair chart costs ~100 ms, more than a cached page re-run)."""
-    st.vega_lite_chart(_chart_spec(builder, args, kwargs))
+    spec = _chart_spec(builder, args, kwargs)
+    st.vega_lite_chart(spec, width="stretch" if spec.get("width") == "container" else "content")
 
 
 # Workload assumptions shared by Overview, Who and Recommend --------------------------------------
@@ -537,6 +546,13 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
     return _cached_call("fix_plan", (q,), _FunctionRef(fixplan.fix_plan), (key, model_key()))
 
 
+# A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move
+# a lot with a handful of jobs.
+FEW_JOBS = 30
+# Data older than this (days since the newest record) gets a warning on the Data page.
+STALE_DAYS = 2.0
+
+
 # Tables for people ---------------------------------------------------------------------------
 
 # column name -> (label, kind); kinds: int, num (two decimals), ratio (cores per GPU), pct
@@ -552,12 +568,12 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "jobs": ("Jobs", "int"),
     "gpu_jobs": ("GPU jobs", "int"),
     "gpu_hours": ("GPU-hours", "int"),
-    "gpu_hours_below": ("GPU-hours below target", "int"),
-    "gpu_hours_lost": ("GPU-hours lost (est.)", "int"),
-    "gpu_hours_lost_per_month": ("GPU-hours lost / month", "int"),
-    "lost_usd_per_month": ("Value lost / month", "usd"),
-    "fix_usd_per_month": ("Cost of the fix / month", "usd"),
-    "def_cpu_per_gpu": ("DefCpuPerGPU to set", "int"),
+    "gpu_hours_below": ("GPU-h below target", "int"),
+    "gpu_hours_lost": ("GPU-h lost (est.)", "int"),
+    "gpu_hours_lost_per_month": ("Lost GPU-h / month", "int"),
+    "lost_usd_per_month": ("Lost $ / month", "usd"),
+    "fix_usd_per_month": ("Fix $ / month", "usd"),
+    "def_cpu_per_gpu": ("Set DefCpuPerGPU", "int"),
     "min_cpus_per_gpu": ("Minimum cores / GPU", "int"),
     "typical_gpus": ("Typical GPUs / job", "int"),
     "node_max_cpus_per_gpu": ("Node max cores / GPU", "int"),
@@ -571,10 +587,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "fair_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
     "fair_share_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
     "share_jobs_below": ("Jobs below target", "pct"),
-    "share_gpu_hours_below": ("GPU-hours below target", "pct"),
+    "share_gpu_hours_below": ("GPU-h below target", "pct"),
     "share_jobs_below_fair_share": ("Jobs below fair share", "pct"),
     "jobs_below": ("Jobs below target", "int"),
-    "flag": ("Flag to submit with", "text"),
+    "flag": ("Submit with", "text"),
     "months_observed": ("Months observed", "num"),
     "fix_vcpu_hours_per_month": ("Extra vCPU-hours / month", "int"),
     "p10": ("P10 cores / GPU", "ratio"),
@@ -590,6 +606,28 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "cores_per_gpu": ("Cores / GPU", "ratio"),
     "partitions": ("Partitions", "text"),
     "records": ("Records", "int"),
+    "ingest_id": ("Load", "text"),
+    "source": ("Source", "text"),
+    "status": ("Status", "text"),
+    "duration_s": ("Duration (s)", "num"),
+    "inserted": ("Inserted", "int"),
+    "updated": ("Updated", "int"),
+    "unchanged": ("Unchanged", "int"),
+    "rejected": ("Rejected", "int"),
+    "rows_read": ("Rows read", "int"),
+    "lines_read": ("Lines read", "int"),
+    "age_days": ("Days since newest record", "num"),
+    "known": ("Recognised", "text"),
+    "model": ("Model", "text"),
+    "platform": ("Platform", "text"),
+    "gpus": ("GPUs", "int"),
+    "attacker_rps": ("Attacker requests/s", "num"),
+    "workload": ("Workload", "text"),
+    "requests_ok": ("Requests ok", "int"),
+    "requests_failed": ("Failed", "int"),
+    "requests_timed_out": ("Timed out", "int"),
+    "engine": ("Engine", "text"),
+    "engine_version": ("Engine version", "text"),
 }
 _SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
 # "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number

@@ -104,7 +104,7 @@ def test_trend_chart_draws_p25_dashed_and_p50_solid_per_group_and_drops_empty_mo
          "p25_cores_per_gpu": [1.0, None], "p50_cores_per_gpu": [2.0, 4.0]}
     )
     spec = _spec(charts.trend_chart(t, group="partition"))
-    assert spec["encoding"]["color"]["field"] == "partition"
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "partition"
     rows = [r for d in _datasets(spec) for r in d]
     assert sorted((r["quantile"], r["cores_per_gpu"]) for r in rows) == [
         ("P25", 1.0), ("P50", 2.0), ("P50", 4.0)
@@ -257,7 +257,11 @@ def test_months_with_few_jobs_are_faded_and_carry_their_count():
     spec = _spec(charts.trend_chart(t, min_jobs=30))
     rows = [r for d in _datasets(spec) for r in d]
     assert {(r["jobs"], r["few_jobs"]) for r in rows} == {(5, True), (500, False)}
-    assert spec["encoding"]["opacity"]["condition"]["test"] == "datum.few_jobs"
+    lines, faded = spec["layer"]
+    assert lines["mark"]["type"] == "line" and lines["transform"] == [
+        {"filter": "!datum.few_jobs"}]
+    assert faded["mark"] == {"type": "point", "opacity": 0.3, "filled": True}
+    assert faded["transform"] == [{"filter": "datum.few_jobs"}]
 
 
 def test_share_below_panels_follow_the_order_given():

@@ -49,9 +49,6 @@ else:
         ["cluster", "partition", "gpu_type", "def_cpu_per_gpu", "gpu_hours_lost_per_month",
          "lost_usd_per_month", "fix_usd_per_month", "p50_cores_per_gpu",
          "share_gpu_hours_below"],
-        labels={"def_cpu_per_gpu": "Set DefCpuPerGPU", "gpu_hours_lost_per_month": "GPU-h lost/mo",
-                "lost_usd_per_month": "$ lost/mo", "fix_usd_per_month": "$ fix/mo",
-                "p50_cores_per_gpu": "P50 cores/GPU", "share_gpu_hours_below": "GPU-h below"},
     )
     st.markdown("**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
                 "`slurm/job_submit.lua` reads)")
