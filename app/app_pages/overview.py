@@ -95,6 +95,10 @@ summary = pd.DataFrame(
     ]
 ).sort_values("jobs", ascending=False)
 order = list(summary["gpu_type"])
+total_jobs = int(summary["jobs"].sum())
+if total_jobs < common.FEW_JOBS:
+    st.info(f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
+            "filters, too few for the percentiles and shares below to describe a cluster.")
 
 cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
