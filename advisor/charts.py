@@ -106,12 +106,17 @@ def ratio_histogram(
     weight: str = "jobs",
     quantiles: pd.DataFrame | None = None,
     fair_share: pd.DataFrame | None = None,
+    previous: pd.DataFrame | None = None,
+    previous_label: str = "month before",
     width: int = 560,
     height: int = 140,
 ) -> AnyChart:
     """One histogram panel per GPU type (rows, in the order the types first appear): share of
     jobs (or GPU-hours) per power-of-two bin, with P50/P25 as solid/dashed red rules and the
     node types' fair share as a grey dotted rule.
+
+    ``previous`` (a distribution like ``dist``, e.g. the month before) is overlaid as outlined
+    bars, so a comparison the title promises is on the chart.
 
     Built as one faceted, layered chart over a single table (a ``layer`` column tells bars,
     quantiles and fair shares apart): a few chart objects whatever the number of GPU types.
@@ -125,6 +130,9 @@ def ratio_histogram(
     if fair_share is not None and not fair_share.empty:
         f = fair_share[fair_share["gpu_type"].isin(order) & (fair_share["fair_cores_per_gpu"] > 0)]
         parts.append(f.rename(columns={"fair_cores_per_gpu": "cores_per_gpu"}).assign(layer="fair"))
+    if previous is not None and not previous.empty:
+        prev = binned_distribution(previous, weight)
+        parts.append(prev[prev["gpu_type"].isin(order)].assign(layer="prev"))
     data = pd.concat(parts, ignore_index=True)
     base = alt.Chart()
     bars = (
@@ -162,8 +170,20 @@ def ratio_histogram(
         )
         .transform_filter(alt.datum.layer == "fair")
     )
+    prev_bars = (
+        base.mark_bar(fillOpacity=0, stroke="#222", strokeWidth=1.5, strokeDash=[4, 2])
+        .encode(
+            x=alt.X("bin_lo:Q"),
+            x2=alt.X2("bin_hi"),
+            y=alt.Y("share:Q"),
+            y2=alt.Y2Datum(0),
+            tooltip=[alt.Tooltip("bin_lo:Q", title=f"{previous_label}: from cores/GPU"),
+                     alt.Tooltip("share:Q", format=".1%", title=f"{previous_label}: share")],
+        )
+        .transform_filter(alt.datum.layer == "prev")
+    )
     return (
-        alt.layer(bars, rules, fair, data=data)
+        alt.layer(bars, prev_bars, rules, fair, data=data)
         .properties(width=width, height=height)
         .facet(row=alt.Row("gpu_type:N", sort=order, title=None,
                            header=alt.Header(labelAngle=0, labelAlign="left",

@@ -82,7 +82,11 @@ def _clusters(db: str | None) -> tuple[str, ...]:
         con.close()
 
 
-def _settings(cluster: str, recs: list[PartitionRecommendation]) -> ClusterFix:
+def settings_for(
+    cluster: str, recs: list[PartitionRecommendation], generated_at: dt.datetime | None = None
+) -> ClusterFix:
+    """The ``slurm.conf`` lines and Lua policy that set these recommendations (stamped with
+    ``generated_at``, default now, so that a rerun of the same data can write the same text)."""
     from advisor import policy
 
     rules: dict[tuple[str, str], policy.PolicyRule] = {}
@@ -97,7 +101,8 @@ def _settings(cluster: str, recs: list[PartitionRecommendation]) -> ClusterFix:
             r.def_cpu_per_gpu,
             policy.Mode.set_default_when_unset,
         )
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = generated_at or dt.datetime.now(dt.UTC)
+    now = when.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     pol = policy.Policy(
         policy.POLICY_VERSION,
         now,
@@ -143,7 +148,7 @@ def fix_plan(q: FixQuery) -> FixPlan:
         ]
         if not recs:
             continue
-        settings.append(_settings(cluster, recs))
+        settings.append(settings_for(cluster, recs))
         rows.extend(
             FixRow(
                 cluster=cluster,
@@ -180,7 +185,7 @@ def assumptions_in_words(workload: Workload, tolerance: float) -> str:
     rps = workload.load_rps or slowdown.REF_LOAD_RPS
     tokens = int(workload.prompt_tokens or slowdown.REF_PROMPT_TOKENS)
     return (
-        f"every GPU job is treated as an LLM server of a {size:g}B-parameter model taking "
+        f"every GPU job is treated as an LLM server of a model of {size:g}B parameters taking "
         f"{rps:g} long requests per second of {tokens:,} prompt tokens; enough cores means "
         f"time-to-first-token within {tolerance:.0%} of what unlimited cores give"
     )

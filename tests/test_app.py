@@ -111,7 +111,7 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     codes = [c.value for c in at.code]
     assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
     assert any("return {" in c for c in codes)  # the Lua policy
-    assert any("8B-parameter model" in c.value for c in at.caption)
+    assert any("model of 8B parameters" in c.value for c in at.caption)
 
 
 def ratios_workload():
@@ -219,9 +219,9 @@ def test_who_and_overview_use_the_workload_set_on_recommend(monkeypatch, dbs):
     expected = {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in recs.rows}
     for row in at.dataframe[0].value.itertuples():
         assert row.flag == f"--cpus-per-gpu={expected[(row.partition, row.gpu_type)]}"
-    assert any("70B-parameter model" in c.value for c in at.caption)
+    assert any("model of 70B parameters" in c.value for c in at.caption)
     _open(at, "overview")
-    assert any("70B-parameter model" in c.value for c in at.caption)
+    assert any("model of 70B parameters" in c.value for c in at.caption)
 
 
 def test_who_lists_gpu_hours_below_a_fixed_target_with_the_flag(monkeypatch, dbs):

@@ -52,5 +52,5 @@ def test_filters_narrow_the_rows_and_an_unmatched_filter_gives_an_empty_plan(db)
 
 def test_the_assumptions_read_as_an_admin_would_say_them():
     text = fixplan.assumptions_in_words(recommend.Workload(model_params_b=70, load_rps=16), 0.2)
-    assert "70B-parameter model" in text and "16 long requests per second" in text
+    assert "model of 70B parameters" in text and "16 long requests per second" in text
     assert "within 20%" in text and "_" not in text

@@ -49,7 +49,8 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
     )  # fmt: skip
     written = json.loads((res.html_path.parent / "report.json").read_text())
     # the charts of a month with recommendations: percentiles, histogram, below, daily starts
-    chart_ids = ["cores-per-gpu", "ratio-histogram", "below-recommendation", "daily-starts"]
+    chart_ids = ["cores-per-gpu", "ratio-histogram", "below-accounts", "below-partitions",
+                 "daily-starts"]
     assert written["below_partitions"], "the fixture month has jobs below the recommendation"
 
     context = browser.new_context(offline=True)
