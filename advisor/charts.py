@@ -136,8 +136,15 @@ def ratio_histogram(
     data = pd.concat(parts, ignore_index=True)
     base = alt.Chart()
     bars = (
-        base.mark_bar(opacity=0.8, stroke="white")
+        # this month's bars filled; the month before (``previous``) as dashed outlines in the
+        # same layer (a layer of its own would be empty in some panels, and vega warns)
+        base.mark_bar()
         .encode(
+            fillOpacity=alt.condition("datum.layer == 'prev'", alt.value(0), alt.value(0.8)),
+            stroke=alt.condition("datum.layer == 'prev'", alt.value("#222"), alt.value("white")),
+            strokeDash=alt.condition("datum.layer == 'prev'", alt.value([4, 2]),
+                                     alt.value([1, 0])),
+            strokeWidth=alt.condition("datum.layer == 'prev'", alt.value(1.5), alt.value(1)),
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2=alt.X2("bin_hi"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
@@ -150,7 +157,7 @@ def ratio_histogram(
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
-        .transform_filter(alt.datum.layer == "bin")
+        .transform_filter("datum.layer == 'bin' || datum.layer == 'prev'")
     )
     rules = (
         base.mark_rule(color="#d62728", size=2)
@@ -170,20 +177,8 @@ def ratio_histogram(
         )
         .transform_filter(alt.datum.layer == "fair")
     )
-    prev_bars = (
-        base.mark_bar(fillOpacity=0, stroke="#222", strokeWidth=1.5, strokeDash=[4, 2])
-        .encode(
-            x=alt.X("bin_lo:Q"),
-            x2=alt.X2("bin_hi"),
-            y=alt.Y("share:Q"),
-            y2=alt.Y2Datum(0),
-            tooltip=[alt.Tooltip("bin_lo:Q", title=f"{previous_label}: from cores/GPU"),
-                     alt.Tooltip("share:Q", format=".1%", title=f"{previous_label}: share")],
-        )
-        .transform_filter(alt.datum.layer == "prev")
-    )
     return (
-        alt.layer(bars, prev_bars, rules, fair, data=data)
+        alt.layer(bars, rules, fair, data=data)
         .properties(width=width, height=height)
         .facet(row=alt.Row("gpu_type:N", sort=order, title=None,
                            header=alt.Header(labelAngle=0, labelAlign="left",

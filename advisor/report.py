@@ -36,7 +36,13 @@ from typing import Any
 import duckdb
 
 from advisor import store
-from advisor.errors import AdvisorError, InputError, NotFoundError, UsageError
+from advisor.errors import (
+    AdvisorError,
+    ExternalToolError,
+    InputError,
+    NotFoundError,
+    UsageError,
+)
 from advisor.policy import Policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
@@ -1105,15 +1111,15 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
 
     # Accounts and partitions apart: an account's GPU-hours are also its partition's, so one
     # ranking of both would count them twice.
-    for scope, rows in (("accounts", report.below_accounts),
-                        ("partitions", report.below_partitions)):  # fmt: skip
-        if not rows:
+    for scope, below in (("accounts", report.below_accounts),
+                         ("partitions", report.below_partitions)):  # fmt: skip
+        if not below:
             continue
         df = pd.DataFrame([{"who": _who(b), "gpu_hours_below": b.gpu_hours_below,
-                            "flag": b.flag} for b in rows])  # fmt: skip
+                            "flag": b.flag} for b in below])  # fmt: skip
         chart = top_bar_chart(
             df, name="who", value="gpu_hours_below", title="GPU-hours below the recommendation",
-            tooltip=["flag:N"], limit=max(1, len(rows)),
+            tooltip=["flag:N"], limit=max(1, len(below)),
         )  # fmt: skip
         charts.append(ReportChart(f"below-{scope}", f"{scope.capitalize()} most below the "
                                   "recommendation", chart.to_dict()))  # fmt: skip
@@ -1300,6 +1306,11 @@ def write_report(
                 (built / name).write_bytes(vl_convert.vegalite_to_pdf(chart.spec))
             images.append(name)
             progress(f"charts {report.month}", i + 1, total)
+        if png or pdf:
+            # the whole report for e-mail, printed from the written page as a browser draws it
+            print_report(built / "report.html", pdf=built / "report.pdf" if pdf else None,
+                         png=built / "report.png" if png else None)  # fmt: skip
+            images += [n for n, on in (("report.png", png), ("report.pdf", pdf)) if on]
         built.chmod(0o755)
         _replace_dir(built, target)
     except BaseException:
@@ -1313,6 +1324,75 @@ def write_report(
         gpu_jobs=report.quality.gpu_jobs,
         html_sha256=hashlib.sha256(html.encode("utf-8")).hexdigest(),
     )
+
+
+CHROMIUM_ENV = "ADVISOR_CHROMIUM"
+_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+REPORT_WIDTH_PX = 1200  # the e-mail copy's width: the page's max-width plus its margins
+_MAX_HEIGHT_PX = 16000
+
+
+def _chromium() -> str:
+    """Headless Chromium for the e-mail copies: ``$ADVISOR_CHROMIUM``, else one on PATH."""
+    exe = os.environ.get(CHROMIUM_ENV) or next(
+        (found for n in _CHROMIUM_NAMES if (found := shutil.which(n))), None
+    )
+    if not exe:
+        raise ExternalToolError(
+            "report.pdf and report.png are printed by headless Chromium, and none was found: "
+            f"install it (Debian: apt-get install chromium) or set {CHROMIUM_ENV}=/path/to/it"
+        )
+    return exe
+
+
+def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None = None) -> None:
+    """Print the written report with headless Chromium: ``pdf`` as a paged PDF, ``png`` as one
+    image of the whole page, both after its charts are drawn, for readers of e-mail."""
+    import subprocess
+
+    exe = _chromium()
+    url = html_path.resolve().as_uri()
+    with tempfile.TemporaryDirectory(prefix="advisor-chromium-") as profile:
+        base = [
+            exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--hide-scrollbars", f"--user-data-dir={profile}",
+            # the charts are drawn by the page's script: let it run before printing
+            "--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw",
+        ]  # fmt: skip
+        jobs = []
+        if pdf is not None:
+            jobs.append([*base, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", url])
+        if png is not None:
+            jobs.append([*base, f"--window-size={REPORT_WIDTH_PX},{_MAX_HEIGHT_PX}",
+                         f"--screenshot={png}", url])  # fmt: skip
+        for cmd in jobs:
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ExternalToolError(f"{exe}: could not print {html_path}: {exc}") from exc
+            out = Path(cmd[-2].split("=", 1)[1])
+            if done.returncode != 0 or not out.exists():
+                tail = (done.stderr or "").strip().splitlines()[-3:]
+                raise ExternalToolError(
+                    f"{exe} exited with {done.returncode} printing {html_path}: {' '.join(tail)}"
+                )
+    if png is not None:
+        _trim_bottom(png)
+
+
+def _trim_bottom(png: Path, margin_px: int = 40) -> None:
+    """Cut the blank window below the page's end (the screenshot window is tall on purpose)."""
+    from PIL import Image, ImageChops
+
+    with Image.open(png) as img:
+        rgb = img.convert("RGB")
+    background = Image.new("RGB", rgb.size, rgb.getpixel((rgb.width - 1, rgb.height - 1)))
+    box = ImageChops.difference(rgb, background).getbbox()
+    if box is None:
+        return
+    bottom = min(rgb.height, box[3] + margin_px)
+    rgb.crop((0, 0, rgb.width, bottom)).save(png, optimize=True)
 
 
 def report_as_dict(report: MonthlyReport) -> dict[str, Any]:
