@@ -43,7 +43,9 @@ _LEGEND: dict[str, Any] = {"labelLimit": 0, "titleLimit": 0}
 
 
 def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
-    return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2, **_LEGEND, **kw)
+    # the symbol's colour is set: a legend merged from lines and points would draw none
+    return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2,
+                      symbolStrokeColor="#444", **_LEGEND, **kw)
 
 
 def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -274,8 +276,8 @@ def trend_chart(
     """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value.
 
     With a ``jobs`` column, months with fewer than ``min_jobs`` jobs are left out of the lines
-    and drawn as faded points only (their percentiles rest on few jobs); every tooltip carries
-    the count."""
+    and drawn as faded points (their percentiles rest on few jobs: the page names them with
+    their counts); every tooltip carries the count."""
     trends = trends.copy()
     if "jobs" not in trends.columns:
         trends["jobs"] = min_jobs
@@ -306,10 +308,15 @@ def trend_chart(
 
 
 def _with_faded_months(base: alt.Chart, width: int, height: int) -> AnyChart:
-    """Lines through the months with enough jobs; the others as faded points, off the lines."""
-    lines = base.transform_filter("!datum.few_jobs").mark_line(point=True)
-    faded = base.transform_filter("datum.few_jobs").mark_point(opacity=0.3, filled=True)
-    return alt.layer(lines, faded).properties(width=width, height=height)
+    """Lines through the months with enough jobs; every month as a point, faded (and off the
+    lines) when it has few jobs. The points carry no dash of their own: a dash field on a point
+    layer would leave the dash legend without strokes."""
+    lines = base.transform_filter("!datum.few_jobs").mark_line()
+    points = base.mark_point(filled=True, size=30).encode(
+        strokeDash=alt.value([1, 0]),
+        opacity=alt.condition("datum.few_jobs", alt.value(0.3), alt.value(1.0)),
+    )
+    return alt.layer(lines, points).properties(width=width, height=height)
 
 
 def top_bar_chart(

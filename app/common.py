@@ -628,11 +628,21 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "requests_timed_out": ("Timed out", "int"),
     "engine": ("Engine", "text"),
     "engine_version": ("Engine version", "text"),
+    "spread_pct": ("Spread", "pct100"),
+    "runs": ("Repeats", "int"),
+    "repeat": ("Repeat", "int"),
+    "cores": ("Cores", "int"),
+    "ttft_ms": ("TTFT, median of repeats (ms)", "int"),
+    "ttft_min_ms": ("Fastest (ms)", "int"),
+    "ttft_max_ms": ("Slowest (ms)", "int"),
+    "victim_ttft_p50_ms": ("Victim TTFT P50 (ms)", "int"),
+    "victim_ttft_p90_ms": ("Victim TTFT P90 (ms)", "int"),
 }
 _SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
 # "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
 # of decimals, and one share should read like the next.
-_FORMATS = {"int": "%,.0f", "num": "%,.2f", "ratio": "%.2f", "pct": "%.1f%%", "usd": "$%,.0f"}
+_FORMATS = {"int": "%,.0f", "num": "%,.2f", "ratio": "%.2f", "pct": "%.1f%%", "usd": "$%,.0f",
+            "pct100": "%.0f%%"}
 
 
 def column_kind(column: str) -> tuple[str, str]:

@@ -48,7 +48,7 @@ EXPECTED = {
     "sample": {
         "": ["GPU-hours lost per month", "Cost of the fix per month", "PartitionName=",
              "Settings to paste", "Distribution"],
-        "trends": ["Solid: P50", "Faded points off the lines"],
+        "trends": ["Solid: P50", "Faded points off the lines: months with fewer than 30 jobs"],
         "who": ["Each should submit with the flag shown", "Assumed: every GPU job is treated as an LLM server"],
         "recommend": ["Recommended --cpus-per-gpu", "Model error: ±", "recommended: "],
         "benchmarks": ["No benchmark runs are stored"],

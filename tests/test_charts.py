@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -250,18 +251,30 @@ def test_legends_and_bar_labels_have_no_length_limit():
     assert bars["encoding"]["y"]["axis"]["labelLimit"] == 0
 
 
-def test_months_with_few_jobs_are_faded_and_carry_their_count():
+def test_months_with_few_jobs_are_faded_off_the_lines_and_carry_their_count():
     t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
                       "cluster": ["a", "a"], "p25_cores_per_gpu": [1.0, 1.0],
                       "p50_cores_per_gpu": [2.0, 2.0], "jobs": [5, 500]})
     spec = _spec(charts.trend_chart(t, min_jobs=30))
     rows = [r for d in _datasets(spec) for r in d]
     assert {(r["jobs"], r["few_jobs"]) for r in rows} == {(5, True), (500, False)}
-    lines, faded = spec["layer"]
+    lines, points = spec["layer"]
     assert lines["mark"]["type"] == "line" and lines["transform"] == [
         {"filter": "!datum.few_jobs"}]
-    assert faded["mark"] == {"type": "point", "opacity": 0.3, "filled": True}
-    assert faded["transform"] == [{"filter": "datum.few_jobs"}]
+    assert points["mark"]["type"] == "point" and "transform" not in points
+    assert points["encoding"]["opacity"]["condition"]["test"] == "datum.few_jobs"
+    assert {"field": "jobs", "type": "quantitative", "format": ","} in points["encoding"]["tooltip"]
+
+
+def test_the_dash_legend_draws_its_strokes():
+    vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
+    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]), "cluster": ["a", "a"],
+                      "p25_cores_per_gpu": [1.0, 1.0], "p50_cores_per_gpu": [2.0, 2.0],
+                      "jobs": [50, 50]})
+    for chart in (charts.trend_chart(t, min_jobs=30), charts.ratio_histogram(DIST, quantiles=QUANT)):
+        svg = vlc.vegalite_to_svg(chart.to_dict())
+        dashes = re.findall(r'<path[^>]*d="M-5,0L5,0"[^>]*>', svg)
+        assert dashes and all('stroke="' in d for d in dashes), dashes
 
 
 def test_share_below_panels_follow_the_order_given():

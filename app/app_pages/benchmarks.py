@@ -64,9 +64,7 @@ else:
         series,
         ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms",
          "spread_pct"],
-        labels={"series": "Series", "cores_per_gpu": "Cores / GPU", "runs": "Repeats",
-                "ttft_ms": "Victim TTFT P50, median (ms)", "ttft_min_ms": "Fastest (ms)",
-                "ttft_max_ms": "Slowest (ms)", "spread_pct": "Spread (%)"},
+        labels={"series": "Series"},
     )
 
 st.subheader("Runs")
@@ -80,13 +78,11 @@ if flag_col is not None:
                    + "; ".join(f"{r.run_id}: {r.flags_text}" for r in flagged.head(5).itertuples()))
 common.show_table(
     frame,
-    ["run_id", "status", "flags_text", "platform", "model", "gpus", "cores", "cores_per_gpu",
-     "attacker_rps", "workload", "repeat", "victim_ttft_p50_ms", "victim_ttft_p90_ms",
-     "requests_ok", "requests_failed", "requests_timed_out", "started_at", "engine",
-     "engine_version", "cluster", "partition"],
-    labels={"flags_text": "Flags", "run_id": "Run", "cores": "Cores", "repeat": "Repeat",
-            "cores_per_gpu": "Cores / GPU", "victim_ttft_p50_ms": "Victim TTFT P50 (ms)",
-            "victim_ttft_p90_ms": "Victim TTFT P90 (ms)"},
+    ["run_id", "status", "flags_text", "platform", "model", "gpus", "cores_per_gpu",
+     "attacker_rps", "repeat", "victim_ttft_p50_ms", "requests_timed_out", "cluster",
+     "partition", "started_at"],
+    labels={"flags_text": "Flags", "run_id": "Run", "cores_per_gpu": "Cores / GPU",
+            "attacker_rps": "Load (req/s)", "requests_timed_out": "Timed out"},
 )
 st.caption(
     (f"{len(runs):,} of {stored:,} stored runs match the sidebar's filters. " if filtered else "")

@@ -48,7 +48,7 @@ else:
 
 q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
 # Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it.
-report = common.below_target(key, q, targets, fixed_target, max(top_n * 4, 100))
+report = common.below_target(key, q, targets, fixed_target, top_n * 2)
 if not report.groups_counted:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:
