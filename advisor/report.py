@@ -918,13 +918,9 @@ def build_report(
     progress(label, 5, steps)
     no_records = quality.jobs == 0
     small = not no_records and quality.gpu_jobs < SMALL_SAMPLE_JOBS
-    if no_records:
-        where = f" of cluster {cluster}" if cluster else ""
-        notes.append(f"The database holds no allocation records{where} that started in "
-                     f"{month.label}: there is nothing to report for this month (was it loaded? "
-                     "`advisor ingest --sacct --start ...`).")
-    elif small:
-        notes.append(f"Small sample: only {quality.gpu_jobs:,} GPU allocations started in "
+    if small:  # (a month with no records says so once, in the summary)
+        notes.append(f"Small sample: only {quality.gpu_jobs:,} GPU allocation"
+                     f"{'s' if quality.gpu_jobs != 1 else ''} started in "
                      f"{month.label}; percentiles and shares of so few jobs move a lot from "
                      "month to month.")
     assumptions = _assumptions_in_words(inputs)

@@ -49,7 +49,7 @@ observed = sorted(
 )
 part_names = [r.partition or "(none)" for r in observed]
 partition = c6.selectbox(
-    "Current allocation: partition", part_names + ["Slurm's default (1 CPU per task)"],
+    "Current allocation: partition", part_names + ["Slurm's default"],
     index=0, key="rc_partition",
     help="The current cores per GPU start at the median (P50) of this partition's jobs.",
 )
