@@ -11,6 +11,7 @@ report's summary both read it.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,8 @@ class FixRow:
     lost_usd_per_month: float | None  # None: no price for this GPU type
     fix_usd_per_month: float
     warnings: tuple[str, ...] = ()
+    gres_type: str | None = None  # the GRES type users ask for, for the Lua policy
+    min_cpus_per_gpu: int = 1
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,9 @@ def _clusters(db: str | None) -> tuple[str, ...]:
 
 
 def settings_for(
-    cluster: str, recs: list[PartitionRecommendation], generated_at: dt.datetime | None = None
+    cluster: str,
+    recs: Sequence[PartitionRecommendation | FixRow],
+    generated_at: dt.datetime | None = None,
 ) -> ClusterFix:
     """The ``slurm.conf`` lines and Lua policy that set these recommendations (stamped with
     ``generated_at``, default now, so that a rerun of the same data can write the same text)."""
@@ -162,7 +167,7 @@ def fix_plan(q: FixQuery) -> FixPlan:
                 gpu_hours_lost_per_month=r.gpu_hours_lost_per_month,
                 lost_usd_per_month=r.lost_usd_per_month,
                 fix_usd_per_month=r.fix_usd_per_month,
-                warnings=r.warnings,
+                warnings=r.warnings, gres_type=r.gres_type, min_cpus_per_gpu=r.min_cpus_per_gpu,
             )
             for r in recs
         )
@@ -174,6 +179,32 @@ def fix_plan(q: FixQuery) -> FixPlan:
         fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
         settings=tuple(settings),
         assumptions=assumptions,
+    )
+
+
+def merge(
+    plans: Sequence[FixPlan], partitions: Sequence[str] = (), gpu_types: Sequence[str] = ()
+) -> FixPlan:
+    """Plans of single clusters as one, narrowed to ``partitions`` and ``gpu_types`` (empty:
+    all). A partition's recommendation depends on its own jobs only, so narrowing a plan gives
+    the plan of the narrower query: the dashboard computes one plan per cluster and month range
+    and narrows it, instead of asking the model again for every filter change."""
+    rows = sorted(
+        (r for p in plans for r in p.rows
+         if (not partitions or r.partition in partitions)
+         and (not gpu_types or r.gpu_type in gpu_types)),
+        key=lambda r: (-r.gpu_hours_lost_per_month, r.cluster, r.partition or ""),
+    )
+    by_cluster: dict[str, list[FixRow]] = {}
+    for r in rows:
+        by_cluster.setdefault(r.cluster, []).append(r)
+    return FixPlan(
+        rows=tuple(rows),
+        gpu_hours_lost_per_month=sum(r.gpu_hours_lost_per_month for r in rows),
+        lost_usd_per_month=sum(r.lost_usd_per_month or 0.0 for r in rows),
+        fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
+        settings=tuple(settings_for(c, by_cluster[c]) for c in sorted(by_cluster)),
+        assumptions=next((p.assumptions for p in plans if p.assumptions), {}),
     )
 
 

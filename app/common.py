@@ -538,12 +538,17 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
     with what needs no model."""
     from advisor import fixplan
 
-    q = fixplan.FixQuery(
-        db=key[0], clusters=filters.clusters, partitions=filters.partitions,
-        gpu_types=filters.gpu_types, start=filters.since_datetime, end=filters.until_exclusive,
-        workload=a.workload, tolerance=a.tolerance, model_file=model_file(),
-    )
-    return _cached_call("fix_plan", (q,), _FunctionRef(fixplan.fix_plan), (key, model_key()))
+    # One cached plan per cluster and month range, narrowed here to the partitions and GPU
+    # types chosen: a partition or GPU type filter change then asks the model nothing new.
+    clusters = filters.clusters or filter_options(key).clusters
+    plans = [
+        _cached_call("fix_plan", (fixplan.FixQuery(
+            db=key[0], clusters=(c,), start=filters.since_datetime, end=filters.until_exclusive,
+            workload=a.workload, tolerance=a.tolerance, model_file=model_file(),
+        ),), _FunctionRef(fixplan.fix_plan), (key, model_key()))
+        for c in clusters
+    ]
+    return fixplan.merge(plans, filters.partitions, filters.gpu_types)
 
 
 # A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move

@@ -54,3 +54,18 @@ def test_the_assumptions_read_as_an_admin_would_say_them():
     text = fixplan.assumptions_in_words(recommend.Workload(model_params_b=70, load_rps=16), 0.2)
     assert "model of 70B parameters" in text and "16 long requests per second" in text
     assert "within 20%" in text and "_" not in text
+
+
+def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
+    plans = [fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=(c,))) for c in ("research", "teach")]
+    merged = fixplan.merge(plans, partitions=("gpu",), gpu_types=("H100",))
+    direct = fixplan.fix_plan(fixplan.FixQuery(db=db, partitions=("gpu",), gpu_types=("H100",)))
+    assert [(r.cluster, r.partition, r.gpu_type) for r in merged.rows] == [
+        (r.cluster, r.partition, r.gpu_type) for r in direct.rows]
+    for a, b in zip(merged.rows, direct.rows, strict=True):
+        assert a.gpu_hours_lost_per_month == pytest.approx(b.gpu_hours_lost_per_month)
+        assert a.def_cpu_per_gpu == b.def_cpu_per_gpu
+    assert merged.fix_usd_per_month == pytest.approx(direct.fix_usd_per_month)
+    assert [s.slurm_conf.splitlines()[3:] for s in merged.settings] == [
+        s.slurm_conf.splitlines()[3:] for s in direct.settings]
+    assert fixplan.merge(plans, gpu_types=("B200",)).rows == ()
