@@ -25,6 +25,7 @@ import streamlit as st
 
 from advisor import datainfo, store
 from advisor.errors import AdvisorError, LockedError
+from advisor.recommend import Workload
 
 T = TypeVar("T")
 
@@ -561,14 +562,20 @@ def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
-def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
-    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type):
-    the recommended DefCpuPerGPU each partition's jobs should get (the Who page's target)."""
+def partition_recommendations(
+    key: DbKey, a: Assumptions | None = None
+) -> dict[tuple[str | None, str], Any]:
+    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type),
+    under the shared assumptions: the DefCpuPerGPU each partition's jobs should get (the Who
+    page's target) and the GPU-hours its jobs below it lose."""
     from advisor import recommend
 
+    a = a or Assumptions()
     report = cached_call(
         "recommend_partitions", recommend.recommend_partitions,
-        recommend.PartitionQuery(db=key[0], model_file=model_file()), extra=(key, model_key()),
+        recommend.PartitionQuery(db=key[0], workload=a.workload, tolerance=a.tolerance,
+                                 model_file=model_file()),
+        extra=(key, model_key()),
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}
 
@@ -584,10 +591,213 @@ def _chart_spec(builder: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     # advisor's chart tests validate every builder's spec against the Vega-Lite schema; here
     # validating again would cost more than the rest of a cached re-run.
     spec: dict[str, Any] = chart.to_dict(validate=False)
+    if not any(k in spec for k in ("facet", "hconcat", "vconcat", "concat", "repeat")):
+        spec["width"] = "container"  # a single view takes the page's width
     return spec
 
 
 def show_chart(builder: str, *args: Any, **kwargs: Any) -> None:
     """Draw ``advisor.charts.<builder>(*args, **kwargs)``; the spec is cached by its inputs
     (building an altair chart costs ~100 ms, more than a cached page re-run)."""
-    st.vega_lite_chart(_chart_spec(builder, args, kwargs))
+    spec = _chart_spec(builder, args, kwargs)
+    st.vega_lite_chart(spec, width="stretch" if spec.get("width") == "container" else "content")
+
+
+# Workload assumptions shared by Overview, Who and Recommend --------------------------------------
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The workload every page's recommendation assumes (set on Recommend, read everywhere), so
+    that two pages never answer the same question under different assumptions."""
+
+    workload: Workload = Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384)
+    tolerance: float = 0.10
+
+    def in_words(self) -> str:
+        from advisor import fixplan
+
+        return fixplan.assumptions_in_words(self.workload, self.tolerance)
+
+
+def assumptions() -> Assumptions:
+    """The shared assumptions (defaults until the Recommend page changes them)."""
+    a = st.session_state.get("_assumptions")
+    return a if isinstance(a, Assumptions) else Assumptions()
+
+
+def set_assumptions(a: Assumptions) -> None:
+    st.session_state["_assumptions"] = a
+
+
+def assumptions_caption(a: Assumptions) -> None:
+    st.caption(f"Assumed: {a.in_words()}. Change this on the Recommend page; every page uses it.")
+
+
+def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
+    """``advisor.fixplan.fix_plan`` for the sidebar's filters and the shared assumptions.
+
+    Raises the core's AdvisorError (a broken model file, say) so the page can show it and go on
+    with what needs no model."""
+    from advisor import fixplan
+
+    # One cached plan per cluster and month range, narrowed here to the partitions and GPU
+    # types chosen: a partition or GPU type filter change then asks the model nothing new.
+    clusters = filters.clusters or filter_options(key).clusters
+    plans = [
+        _cached_call("fix_plan", (fixplan.FixQuery(
+            db=key[0], clusters=(c,), start=filters.since_datetime, end=filters.until_exclusive,
+            workload=a.workload, tolerance=a.tolerance, model_file=model_file(),
+        ),), _FunctionRef(fixplan.fix_plan), (key, model_key()))
+        for c in clusters
+    ]
+    return fixplan.merge(plans, filters.partitions, filters.gpu_types)
+
+
+# A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move
+# a lot with a handful of jobs.
+FEW_JOBS = 30
+# Data older than this (days since the newest record) gets a warning on the Data page.
+STALE_DAYS = 2.0
+
+
+# Tables for people ---------------------------------------------------------------------------
+
+# column name -> (label, kind); kinds: int, num (two decimals), ratio (cores per GPU), pct
+# (a 0-1 share shown as a percentage), usd, text. Every page's tables go through show_table,
+# so one column reads the same everywhere.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "cluster": ("Cluster", "text"),
+    "partition": ("Partition", "text"),
+    "gpu_type": ("GPU type", "text"),
+    "account": ("Account", "text"),
+    "user": ("User", "text"),
+    "month": ("Month", "text"),
+    "jobs": ("Jobs", "int"),
+    "gpu_jobs": ("GPU jobs", "int"),
+    "gpu_hours": ("GPU-hours", "int"),
+    "gpu_hours_below": ("GPU-h below target", "int"),
+    "gpu_hours_lost": ("GPU-h lost (est.)", "int"),
+    "gpu_hours_lost_per_month": ("Lost GPU-h / month", "int"),
+    "lost_usd_per_month": ("Lost $ / month", "usd"),
+    "fix_usd_per_month": ("Fix $ / month", "usd"),
+    "def_cpu_per_gpu": ("Set DefCpuPerGPU", "int"),
+    "min_cpus_per_gpu": ("Minimum cores / GPU", "int"),
+    "typical_gpus": ("Typical GPUs / job", "int"),
+    "node_max_cpus_per_gpu": ("Node max cores / GPU", "int"),
+    "p10_cores_per_gpu": ("P10 cores / GPU", "ratio"),
+    "p25_cores_per_gpu": ("P25 cores / GPU", "ratio"),
+    "p50_cores_per_gpu": ("P50 cores / GPU", "ratio"),
+    "p75_cores_per_gpu": ("P75 cores / GPU", "ratio"),
+    "p90_cores_per_gpu": ("P90 cores / GPU", "ratio"),
+    "mean_cores_per_gpu": ("Mean cores / GPU", "ratio"),
+    "target_cores_per_gpu": ("Target cores / GPU", "ratio"),
+    "fair_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "fair_share_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "share_jobs_below": ("Jobs below target", "pct"),
+    "share_gpu_hours_below": ("GPU-h below target", "pct"),
+    "share_jobs_below_fair_share": ("Jobs below fair share", "pct"),
+    "jobs_below": ("Jobs below target", "int"),
+    "flag": ("Submit with", "text"),
+    "months_observed": ("Months observed", "num"),
+    "fix_vcpu_hours_per_month": ("Extra vCPU-hours / month", "int"),
+    "p10": ("P10 cores / GPU", "ratio"),
+    "p25": ("P25 cores / GPU", "ratio"),
+    "p50": ("P50 cores / GPU", "ratio"),
+    "p75": ("P75 cores / GPU", "ratio"),
+    "p90": ("P90 cores / GPU", "ratio"),
+    "mean": ("Mean cores / GPU", "ratio"),
+    "share_gpu_hours_below_fair_share": ("GPU-hours below fair share", "pct"),
+    "cpus_per_node": ("CPUs per node", "int"),
+    "gpus_per_node": ("GPUs per node", "int"),
+    "nodes": ("Nodes", "int"),
+    "cores_per_gpu": ("Cores / GPU", "ratio"),
+    "partitions": ("Partitions", "text"),
+    "records": ("Records", "int"),
+    "ingest_id": ("Load", "text"),
+    "source": ("Source", "text"),
+    "status": ("Status", "text"),
+    "duration_s": ("Duration (s)", "num"),
+    "inserted": ("Inserted", "int"),
+    "updated": ("Updated", "int"),
+    "unchanged": ("Unchanged", "int"),
+    "rejected": ("Rejected", "int"),
+    "rows_read": ("Rows read", "int"),
+    "lines_read": ("Lines read", "int"),
+    "age_days": ("Days since newest record", "num"),
+    "known": ("Recognised", "text"),
+    "model": ("Model", "text"),
+    "platform": ("Platform", "text"),
+    "gpus": ("GPUs", "int"),
+    "attacker_rps": ("Attacker requests/s", "num"),
+    "workload": ("Workload", "text"),
+    "requests_ok": ("Requests ok", "int"),
+    "requests_failed": ("Failed", "int"),
+    "requests_timed_out": ("Timed out", "int"),
+    "engine": ("Engine", "text"),
+    "engine_version": ("Engine version", "text"),
+    "spread_pct": ("Spread", "pct100"),
+    "runs": ("Repeats", "int"),
+    "repeat": ("Repeat", "int"),
+    "cores": ("Cores", "int"),
+    "ttft_ms": ("TTFT, median of repeats (ms)", "int"),
+    "ttft_min_ms": ("Fastest (ms)", "int"),
+    "ttft_max_ms": ("Slowest (ms)", "int"),
+    "victim_ttft_p50_ms": ("Victim TTFT P50 (ms)", "int"),
+    "victim_ttft_p90_ms": ("Victim TTFT P90 (ms)", "int"),
+}
+_SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
+# "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
+# of decimals, and one share should read like the next.
+_FORMATS = {"int": "%,.0f", "num": "%,.2f", "ratio": "%.2f", "pct": "%.1f%%", "usd": "$%,.0f",
+            "pct100": "%.0f%%"}
+
+
+def column_kind(column: str) -> tuple[str, str]:
+    """A column's label for people and its kind (see :data:`COLUMNS`)."""
+    m = _SHARE_BELOW.match(column)
+    if m:
+        what = "Jobs" if m.group(1) == "jobs" else "GPU-hours"
+        return f"{what} below {m.group(2)} cores/GPU", "pct"
+    return COLUMNS.get(column, (column.replace("_", " ").capitalize(), "auto"))
+
+
+def table_config(columns: list[str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """Streamlit column configs: a person's label and one number format per kind of column."""
+    labels = labels or {}
+    out: dict[str, Any] = {}
+    for c in columns:
+        label, kind = column_kind(c)
+        label = labels.get(c, label)
+        if kind in _FORMATS:
+            out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind])
+        else:
+            out[c] = st.column_config.Column(label)
+    return out
+
+
+def month_label(value: Any) -> str:
+    """A month as ``2024-01`` whatever it arrives as (timestamp, date or text)."""
+    if hasattr(value, "strftime"):
+        return str(value.strftime("%Y-%m"))
+    return str(value)[:7]
+
+
+def show_table(
+    frame: Any, columns: list[str] | None = None, labels: dict[str, str] | None = None,
+    height: int | str = "auto",
+) -> None:
+    """A table for people: the ``columns`` given first (else all), labelled and formatted by
+    :data:`COLUMNS`, months as ``2024-01``, as wide as the page (never cut off at the right)."""
+    import pandas as pd
+
+    df = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
+    if columns is not None:
+        df = df[[c for c in columns if c in df.columns]]
+    if "month" in df.columns:
+        df = df.assign(month=df["month"].map(month_label))
+    pct = [c for c in df.columns if column_kind(str(c))[1] == "pct"]
+    if pct:
+        df = df.assign(**{c: df[c] * 100.0 for c in pct})
+    st.dataframe(df, hide_index=True, column_config=table_config(list(df.columns), labels),
+                 width="stretch", height=height)

@@ -414,7 +414,8 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
         b"JobID|JobIDRaw|AllocTRES|JobName|SubmitLine\n"
         b"1|1|cpu=2|sh\rtail|sbatch a.sh\n"
         b"\r\n"
-        b"2|2|cpu=4|x|y|sbatch b.sh\n"  # the delimiter in free text
+        b"2|2|cpu=4|x|y|sbatch b.sh\n"  # the delimiter in free text: the submit line is the
+        # one that starts with sbatch, so the job name took the extra field
         b"garbage\n"
         b"3|3|cpu=8|z|sbatch c.sh\n"
     )
@@ -422,7 +423,7 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
     jobs = _jobs(db_path)
     assert sorted(jobs) == ["1", "2", "3"] and (s.inserted, s.rejected) == (3, 1)
     assert jobs["1"]["job_name"] == "sh\rtail"
-    assert (jobs["2"]["job_name"], jobs["2"]["submit_line"]) == ("x", "y|sbatch b.sh")
+    assert (jobs["2"]["job_name"], jobs["2"]["submit_line"]) == ("x|y", "sbatch b.sh")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         assert con.execute("SELECT line_no, raw FROM rejects").fetchall() == [(5, "garbage")]
