@@ -233,6 +233,8 @@ class BenchRun:
     tokenize_share: float | None
     cluster: str | None  # the Slurm cluster and partition it ran in; None outside Slurm
     partition: str | None
+    flags: str | None = None  # why the run is not fitted (bench.metrics.run_flags), comma-separated
+    flag_reasons: str | None = None
 
 
 def bench_runs(

@@ -350,3 +350,22 @@ def test_runs_with_more_tokenizer_workers_form_their_own_series():
         if p["metric"] == "ttft_p50_ms"
     ]
     assert point["workload"] == "unique/rw4"
+
+
+def test_the_dashboard_reads_the_flags_of_the_committed_h200_runs(db_path: Path):
+    from advisor import datainfo
+    from advisor.store import connect
+
+    collect([ROOT / "data" / "bench" / "h200-2026-12-01"], db_path)
+    con = connect(db_path, read_only=True)
+    try:
+        runs = datainfo.bench_runs(con, platforms=["H200"])
+    finally:
+        con.close()
+    unique = [r for r in runs if r.workload == "unique"]
+    assert len(unique) == 9 and all(r.flags == "gpu-bound" for r in unique)
+    reasons = [r.flag_reasons or "" for r in unique]
+    assert all("its no-load" in x or x.startswith("series GPU-bound") for x in reasons)
+    assert sum("its no-load" in x for x in reasons) == 2  # 2 of 3 runs at 14 cores
+    heavy = [r for r in runs if r.workload == "tokenize-heavy"]
+    assert len(heavy) == 50 and all(r.flags == "" for r in heavy)
