@@ -18,4 +18,4 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path):
     )  # fmt: skip
     os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
-    assert proc.returncode == 141
+    assert proc.returncode == 1  # as click's own commands exit when the reader leaves

@@ -101,5 +101,5 @@ def main() -> None:
         # The reader (`| head`) left: not an error of ours, and no traceback for it. stdout is
         # pointed at /dev/null so that the interpreter's own final flush stays quiet too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141  # 128 + SIGPIPE, as a shell reports a reader that closed the pipe
+        code = 1  # what click itself exits with when its reader leaves: one code for both paths
     sys.exit(code)

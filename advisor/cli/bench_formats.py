@@ -28,7 +28,8 @@ POINT_COLUMNS = [
 def import_cmd(
     files: Annotated[
         list[Path],
-        typer.Argument(help="Result files: vllm bench serve JSON, GuideLLM report, AIPerf export."),
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="FILE", hidden=True, show_default=False),
     ],
     tool: Annotated[str, typer.Option(help="auto | vllm | guidellm | aiperf.")] = "auto",
     cores: Annotated[
@@ -60,7 +61,11 @@ def import_cmd(
     db: DbOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Import other benchmark tools' results as calibration points (needs the core count)."""
+    """Import other benchmark tools' results as calibration points (needs the core count).
+
+    Each FILE is a result of `vllm bench serve` (its saved JSON), a GuideLLM report or an
+    NVIDIA AIPerf profile export.
+    """
     from advisor.bench.foreign import ImportContext, import_results
     from advisor.errors import InputError
 
@@ -95,7 +100,9 @@ def import_cmd(
 
 def export_cmd(
     paths: Annotated[
-        list[Path], typer.Argument(help="Run folders or run JSON files (.json, .json.gz).")
+        list[Path],
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
     out: Annotated[Path, typer.Option(help="Folder for the reports (one JSON per run).")],
     fmt: Annotated[
@@ -108,7 +115,10 @@ def export_cmd(
         ),
     ] = "llm-d",
 ) -> None:
-    """Write bench runs as llm-d benchmark reports (cores, pinning, attacker/victim in metadata)."""
+    """Write bench runs as llm-d benchmark reports (cores, pinning, attacker/victim in metadata).
+
+    Each PATH is a run folder or a run JSON file (.json, .json.gz) of `advisor bench run`.
+    """
     from advisor.bench.llmd import FORMATS, export_runs
     from advisor.errors import InputError, UsageError
 

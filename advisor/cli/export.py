@@ -24,7 +24,11 @@ ParquetOption = Annotated[
 
 @export_app.command("parquet")
 def parquet_cmd(
-    out: Annotated[Path, typer.Argument(help="Folder of the dataset (created; shared is fine).")],
+    out: Annotated[
+        Path,
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="DIR", hidden=True, show_default=False),
+    ],
     summary: Annotated[
         bool, typer.Option(help="Also write the derived ratios summary (ratios/).")
     ] = True,
@@ -32,7 +36,10 @@ def parquet_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write jobs (cluster=/month= partitions), nodes and the ratios summary as Parquet, with
-    the schema version in each file's metadata. Several centres can export into one folder."""
+    the schema version in each file's metadata. Several centres can export into one folder.
+
+    DIR is the dataset's folder (created if missing; one shared by several centres is fine).
+    """
     from advisor.export import ExportConfig, export_parquet
 
     with RichProgress() as progress:

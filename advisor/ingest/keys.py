@@ -128,11 +128,23 @@ def raw_by_id(
         f"SELECT ing_id_text(jobid, jobidraw) AS id, {text.raw_text_expr(layout)} AS raw"  # noqa: S608
         f" FROM ({src}) AS s WHERE list_contains($ids, ing_id_text(jobid, jobidraw))"
     )
-    params = {**text.csv_params(loaded.path, loaded.compression, layout, keep_rejects=False),
-              "ids": ids}  # fmt: skip
     out: dict[str, list[str]] = {}
-    for key, raw in con.execute(sql, params).fetchall():
-        out.setdefault(str(key), []).append(str(raw))
+    # strict first, as the load itself reads; a bare CR makes DuckDB's strict reader give up on
+    # the whole file, and the lenient one then reads the same lines (the load did the same)
+    for strict in (True, False):
+        params = {
+            **text.csv_params(loaded.path, loaded.compression, layout, strict, keep_rejects=False),
+            "ids": ids,
+        }
+        try:
+            rows = con.execute(sql, params).fetchall()
+        except duckdb.InvalidInputException:
+            if not strict:
+                raise
+            continue
+        for key, raw in rows:
+            out.setdefault(str(key), []).append(str(raw))
+        break
     return out
 
 
