@@ -347,8 +347,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     rec = suff.cpus_per_gpu
     floor = floor_cores(q.gpus)
     template = _template(q.gpus, platform, q.workload, tp)
-    knees = [slowdown.knee_total_cores(params, template, q.tolerance, cap * q.gpus, values=v)
-             for v in params.bootstrap_values]
+    knees = slowdown.knees_total_cores(params, template, q.tolerance, cap * q.gpus,
+                                       params.bootstrap_values)
     if knees:
         ks = np.array([math.inf if k is None else k for k in knees], dtype=float)
         lo_k, hi_k = np.quantile(ks, 0.05, method="lower"), np.quantile(ks, 0.95, method="higher")
@@ -365,6 +365,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     X = _rows(params, [current, rec], q.gpus, platform, q.workload, tp)
     mech = slowdown.mechanism(params.values, X, params.pole_exponent)
     pred = slowdown.predict(params, X)
+    ratio_boot = slowdown.bootstrap_curves(params, X)
     demand = float(mech.demand_cores[0])
     parts = {"api_server": float(mech.api_server_cores[0]),
              "engine_core": float(mech.engine_core_cores[0]),
@@ -394,7 +395,6 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         warnings.append(note)
     slow_now = None if patho_now else float(mech.slowdown[0])
     slow_rec = None if mech.pathological[1] else float(mech.slowdown[1])
-    ratio_boot = slowdown.bootstrap_curves(params, X)
     if patho_now:
         measured = _measured_below(evidence)
         speed = measured[0] if measured is not None else 1.0

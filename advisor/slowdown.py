@@ -201,10 +201,12 @@ def _slowdown_at(cores: np.ndarray, demand: np.ndarray, k: np.ndarray, q: float)
 
 
 def mechanism(values: Sequence[float] | np.ndarray, X: np.ndarray,
-              pole_exponent: float = DEFAULT_POLE_EXPONENT) -> Mechanism:
-    """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`)."""
+              pole_exponent: float = DEFAULT_POLE_EXPONENT,
+              cols: dict[str, np.ndarray] | None = None) -> Mechanism:
+    """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
+    ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
     a0, at, e0, w, kc, gw = (float(v) for v in values)
-    c = _columns(X)
+    c = _columns(X) if cols is None else cols
     tok = c["rps"] * c["tokens"] / 1e5
     api = a0 + at * tok
     workers = np.where(c["tp"] > 1, w, 0.0)
@@ -338,14 +340,25 @@ def total_cores_grid(template: Sequence[float] | np.ndarray, max_total: int) -> 
 
 def knee_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
                      tolerance: float, max_total: int,
-                     values: Sequence[float] | None = None) -> int | None:
+                     ) -> int | None:
     """Fewest total cores whose predicted TTFT is within ``tolerance`` of ample cores (and
     not pathological), for the configuration of the design-matrix row ``template``; None when
-    even ``max_total`` is not enough. ``values`` evaluates another parameter set (a refit)."""
+    even ``max_total`` is not enough."""
+    return knees_total_cores(params, template, tolerance, max_total, [params.values])[0]
+
+
+def knees_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
+                      tolerance: float, max_total: int,
+                      value_sets: Sequence[Sequence[float]]) -> list[int | None]:
+    """:func:`knee_total_cores` for each parameter set of ``value_sets`` (e.g. the refits)."""
     grid = total_cores_grid(template, max_total)
-    m = mechanism(params.values if values is None else values, grid, params.pole_exponent)
-    ok = ~m.pathological & (m.slowdown <= 1.0 + tolerance)
-    return int(np.argmax(ok)) + 1 if ok.any() else None
+    cols = _columns(grid)
+    out: list[int | None] = []
+    for v in value_sets:
+        m = mechanism(v, grid, params.pole_exponent, cols)
+        ok = ~m.pathological & (m.slowdown <= 1.0 + tolerance)
+        out.append(int(np.argmax(ok)) + 1 if ok.any() else None)
+    return out
 
 
 def _z(interval: float) -> float:
@@ -364,7 +377,8 @@ def _z(interval: float) -> float:
 def bootstrap_curves(params: CurveParams, X: np.ndarray) -> np.ndarray:
     """Slowdowns of every bootstrap refit (inf where pathological), shape (n_bootstrap, rows)."""
     X = np.asarray(X, dtype=float)
-    out = [mechanism(v, X, params.pole_exponent).slowdown for v in params.bootstrap_values]
+    cols = _columns(X)
+    out = [mechanism(v, X, params.pole_exponent, cols).slowdown for v in params.bootstrap_values]
     return np.vstack(out) if out else np.empty((0, X.shape[0]))
 
 

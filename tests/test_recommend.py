@@ -375,3 +375,17 @@ def test_a_partition_default_and_the_policy_follow_the_job_function(no_db):
     s = sufficient_cores(params, gpus=4, platform="H200", workload=w, tolerance=0.10, cap=24)
     assert rules[("*", "h200")].default_cpus_per_gpu == s.cpus_per_gpu
     assert s.cpus_per_gpu * 4 >= 2 + 4
+
+
+def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from advisor.recommend import JobQuery, Workload, recommend_job; "
+            "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
+            "workload='tokenize-heavy'))); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
