@@ -113,12 +113,24 @@ class CollectResult:
     calibration_csv: str | None = None
 
 
+def _is_ladder(name: str) -> bool:
+    return name.startswith("rate-") or "_rate-" in name
+
+
 def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Every ``*.json`` / ``*.json.gz`` run file under the given files and folders, sorted."""
+    """Every ``*.json`` / ``*.json.gz`` run file under the given files and folders, sorted; a
+    folder's rate-ladder records (``rate-*.json``, see advisor.bench.runner.find_rate) are not
+    runs and are left out."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.name.endswith((".json", ".json.gz"))))
+            out.extend(
+                sorted(
+                    q
+                    for q in p.rglob("*")
+                    if q.name.endswith((".json", ".json.gz")) and not _is_ladder(q.name)
+                )
+            )
         elif p.is_file():
             out.append(p)
         else:
@@ -171,6 +183,73 @@ def read_result(path: Path) -> dict[str, Any]:
     return data
 
 
+# Flags that keep a run out of the fit (advisor.bench.metrics.run_flags); ``timeouts`` instead
+# turns the run into a censored point.
+NOT_FITTED = frozenset({"failed-requests", "prefix-hit", "gpu-bound"})
+PROCESS_METRICS = {
+    "api_server": "cpu_api_server_cores",
+    "engine_core": "cpu_engine_core_cores",
+    "gpu_worker": "cpu_worker_cores",
+}
+
+
+def process_cores(extra: dict[str, Any], role: str) -> float | None:
+    """Cores busy in processes of ``role`` over the phase (CPU seconds over wall seconds); for
+    GPU workers the mean per worker. None when the run has no per-process split."""
+    procs = [p for p in extra.get("engine_cpu_by_process") or [] if p.get("role") == role]
+    if not procs:
+        return None
+    total = sum((p.get("cpu_percent") or 0.0) for p in procs) / 100.0
+    return total / len(procs) if role == "gpu_worker" else total
+
+
+def series_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes runs one curve over core counts: everything but the cores and the repeat."""
+    return tuple(
+        run.get(k)
+        for k in (
+            "platform",
+            "engine",
+            "engine_version",
+            "model",
+            "tp",
+            "workload",
+            "attacker_rps",
+            "attacker_tokens_min",
+            "attacker_tokens_max",
+            "victim_rps",
+        )
+    )
+
+
+def propagate_series_flags(runs: Sequence[dict[str, Any]]) -> None:
+    """A series whose runs at its most cores are mostly ``gpu-bound`` is GPU-bound at every core
+    count (no core count can show the CPU effect there): flag all its runs, in place."""
+    series: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in runs:
+        series.setdefault(series_key(r), []).append(r)
+    for members in series.values():
+        most = max(int(r.get("cores") or 0) for r in members)
+        top = [r for r in members if int(r.get("cores") or 0) == most]
+
+        def flagged(r: dict[str, Any]) -> bool:
+            return any(
+                f.get("flag") == "gpu-bound" for f in (r.get("extra") or {}).get("flags") or []
+            )
+
+        hits = [r for r in top if flagged(r)]
+        if not hits or len(hits) * 2 <= len(top):
+            continue
+        reason = (
+            f"series GPU-bound: {len(hits)} of {len(top)} runs at its most cores ({most}) "
+            "are gpu-bound"
+        )
+        for r in members:
+            if not flagged(r):
+                extra = r.setdefault("extra", {})
+                extra.setdefault("flags", []).append({"flag": "gpu-bound", "reason": reason})
+
+
 def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> list[dict[str, Any]]:
     """The calibration rows one run gives (columns of the ``calibration`` table).
 
@@ -221,8 +300,22 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
         )
 
     status = run.get("status")
+    extra = run.get("extra") or {}
+    flags = {f.get("flag") for f in extra.get("flags") or [] if isinstance(f, dict)}
+    if flags & NOT_FITTED:
+        return []  # the run did not measure what it claims (see advisor.bench.metrics.run_flags)
+    if status == "ok" and "timeouts" in flags:
+        add("timeout", run.get("timeout_s"), "s", "requests timed out: censored at the timeout")
+        return out
     if status == "ok":
         add("ttft_p50_ms", run.get("victim_ttft_p50_ms"), "ms", "victim TTFT median")
+        add("ttft_p90_ms", run.get("victim_ttft_p90_ms"), "ms", "victim TTFT p90")
+        noload = (extra.get("noload") or {}).get("victim_ttft_p50_ms")
+        add("noload_ttft_ms", noload, "ms", "victim TTFT median with no attackers, this start")
+        hit = (extra.get("vllm_deltas") or {}).get("prefix_hit_rate")
+        add("prefix_hit_rate", hit, "fraction", "vLLM prefix-cache hits over queries (tokens)")
+        for role, metric in PROCESS_METRICS.items():
+            add(metric, process_cores(extra, role), "cores", f"CPU of the {role} over the phase")
         add("attacker_ttft_p50_ms", run.get("attacker_ttft_p50_ms"), "ms", "attacker TTFT median")
         add(
             "tokenize_share",
@@ -290,10 +383,16 @@ def collect(
     runs = reqs = pts = 0
     problems: list[str] = []
     all_points: list[dict[str, Any]] = []
+    datas: list[tuple[Path, dict[str, Any]]] = []
+    for path in files:
+        try:
+            datas.append((path, read_result(path)))
+        except InputError as exc:
+            problems.append(str(exc))
+    propagate_series_flags([d["run"] for _, d in datas])
     try:
-        for i, path in enumerate(files):
+        for i, (path, data) in enumerate(datas):
             try:
-                data = read_result(path)
                 n_req, n_pts = _load_one(con, data, str(path))
             except InputError as exc:
                 problems.append(str(exc))

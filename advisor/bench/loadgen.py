@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from advisor.bench.httpclient import StreamOutcome, build_request, stream_completion
-from advisor.bench.prompts import Conversations, PromptFactory
-from advisor.bench.records import LoadSpec, RequestRecord
+from advisor.bench.prompts import Conversations, PromptFactory, SharedDocument
+from advisor.bench.records import WORKLOADS, LoadSpec, RequestRecord
 from advisor.errors import UsageError
 
 
@@ -76,8 +76,8 @@ def steady_times(rate_rps: float, duration_s: float, offset_s: float = 0.25) -> 
 
 def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[PlannedRequest]:
     """Every request of one phase, in send order, built ahead of time."""
-    if spec.workload not in ("unique", "shared-prefix"):
-        raise UsageError(f"--workload {spec.workload!r}: choose unique or shared-prefix")
+    if spec.workload not in WORKLOADS:
+        raise UsageError(f"--workload {spec.workload!r}: choose from {', '.join(WORKLOADS)}")
     if spec.attacker_tokens_min > spec.attacker_tokens_max:
         raise UsageError(
             f"--attacker-tokens {spec.attacker_tokens_min}:{spec.attacker_tokens_max}: "
@@ -99,12 +99,24 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
         if spec.workload == "shared-prefix"
         else None
     )
+    doc = (
+        SharedDocument(
+            factory,
+            spec.attacker_tokens_min,
+            spec.attacker_tokens_max,
+            spec.tail_tokens,
+        )
+        if spec.workload == "tokenize-heavy"
+        else None
+    )
     planned = []
     for no, (at, kind) in enumerate(items):
         tag = f"{spec.seed}-{no}-{rng.getrandbits(32):08x}"
         if kind == "attacker":
             if convo is not None:
                 prompt = convo.prompt()
+            elif doc is not None:
+                prompt = doc.prompt(tag)
             else:
                 n = rng.randint(spec.attacker_tokens_min, spec.attacker_tokens_max)
                 prompt = factory.unique(n, tag)

@@ -108,3 +108,120 @@ def cpu_percent(cpu_s_before: float, cpu_s_after: float, wall_s: float) -> float
     if wall_s <= 0:
         return None
     return max(0.0, cpu_s_after - cpu_s_before) / wall_s * 100.0
+
+
+def bootstrap_ci(
+    values: Sequence[float], q: float, n_boot: int = 1000, level: float = 0.9, seed: int = 0
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval (``level``, two-sided) of the q-th percentile of
+    ``values``, resampling requests; None for fewer than 5 values (no interval worth showing)."""
+    import random
+
+    xs = [v for v in values if v is not None and not math.isnan(v)]
+    if len(xs) < 5:
+        return None
+    rng = random.Random(seed)
+    stats = sorted(
+        percentile([xs[rng.randrange(len(xs))] for _ in xs], q) or 0.0 for _ in range(n_boot)
+    )
+    tail = (1.0 - level) / 2.0
+    return stats[int(tail * (n_boot - 1))], stats[int((1.0 - tail) * (n_boot - 1))]
+
+
+def _delta(before: Mapping[str, float], after: Mapping[str, float], name: str) -> float | None:
+    b, a = metric_sum(before, name), metric_sum(after, name)
+    return None if a is None else a - (b or 0.0)
+
+
+def vllm_deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float | None]:
+    """What vLLM's own counters say happened during a phase: prefix-cache queries and hits (in
+    tokens), the hit rate, prompt tokens, preemptions and the mean time requests waited in its
+    queue (ms). Names absent from the engine's page give None."""
+    queries = _delta(before, after, "vllm:prefix_cache_queries_total")
+    hits = _delta(before, after, "vllm:prefix_cache_hits_total")
+    q_sum = _delta(before, after, "vllm:request_queue_time_seconds_sum")
+    q_n = _delta(before, after, "vllm:request_queue_time_seconds_count")
+    return {
+        "prefix_cache_queries": queries,
+        "prefix_cache_hits": hits,
+        "prefix_hit_rate": hits / queries if hits is not None and queries else None,
+        "prompt_tokens": _delta(before, after, "vllm:prompt_tokens_total"),
+        "preemptions": _delta(before, after, "vllm:num_preemptions_total"),
+        "queue_time_mean_ms": q_sum / q_n * 1000.0 if q_sum is not None and q_n else None,
+    }
+
+
+@dataclass(frozen=True)
+class RunChecks:
+    """The thresholds a run must meet to be fitted (see :func:`run_flags`)."""
+
+    max_failed_share: float = 0.01
+    gpu_bound_factor: float = 4.0  # victim TTFT p50 at the most cores over its no-load value
+
+
+def run_flags(
+    *,
+    sent: int,
+    failed: int,
+    timed_out: int,
+    workload: str,
+    prefix_hit_rate: float | None,
+    victim_p50_ms: float | None,
+    noload_p50_ms: float | None,
+    at_most_cores: bool,
+    checks: RunChecks = RunChecks(),
+) -> list[dict[str, str]]:
+    """Why a run must not be fitted, as ``{"flag": ..., "reason": ...}`` items (none: fit it).
+
+    - ``failed-requests``: more than ``max_failed_share`` of the requests failed (an HTTP error:
+      the percentiles would describe the survivors only, so the run is never fitted);
+    - ``timeouts``: as many timed out: the engine is pathologically slow at this core count;
+      the run is fitted only as a censored point (slower than its timeout);
+    - ``prefix-hit``: vLLM's measured prefix-cache hit rate is outside what the workload is
+      built to give (the run did not measure the regime it claims);
+    - ``gpu-bound``: at the largest core count the victims' median TTFT is more than
+      ``gpu_bound_factor`` times its no-load value: the engine is saturated by GPU work, so no
+      core count can show the CPU effect.
+    """
+    from advisor.bench.records import EXPECTED_PREFIX_HIT
+
+    flags = []
+    if sent and failed / sent > checks.max_failed_share:
+        flags.append(
+            {
+                "flag": "failed-requests",
+                "reason": f"{failed} of {sent} requests failed "
+                f"({failed / sent:.1%} > {checks.max_failed_share:.0%})",
+            }
+        )
+    if sent and timed_out / sent > checks.max_failed_share:
+        flags.append(
+            {
+                "flag": "timeouts",
+                "reason": f"{timed_out} of {sent} requests timed out "
+                f"({timed_out / sent:.1%}): the median is a lower bound (censored)",
+            }
+        )
+    expected = EXPECTED_PREFIX_HIT.get(workload)
+    if expected is not None and prefix_hit_rate is not None:
+        lo, hi = expected
+        if not lo <= prefix_hit_rate <= hi:
+            flags.append(
+                {
+                    "flag": "prefix-hit",
+                    "reason": f"prefix-cache hit rate {prefix_hit_rate:.2f} outside "
+                    f"{lo:.2f}-{hi:.2f}, what {workload} is built to give",
+                }
+            )
+    if at_most_cores and victim_p50_ms is not None and noload_p50_ms:
+        ratio = victim_p50_ms / noload_p50_ms
+        if ratio > checks.gpu_bound_factor:
+            flags.append(
+                {
+                    "flag": "gpu-bound",
+                    "reason": f"at the most cores victim TTFT p50 {victim_p50_ms:.0f} ms is "
+                    f"{ratio:.1f}x its no-load {noload_p50_ms:.0f} ms "
+                    f"(> {checks.gpu_bound_factor:g}x)",
+                }
+            )
+    return flags

@@ -180,3 +180,26 @@ def check_pinning(pids: Iterable[int], cores: Iterable[int]) -> PinningReport:
         threads += len(ts)
         bad.extend(t for t in ts if not set(t.cpus) <= allowed)
     return PinningReport(tuple(sorted(allowed)), procs, threads, tuple(bad))
+
+
+def repin(pids: Iterable[int], cores: Iterable[int], proc_root: str = "/proc") -> int:
+    """Set the affinity of every thread of every pid to ``cores`` (``taskset -a -p`` on a live
+    process tree); returns how many threads were moved. Threads started later inherit it.
+
+    This lets one engine start serve several core counts: a start costs a minute or more of GPU
+    time, a re-pin a millisecond. A thread that exits meanwhile is skipped.
+    """
+    allowed = set(cores)
+    moved = 0
+    for pid in pids:
+        try:
+            tids = [int(t) for t in os.listdir(Path(proc_root, str(pid), "task"))]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, allowed)
+                moved += 1
+            except (ProcessLookupError, PermissionError):
+                continue
+    return moved

@@ -5,7 +5,10 @@ Text comes from the Python standard library's source (every machine has it; see
 tokens is a slice of that corpus decoded back to text. Attacker prompts of the ``unique``
 workload each start with a distinct marker so that no prefix cache can serve them; those of
 ``shared-prefix`` are turns of a few long conversations that grow, so most of each prompt hits
-the prefix cache while the server still tokenizes all of it. Token counts are the tokenizer's
+the prefix cache while the server still tokenizes all of it; those of ``tokenize-heavy`` are one
+long shared document plus a short unique tail, so the prefix cache serves almost all of each
+prompt (the GPU has little to prefill) while the API server tokenizes every token: the load
+that starves the CPU side. Token counts are the tokenizer's
 for the slice; the server's own count (its usage report) is preferred when it sends one.
 """
 
@@ -49,16 +52,17 @@ class PromptFactory:
         self.corpus = ids
         self.rng = random.Random(seed)
 
-    def _slice(self, n: int) -> list[int]:
+    def _slice(self, n: int, rng: random.Random | None = None) -> list[int]:
+        rng = rng or self.rng
         out: list[int] = []
         while len(out) < n:
-            start = self.rng.randrange(0, len(self.corpus) - 1)
+            start = rng.randrange(0, len(self.corpus) - 1)
             out.extend(self.corpus[start : start + (n - len(out))])
         return out
 
-    def text(self, n: int) -> str:
-        """Text of about ``n`` tokens."""
-        return self.tokenizer.decode(self._slice(max(1, n)))
+    def text(self, n: int, rng: random.Random | None = None) -> str:
+        """Text of about ``n`` tokens (drawn with ``rng``, else the factory's own generator)."""
+        return self.tokenizer.decode(self._slice(max(1, n), rng))
 
     def unique(self, n: int, tag: str) -> Prompt:
         """A prompt of about ``n`` tokens that starts with ``tag`` (no shared prefix)."""
@@ -113,3 +117,37 @@ class Conversations:
             tokens += self.turn_tokens
         self.history[i] = (text, tokens)
         return Prompt(text, tokens)
+
+
+class SharedDocument:
+    """The ``tokenize-heavy`` workload: one shared document, then a unique tail per request.
+
+    The document is ``min_tokens - tail_tokens`` long; the tail is ``tail_tokens`` plus a uniform
+    draw up to ``max_tokens - min_tokens``, so prompts span ``min_tokens..max_tokens`` and the
+    prefix cache can serve the document's share of each one.
+    """
+
+    def __init__(
+        self,
+        factory: PromptFactory,
+        min_tokens: int,
+        max_tokens: int,
+        tail_tokens: int = 64,
+        seed: int = 0,
+    ) -> None:
+        self.factory = factory
+        self.tail_tokens = max(1, min(tail_tokens, min_tokens - 1))
+        self.doc_tokens = max(1, min_tokens - self.tail_tokens)
+        self.spread = max(0, max_tokens - min_tokens)
+        # Seeded on its own: every phase of a series reuses the document the cache already holds.
+        self.document = factory.text(self.doc_tokens, random.Random(f"document-{seed}"))
+
+    def prompt(self, tag: str) -> Prompt:
+        extra = self.factory.rng.randint(0, self.spread) if self.spread else 0
+        tail = self.factory.unique(self.tail_tokens + extra, tag)
+        return Prompt(self.document + "\n" + tail.text, self.doc_tokens + 1 + tail.tokens)
+
+    @property
+    def expected_prefix_share(self) -> float:
+        """The share of an average prompt that the document (the cacheable part) makes up."""
+        return self.doc_tokens / (self.doc_tokens + 1 + self.tail_tokens + self.spread / 2)

@@ -12,7 +12,9 @@ from typing import Any
 
 SCHEMA = "advisor.bench.run/1"
 
-WORKLOADS = ("unique", "shared-prefix")
+WORKLOADS = ("unique", "shared-prefix", "tokenize-heavy")
+# The prefix-cache hit share each workload is built to give (None: depends on the load).
+EXPECTED_PREFIX_HIT = {"unique": (0.0, 0.1), "tokenize-heavy": (0.9, 1.0), "shared-prefix": None}
 RUN_STATUSES = ("ok", "crashed", "hung", "start-timeout", "failed")
 
 
@@ -20,7 +22,7 @@ RUN_STATUSES = ("ok", "crashed", "hung", "start-timeout", "failed")
 class LoadSpec:
     """One load phase: attackers (long prompts, Poisson arrivals) plus victims (short prompts)."""
 
-    workload: str = "unique"  # unique | shared-prefix
+    workload: str = "unique"  # unique | shared-prefix | tokenize-heavy
     attacker_rps: float = 8.0
     attacker_tokens_min: int = 16000
     attacker_tokens_max: int = 64000
@@ -32,6 +34,7 @@ class LoadSpec:
     timeout_s: float = 200.0
     seed: int = 0
     conversation_turns: int = 16  # shared-prefix: turns from attacker_tokens_min to _max
+    tail_tokens: int = 64  # tokenize-heavy: the unique tail after the shared document
 
 
 @dataclass(frozen=True)

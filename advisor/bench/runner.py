@@ -23,7 +23,16 @@ from typing import Any
 
 from advisor.bench import engine as eng
 from advisor.bench.loadgen import Target, plan_phase, run_phase, warmup
-from advisor.bench.metrics import cpu_percent, parse_prometheus, server_ttft_mean_ms, summarise
+from advisor.bench.metrics import (
+    RunChecks,
+    bootstrap_ci,
+    cpu_percent,
+    parse_prometheus,
+    run_flags,
+    server_ttft_mean_ms,
+    summarise,
+    vllm_deltas,
+)
 from advisor.bench.pinning import (
     CoreSplit,
     PinningReport,
@@ -32,6 +41,7 @@ from advisor.bench.pinning import (
     choose_cores,
     format_cpu_list,
     gpu_numa_cpus,
+    repin,
 )
 from advisor.bench.prompts import PromptFactory
 from advisor.bench.records import SCHEMA, WORKLOADS, LoadSpec, Platform, RequestRecord, RunResult
@@ -76,6 +86,19 @@ class BenchConfig:
     dry_run: bool = False
     tag: str = ""  # added to run ids, to tell apart series with the same settings
     model_name: str | None = None  # the name sent in requests (default: ``model``)
+    # One engine start serves every core count: the live process tree is re-pinned before each
+    # phase (see advisor.bench.pinning.repin); ``starts`` starts spread the repeats.
+    repin: bool = False
+    starts: int = 1
+    order: str = "random"  # random | given: the order of core counts within a start
+    order_seed: int = 0
+    noload_s: float = 10.0  # victims alone after warm-up, at every start (0: skip)
+    rate_fractions: tuple[float, ...] = ()  # find the rate first, then run at these shares of it
+    rate_workloads: tuple[str, ...] = ()  # the workloads whose rate is found (others: as given)
+    rate_ladder: tuple[float, ...] = (1, 2, 4, 6, 8, 12, 16, 24, 32)
+    ladder_step_s: float = 8.0
+    saturation_factor: float = 3.0  # ladder: victim p50 over no-load that counts as saturated
+    checks: RunChecks = field(default_factory=RunChecks)
 
 
 @dataclass(frozen=True)
@@ -208,14 +231,37 @@ def _engine_cpu_by_pid(pids: Sequence[int]) -> dict[int, tuple[str, float]]:
     return out
 
 
+def process_role(name: str, is_root: bool) -> str:
+    """What an engine process does, from its name: ``api_server`` (the first process, which
+    tokenizes), ``engine_core`` (vLLM's scheduler loop; with one GPU it also drives the GPU),
+    ``gpu_worker`` (one per tensor-parallel rank), else ``other``."""
+    if "EngineCore" in name:
+        return "engine_core"
+    if "Worker" in name:
+        return "gpu_worker"
+    return "api_server" if is_root else "other"
+
+
 def _per_process_cpu(
-    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], wall_s: float
+    before: dict[int, tuple[str, float]],
+    after: dict[int, tuple[str, float]],
+    wall_s: float,
+    root_pid: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Each engine process's CPU use over the phase (percent of one core), busiest first."""
+    """Each engine process's CPU use over the phase (CPU seconds, and percent of one core),
+    busiest first."""
     rows = []
     for pid, (name, cpu1) in after.items():
         cpu0 = before.get(pid, (name, 0.0))[1]
-        rows.append({"pid": pid, "name": name, "cpu_percent": cpu_percent(cpu0, cpu1, wall_s)})
+        rows.append(
+            {
+                "pid": pid,
+                "name": name,
+                "role": process_role(name, pid == root_pid),
+                "cpu_s": max(0.0, cpu1 - cpu0),
+                "cpu_percent": cpu_percent(cpu0, cpu1, wall_s),
+            }
+        )
     return sorted(rows, key=lambda r: -(r["cpu_percent"] or 0.0))
 
 
@@ -243,6 +289,9 @@ class _StartState:
     tokenize: list[dict[str, Any]] = field(default_factory=list)
     pinning: dict[str, Any] = field(default_factory=dict)
     survivors: list[int] = field(default_factory=list)
+    start_no: int = 1
+    noload: dict[str, Any] = field(default_factory=dict)
+    most_cores: int = 0
 
 
 def _base_run(cfg: BenchConfig, plat: Platform, pt: Point, st: _StartState) -> dict[str, Any]:
@@ -307,6 +356,9 @@ def _base_run(cfg: BenchConfig, plat: Platform, pt: Point, st: _StartState) -> d
             "tokenization": st.tokenize,
             "pinning": st.pinning,
             "load": asdict(load),
+            "engine_start": st.start_no,
+            "pinning_mode": "repin" if cfg.repin else "start",
+            "noload": st.noload,
         },
     }
 
@@ -348,9 +400,13 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
             "give a model directory (make one with `advisor bench make-model`)",
             source=str(Path(cfg.model) / "tokenizer.json"),
         )
+    if not cfg.dry_run:
+        check_context(cfg)
+    if cfg.repin and not cfg.dry_run:
+        return _run_repinned(cfg, plat, template, engine_env, avail, preferred, progress)
     rows: list[RunRow] = []
     by_cores: dict[int, list[Point]] = {}
-    for p in points:
+    for p in _ordered(points, cfg):
         by_cores.setdefault(p.cores, []).append(p)
 
     for n_cores, pts in by_cores.items():
@@ -433,6 +489,7 @@ def _run_one_start(
     st = _StartState(
         split.engine, split.client, split.client_shares_engine_cores, spec.argv, dict(spec.env)
     )
+    st.most_cores = max(cfg.cores)
     model_dir = Path(cfg.model)
     factory = PromptFactory(model_dir, seed=todo[0].load.seed)
     first = todo[0].load
@@ -481,6 +538,7 @@ def _run_one_start(
             st.warmup_ttft_ms = [r.ttft_ms for r in wrecs]
         if ready.status == "ok":
             st.pinning = _pinning_dict(check_pinning(engine.pids(), split.engine))
+            st.noload = _noload(cfg, first, target, factory, split)
         for i, pt in enumerate(todo):
             run = _base_run(cfg, plat, pt, st)
             records: list[RequestRecord] = []
@@ -592,6 +650,293 @@ def _phase(
         engine_exit_code=engine.exit_code(),
         engine_log_tail=engine.log_tail() if status != "ok" else "",
         pinning_after=_pinning_dict(pin) if pin is not None else None,
-        engine_cpu_by_process=_per_process_cpu(cpu_before, cpu_after, wall),
+        engine_cpu_by_process=_per_process_cpu(cpu_before, cpu_after, wall, engine.pid),
+    )
+    victim_ttft = [
+        r.ttft_ms for r in records if r.kind == "victim" and r.status == "ok" and r.ttft_ms
+    ]
+    deltas = vllm_deltas(before, after)
+    noload_p50 = st.noload.get("victim_ttft_p50_ms")
+    run["extra"].update(
+        victim_ttft_p50_ci_ms=bootstrap_ci(victim_ttft, 50, seed=pt.repeat),
+        victim_ttft_p90_ci_ms=bootstrap_ci(victim_ttft, 90, seed=pt.repeat),
+        vllm_deltas=deltas,
+        noload_victim_ttft_p50_ms=noload_p50,
+        flags=run_flags(
+            sent=sent,
+            failed=sum(r.status == "error" for r in records),
+            timed_out=timeouts,
+            workload=load.workload,
+            prefix_hit_rate=deltas.get("prefix_hit_rate"),
+            victim_p50_ms=vic.ttft_p50_ms,
+            noload_p50_ms=noload_p50,
+            at_most_cores=pt.cores == st.most_cores,
+            checks=cfg.checks,
+        ),
     )
     return records
+
+
+def _ordered(points: list[Point], cfg: BenchConfig, salt: int = 0) -> list[Point]:
+    """The points in the order they run: core counts shuffled (seeded) unless ``given``, so that
+    a drift over time (heat, caches, a neighbour) does not masquerade as a core effect."""
+    if cfg.order != "random":
+        return list(points)
+    import random
+
+    counts = sorted({p.cores for p in points})
+    random.Random(cfg.order_seed * 1009 + salt).shuffle(counts)
+    rank = {c: i for i, c in enumerate(counts)}
+    return sorted(points, key=lambda p: rank[p.cores])
+
+
+def max_model_len(cfg: BenchConfig) -> int | None:
+    """The engine's context length: ``--max-model-len`` among the engine arguments, else the
+    model's ``config.json`` ``max_position_embeddings``; None when neither says."""
+    args = list(cfg.engine_args)
+    for i, a in enumerate(args):
+        if a.startswith("--max-model-len="):
+            return int(a.split("=", 1)[1])
+        if a == "--max-model-len" and i + 1 < len(args):
+            return int(args[i + 1])
+    try:
+        c = json.loads((Path(cfg.model) / "config.json").read_text())
+        return int(c["max_position_embeddings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# Tokens the server adds to a prompt (BOS and the like) and our prompts' rounding.
+PROMPT_MARGIN_TOKENS = 16
+
+
+def check_context(cfg: BenchConfig) -> None:
+    """Refuse, before any engine starts, a load whose prompt plus output cannot fit the
+    engine's context: such requests fail with HTTP 400 and would thin the phase silently."""
+    limit = max_model_len(cfg)
+    if limit is None:
+        return
+    for load in cfg.loads:
+        longest = max(
+            load.attacker_tokens_max + load.attacker_output_tokens,
+            load.victim_tokens + load.victim_output_tokens,
+        )
+        if longest + PROMPT_MARGIN_TOKENS > limit:
+            raise UsageError(
+                f"--attacker-tokens {load.attacker_tokens_min}:{load.attacker_tokens_max} with "
+                f"{load.attacker_output_tokens} output tokens needs up to "
+                f"{longest + PROMPT_MARGIN_TOKENS} tokens of context, but the engine's context "
+                f"is {limit} (--max-model-len or config.json): lower the prompt length or "
+                "raise --max-model-len"
+            )
+
+
+def _noload(
+    cfg: BenchConfig, load: LoadSpec, target: Target, factory: PromptFactory, split: CoreSplit
+) -> dict[str, Any]:
+    """Victims alone, no attackers: the TTFT the engine gives when nothing competes."""
+    if cfg.noload_s <= 0:
+        return {}
+    spec = replace(load, attacker_rps=0.0, duration_s=cfg.noload_s, seed=load.seed + 7)
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(split.client))
+    try:
+        phase = run_phase(plan_phase(spec, target, factory), target, min(load.timeout_s, 60.0))
+    finally:
+        os.sched_setaffinity(0, own)
+    vic = summarise(phase.records, "victim")
+    return {
+        "victim_ttft_p50_ms": vic.ttft_p50_ms,
+        "victim_ttft_p90_ms": vic.ttft_p90_ms,
+        "victims": vic.sent,
+        "victims_ok": vic.ok,
+        "cores": len(split.engine),
+        "duration_s": cfg.noload_s,
+    }
+
+
+def find_rate(
+    cfg: BenchConfig,
+    load: LoadSpec,
+    target: Target,
+    factory: PromptFactory,
+    split: CoreSplit,
+    noload_p50_ms: float | None,
+) -> dict[str, Any]:
+    """Step the attacker rate up the ladder at the most cores until the engine saturates: the
+    victims' median TTFT passes ``saturation_factor`` times its no-load value, the GPU is near
+    full (90 %), or more than 1 % of requests fail. The highest rate below that is the knee of
+    the load axis; the phases then run at stated fractions of it."""
+    from advisor.bench.platform import GpuSampler
+
+    steps: list[dict[str, Any]] = []
+    best: float | None = None
+    own = os.sched_getaffinity(0)
+    for i, rate in enumerate(cfg.rate_ladder):
+        spec = replace(load, attacker_rps=rate, duration_s=cfg.ladder_step_s, seed=load.seed + i)
+        planned = plan_phase(spec, target, factory)
+        os.sched_setaffinity(0, set(split.client))
+        try:
+            with GpuSampler() as gpu:
+                phase = run_phase(planned, target, min(load.timeout_s, 30.0))
+        finally:
+            os.sched_setaffinity(0, own)
+        vic = summarise(phase.records, "victim")
+        sent = len(phase.records)
+        bad = sum(r.status != "ok" for r in phase.records)
+        reasons = []
+        if vic.ttft_p50_ms is None or (
+            noload_p50_ms and vic.ttft_p50_ms > cfg.saturation_factor * noload_p50_ms
+        ):
+            reasons.append("victim TTFT")
+        if gpu.mean_percent is not None and gpu.mean_percent >= 90.0:
+            reasons.append("GPU")
+        if sent and bad / sent > cfg.checks.max_failed_share:
+            reasons.append("failed requests")
+        steps.append(
+            {
+                "attacker_rps": rate,
+                "victim_ttft_p50_ms": vic.ttft_p50_ms,
+                "gpu_util_percent": gpu.mean_percent,
+                "requests": sent,
+                "failed": bad,
+                "saturated_by": reasons,
+            }
+        )
+        if reasons:
+            break
+        best = rate
+    base = best if best is not None else cfg.rate_ladder[0]
+    return {
+        "schema": "advisor.bench.rate/1",
+        "workload": load.workload,
+        "cores": len(split.engine),
+        "noload_victim_ttft_p50_ms": noload_p50_ms,
+        "saturation_factor": cfg.saturation_factor,
+        "steps": steps,
+        "saturation_rps": best,
+        "fractions": list(cfg.rate_fractions),
+        "rates": [round(f * base, 2) for f in cfg.rate_fractions],
+        "saturated_below_ladder": best is None,
+        "ladder_top_unsaturated": bool(steps) and not steps[-1]["saturated_by"],
+    }
+
+
+def _run_repinned(
+    cfg: BenchConfig,
+    plat: Platform,
+    template: Any,
+    engine_env: dict[str, str],
+    avail: tuple[int, ...],
+    preferred: tuple[int, ...],
+    progress: ProgressFn,
+) -> list[RunRow]:
+    """Every core count against ``cfg.starts`` engine starts, re-pinning the live engine before
+    each phase; repeat r runs in start ``(r - 1) % starts``; core counts in random order."""
+    most = max(cfg.cores)
+    split = choose_cores(most, cfg.client_cores, avail, preferred)
+    Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+    loads = cfg.loads
+    rows: list[RunRow] = []
+    for s in range(cfg.starts):
+        reps = [r for r in range(1, cfg.repeats + 1) if (r - 1) % cfg.starts == s]
+        if not reps:
+            continue
+        port = cfg.port or eng.free_port(cfg.host)
+        spec = eng.spec_from(
+            template,
+            model=cfg.model,
+            tp=cfg.tp,
+            cores=split.engine,
+            host=cfg.host,
+            port=port,
+            extra_args=cfg.engine_args,
+            env=engine_env,
+            ready_path=cfg.ready_path,
+            log_path=Path(cfg.out_dir) / f"engine-start{s + 1}.log",
+        )
+        st = _StartState(
+            split.engine, split.client, split.client_shares_engine_cores, spec.argv, dict(spec.env)
+        )
+        st.start_no, st.most_cores = s + 1, most
+        first = loads[0]
+        factory = PromptFactory(Path(cfg.model), seed=first.seed + s)
+        target = Target(
+            spec.host,
+            spec.port,
+            cfg.model_name or cfg.model,
+            ignore_eos=cfg.engine in IGNORE_EOS_ENGINES,
+        )
+        label = f"start {s + 1}/{cfg.starts}"
+        with eng.EngineProcess(spec) as engine:
+            ready = engine.wait_ready(cfg.start_timeout_s)
+            st.ready_status, st.ready_s = ready.status, ready.seconds
+            st.exit_code, st.log_tail = ready.exit_code, ready.log_tail
+            if ready.status == "ok":
+                if cfg.warmup_requests:
+                    sizes = [first.victim_tokens] * max(1, cfg.warmup_requests - 1)
+                    sizes.append(min(first.attacker_tokens_min, 4096))
+                    wrecs = warmup(target, factory, sizes, first.timeout_s)
+                    st.warmup_ttft_ms = [r.ttft_ms for r in wrecs]
+                st.pinning = _pinning_dict(check_pinning(engine.pids(), split.engine))
+                st.noload = _noload(cfg, first, target, factory, split)
+                if cfg.rate_fractions and cfg.rate_workloads:
+                    loads = _scaled_loads(cfg, loads, target, factory, split, st, s)
+            points = [
+                Point(c, load, r, rid := run_id_for(cfg, plat.platform, c, load, r),
+                      Path(cfg.out_dir) / f"{rid}.json")
+                for c in cfg.cores
+                for load in loads
+                for r in reps
+            ]
+            todo = [p for p in _ordered(points, cfg, salt=s) if not _is_done(p.path, cfg.retry_failed)]
+            rows.extend(_row_from_file(p, "skipped") for p in points if p not in todo)
+            progress(label, 0, len(todo))
+            for i, pt in enumerate(todo):
+                cores_now = split.engine[: pt.cores]
+                now = CoreSplit(cores_now, split.client, split.client_shares_engine_cores)
+                st.cores = cores_now
+                run = _base_run(cfg, plat, pt, st)
+                records: list[RequestRecord] = []
+                if ready.status != "ok" or not engine.alive():
+                    run["status"] = ready.status if ready.status != "ok" else "crashed"
+                    run["extra"]["engine_exit_code"] = engine.exit_code()
+                    run["extra"]["engine_log_tail"] = engine.log_tail()
+                else:
+                    run["extra"]["threads_repinned"] = repin(engine.pids(), cores_now)
+                    records = _phase(cfg, pt, target, factory, engine, now, run, st)
+                run["finished_at"] = _now()
+                _write(pt.path, RunResult(run, tuple(records)))
+                rows.append(_row_from_file(pt, run["status"]))
+                progress(label, i + 1, len(todo))
+            st.survivors = engine.stop()
+    return rows
+
+
+def _scaled_loads(
+    cfg: BenchConfig,
+    loads: tuple[LoadSpec, ...],
+    target: Target,
+    factory: PromptFactory,
+    split: CoreSplit,
+    st: _StartState,
+    start: int,
+) -> tuple[LoadSpec, ...]:
+    """The loads at ``rate_fractions`` of the rate found at the most cores, one ladder per
+    workload; the ladder is kept as ``rate-<workload>.json`` and reused by later starts and
+    reruns, so every start runs the same rates."""
+    out: list[LoadSpec] = [ld for ld in loads if ld.workload not in cfg.rate_workloads]
+    scaled = {ld.workload: ld for ld in loads if ld.workload in cfg.rate_workloads}
+    for load in scaled.values():
+        prefix = f"{cfg.tag}_" if cfg.tag else ""
+        path = Path(cfg.out_dir) / f"{prefix}rate-{_slug(load.workload)}.json"
+        if path.is_file():
+            found = json.loads(path.read_text())
+        else:
+            found = find_rate(
+                cfg, load, target, factory, split, st.noload.get("victim_ttft_p50_ms")
+            )
+            found["engine_start"] = start + 1
+            path.write_text(json.dumps(found, indent=1))
+        out.extend(replace(load, attacker_rps=r) for r in found["rates"] if r > 0)
+    return tuple(out)

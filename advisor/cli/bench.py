@@ -141,9 +141,50 @@ def run_cmd(
     dry_run: Annotated[
         bool, typer.Option(help="Print the plan and engine commands; start nothing.")
     ] = False,
+    tail_tokens: Annotated[
+        int, typer.Option(help="tokenize-heavy: unique tokens after the shared document.")
+    ] = 64,
+    repin: Annotated[
+        bool,
+        typer.Option(help="One engine start serves every core count, re-pinned before each phase."),
+    ] = False,
+    starts: Annotated[
+        int, typer.Option(help="With --repin: engine starts; repeat r runs in start (r-1) % N.")
+    ] = 1,
+    order: Annotated[
+        str, typer.Option(help="random | given: the order of core counts.")
+    ] = "random",
+    noload: Annotated[
+        float, typer.Option(help="Seconds of victims alone at each start (0: skip).")
+    ] = 10.0,
+    find_rate: Annotated[
+        str,
+        typer.Option(
+            help="Workloads whose attacker rate is found first at the most cores (ladder), "
+            "then run at --rate-fractions of it, e.g. tokenize-heavy."
+        ),
+    ] = "",
+    rate_fractions: Annotated[
+        str, typer.Option(help="Shares of the found rate to run at, e.g. 0.4,0.8.")
+    ] = "0.5,0.8",
+    rate_ladder: Annotated[
+        str, typer.Option(help="Attacker rates the ladder tries, in order.")
+    ] = "1,2,4,6,8,12,16,24,32",
+    ladder_step: Annotated[float, typer.Option(help="Seconds per ladder step.")] = 8.0,
+    saturation_factor: Annotated[
+        float, typer.Option(help="Ladder: victim TTFT p50 over no-load that means saturated.")
+    ] = 3.0,
+    gpu_bound_factor: Annotated[
+        float,
+        typer.Option(help="Flag gpu-bound when victim TTFT p50 at the most cores passes this x no-load."),
+    ] = 4.0,
+    max_failed: Annotated[
+        float, typer.Option(help="Flag a run with more than this share of failed requests.")
+    ] = 0.01,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
+    from advisor.bench.metrics import RunChecks
     from advisor.bench.records import LoadSpec
     from advisor.bench.runner import BenchConfig, run_bench
     from advisor.errors import UsageError
@@ -169,6 +210,7 @@ def run_cmd(
             timeout_s=timeout,
             seed=seed,
             conversation_turns=conversation_turns,
+            tail_tokens=tail_tokens,
         )
         for w in workload.split(",")
         if w.strip()
@@ -193,7 +235,22 @@ def run_cmd(
         dry_run=dry_run,
         tag=tag,
         model_name=model_name,
+        repin=repin,
+        starts=starts,
+        order=order,
+        order_seed=seed,
+        noload_s=noload,
+        rate_fractions=_floats(rate_fractions, "--rate-fractions") if find_rate else (),
+        rate_workloads=tuple(w.strip() for w in find_rate.split(",") if w.strip()),
+        rate_ladder=_floats(rate_ladder, "--rate-ladder"),
+        ladder_step_s=ladder_step,
+        saturation_factor=saturation_factor,
+        checks=RunChecks(max_failed_share=max_failed, gpu_bound_factor=gpu_bound_factor),
     )
+    if order not in ("random", "given"):
+        raise UsageError(f"--order {order!r}: choose random or given")
+    if starts < 1:
+        raise UsageError(f"--starts {starts}: need at least 1")
     with RichProgress() as progress:
         rows = run_bench(cfg, progress)
     cols = RUN_COLUMNS + (["command"] if dry_run else [])

@@ -1,23 +1,32 @@
 -- Repeats of one point folded: median victim TTFT p50 with its range over repeats, and the
 -- speedup of the point's median against the fewest cores of its series (same platform, engine,
--- version, model, TP, workload, load). Runs that did not end ok are counted, not averaged.
-WITH points AS (
+-- version, model, TP, workload, load). Runs that did not end ok, or that carry a flag (see
+-- advisor.bench.metrics.run_flags), are counted, not averaged.
+WITH marked AS (
+    SELECT
+        *,
+        status = 'ok' AND coalesce(json_array_length(extra, '$.flags'), 0) = 0 AS usable,
+        coalesce(json_array_length(extra, '$.flags'), 0) > 0 AS flagged
+    FROM bench_runs
+    WHERE ($platform IS NULL OR platform = $platform)
+),
+points AS (
     SELECT
         platform, engine, engine_version, model, tp, workload, attacker_rps,
         attacker_tokens_min, attacker_tokens_max, cores,
         any_value(cores_per_gpu) AS cores_per_gpu,
         count(*) AS runs,
         count(*) FILTER (WHERE status = 'ok') AS runs_ok,
-        median(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_ms,
-        min(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_min_ms,
-        max(victim_ttft_p50_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p50_max_ms,
-        median(victim_ttft_p90_ms) FILTER (WHERE status = 'ok') AS victim_ttft_p90_ms,
-        median(attacker_ttft_p50_ms) FILTER (WHERE status = 'ok') AS attacker_ttft_p50_ms,
+        count(*) FILTER (WHERE flagged) AS runs_flagged,
+        median(victim_ttft_p50_ms) FILTER (WHERE usable) AS victim_ttft_p50_ms,
+        min(victim_ttft_p50_ms) FILTER (WHERE usable) AS victim_ttft_p50_min_ms,
+        max(victim_ttft_p50_ms) FILTER (WHERE usable) AS victim_ttft_p50_max_ms,
+        median(victim_ttft_p90_ms) FILTER (WHERE usable) AS victim_ttft_p90_ms,
+        median(attacker_ttft_p50_ms) FILTER (WHERE usable) AS attacker_ttft_p50_ms,
         sum(requests_timed_out) AS requests_timed_out,
         avg(engine_cpu_percent) AS engine_cpu_percent,
         avg(gpu_util_percent) AS gpu_util_percent
-    FROM bench_runs
-    WHERE ($platform IS NULL OR platform = $platform)
+    FROM marked
     GROUP BY ALL
 )
 SELECT
