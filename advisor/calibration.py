@@ -286,15 +286,20 @@ class SeriesInfo:
     censored: bool = False
 
     def measured_knee(self, tolerance: float) -> float | None:
-        """Fewest total cores whose measured slowdown is within ``tolerance`` of the reference,
-        with every larger count too; None for a series of fewer than three core counts."""
+        """Fewest total cores from which on the measured slowdowns are within ``tolerance`` of
+        the reference on average (geometric mean of that count and every larger one) and each
+        within twice it (so one noisy count above the knee does not move it); None for a series
+        of fewer than three core counts."""
         if len(self.cores) < 3 or self.censored:
             return None
+        limit = math.log1p(tolerance)
         knee = self.cores[-1]
-        for c, s in zip(reversed(self.cores), reversed(self.slowdowns), strict=True):
-            if s > 1.0 + tolerance:
+        logs = [math.log(s) for s in self.slowdowns]
+        for i in range(len(self.cores) - 1, -1, -1):
+            tail = logs[i:]
+            if logs[i] > math.log1p(2 * tolerance) or sum(tail) / len(tail) > limit:
                 break
-            knee = c
+            knee = self.cores[i]
         return knee
 
     def as_evidence(self, tolerance: float) -> dict[str, Any]:
@@ -415,8 +420,9 @@ def _geomean(values: Sequence[float]) -> float:
 
 
 def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
-                 weighting: str = "series") -> TrainingSet:
-    """The points the model is fitted on (see the module doc)."""
+                 weighting: str = "series", cpu_weight: float = 0.5) -> TrainingSet:
+    """The points the model is fitted on (see the module doc); each measured process's CPU
+    (API server, engine core, worker) of a series weighs ``cpu_weight`` in total."""
     from advisor.slowdown import feature_row, prefix_hit_of
 
     hits: dict[tuple[Any, ...], list[float]] = defaultdict(list)
@@ -525,7 +531,7 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
             cpu_X.append(row(m, None, CPU_METRICS[m.metric]))
             cpu_y.append(m.value)
             cpu_used.append(m)
-            cpu_w.append(0.5 / per_kind[m.metric])
+            cpu_w.append(cpu_weight / per_kind[m.metric])
             cpu_labels.append(_series_id(m))
     return TrainingSet(X, y, tuple(used), tuple(censored), tuple(skipped), tuple(weights),
                        tuple(labels), cpu_X, cpu_y, tuple(cpu_used), tuple(cpu_w),
@@ -547,6 +553,7 @@ class FitConfig:
     interval: float = 0.9
     random_state: int = 0
     tolerance: float = 0.10  # of the decision score: a knee is within this of ample cores
+    cpu_weight: float = 0.5  # of each measured process's CPU, per series (a series weighs 1)
     output: str | None = None
 
 
@@ -664,11 +671,21 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
         knee = info.measured_knee(cfg.tolerance) if info else None
         rec = rule_c = None
         if knee is not None and info is not None:
+            # recommend's own rule, with the other series as its evidence
+            from advisor.recommend import Workload, sufficient_cores
+
+            others = [i.as_evidence(cfg.tolerance) for k, i in ts.series_info.items() if k != s]
+            params = slowdown.CurveParams(values=tuple(est.values_),
+                                          pole_exponent=cfg.pole_exponent,
+                                          meta={"series": others})
+            g = int(gpus[rows[0]])
+            work = Workload(info.model_params_b, info.load_rps, info.prompt_tokens,
+                            info.prefix_hit, None, None, info.engine_version)
             most = int(max(info.cores) * 4)
-            k_model = slowdown.knee_total_cores(est.to_params(), X[rows[0]], cfg.tolerance,
-                                                max_total=most)
+            suff = sufficient_cores(params, gpus=g, platform=info.platform, workload=work,
+                                    tolerance=cfg.tolerance, cap=max(most // g, 1))
             rule_c = int(floor[rows[0]])
-            rec = max(k_model if k_model is not None else most, rule_c)
+            rec = suff.cpus_per_gpu * g
         scores.append(SeriesScore(s, len(rows), float(np.mean(err_model)), base, knee, rec,
                                   rule_c))
         progress("leave one series out", n + 1, len(held))
@@ -710,7 +727,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     from advisor.slowdown import PLATFORMS, save_params
 
     loaded = load_points(cfg.calibration_dir, cfg.db)
-    ts = training_set(loaded.points, cfg.max_slowdown, cfg.weighting)
+    ts = training_set(loaded.points, cfg.max_slowdown, cfg.weighting, cfg.cpu_weight)
     if len(ts.y) < 3:
         raise InputError(f"only {len(ts.y)} fittable calibration points; need at least 3",
                          source=str(cfg.calibration_dir or default_calibration_dir()))

@@ -145,6 +145,8 @@ class JobRecommendation:
     cpus_per_gpu: int
     cores_total: int
     knee_cores: int | None  # fewest total cores within the tolerance of ample (model)
+    measured_knee_cores: int | None  # of the measured series of this configuration, if any
+    knee_source: str  # what set cores_total: model, 2 + N floor, or measured: <series>
     knee_cores_interval: tuple[int | None, int | None]  # over the bootstrap refits
     floor_cores: int  # vLLM's 2 + N
     regime: str  # cpu-bound | gpu-bound, at the current allocation
@@ -233,6 +235,8 @@ class Sufficient:
     cpus_per_gpu: int
     knee_total: int | None  # None: not reached within the cap
     reached: bool
+    measured_knee_total: int | None = None  # of a measured series of this configuration
+    measured_series: str | None = None
 
 
 def sufficient_cores(
@@ -240,14 +244,20 @@ def sufficient_cores(
     tolerance: float, cap: int, tp: int | None = None,
 ) -> Sufficient:
     """Whole cores per GPU to ask for: the knee (fewest total cores within ``tolerance`` of
-    ample cores), never below the 2 + N floor, at most ``cap`` per GPU. The one function behind
-    a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the policy's rules."""
+    ample cores), never below the 2 + N floor nor below the knee measured in a series of the
+    same configuration (within :data:`NEAR_DISTANCE`), at most ``cap`` per GPU. The one
+    function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the
+    policy's rules."""
     cap = max(int(cap), 1)
     knee = slowdown.knee_total_cores(params, _template(gpus, platform, workload, tp), tolerance,
                                      max_total=cap * gpus)
-    total = max(knee if knee is not None else cap * gpus, floor_cores(gpus))
+    near = measured_knee_near(evidence_for(params, platform=platform, gpus=gpus,
+                                           workload=workload))
+    total = max(knee if knee is not None else cap * gpus, floor_cores(gpus),
+                near[0] if near else 0)
     per_gpu = min(math.ceil(total / gpus), cap)
-    return Sufficient(per_gpu, knee, knee is not None)
+    return Sufficient(per_gpu, knee, knee is not None, near[0] if near else None,
+                      near[1] if near else None)
 
 
 def smallest_sufficient(
@@ -292,6 +302,18 @@ def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: in
         out.append({**s, "distance": round(d, 3)})
     out.sort(key=lambda e: e["distance"])
     return out[:top]
+
+
+NEAR_DISTANCE = 0.5  # evidence this close is the same configuration, give or take noise
+
+
+def measured_knee_near(evidence: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
+    """(measured knee in total cores, series) of the nearest series within
+    :data:`NEAR_DISTANCE` that measured a knee, or None."""
+    for e in evidence:
+        if e.get("distance", math.inf) <= NEAR_DISTANCE and e.get("measured_knee_cores"):
+            return int(math.ceil(float(e["measured_knee_cores"]))), str(e["series"])
+    return None
 
 
 def _measured_below(evidence: Sequence[dict[str, Any]]) -> tuple[float, float, str] | None:
@@ -346,6 +368,12 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
                             tolerance=q.tolerance, cap=cap, tp=tp)
     rec = suff.cpus_per_gpu
     floor = floor_cores(q.gpus)
+    total_wanted = max(suff.knee_total or 0, floor, suff.measured_knee_total or 0)
+    knee_source = ("measured: " + str(suff.measured_series)
+                   if suff.measured_knee_total and suff.measured_knee_total == total_wanted
+                   and suff.measured_knee_total > (suff.knee_total or 0)
+                   else "2 + N floor" if floor == total_wanted and floor > (suff.knee_total or 0)
+                   else "model")
     template = _template(q.gpus, platform, q.workload, tp)
     knees = slowdown.knees_total_cores(params, template, q.tolerance, cap * q.gpus,
                                        params.bootstrap_values)
@@ -413,7 +441,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         lower_bound = False
     bound = 1.0 + q.tolerance
     regime = "cpu-bound" if patho_now or (slow_now or 1.0) > bound else "gpu-bound"
-    load_regime = "gpu-bound" if (suff.knee_total or math.inf) <= floor else "cpu-bound"
+    load_regime = "gpu-bound" if total_wanted <= floor else "cpu-bound"
     if current >= rec:
         warnings.append(f"the current {current:g} cores per GPU already suffice")
     extra = max(0.0, (rec - current) * q.gpus)
@@ -486,6 +514,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         cpus_per_gpu=rec,
         cores_total=rec * q.gpus,
         knee_cores=suff.knee_total,
+        measured_knee_cores=suff.measured_knee_total,
+        knee_source=knee_source,
         knee_cores_interval=knee_interval,
         floor_cores=floor,
         regime=regime,

@@ -77,13 +77,15 @@ FEATURES: tuple[str, ...] = (
 TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
 PARAM_NAMES: tuple[str, ...] = (
     "api_base", "api_per_100k_tok_s", "engine_core", "worker_busy", "k_cpu", "gpu_weight",
+    "burst",
 )
 # The prior of every parameter (the fit's ridge pulls log-parameters towards these): an API
 # server and an engine core of about a core together with a worker per GPU make vLLM's 2 + N
 # rule; about 300k tokens/s per core for a fast BPE tokenizer; a CPU-bound request's TTFT is
 # about its CPU time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as
 # tokenizing it (gpu_weight 1).
-PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0)
+# burst 1: the cores the threads contend for are their mean CPU use.
+PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
 _DEFAULTS = (np.nan, 0.0, REF_GPUS, 0.0, REF_MODEL_PARAMS_B, REF_LOAD_RPS, REF_PROMPT_TOKENS,
              0.0, 1.0, 1.0, 0.0)
 DEFAULT_POLE_EXPONENT = 1.0
@@ -183,7 +185,7 @@ def queue_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
 class Mechanism:
     """The mechanism's quantities for each row: demand, its parts, the wait, the slowdown."""
 
-    demand_cores: np.ndarray  # CPU demand of the whole server, in cores
+    demand_cores: np.ndarray  # cores the server's threads contend for (burst x mean CPU)
     api_server_cores: np.ndarray
     engine_core_cores: np.ndarray
     worker_cores: np.ndarray  # per GPU worker (0 without tensor parallelism)
@@ -205,12 +207,12 @@ def mechanism(values: Sequence[float] | np.ndarray, X: np.ndarray,
               cols: dict[str, np.ndarray] | None = None) -> Mechanism:
     """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
     ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
-    a0, at, e0, w, kc, gw = (float(v) for v in values)
+    a0, at, e0, w, kc, gw, burst = (float(v) for v in values)
     c = _columns(X) if cols is None else cols
     tok = c["rps"] * c["tokens"] / 1e5
     api = a0 + at * tok
     workers = np.where(c["tp"] > 1, w, 0.0)
-    demand = api + e0 + workers * c["gpus"]
+    demand = burst * (api + e0 + workers * c["gpus"])
     tokenizer = at * tok / c["renderers"]
     share = 1.0 / (1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B)
                    / (c["speed"] * c["tp"]))

@@ -137,8 +137,9 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
     # the bench series is held out as a whole: five rows scored (its 32-core row is the reference)
     (bench,) = [s for s in report.by_series if s.series.startswith("bench|H200")]
     assert bench.rows == 5 and bench.model > 0
-    # 280 ms at 16 cores is within 10% of 270 ms at 32; 300 ms at 12 is not (11% slower)
-    assert bench.measured_knee_cores == 16
+    # from 12 cores on (300, 280, 270 ms) the slowdowns average within 10% of the 32-core run,
+    # each within 20%; 380 ms at 8 cores is 41% slower
+    assert bench.measured_knee_cores == 12
     assert "H200" in report.platforms_seen
     unseen = [w.split(";")[0] for w in report.warnings if "platform(s)" in w]
     assert unseen and "H200" not in unseen[0] and "H100" in unseen[0]

@@ -45,7 +45,7 @@ def test_prediction_never_increases_with_cores_for_any_workload(fitted):
 
 
 def test_cpu_demand_is_the_sum_of_its_parts_and_grows_by_a_worker_per_gpu():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0)  # the prior: 2 + N at no load
+    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)  # the prior: 2 + N at no load
     X = _grid(np.array([8.0, 8.0, 8.0, 8.0]), load_rps=10, prompt_tokens=30_000)
     for i, (g, tp) in enumerate([(1, 1), (2, 2), (4, 4), (8, 8)]):
         X[i] = slowdown.feature_row(8.0, gpus=g, tp=tp, load_rps=10, prompt_tokens=30_000)
@@ -58,7 +58,7 @@ def test_cpu_demand_is_the_sum_of_its_parts_and_grows_by_a_worker_per_gpu():
 
 
 def test_a_prefix_cache_hit_makes_a_request_cpu_bound_and_a_faster_gpu_too():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0)
+    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
     kw = dict(gpus=1, load_rps=4, prompt_tokens=16_000)
     rows = np.array([slowdown.feature_row(3.0, prefix_hit=0.0, platform="H100", **kw),
                      slowdown.feature_row(3.0, prefix_hit=0.95, platform="H100", **kw),
@@ -80,7 +80,7 @@ def test_cores_at_or_below_the_demand_are_pathological_never_a_number(fitted):
 
 
 def test_a_saturated_tokenizer_is_pathological_at_every_core_count():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0)
+    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
     # 16 requests/s x 100k tokens: 5.3 cores of tokenizing on one renderer thread
     X = _grid(np.array([1.0, 16.0, 256.0]), gpus=1, load_rps=16, prompt_tokens=100_000)
     assert slowdown.mechanism(values, X).pathological.all()

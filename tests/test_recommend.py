@@ -306,6 +306,22 @@ def test_a_tokenize_heavy_load_gets_its_knee_above_the_floor(no_db):
     assert unique.cores_total <= rec.cores_total
 
 
+def test_one_h200_lands_on_the_measured_knee_and_the_floor(no_db):
+    # data/calibration/h200-vllm-0.26.0.csv: TP=1 tokenize-heavy, 30k-token prompts, ~99% hits;
+    # at 3.4 requests/s victim TTFT is 1.8x at 2-3 cores and flat from 4; at 2/s flat from 2.
+    def rec(rps: float):
+        return recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
+            load_rps=rps, prompt_tokens=30_000, workload="tokenize-heavy")))
+
+    at_34 = rec(3.4)
+    assert at_34.cores_total == 4 and at_34.measured_knee_cores == 4
+    assert at_34.knee_source.startswith("measured: bench|H200|0.26.0|Llama-3.1-8B|1gpu|"
+                                        "tokenize-heavy|3.4rps")
+    assert at_34.load_regime == "cpu-bound"
+    at_2 = rec(2.0)
+    assert at_2.cores_total == at_2.floor_cores == 3 and at_2.load_regime == "gpu-bound"
+
+
 def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
     from advisor import slowdown
 
