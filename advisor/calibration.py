@@ -1,5 +1,5 @@
 """Calibration points of the TTFT model: loading, validating, turning them into training data,
-and fitting the model on them with its leave-one-out error.
+fitting the model on them, and its validation by held-out series.
 
 Points come from every ``data/calibration/*.csv`` (the research's published figures in
 ``published.csv``, measured runs in ``h200-*.csv`` and others) and from the database's
@@ -8,18 +8,23 @@ the columns of that table (:data:`COLUMNS`), so published and measured points ar
 together without conversion. A bad row is reported with its file, line and field and left out;
 the other rows still load.
 
-How points become training targets (the slowdown of TTFT against ample cores):
+How points become training targets (see docs/model.md):
 
-- ``speedup``: the value itself (TTFT at ``cores`` over TTFT at the best core count tested);
-- ``ttft_ms``, ``ttft_p50_ms``, ``task_time_s``: divided by the smallest value of their series
-  (same source kind, platform, engine and version, model, GPUs, workload, load and prompt
-  tokens); a series needs two core counts or more;
+- a series (one configuration: source kind, platform, engine and version, model, GPUs,
+  workload, load and prompt tokens) of ``ttft_ms``, ``ttft_p50_ms`` or ``task_time_s`` at two
+  core counts or more: each value over the geometric mean of its repeats at the series'
+  largest core count (the reference the prediction is made against);
+- ``speedup``: the value itself, against 8 cores per GPU (the research's best count);
 - ``timeout``: censored at the model's ``max_slowdown`` (at least that slow);
+- ``cpu_api_server_cores``, ``cpu_engine_core_cores``, ``cpu_worker_cores`` at a series'
+  largest core count: targets of the CPU demand's parts; ``prefix_hit_rate``: the series'
+  prefix-hit input;
 - any other metric (``tokenize_share``, ``dequeue_ms``, ...) is context, kept but not fitted;
 - points of a CPU-only platform (``CPU``: the launcher's tests without a GPU) are not fitted;
-- every series (one experiment: a series of the metrics above, or a single speedup or timeout
-  point) weighs 1 in total, split over its rows (:func:`series_weights`), so many short bench
-  rows do not outweigh the research's points.
+- every series weighs 1 in total, split over its rows (:func:`series_weights`).
+
+:func:`validate` holds out one whole series at a time and compares the model's error on it
+with three baselines; :func:`fit_model` fits, validates and saves.
 """
 
 from __future__ import annotations

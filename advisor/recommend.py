@@ -1,9 +1,13 @@
 """Recommendations of cores per GPU: for one job (the job-submit path) and for a partition's
 observed job mix, each with the predicted TTFT gain and the cost of the extra cores.
 
-For a job (:func:`recommend_job`): the smallest whole number of cores per GPU whose predicted
-TTFT is within ``tolerance`` of ample cores, capped by what the node type can give (the
-``nodes`` table when a database is there, else the reference cloud instance's vCPUs per GPU).
+For a job (:func:`recommend_job`): the total cores ``max(knee, 2 + N, measured knee)`` as
+whole cores per GPU (:func:`sufficient_cores`): the model's knee (fewest cores whose predicted
+TTFT is within ``tolerance`` of ample cores), vLLM's floor of 2 + N cores for N GPUs, and the
+knee measured in a series of the same configuration when there is one; capped by what the
+node type can give (the ``nodes`` table when a database is there, else the reference cloud
+instance's vCPUs per GPU). With it: the regime, the evidence (nearest measured series) and,
+where the current cores are pathological, words and a measured range instead of a number.
 It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
 exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
 
