@@ -41,6 +41,7 @@ from typing import Any
 
 from advisor.errors import InputError, NotFoundError
 from advisor.progress import ProgressFn, no_progress
+from advisor.resources import shipped_data
 
 COLUMNS: tuple[str, ...] = (
     "point_id", "source", "source_ref", "platform", "engine", "engine_version", "model",
@@ -98,11 +99,11 @@ class LoadedPoints:
 
 
 def default_calibration_dir() -> Path:
-    """``$ADVISOR_CALIBRATION_DIR`` or the repository's ``data/calibration``."""
+    """``$ADVISOR_CALIBRATION_DIR`` or the shipped ``data/calibration`` (advisor.resources)."""
     env = os.environ.get(CALIBRATION_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "data" / "calibration"
+    return shipped_data("calibration")
 
 
 def _text(raw: object) -> str | None:
@@ -428,7 +429,7 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
                  weighting: str = "series", cpu_weight: float = 0.5) -> TrainingSet:
     """The points the model is fitted on (see the module doc); each measured process's CPU
     (API server, engine core, worker) of a series weighs ``cpu_weight`` in total."""
-    from advisor.slowdown import feature_row, prefix_hit_of
+    from advisor.slowdown import feature_row, prefix_hit_of, renderer_workers_of
 
     hits: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     for p in points:
@@ -446,7 +447,7 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
         return feature_row(p.cores_per_gpu, gpus=p.gpus, model_params_b=p.model_params_b,
                            load_rps=p.load_rps, prompt_tokens=p.prompt_tokens,
                            platform=p.platform, prefix_hit=hit_of(p), ref_cores_per_gpu=ref,
-                           target=target)
+                           renderer_workers=renderer_workers_of(p.workload), target=target)
 
     X: list[list[float]] = []
     y: list[float] = []
@@ -646,6 +647,7 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
     held = [s for s in dict.fromkeys(ts.series) if np.any(scorable & (labels == s))]
     scores: list[SeriesScore] = []
     resid_sq: list[float] = []
+    ape: list[float] = []
     for n, s in enumerate(held):
         test = labels == s
         train = ~test
@@ -654,6 +656,7 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
         m = slowdown.mechanism(est.values_, X[rows], cfg.pole_exponent)
         pred = np.where(m.pathological, cfg.max_slowdown, np.minimum(m.slowdown, cfg.max_slowdown))
         err_model = np.abs(np.log(pred) - log_y[rows])
+        ape.append(float(np.mean(np.abs(pred / y[rows] - 1.0))))
         resid_sq.extend((np.log(pred) - log_y[rows]) ** 2)
         pool = train & scorable
         base: dict[str, float] = {"always 1.0": float(np.mean(np.abs(log_y[rows])))}
@@ -703,6 +706,10 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
         "model": model_err,
         "baselines": {b: float(np.mean([sc.baselines[b] for sc in scores])) if scores
                       else float("nan") for b in BASELINES},
+        # the same held-out predictions as a percentage error, for a person ("±39%")
+        "mape": float(np.mean(ape)) if ape else float("nan"),
+        "points": int(sum(sc.rows for sc in scores)),
+        "method": VALIDATION_SCHEME,
     }
     decided = [sc for sc in scores if sc.measured_knee_cores is not None]
     if decided:
@@ -763,6 +770,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "points_fitted": len(ts.y),
         "cpu_points_fitted": len(ts.cpu_y),
         "validation": table,
+        "loo_mape": table["mape"],  # held-out by series (the dashboard's "±N%")
         "tolerance": cfg.tolerance,
         "series": [i.as_evidence(cfg.tolerance) for i in ts.series_info.values()],
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],

@@ -36,6 +36,16 @@ _LOG2 = alt.Scale(type="log", base=2)
 # Ticks at powers of two only: 0.25, 1, 8 cores per GPU are the values people talk about.
 _RATIO_AXIS = alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g")
 _MAX_PANELS = 12
+# One convention on every chart: P50 solid, P25 dashed, and the legend draws the dash.
+QUANTILE_DASH = alt.Scale(domain=["P50", "P25"], range=[[1, 0], [6, 3]])
+# Labels are never cut to "H200 · Llama-3.1-8B · 1 G…": no limit on legend or axis labels.
+_LEGEND: dict[str, Any] = {"labelLimit": 0, "titleLimit": 0}
+
+
+def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
+    # the symbol's colour is set: a legend merged from lines and points would draw none
+    return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2,
+                      symbolStrokeColor="#444", **_LEGEND, **kw)
 
 
 def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -98,12 +108,17 @@ def ratio_histogram(
     weight: str = "jobs",
     quantiles: pd.DataFrame | None = None,
     fair_share: pd.DataFrame | None = None,
+    previous: pd.DataFrame | None = None,
+    previous_label: str = "month before",
     width: int = 560,
     height: int = 140,
 ) -> AnyChart:
     """One histogram panel per GPU type (rows, in the order the types first appear): share of
-    jobs (or GPU-hours) per power-of-two bin, with P25/P50 as solid/dashed red rules and the
+    jobs (or GPU-hours) per power-of-two bin, with P50/P25 as solid/dashed red rules and the
     node types' fair share as a grey dotted rule.
+
+    ``previous`` (a distribution like ``dist``, e.g. the month before) is overlaid as outlined
+    bars, so a comparison the title promises is on the chart.
 
     Built as one faceted, layered chart over a single table (a ``layer`` column tells bars,
     quantiles and fair shares apart): a few chart objects whatever the number of GPU types.
@@ -117,11 +132,21 @@ def ratio_histogram(
     if fair_share is not None and not fair_share.empty:
         f = fair_share[fair_share["gpu_type"].isin(order) & (fair_share["fair_cores_per_gpu"] > 0)]
         parts.append(f.rename(columns={"fair_cores_per_gpu": "cores_per_gpu"}).assign(layer="fair"))
+    if previous is not None and not previous.empty:
+        prev = binned_distribution(previous, weight)
+        parts.append(prev[prev["gpu_type"].isin(order)].assign(layer="prev"))
     data = pd.concat(parts, ignore_index=True)
     base = alt.Chart()
     bars = (
-        base.mark_bar(opacity=0.8, stroke="white")
+        # this month's bars filled; the month before (``previous``) as dashed outlines in the
+        # same layer (a layer of its own would be empty in some panels, and vega warns)
+        base.mark_bar()
         .encode(
+            fillOpacity=alt.condition("datum.layer == 'prev'", alt.value(0), alt.value(0.8)),
+            stroke=alt.condition("datum.layer == 'prev'", alt.value("#222"), alt.value("white")),
+            strokeDash=alt.condition("datum.layer == 'prev'", alt.value([4, 2]),
+                                     alt.value([1, 0])),
+            strokeWidth=alt.condition("datum.layer == 'prev'", alt.value(1.5), alt.value(1)),
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2=alt.X2("bin_hi"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
@@ -134,15 +159,14 @@ def ratio_histogram(
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
-        .transform_filter(alt.datum.layer == "bin")
+        .transform_filter("datum.layer == 'bin' || datum.layer == 'prev'")
     )
     rules = (
         base.mark_rule(color="#d62728", size=2)
         .encode(
             x=alt.X("cores_per_gpu:Q"),
-            strokeDash=alt.StrokeDash(
-                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[1, 0], [6, 3]])
-            ),
+            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
+                                      legend=_legend("percentile")),
             tooltip=[alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
         .transform_filter(alt.datum.layer == "quantile")
@@ -173,8 +197,10 @@ def ratio_ecdf(
     width: int = 560,
     height: int = 320,
 ) -> AnyChart:
-    """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type,
-    with the P25/P50 points marked."""
+    """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type
+    (coloured in the order the types first appear, as the histogram's panels), with the P25/P50
+    points marked."""
+    order = list(dict.fromkeys(dist["gpu_type"]))
     e = ecdf(dist, weight)
     lines = (
         alt.Chart(e)
@@ -182,7 +208,7 @@ def ratio_ecdf(
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"),
-            color=alt.Color("gpu_type:N", title="GPU type"),
+            color=alt.Color("gpu_type:N", sort=order, legend=_legend("GPU type")),
             tooltip=[
                 "gpu_type:N",
                 alt.Tooltip("cores_per_gpu:Q", format=".2f"),
@@ -200,15 +226,20 @@ def ratio_ecdf(
             .encode(
                 x="cores_per_gpu:Q",
                 y="cum_share:Q",
-                color=alt.Color("gpu_type:N"),
+                color=alt.Color("gpu_type:N", sort=order),
                 tooltip=["gpu_type:N", "quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
             )
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
 
-def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 200) -> AnyChart:
-    """Share of jobs and of GPU-hours below each threshold, one panel per GPU type."""
+def share_below_chart(
+    shares: pd.DataFrame, *, order: Sequence[str] | None = None, width: int = 140,
+    height: int = 200,
+) -> AnyChart:
+    """Share of jobs and of GPU-hours below each threshold, one panel per GPU type (in
+    ``order``, else as they first appear: the histogram's order)."""
+    facet_order = list(order) if order is not None else list(dict.fromkeys(shares["gpu_type"]))
     long = shares.melt(
         id_vars=["gpu_type", "threshold_cores_per_gpu"],
         value_vars=["share_jobs", "share_gpu_hours"],
@@ -228,43 +259,64 @@ def share_below_chart(shares: pd.DataFrame, *, width: int = 140, height: int = 2
             xOffset=alt.XOffset("weighted_by:N"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
                     title="share below"),
-            color=alt.Color("weighted_by:N", title="weighted by"),
+            color=alt.Color("weighted_by:N", legend=alt.Legend(title="weighted by", **_LEGEND)),
             tooltip=[alt.Tooltip("gpu_type:N"), alt.Tooltip("threshold:N"),
                      alt.Tooltip("weighted_by:N"), alt.Tooltip("share:Q", format=".1%")],
         )
         .properties(width=width, height=height)
-        .facet(column=alt.Column("gpu_type:N", title=None))
+        .facet(column=alt.Column("gpu_type:N", title=None, sort=facet_order,
+                                 header=alt.Header(labelFontWeight="bold", labelLimit=0)))
     )
 
 
 def trend_chart(
-    trends: pd.DataFrame, *, group: str = "cluster", width: int = 620, height: int = 300
+    trends: pd.DataFrame, *, group: str = "cluster", min_jobs: int = 0, width: int = 620,
+    height: int = 300,
 ) -> AnyChart:
-    """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value."""
+    """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value.
+
+    With a ``jobs`` column, months with fewer than ``min_jobs`` jobs are left out of the lines
+    and drawn as faded points (their percentiles rest on few jobs: the page names them with
+    their counts); every tooltip carries the count."""
+    trends = trends.copy()
+    if "jobs" not in trends.columns:
+        trends["jobs"] = min_jobs
+    trends["few_jobs"] = trends["jobs"] < min_jobs
     long = trends.melt(
-        id_vars=["month", group],
+        id_vars=["month", group, "jobs", "few_jobs"],
         value_vars=["p25_cores_per_gpu", "p50_cores_per_gpu"],
         var_name="quantile",
         value_name="cores_per_gpu",
     )
     long["quantile"] = long["quantile"].map({"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"})
     long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
-    return (
+    base = (
         alt.Chart(long)
-        .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-            color=alt.Color(f"{group}:N"),
-            strokeDash=alt.StrokeDash(
-                "quantile:N", scale=alt.Scale(domain=["P25", "P50"], range=[[6, 3], [1, 0]])
-            ),
+            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
+                                      legend=_legend("percentile")),
             detail=alt.Detail("quantile:N"),
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip(f"{group}:N"),
-                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                     alt.Tooltip("jobs:Q", format=",")],
         )
-        .properties(width=width, height=height)
     )
+    return _with_faded_months(base, width, height)
+
+
+def _with_faded_months(base: alt.Chart, width: int, height: int) -> AnyChart:
+    """Lines through the months with enough jobs; every month as a point, faded (and off the
+    lines) when it has few jobs. The points carry no dash of their own: a dash field on a point
+    layer would leave the dash legend without strokes."""
+    lines = base.transform_filter("!datum.few_jobs").mark_line()
+    points = base.mark_point(filled=True, size=30).encode(
+        strokeDash=alt.value([1, 0]),
+        opacity=alt.condition("datum.few_jobs", alt.value(0.3), alt.value(1.0)),
+    )
+    return alt.layer(lines, points).properties(width=width, height=height)
 
 
 def top_bar_chart(
@@ -283,9 +335,9 @@ def top_bar_chart(
         alt.Chart(top)
         .mark_bar()
         .encode(
-            y=alt.Y(f"{name}:N", sort="-x", title=None),
-            x=alt.X(f"{value}:Q", title=title),
-            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.1f"),
+            y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+            x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
+            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.0f"),
                      *(alt.Tooltip(t) for t in tooltip)],
         )
         .properties(width=width, height=alt.Step(22))
@@ -297,6 +349,7 @@ def ttft_curve_chart(
     points: pd.DataFrame | None = None,
     *,
     recommended_cores_per_gpu: float | None = None,
+    current_cores_per_gpu: float | None = None,
     value: str = "ttft_ms",
     low: str = "ttft_low_ms",
     high: str = "ttft_high_ms",
@@ -306,7 +359,8 @@ def ttft_curve_chart(
 ) -> AnyChart:
     """Predicted TTFT (or its slowdown, with ``value="slowdown"``) against cores per GPU: the
     interval (``low``..``high``) as a band, the prediction as a line, calibration points (with a
-    ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule."""
+    ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule
+    and the current allocation as an orange dashed one, each labelled at the top."""
     y_scale = alt.Scale(type="log")
     base = alt.Chart(curve).encode(
         x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
@@ -332,19 +386,28 @@ def ttft_curve_chart(
             .encode(
                 x="cores_per_gpu:Q",
                 y=f"{value}:Q",
-                shape=alt.Shape("source:N", title="calibration"),
-                color=alt.Color("source:N", title="calibration"),
+                shape=alt.Shape("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
+                color=alt.Color("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 tooltip=["source:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                          alt.Tooltip(f"{value}:Q", format=",.2f")],
             )
         )
+    marks = []
     if recommended_cores_per_gpu is not None and recommended_cores_per_gpu > 0:
-        rec = pd.DataFrame({"cores_per_gpu": [float(recommended_cores_per_gpu)]})
+        marks.append((float(recommended_cores_per_gpu), "recommended", "#2ca02c", [1, 0]))
+    if current_cores_per_gpu is not None and current_cores_per_gpu > 0:
+        marks.append((float(current_cores_per_gpu), "now", "#ff7f0e", [6, 3]))
+    for cores, label, colour, dash in marks:
+        rec = pd.DataFrame({"cores_per_gpu": [cores], "label": [f"{label}: {cores:g}"]})
+        rule = alt.Chart(rec).encode(
+            x="cores_per_gpu:Q",
+            tooltip=[alt.Tooltip("cores_per_gpu:Q", title=label, format=".2f")],
+        )
+        layers.append(rule.mark_rule(color=colour, size=3, strokeDash=dash))
         layers.append(
-            alt.Chart(rec)
-            .mark_rule(color="#2ca02c", size=3)
-            .encode(x="cores_per_gpu:Q",
-                    tooltip=[alt.Tooltip("cores_per_gpu:Q", title="recommended", format=".1f")])
+            rule.mark_text(color=colour, align="left", baseline="top", dx=4, dy=2,
+                           fontWeight="bold")
+            .encode(text="label:N", y=alt.value(0))
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -365,12 +428,25 @@ def bench_curves_chart(
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
-            color=alt.Color(f"{series}:N", title=None),
+            color=alt.Color(f"{series}:N", legend=_legend(None, orient="bottom", columns=1)),
             tooltip=[f"{series}:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                      alt.Tooltip("ttft_ms:Q", format=",.0f")],
         )
     )
     layers: list[alt.Chart] = [measured]
+    if {"ttft_min_ms", "ttft_max_ms"} <= set(runs.columns):
+        # the repeats' range at each core count: a point alone hides how noisy the runs were
+        layers.append(
+            alt.Chart(runs)
+            .mark_rule(size=2, opacity=0.6)
+            .encode(
+                x="cores_per_gpu:Q", y="ttft_min_ms:Q", y2="ttft_max_ms:Q",
+                color=alt.Color(f"{series}:N"),
+                tooltip=[f"{series}:N", alt.Tooltip("runs:Q", title="repeats"),
+                         alt.Tooltip("ttft_min_ms:Q", format=",.0f", title="fastest (ms)"),
+                         alt.Tooltip("ttft_max_ms:Q", format=",.0f", title="slowest (ms)")],
+            )
+        )
     if fit is not None and not fit.empty:
         layers.append(
             alt.Chart(fit)
@@ -385,15 +461,22 @@ def share_trend_chart(
     *,
     group: str = "cluster",
     threshold_cores_per_gpu: float,
+    min_jobs: int = 0,
     width: int = 620,
     height: int = 240,
 ) -> AnyChart:
     """Share of jobs (dashed) and of GPU-hours (solid) below a threshold, by month and group.
 
-    Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1).
+    Columns: ``month``, ``group``, ``share_jobs_below``, ``share_gpu_hours_below`` (0-1), and
+    ``jobs`` (months with fewer than ``min_jobs`` are faded points off the lines, as in
+    :func:`trend_chart`).
     """
+    trends = trends.copy()
+    if "jobs" not in trends.columns:
+        trends["jobs"] = min_jobs
+    trends["few_jobs"] = trends["jobs"] < min_jobs
     long = trends.melt(
-        id_vars=["month", group],
+        id_vars=["month", group, "jobs", "few_jobs"],
         value_vars=["share_jobs_below", "share_gpu_hours_below"],
         var_name="weighted_by",
         value_name="share",
@@ -402,23 +485,23 @@ def share_trend_chart(
         {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"}
     )
     long = long[long["share"].notna()]
-    return (
+    base = (
         alt.Chart(long)
-        .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month", timeUnit="yearmonth"),
             y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
                     title=f"share below {threshold_cores_per_gpu:g} cores/GPU"),
-            color=alt.Color(f"{group}:N"),
+            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
             strokeDash=alt.StrokeDash(
-                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]])
+                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
+                legend=_legend("weighted by"),
             ),
             detail="weighted_by:N",
             tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "weighted_by:N",
-                     alt.Tooltip("share:Q", format=".1%")],
+                     alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("jobs:Q", format=",")],
         )
-        .properties(width=width, height=height)
     )
+    return _with_faded_months(base, width, height)
 
 
 def model_curve_frame(
@@ -500,14 +583,16 @@ def calibration_frame(training: Any, *, platform: str | None = None,
 
 def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Benchmark runs as TTFT-vs-cores series: one row per (series, cores per GPU) with the
-    median victim TTFT P50 over repeats (``ttft_ms``), the runs behind it, and a ``series``
-    label (platform, model, GPUs, load). Runs that failed or have no TTFT are left out.
+    median victim TTFT P50 over repeats (``ttft_ms``), the repeats' spread (``ttft_min_ms``,
+    ``ttft_max_ms``, and ``spread_pct``: (max - min) / median), the runs behind it, and a
+    ``series`` label (platform, model, GPUs, load). Runs that failed or have no TTFT are left
+    out.
 
     Columns used: ``platform``, ``model``, ``gpus``, ``attacker_rps``, ``workload``,
     ``cores_per_gpu``, ``victim_ttft_p50_ms``, ``status``, ``model_params_b``.
     """
     cols = ["series", "platform", "model", "model_params_b", "gpus", "attacker_rps", "workload",
-            "cores_per_gpu", "ttft_ms", "runs"]
+            "cores_per_gpu", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct", "runs"]
     ok = runs[(runs["status"] == "ok") & runs["victim_ttft_p50_ms"].notna()
               & runs["cores_per_gpu"].notna()]
     if ok.empty:
@@ -516,8 +601,10 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     g = (
         ok.fillna({k: "?" for k in ("platform", "model", "workload")})
         .groupby([*keys, "cores_per_gpu"], dropna=False, as_index=False)
-        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"))
+        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"),
+             ttft_min_ms=("victim_ttft_p50_ms", "min"), ttft_max_ms=("victim_ttft_p50_ms", "max"))
     )
+    g["spread_pct"] = 100.0 * (g["ttft_max_ms"] - g["ttft_min_ms"]) / g["ttft_ms"]
     g["series"] = (
         g["platform"].astype(str) + " · " + g["model"].astype(str) + " · "
         + g["gpus"].map(lambda n: f"{n:g} GPUs" if pd.notna(n) else "? GPUs") + " · "

@@ -21,6 +21,7 @@ import duckdb
 
 from advisor.errors import NotFoundError, UsageError
 from advisor.gputypes import known_families
+from advisor.resources import dashboard_dir
 from advisor.store import query
 
 HASH_USERS_ENV = "ADVISOR_HASH_USERS"
@@ -232,6 +233,8 @@ class BenchRun:
     tokenize_share: float | None
     cluster: str | None  # the Slurm cluster and partition it ran in; None outside Slurm
     partition: str | None
+    flags: str | None = None  # why the run is not fitted (bench.metrics.run_flags), comma-separated
+    flag_reasons: str | None = None
 
 
 def bench_runs(
@@ -309,12 +312,12 @@ class DashboardConfig:
 
 
 def app_script() -> Path:
-    """The Streamlit entry point ``app/streamlit_app.py`` next to the ``advisor`` package."""
-    script = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
+    """The Streamlit entry point ``app/streamlit_app.py`` (checkout or wheel, advisor.resources)."""
+    script = dashboard_dir() / "streamlit_app.py"
     if not script.is_file():
         raise NotFoundError(
-            f"{script}: the dashboard app is not installed; run from a source checkout "
-            "(pip install -e .)"
+            f"{script}: the dashboard app is missing from this install; reinstall advisor "
+            "(pip install advisor, or pip install -e . in a checkout)"
         )
     return script
 
@@ -352,16 +355,12 @@ def run_dashboard(config: DashboardConfig) -> int:
     """Serve the dashboard until interrupted; return ``streamlit``'s exit status. Stale
     summary tables are rebuilt in the file first (advisor.ratios.store_fresh_cubes), once,
     rather than privately by every session."""
-    import subprocess
-
     from advisor.ratios import store_fresh_cubes
+    from advisor.supervise import run_supervised
 
     argv, env = dashboard_command(config)
     store_fresh_cubes(config.db_path)
-    try:
-        return subprocess.call(argv, env=env)  # noqa: S603 (fixed argv, no shell)
-    except KeyboardInterrupt:
-        return 130
+    return run_supervised(argv, env)  # stopping `advisor dashboard` stops streamlit too
 
 
 def status_of_db(db: str | os.PathLike[str] | None = None, limit: int = 20) -> DataStatus:

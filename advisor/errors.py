@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 3
     NOT_FOUND = 4
     EXTERNAL = 5  # an external program (sacct, scontrol, the engine) failed
+    LOCKED = 6  # another process still held the database file after the wait
 
 
 class AdvisorError(Exception):
@@ -68,3 +69,23 @@ class ExternalToolError(AdvisorError):
 
 class StoreError(AdvisorError):
     """The DuckDB file is unusable: wrong schema version, locked, read-only."""
+
+
+class LockedError(StoreError):
+    """Another process held the database file's lock for longer than the wait
+    (``ADVISOR_LOCK_WAIT_S``); names the process holding it."""
+
+    exit_code = ExitCode.LOCKED
+
+
+def describe_os_error(exc: OSError) -> tuple[str, ExitCode]:
+    """The message and exit code for an OSError that escaped the core: the last net under
+    the CLI, so that a path that cannot be read is still 'Error: PATH: reason', never a
+    traceback (the core should raise InputError or NotFoundError itself)."""
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    message = f"{where}{exc.strerror or exc}"
+    if isinstance(exc, FileNotFoundError):
+        return message, ExitCode.NOT_FOUND
+    if isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)):
+        return message, ExitCode.BAD_INPUT
+    return message, ExitCode.ERROR

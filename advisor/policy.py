@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -218,10 +219,27 @@ def to_lua(policy: Policy) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A partition name slurm.conf can carry as one value: `#` starts a comment, spaces and `=`
+# split settings, `,` makes a list, and `DEFAULT` names the defaults of every partition.
+_SLURM_CONF_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def slurm_conf_unwritable(policy: Policy) -> list[str]:
+    """The partition names of ``policy`` that :func:`to_slurm_conf` skips (see its doc)."""
+    names = {r.partition for r in policy.rules if r.partition != WILDCARD}
+    return sorted(n for n in names if not _slurm_conf_name_ok(n))
+
+
+def _slurm_conf_name_ok(name: str) -> bool:
+    return _SLURM_CONF_NAME.fullmatch(name) is not None and name.upper() != "DEFAULT"
+
+
 def to_slurm_conf(policy: Policy) -> str:
     """``PartitionName=P DefCpuPerGPU=N`` for each partition with rules (the largest default
     among its GPU types, since DefCpuPerGPU is per partition), as lines to merge into
-    slurm.conf."""
+    slurm.conf. A name slurm.conf cannot carry (``h100#x``, a space, ``=``, ``,``, ``DEFAULT``,
+    anything but letters, digits, ``_ . -``) is skipped with a comment naming it (escaped), and
+    the other partitions are still written; :func:`slurm_conf_unwritable` lists them."""
     per_partition: dict[str, int] = {}
     for r in policy.rules:
         if r.partition == WILDCARD:
@@ -240,7 +258,8 @@ def to_slurm_conf(policy: Policy) -> str:
         if fallback is not None:
             lines.append(f"# DefCpuPerGPU={fallback.default_cpus_per_gpu}")
     for name, value in sorted(per_partition.items()):
-        if any(c.isspace() for c in name) or "=" in name:
-            raise UsageError(f"partition name {name!r} cannot be written into slurm.conf")
-        lines.append(f"PartitionName={name} DefCpuPerGPU={value}")
+        if _slurm_conf_name_ok(name):
+            lines.append(f"PartitionName={name} DefCpuPerGPU={value}")
+        else:  # ascii() keeps a newline or control character in the name out of the file
+            lines.append(f"# skipped partition {ascii(name)}: slurm.conf cannot carry its name")
     return "\n".join(lines) + "\n"

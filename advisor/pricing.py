@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import InputError, NotFoundError
+from advisor.resources import shipped_data
 
 PRICING_COLUMNS: tuple[str, ...] = (
     "kind", "name", "gpu_type", "gpus", "vcpus", "usd_per_hour", "usd_per_vcpu_hour", "region",
@@ -99,7 +100,8 @@ class PriceBook:
 
 
 def builtin_pricing_path() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "pricing" / "aws.csv"
+    """The shipped price table ``data/pricing/aws.csv`` (advisor.resources)."""
+    return shipped_data("pricing", "aws.csv")
 
 
 def _num(row: dict[str, str], name: str, src: str, line: int, *, integer: bool = False) -> float:

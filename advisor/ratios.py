@@ -555,13 +555,14 @@ def store_fresh_cubes(db: str | os.PathLike[str]) -> bool:
     """Bring every stored cube of the database file ``db`` up to date (the per-month people
     cube included), so that read-only readers such as the dashboard's sessions find them fresh
     instead of each building a private copy (seconds per session on millions of jobs). Returns
-    False, changing nothing, when the file cannot be opened for writing (another process holds
-    it, or it is read-only): the readers then build their copies as before."""
+    False, changing nothing, when the file cannot be opened for writing at once (another process
+    holds it, or it is read-only) or its schema is older than this code (it is never migrated
+    here: the readers report that with the command that upgrades it)."""
     from advisor.store import connect
 
     try:
-        con = connect(db)
-    except (StoreError, duckdb.IOException, duckdb.PermissionException, OSError):
+        con = connect(db, migrate_schema=False, wait_s=0)
+    except (StoreError, duckdb.Error, OSError):
         return False
     try:
         if not cube_is_fresh(con):

@@ -100,11 +100,18 @@ class Workload:
     def hit(self) -> float:
         return slowdown.prefix_hit_of(self.workload, self.prefix_hit)
 
+    def renderers(self) -> float | None:
+        """Renderer workers: given, else from a bench workload name (``.../rw4``), else None."""
+        if self.renderer_workers is not None:
+            return float(self.renderer_workers)
+        return slowdown.renderer_workers_of(self.workload)
+
     def check(self) -> None:
         """Raise UsageError for a value no server can have."""
         if self.prefix_hit is not None and not 0.0 <= self.prefix_hit <= 1.0:
             raise UsageError(f"--prefix-hit must be between 0 and 1, got {self.prefix_hit}")
-        if self.workload is not None and self.workload not in slowdown.WORKLOAD_PREFIX_HIT:
+        if (self.workload is not None
+                and self.workload.split("/")[0] not in slowdown.WORKLOAD_PREFIX_HIT):
             raise UsageError(f"--workload {self.workload!r}: choose one of "
                              f"{', '.join(slowdown.WORKLOAD_PREFIX_HIT)} (or give --prefix-hit)")
         if self.renderer_workers is not None and self.renderer_workers < 1:
@@ -153,7 +160,8 @@ class JobRecommendation:
     knee_source: str  # what set cores_total: model, 2 + N floor, or measured: <series>
     knee_cores_interval: tuple[int | None, int | None]  # over the bootstrap refits
     floor_cores: int  # vLLM's 2 + N
-    regime: str  # cpu-bound | gpu-bound, at the current allocation
+    regime: str  # at the current allocation: pathological (CPU-bound past saturation),
+    # cpu-bound (TTFT more than the tolerance above ample cores) or gpu-bound
     load_regime: str  # gpu-bound when the floor suffices, else cpu-bound
     demand_cores: float
     demand_parts: dict[str, float]
@@ -217,7 +225,7 @@ def _template(gpus: float, platform: str | None, w: Workload, tp: int | None = N
     return slowdown.feature_row(
         1.0, gpus=gpus, model_params_b=w.model_params_b, load_rps=w.load_rps,
         prompt_tokens=w.prompt_tokens, platform=platform, tp=tp, prefix_hit=w.hit(),
-        renderer_workers=w.renderer_workers)
+        renderer_workers=w.renderers())
 
 
 def _rows(params: slowdown.CurveParams, cores: Sequence[float], gpus: float, platform: str | None,
@@ -284,9 +292,9 @@ def _canonical(gpu_type: str) -> str:
 def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: int,
                  workload: Workload, top: int = 3) -> list[dict[str, Any]]:
     """The measured series nearest to the request (from the fitted model's record of them),
-    each with its ``distance``: the sum of |log2| ratios of GPUs, model size, load and prompt
-    tokens, twice the prefix-hit difference, 1 for another platform and 0.5 for another engine
-    version (0: the same configuration)."""
+    each with its ``distance``: the sum of |log2| ratios of GPUs, model size, load, prompt
+    tokens and renderer workers, twice the prefix-hit difference, 1 for another platform and
+    0.5 for another engine version (0: the same configuration)."""
 
     def l2(a: float | None, b: float | None, ref: float) -> float:
         return abs(math.log2((a or ref) / (b or ref)))
@@ -300,6 +308,7 @@ def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: in
              + l2(s.get("load_rps"), workload.load_rps, slowdown.REF_LOAD_RPS)
              + l2(s.get("prompt_tokens"), workload.prompt_tokens, slowdown.REF_PROMPT_TOKENS)
              + 2.0 * abs(float(s.get("prefix_hit") or 0.0) - workload.hit())
+             + l2(slowdown.renderer_workers_of(s.get("workload")), workload.renderers(), 1.0)
              + (0.0 if s.get("platform") == platform else 1.0)
              + (0.5 if workload.engine_version and s.get("engine_version")
                 and s.get("engine_version") != workload.engine_version else 0.0))
@@ -407,12 +416,18 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     patho_now = bool(mech.pathological[0])
     patho_below: int | None = int(math.floor(demand)) + 1
     note = None
+    renderers = int(q.workload.renderers() or 1)
     if tokenizer >= 1.0:
         patho_below = None
         warnings.append(
-            f"the API server's tokenizer is saturated ({tokenizer:.2f} of "
-            f"{q.workload.renderer_workers or 1} renderer worker(s)): no number of cores helps; "
-            "run more renderer workers (vLLM's renderer_num_workers) or fewer tokens per second")
+            f"the API server's tokenizer is saturated ({tokenizer:.2f} of {renderers} renderer "
+            "worker(s) busy): no number of cores helps; run more renderer workers (vLLM's "
+            "renderer_num_workers) or fewer tokens per second")
+    elif tokenizer >= 0.7:
+        warnings.append(
+            f"the API server's tokenizer is {tokenizer:.0%} busy ({renderers} renderer "
+            "worker(s)): its queue, not the cores, sets TTFT near this load; more renderer "
+            "workers (vLLM's renderer_num_workers) lift it")
     if patho_now:
         measured = _measured_below(evidence)
         where = (f"below {patho_below} cores" if patho_below is not None
@@ -444,7 +459,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         s_lo = max(s_lo, min(1.0, speed))
         lower_bound = False
     bound = 1.0 + q.tolerance
-    regime = "cpu-bound" if patho_now or (slow_now or 1.0) > bound else "gpu-bound"
+    regime = ("pathological" if patho_now else
+              "cpu-bound" if (slow_now or 1.0) > bound else "gpu-bound")
     load_regime = "gpu-bound" if total_wanted <= floor else "cpu-bound"
     if current >= rec:
         warnings.append(f"the current {current:g} cores per GPU already suffice")
@@ -477,7 +493,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
             "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
             "prefix_hit": q.workload.hit(),
             "prefix_hit_source": hit_source,
-            "renderer_workers": q.workload.renderer_workers or 1,
+            "renderer_workers": renderers,
             "tp": tp,
             "engine_version": q.workload.engine_version,
             "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
@@ -701,7 +717,7 @@ def recommend_partitions(
                                  load_rps=q.workload.load_rps,
                                  prompt_tokens=q.workload.prompt_tokens, platform=platform,
                                  prefix_hit=q.workload.hit(),
-                                 renderer_workers=q.workload.renderer_workers)
+                                 renderer_workers=q.workload.renderers())
             for c, g in zip(cores_job, gpus_job, strict=True)
         ])
         X_rec = X_job.copy()

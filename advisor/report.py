@@ -36,7 +36,13 @@ from typing import Any
 import duckdb
 
 from advisor import store
-from advisor.errors import AdvisorError, InputError, NotFoundError, UsageError
+from advisor.errors import (
+    AdvisorError,
+    ExternalToolError,
+    InputError,
+    NotFoundError,
+    UsageError,
+)
 from advisor.policy import Policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
@@ -261,6 +267,24 @@ class DataQuality:
     daily: tuple[DayCount, ...]
 
 
+SMALL_SAMPLE_JOBS = 30  # fewer GPU jobs than this in a month: its percentiles move a lot
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a head of computing reads in 30 seconds: the loss, its value, the fix, where it
+    happens, the settings that fix it, and what changed since last month."""
+
+    gpu_hours_lost: float
+    usd_lost: float  # priced GPU types only
+    usd_to_fix: float
+    prev_gpu_hours_lost: float | None  # None: no estimate for the month before
+    top_partitions: tuple[StarvationEstimate, ...]  # the three losing the most GPU-hours
+    top_accounts: tuple[BelowRecommendation, ...]  # the three most GPU-hours below
+    settings: str  # slurm.conf lines that set the recommendations
+    changes: tuple[str, ...]  # sentences: what moved since the month before
+
+
 @dataclass(frozen=True)
 class MonthlyReport:
     """Everything one monthly report shows; rendering adds no number of its own."""
@@ -281,6 +305,10 @@ class MonthlyReport:
     policy: PolicyCompliance | None
     quality: DataQuality
     notes: tuple[str, ...] = field(default_factory=tuple)  # sections that could not be computed
+    summary: Summary | None = None
+    prev_distribution: tuple[RatioCount, ...] = ()  # the month before (overlaid on the histogram)
+    no_records: bool = False  # not one allocation started in the month (of the cluster)
+    small_sample: bool = False  # fewer than SMALL_SAMPLE_JOBS GPU allocations
 
 
 @dataclass(frozen=True)
@@ -885,18 +913,23 @@ def build_report(
     policy = policy_compliance(con, month, cluster, inputs)
     progress(label, 4, steps)
     quality = data_quality(con, month, cluster)
+    prev_distribution = month_distribution(con, month.previous(), cluster)
+    prev_starvation = starvation_estimates(con, month.previous(), cluster, inputs)
     progress(label, 5, steps)
-    assumptions = (
-        "Month: allocations that started in it (UTC), counted whole even when they ran on.",
-        "Recommended cores per GPU: advisor.recommend.recommend_partitions over every job in "
-        "the database (not only this month), per partition and GPU type.",
-        *inputs.recommendation_assumptions,
-    )
+    no_records = quality.jobs == 0
+    small = not no_records and quality.gpu_jobs < SMALL_SAMPLE_JOBS
+    if small:  # (a month with no records says so once, in the summary)
+        notes.append(f"Small sample: only {quality.gpu_jobs:,} GPU allocation"
+                     f"{'s' if quality.gpu_jobs != 1 else ''} started in "
+                     f"{month.label}; percentiles and shares of so few jobs move a lot from "
+                     "month to month.")
+    assumptions = _assumptions_in_words(inputs)
+    generated = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0)
     return MonthlyReport(
         month=month.label,
         previous_month=month.previous().label,
         cluster=cluster,
-        generated_at=(now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0),
+        generated_at=generated,
         gpu_types=gpu_types,
         distribution=distribution,
         below_accounts=accounts,
@@ -909,7 +942,93 @@ def build_report(
         policy=policy,
         quality=quality,
         notes=tuple(notes),
+        summary=_summary(starvation, prev_starvation, accounts, gpu_types, inputs, cluster,
+                         generated)
+        if inputs.recommendations else None,
+        prev_distribution=prev_distribution,
+        no_records=no_records,
+        small_sample=small,
     )
+
+
+def _assumptions_in_words(inputs: ReportInputs) -> tuple[str, ...]:
+    """What the estimates assume, as an admin would explain them to a head of computing."""
+    from advisor import slowdown
+
+    out = [
+        "A job belongs to the month it started in (UTC) and counts whole, even when it ran on.",
+        "Recommended cores per GPU: per partition and GPU type, the fewest cores that keep "
+        "time-to-first-token within 10% of what unlimited cores give, judged over every job "
+        "in the database.",
+        f"The estimate treats every GPU job as an LLM server of a model of "
+        f"{slowdown.REF_MODEL_PARAMS_B:g}B parameters taking {slowdown.REF_LOAD_RPS:g} long "
+        f"requests per second of {int(slowdown.REF_PROMPT_TOKENS):,} prompt tokens.",
+        "GPU time lost: for each job below the recommendation, the part of its GPU time the "
+        "model says is spent waiting for the CPU. Training and batch jobs wait less, so this "
+        "is an upper bound for them.",
+    ]
+    if inputs.prices is not None:
+        v = inputs.prices.vcpu
+        out.append(f"Cost of the fix: the extra cores those jobs would have held, at "
+                   f"${v.usd_per_vcpu_hour:.3f} per vCPU-hour ({v.basis}, prices of "
+                   f"{v.as_of.isoformat()}).")
+        out.append("Value of the GPU time lost: at the cloud price of the same GPU "
+                   "(the reference instance's price per GPU-hour).")
+    return tuple(out)
+
+
+def _summary(
+    starvation: Sequence[StarvationEstimate],
+    prev_starvation: Sequence[StarvationEstimate],
+    accounts: Sequence[BelowRecommendation],
+    gpu_types: Sequence[GpuTypeMonth],
+    inputs: ReportInputs,
+    cluster: str | None,
+    generated_at: dt.datetime,
+) -> Summary:
+    from advisor.fixplan import settings_for
+
+    lost = sum(e.gpu_hours_lost for e in starvation)
+    prev_lost = sum(e.gpu_hours_lost for e in prev_starvation) if prev_starvation else None
+    shown = {(e.partition, e.gpu_type) for e in starvation}
+    recs = [r for r in inputs.recommendations if (r.partition, r.gpu_type) in shown]
+    settings = (settings_for(cluster or "all clusters", recs, generated_at).slurm_conf
+                if recs else "")  # fmt: skip
+    changes = []
+    if prev_lost is not None:
+        changes.append(f"GPU-hours lost: {_hours(lost)} against {_hours(prev_lost)} the month "
+                       f"before ({_signed_pct(lost, prev_lost)}).")
+    else:
+        changes.append("No estimate for the month before to compare with.")
+    for g in gpu_types:
+        if g.p50_cores_per_gpu is None or g.prev_p50_cores_per_gpu is None:
+            continue
+        if g.p50_change_cores_per_gpu:
+            changes.append(f"{g.gpu_type}: median cores per GPU {g.prev_p50_cores_per_gpu:g} "
+                           f"→ {g.p50_cores_per_gpu:g}.")
+        else:
+            changes.append(f"{g.gpu_type}: median unchanged at {g.p50_cores_per_gpu:g} cores "
+                           "per GPU.")
+    return Summary(
+        gpu_hours_lost=lost,
+        usd_lost=sum(e.usd_lost or 0.0 for e in starvation),
+        usd_to_fix=sum(e.usd_to_fix for e in starvation),
+        prev_gpu_hours_lost=prev_lost,
+        top_partitions=tuple(starvation[:3]),
+        top_accounts=tuple(accounts[:3]),
+        settings=settings,
+        changes=tuple(changes),
+    )
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _signed_pct(now: float, before: float) -> str:
+    if before == 0:
+        return "none the month before" if now else "none either month"
+    return f"{100.0 * (now - before) / before:+.0f}%"
 
 
 # --------------------------------------------------------------------------------------------
@@ -953,6 +1072,7 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                     x=alt.X("gpu_type:N", title="GPU type"),
                     xOffset=alt.XOffset("month:N", sort=order),
                     y=alt.Y("cores_per_gpu:Q", scale=alt.Scale(type="log", base=2),
+                            axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
                             title="CPU cores per GPU (log scale)"),
                     color=alt.Color("month:N", sort=order, title="month"),
                     shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
@@ -974,24 +1094,31 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
             [{"gpu_type": g.gpu_type, "p25_cores_per_gpu": g.p25_cores_per_gpu,
               "p50_cores_per_gpu": g.p50_cores_per_gpu} for g in report.gpu_types if g.jobs]
         )  # fmt: skip
-        chart = ratio_histogram(dist, quantiles=quantiles, height=120)
+        previous = (pd.DataFrame([vars(p) for p in report.prev_distribution])
+                    if report.prev_distribution else None)  # fmt: skip
+        chart = ratio_histogram(dist, quantiles=quantiles, previous=previous,
+                                previous_label=report.previous_month, height=120)  # fmt: skip
         charts.append(
-            ReportChart("ratio-histogram", f"Cores per GPU in {report.month}", chart.to_dict())
+            ReportChart("ratio-histogram",
+                        f"Cores per GPU in {report.month} (outlined: {report.previous_month})",
+                        chart.to_dict())  # fmt: skip
         )
-    below = [*report.below_accounts, *report.below_partitions]
-    if below:
-        df = pd.DataFrame(
-            [{"who": _who(b), "gpu_hours_below": b.gpu_hours_below, "flag": b.flag}
-             for b in below]
-        )  # fmt: skip
-        from advisor.charts import top_bar_chart
+    from advisor.charts import top_bar_chart
 
+    # Accounts and partitions apart: an account's GPU-hours are also its partition's, so one
+    # ranking of both would count them twice.
+    for scope, below in (("accounts", report.below_accounts),
+                         ("partitions", report.below_partitions)):  # fmt: skip
+        if not below:
+            continue
+        df = pd.DataFrame([{"who": _who(b), "gpu_hours_below": b.gpu_hours_below,
+                            "flag": b.flag} for b in below])  # fmt: skip
         chart = top_bar_chart(
             df, name="who", value="gpu_hours_below", title="GPU-hours below the recommendation",
-            tooltip=["flag:N"], limit=2 * max(1, len(below)),
+            tooltip=["flag:N"], limit=max(1, len(below)),
         )  # fmt: skip
-        charts.append(ReportChart("below-recommendation", "Most below the recommendation",
-                                  chart.to_dict()))  # fmt: skip
+        charts.append(ReportChart(f"below-{scope}", f"{scope.capitalize()} most below the "
+                                  "recommendation", chart.to_dict()))  # fmt: skip
     if report.quality.daily:
         df = pd.DataFrame([{"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
                            for d in report.quality.daily])  # fmt: skip
@@ -1019,7 +1146,7 @@ _BUNDLE_SNIPPET = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vega
 
 def _who(b: BelowRecommendation) -> str:
     where = f" in {b.partition}" if b.scope == "account" else ""
-    return f"{b.scope} {b.name}{where} ({b.gpu_type})"
+    return f"{b.name}{where} ({b.gpu_type})"
 
 
 @cache
@@ -1062,6 +1189,26 @@ def _raw(value: object) -> str:
     return str(value)
 
 
+def _fmt(value: object, kind: str = "num") -> str:
+    """One format per kind of number, the same wherever it appears in the report: counts and
+    hours whole with separators, cores per GPU with two decimals, dollars whole, unit prices
+    with the cents that matter."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or kind == "num":
+        return _num(value)
+    v = float(value)
+    if kind in ("int", "hours"):
+        return f"{v:,.0f}"
+    if kind == "cores":
+        return f"{v:,.2f}"
+    if kind == "usd":
+        return f"${v:,.0f}"
+    if kind == "price":
+        return f"${v:,.2f}"
+    raise ValueError(f"unknown number kind {kind!r}")
+
+
 def _share(value: float | None) -> str:
     return "–" if value is None else f"{100.0 * value:.1f}%"
 
@@ -1075,15 +1222,28 @@ def _template(name: str = "report.html.j2") -> Any:
     env.filters["num"] = _num
     env.filters["raw"] = _raw
     env.filters["share"] = _share
+    env.filters["fmt"] = _fmt
     return env.from_string(text)
+
+
+# Inside <script>, "<!--<script>" in a name would make the HTML parser swallow the elements
+# after it and "</script" would end it; "&", U+2028 and U+2029 trip other parsers. JSON can
+# spell each of them as a \u escape inside a string (they never occur outside one).
+_INLINE_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def inline_json(value: Any) -> str:
+    """``value`` as JSON that is safe to place inside an HTML ``<script>`` element as is."""
+    return json.dumps(value, separators=(",", ":"), default=str).translate(_INLINE_JSON_ESCAPES)
 
 
 def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = None) -> str:
     """The report as one self-contained HTML page (charts drawn in the browser, offline)."""
     charts = report_charts(report) if charts is None else charts
     specs = {c.chart_id: c.spec for c in charts}
-    # Inside <script>, "</" would end the element: escape it (valid JSON either way).
-    specs_json = json.dumps(specs, separators=(",", ":"), default=str).replace("</", "<\\/")
+    specs_json = inline_json(specs)
     bundle = _vega_bundle().replace("</script", "<\\/script") if charts else ""
     return str(
         _template().render(
@@ -1154,6 +1314,11 @@ def write_report(
                 (built / name).write_bytes(vl_convert.vegalite_to_pdf(chart.spec))
             images.append(name)
             progress(f"charts {report.month}", i + 1, total)
+        if png or pdf:
+            # the whole report for e-mail, printed from the written page as a browser draws it
+            print_report(built / "report.html", pdf=built / "report.pdf" if pdf else None,
+                         png=built / "report.png" if png else None)  # fmt: skip
+            images += [n for n, on in (("report.png", png), ("report.pdf", pdf)) if on]
         built.chmod(0o755)
         _replace_dir(built, target)
     except BaseException:
@@ -1167,6 +1332,75 @@ def write_report(
         gpu_jobs=report.quality.gpu_jobs,
         html_sha256=hashlib.sha256(html.encode("utf-8")).hexdigest(),
     )
+
+
+CHROMIUM_ENV = "ADVISOR_CHROMIUM"
+_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+REPORT_WIDTH_PX = 1200  # the e-mail copy's width: the page's max-width plus its margins
+_MAX_HEIGHT_PX = 16000
+
+
+def _chromium() -> str:
+    """Headless Chromium for the e-mail copies: ``$ADVISOR_CHROMIUM``, else one on PATH."""
+    exe = os.environ.get(CHROMIUM_ENV) or next(
+        (found for n in _CHROMIUM_NAMES if (found := shutil.which(n))), None
+    )
+    if not exe:
+        raise ExternalToolError(
+            "report.pdf and report.png are printed by headless Chromium, and none was found: "
+            f"install it (Debian: apt-get install chromium) or set {CHROMIUM_ENV}=/path/to/it"
+        )
+    return exe
+
+
+def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None = None) -> None:
+    """Print the written report with headless Chromium: ``pdf`` as a paged PDF, ``png`` as one
+    image of the whole page, both after its charts are drawn, for readers of e-mail."""
+    import subprocess
+
+    exe = _chromium()
+    url = html_path.resolve().as_uri()
+    with tempfile.TemporaryDirectory(prefix="advisor-chromium-") as profile:
+        base = [
+            exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--hide-scrollbars", f"--user-data-dir={profile}",
+            # the charts are drawn by the page's script: let it run before printing
+            "--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw",
+        ]  # fmt: skip
+        jobs = []
+        if pdf is not None:
+            jobs.append([*base, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", url])
+        if png is not None:
+            jobs.append([*base, f"--window-size={REPORT_WIDTH_PX},{_MAX_HEIGHT_PX}",
+                         f"--screenshot={png}", url])  # fmt: skip
+        for cmd in jobs:
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ExternalToolError(f"{exe}: could not print {html_path}: {exc}") from exc
+            out = Path(cmd[-2].split("=", 1)[1])
+            if done.returncode != 0 or not out.exists():
+                tail = (done.stderr or "").strip().splitlines()[-3:]
+                raise ExternalToolError(
+                    f"{exe} exited with {done.returncode} printing {html_path}: {' '.join(tail)}"
+                )
+    if png is not None:
+        _trim_bottom(png)
+
+
+def _trim_bottom(png: Path, margin_px: int = 40) -> None:
+    """Cut the blank window below the page's end (the screenshot window is tall on purpose)."""
+    from PIL import Image, ImageChops
+
+    with Image.open(png) as img:
+        rgb = img.convert("RGB")
+    background = Image.new("RGB", rgb.size, rgb.getpixel((rgb.width - 1, rgb.height - 1)))
+    box = ImageChops.difference(rgb, background).getbbox()
+    if box is None:
+        return
+    bottom = min(rgb.height, box[3] + margin_px)
+    rgb.crop((0, 0, rgb.width, bottom)).save(png, optimize=True)
 
 
 def report_as_dict(report: MonthlyReport) -> dict[str, Any]:

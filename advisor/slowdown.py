@@ -98,10 +98,20 @@ def platform_speed(platform: str | None) -> float:
 
 
 def prefix_hit_of(workload: str | None, prefix_hit: float | None = None) -> float:
-    """The prefix-cache hit share: given, else the named workload's, else 0 (unique prompts)."""
+    """The prefix-cache hit share: given, else the named workload's (the part before a ``/``),
+    else 0 (unique prompts)."""
     if prefix_hit is not None and not (isinstance(prefix_hit, float) and math.isnan(prefix_hit)):
         return float(min(max(prefix_hit, 0.0), 1.0))
-    return WORKLOAD_PREFIX_HIT.get((workload or "").strip().lower(), 0.0)
+    return WORKLOAD_PREFIX_HIT.get((workload or "").split("/")[0].strip().lower(), 0.0)
+
+
+def renderer_workers_of(workload: str | None) -> float | None:
+    """Renderer workers a bench workload name carries (``tokenize-heavy/rw4``: 4), else None."""
+    for part in (workload or "").split("/")[1:]:
+        part = part.strip().lower()
+        if part.startswith("rw") and part[2:].isdigit() and int(part[2:]) > 0:
+            return float(part[2:])
+    return None
 
 
 def feature_row(

@@ -11,15 +11,17 @@ Every TIMESTAMP column holds UTC.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import time
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 
-from advisor.errors import NotFoundError, StoreError
+from advisor.errors import LockedError, NotFoundError, StoreError
 
 DEFAULT_DB = "advisor.duckdb"
 DB_ENV = "ADVISOR_DB"
@@ -30,6 +32,16 @@ DB_ENV = "ADVISOR_DB"
 STORAGE_VERSION = "v1.3.0"
 
 _MIGRATION_RE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+# How long an open waits for another process's lock on the file (a dashboard request, a
+# running ingest) before giving up with LockedError; the environment variable overrides it.
+LOCK_WAIT_ENV = "ADVISOR_LOCK_WAIT_S"
+DEFAULT_LOCK_WAIT_S = 30.0
+_LOCK_RETRY_S = 0.1
+# DuckDB's message for a file locked by another process names its program and PID.
+_LOCK_HOLDER_RE = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
+
+log = logging.getLogger(__name__)
 
 
 def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
@@ -117,38 +129,143 @@ def connect(
     db: str | os.PathLike[str] | None = None,
     *,
     read_only: bool = False,
+    migrate_schema: bool = True,
+    wait_s: float | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open the database (see :func:`resolve_db_path`), creating and migrating it if writable.
 
     Read-only connections never change the file: a missing file is an error, and a database
-    older than this code is reported with the command that upgrades it.
+    older than this code is reported with the command that upgrades it. So is a writable one
+    with ``migrate_schema=False`` (a caller that only refreshes derived tables).
+
+    When another process holds the file (DuckDB allows one writer, or any number of readers),
+    the open is retried for up to ``wait_s`` seconds (None: ``$ADVISOR_LOCK_WAIT_S``, else 30),
+    saying once on stderr (logging) which process holds it; :class:`LockedError` after that.
     """
     path = resolve_db_path(db)
+    wait = lock_wait_s() if wait_s is None else wait_s
     if read_only:
         if not path.exists():
             raise NotFoundError(
                 f"{path}: no such database; load data first with `advisor ingest FILE --db {path}`"
             )
-        try:
-            con = duckdb.connect(str(path), read_only=True)
-        except duckdb.Error as exc:
-            raise StoreError(f"{path}: cannot open read-only: {exc}") from exc
-        have, missing = schema_version(con), pending(con)
-        if missing:
-            con.close()
-            raise StoreError(
-                f"{path}: schema version {have} lacks migrations {missing} of this advisor; "
-                f"run `advisor db migrate --db {path}` once"
-            )
-        return con
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = _open_writable(path)
-    except duckdb.Error as exc:
-        raise StoreError(f"{path}: cannot open: {exc}") from exc
-    migrate(con)
+        con = _open_waiting(path, read_only=True, wait_s=wait)
+    else:
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        con = _open_waiting(path, read_only=False, wait_s=wait)
+        if migrate_schema:
+            migrate(con)
+            return con
+    have, missing = schema_version(con), pending(con)
+    if missing:
+        con.close()
+        raise StoreError(
+            f"{path}: schema version {have} lacks migrations {missing} of this advisor; "
+            f"run `advisor db migrate --db {path}` once"
+        )
     return con
+
+
+def lock_wait_s() -> float:
+    """Seconds an open waits for another process's lock (``$ADVISOR_LOCK_WAIT_S``, else 30)."""
+    raw = os.environ.get(LOCK_WAIT_ENV, "")
+    try:
+        value = float(raw) if raw else DEFAULT_LOCK_WAIT_S
+    except ValueError:
+        raise StoreError(f"{LOCK_WAIT_ENV}={raw!r} is not a number of seconds") from None
+    return max(0.0, value)
+
+
+def lock_holder(message: str) -> str | None:
+    """The holder ("PID n (its command line)") named in DuckDB's lock-conflict message, or None
+    for any other error."""
+    m = _LOCK_HOLDER_RE.search(message)
+    if m is None:
+        return None
+    pid, program = m.group(2), m.group(1)
+    try:  # the command line says more than the interpreter's path ("advisor ingest ...")
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        words = [w.decode("utf-8", "replace") for w in raw.split(b"\0") if w]
+        if words:
+            program = " ".join(Path(words[0]).name if i == 0 else w for i, w in enumerate(words))
+    except OSError:
+        pass
+    # one line of printable text: a command line may hold newlines or terminal escapes
+    program = "".join(ch if ch.isprintable() else "?" for ch in " ".join(program.split()))
+    if len(program) > 120:
+        program = program[:117] + "..."
+    return f"PID {pid} ({program})"
+
+
+def writer_waiting_path(db: str | os.PathLike[str]) -> Path:
+    """The marker a writer leaves next to the database file while it waits for the lock."""
+    path = Path(db)
+    return path.with_name(path.name + ".writer-waiting")
+
+
+def writer_waiting(db: str | os.PathLike[str]) -> bool:
+    """Whether a live process is waiting to write the database file (see :func:`connect`):
+    long-lived readers (the dashboard) then let go of the file as soon as they can."""
+    marker = writer_waiting_path(db)
+    try:
+        pid = int(marker.read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: is it alive (a writer killed while waiting leaves its marker)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
+
+def _open_waiting(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying while another process holds a conflicting lock on it. A waiting
+    writer leaves :func:`writer_waiting_path` (its PID) for the time it waits."""
+    deadline = time.monotonic() + wait_s
+    told = False
+    marker: Path | None = None
+    try:
+        while True:
+            try:
+                if read_only:
+                    return duckdb.connect(str(path), read_only=True)
+                return _open_writable(path)
+            except duckdb.Error as exc:
+                holder = lock_holder(str(exc))
+                how = "read-only" if read_only else "for writing"
+                if holder is None:
+                    raise StoreError(f"{path}: cannot open {how}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"{path}: database is in use by {holder}; still locked after {wait_s:g} "
+                        f"s. Try again when it has finished (or set {LOCK_WAIT_ENV} to wait "
+                        "longer)"
+                    ) from exc
+                if not told and wait_s > 0:
+                    log.warning(
+                        "%s: database is in use by %s; waiting up to %g s", path, holder, wait_s
+                    )
+                    told = True
+                    if not read_only:
+                        marker = _leave_marker(path)
+            time.sleep(min(_LOCK_RETRY_S, max(0.0, deadline - time.monotonic())))
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+
+
+def _leave_marker(path: Path) -> Path | None:
+    marker = writer_waiting_path(path)
+    try:
+        marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+    except OSError:  # a directory we cannot write: readers then just let go when idle
+        return None
+    return marker
 
 
 def _open_writable(path: Path) -> duckdb.DuckDBPyConnection:
@@ -164,7 +281,7 @@ def quote_ident(name: str) -> str:
 def migrate_db(db: str | os.PathLike[str] | None = None) -> list[int]:
     """Open (creating) the database and apply pending migrations; return the versions applied."""
     path = resolve_db_path(db)
-    con = _open_writable(path)
+    con = _open_waiting(path, read_only=False, wait_s=lock_wait_s())
     try:
         return migrate(con)
     finally:

@@ -1,4 +1,4 @@
-"""What every dashboard page shares: the database (opened read-only once), the sidebar filters,
+"""What every dashboard page shares: the database (opened read-only per call), the sidebar filters,
 the privacy setting, cached calls into the core, and the messages for data that cannot be shown.
 
 Pages hold no business logic and no SQL: they call core functions (the same ones the CLI calls)
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ import duckdb
 import streamlit as st
 
 from advisor import datainfo, store
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, LockedError
+from advisor.recommend import Workload
 
 T = TypeVar("T")
 
@@ -95,44 +98,134 @@ def db_key() -> DbKey:
     return (str(path), mtime)
 
 
-class _Shared:
-    """The one read-only connection of a database file, and the lock that serialises its use
-    (a DuckDB connection is not safe to share between threads; Streamlit runs each browser
-    session in its own thread)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-        self.lock = threading.Lock()
-
-
-@st.cache_resource(show_spinner="Opening the database and building its ratio cube...",
-                   max_entries=4)
-def _connection(key: DbKey) -> _Shared:
-    con = store.connect(key[0], read_only=True)
-    try:
-        from advisor import ratios
-
-        # The pre-aggregated ratio cube answers summaries in milliseconds instead of a scan
-        # of every job. A read-only connection builds it as TEMP tables, which only this
-        # connection sees: hence one shared connection, not a cursor per call.
-        ensure = getattr(ratios, "ensure_ratio_cube", None)
-        if ensure is not None:
-            ensure(con)
-    except Exception:
-        con.close()
-        raise
-    return _Shared(con)
+# Opening the file costs tens of milliseconds (DuckDB loads its catalog, and a fresh instance
+# has no cached blocks), so one script run (one interaction of one browser session, in its own
+# thread) opens it once, on its first core call, and the router hands it back when the run ends
+# (release_connection). The last one handed back is kept open for KEEP_WARM_S as the "anchor":
+# while it is open, the next run's open shares its DuckDB instance (no catalog load, warm
+# blocks). A writer that finds the file locked leaves a marker (store.writer_waiting); then
+# the anchor is closed at once and no run keeps the file, so the writer gets it within a run.
+_FILE_LOCK = threading.RLock()
+_open_runs = 0  # script runs of this process holding a connection now (under _FILE_LOCK)
+_run = threading.local()
+KEEP_WARM_S = 10.0
+ANCHOR_POLL_S = 0.1
+_anchor: duckdb.DuckDBPyConnection | None = None
+_anchor_until = 0.0
+# How long a request waits while another process (an ingest) writes the file, before the page
+# says so instead of answering; and how long a run lets a waiting writer go first.
+READ_WAIT_S = 10.0
+WRITER_FIRST_S = 1.0
+_cubes_checked: set[DbKey] = set()
 
 
 @contextmanager
 def connection(key: DbKey) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The database's shared read-only connection, held alone for the duration."""
+    """This script run's read-only connection of the database file (opened on first use; the
+    router hands it back at the end of the run with :func:`release_connection`).
+
+    The dashboard holds DuckDB's file lock while it answers and, when no writer is waiting, for
+    ``KEEP_WARM_S`` after; a writer waiting for the file gets it as soon as the running
+    interactions end. While a writer holds it, a request waits up to ``READ_WAIT_S`` seconds,
+    then the page says which process is writing.
+    """
+    con = getattr(_run, "con", None)
+    if con is None or _run.key != key:
+        release_connection()
+        con = _open(key)
+        _run.con, _run.key = con, key
+    yield con
+
+
+def _open(key: DbKey) -> duckdb.DuckDBPyConnection:
+    global _open_runs
+    with _FILE_LOCK:
+        if store.writer_waiting(key[0]):
+            _close_anchor()
+            deadline = time.monotonic() + WRITER_FIRST_S
+            while not _open_runs and store.writer_waiting(key[0]) and time.monotonic() < deadline:
+                time.sleep(0.05)  # nothing of ours holds the file: the writer takes it now
+        _store_fresh_cubes_once(key)
+        try:
+            con = store.connect(key[0], read_only=True, wait_s=READ_WAIT_S)
+        except LockedError as exc:
+            stop_info(
+                f"The database is being written by another process ({exc}). The pages show the "
+                "new data once it has finished: reload the page in a moment."
+            )
+        except AdvisorError as exc:
+            stop_error(str(exc))
+        _open_runs += 1
+        return con
+
+
+def release_connection() -> None:
+    """Hand back this script run's connection, if it opened one (the router calls this last):
+    kept as the anchor for ``KEEP_WARM_S`` unless a writer is waiting or one is kept already."""
+    global _open_runs, _anchor, _anchor_until
+    con = getattr(_run, "con", None)
+    if con is None:
+        return
+    path = _run.key[0]
+    _run.con = None
+    with _FILE_LOCK:
+        _open_runs -= 1
+        if store.writer_waiting(path):
+            con.close()
+            _close_anchor()
+            return
+        _anchor_until = time.monotonic() + KEEP_WARM_S
+        if _anchor is not None:
+            con.close()
+            return
+        _anchor = con
+        threading.Thread(target=_watch_anchor, args=(con, path), daemon=True).start()
+
+
+def _watch_anchor(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Close the anchor ``con`` once it has been idle for KEEP_WARM_S, or at once when a writer
+    starts waiting for the file (a stat every ANCHOR_POLL_S while it is open)."""
+    while True:
+        time.sleep(ANCHOR_POLL_S)
+        with _FILE_LOCK:
+            if _anchor is not con:
+                return
+            if time.monotonic() >= _anchor_until or store.writer_waiting(path):
+                _close_anchor()
+                return
+
+
+def _close_anchor() -> None:
+    global _anchor
+    with _FILE_LOCK:
+        if _anchor is not None:
+            _anchor.close()
+            _anchor = None
+
+
+def _store_fresh_cubes_once(key: DbKey) -> None:
+    """Once per file version: when an ingest left the stored summary tables (the ratio cubes)
+    stale, rebuild them in the file (``ratios.store_fresh_cubes``, what ``advisor dashboard``
+    does before serving), so that per-request connections find them fresh instead of scanning
+    every job. Skipped, changing nothing, when the file is busy, read-only or of an older schema
+    (the read-only open then reports the schema with the command that upgrades it)."""
+    if key in _cubes_checked or _open_runs:  # another session reads now: check next time
+        return
+    _cubes_checked.add(key)
+    from advisor import ratios
+
+    _close_anchor()  # the write below needs the file free of this process's readers too
+
     try:
-        shared = _connection(key)
-    except AdvisorError as exc:
-        stop_error(str(exc))
-    with shared.lock:
-        yield shared.con
+        con = store.connect(key[0], read_only=True, wait_s=0)
+    except AdvisorError:
+        return
+    try:
+        fresh = ratios.cube_is_fresh(con) and ratios.people_months_are_fresh(con)
+    finally:
+        con.close()
+    if not fresh:
+        ratios.store_fresh_cubes(key[0])
 
 
 def stop_error(message: str) -> NoReturn:
@@ -302,13 +395,32 @@ def require_gpu_jobs(key: DbKey) -> datainfo.FilterOptions:
     return opts
 
 
+# A name markdown leaves alone: words of letters and digits joined by one space, ".", "_", "+"
+# or "-" ("H100", "h100_80gb", "RTX Pro 6000"); not "www." (GitHub markdown links it).
+_MD_PLAIN = re.compile(r"(?!www\.)[A-Za-z0-9]+(?:[ ._+-][A-Za-z0-9]+)*", re.IGNORECASE)
+
+
+def md_name(text: str) -> str:
+    """``text`` from data (a GPU type, a name) for a markdown string (st.warning, a metric
+    label, a caption): shown as written, on one line, never a link (GitHub markdown turns even a
+    backslash-escaped URL into one), an image, emphasis or an icon. A plain name stays as is;
+    any other becomes a code span whose fence is one backtick longer than any run of backticks
+    in it (CommonMark), padded when it starts or ends with one."""
+    flat = " ".join(text.split()) or " "
+    if _MD_PLAIN.fullmatch(flat):
+        return flat
+    fence = "`" * (max((len(r) for r in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
 def warn_unknown_gpu_types(key: DbKey) -> None:
     """Name the GPU types no family pattern recognised, and how to map them."""
     counts = guarded(lambda: gpu_type_counts(key))
     unknown = [c for c in counts if not c.known]
     if unknown:
         names = ", ".join(
-            f"`{c.gpu_type or '(no type)'}` ({c.jobs:,} jobs)" for c in unknown[:8]
+            f"{md_name(c.gpu_type or '(no type)')} ({c.jobs:,} jobs)" for c in unknown[:8]
         )
         st.warning(
             f"Unrecognised GPU types: {names}. They are shown under their raw names; map them to "
@@ -369,15 +481,7 @@ def below_target(
     from advisor import ratios
 
     tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
-    return guarded(lambda: cached_core("below_target", key, _below_target_on_cubes, tq))
-
-
-def _below_target_on_cubes(con: duckdb.DuckDBPyConnection, tq: Any) -> Any:
-    """``ratios.below_target`` that builds a missing cube for this long-lived connection (the
-    per-month people cube is built on first use, as TEMP tables here) instead of reading jobs."""
-    from advisor import ratios
-
-    return ratios.below_target(con, tq, use_cube=True)
+    return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
 
 
 def ratio_distribution(key: DbKey, q: Any) -> Any:
@@ -410,7 +514,8 @@ def excluded_caption(report: Any) -> None:
     hash_funcs={_FunctionRef: lambda ref: f"{ref.fn.__module__}.{ref.fn.__qualname__}"},
 )
 def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef, extra: Any) -> Any:
-    return ref.fn(*args)
+    with _FILE_LOCK:  # such calls open the file themselves: not while the cubes are rewritten
+        return ref.fn(*args)
 
 
 def cached_call(name: str, fn: Callable[..., Any], *args: Any, extra: Any = None) -> Any:
@@ -457,14 +562,20 @@ def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
-def partition_recommendations(key: DbKey) -> dict[tuple[str | None, str], Any]:
-    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type):
-    the recommended DefCpuPerGPU each partition's jobs should get (the Who page's target)."""
+def partition_recommendations(
+    key: DbKey, a: Assumptions | None = None
+) -> dict[tuple[str | None, str], Any]:
+    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type),
+    under the shared assumptions: the DefCpuPerGPU each partition's jobs should get (the Who
+    page's target) and the GPU-hours its jobs below it lose."""
     from advisor import recommend
 
+    a = a or Assumptions()
     report = cached_call(
         "recommend_partitions", recommend.recommend_partitions,
-        recommend.PartitionQuery(db=key[0], model_file=model_file()), extra=(key, model_key()),
+        recommend.PartitionQuery(db=key[0], workload=a.workload, tolerance=a.tolerance,
+                                 model_file=model_file()),
+        extra=(key, model_key()),
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}
 
@@ -480,10 +591,213 @@ def _chart_spec(builder: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     # advisor's chart tests validate every builder's spec against the Vega-Lite schema; here
     # validating again would cost more than the rest of a cached re-run.
     spec: dict[str, Any] = chart.to_dict(validate=False)
+    if not any(k in spec for k in ("facet", "hconcat", "vconcat", "concat", "repeat")):
+        spec["width"] = "container"  # a single view takes the page's width
     return spec
 
 
 def show_chart(builder: str, *args: Any, **kwargs: Any) -> None:
     """Draw ``advisor.charts.<builder>(*args, **kwargs)``; the spec is cached by its inputs
     (building an altair chart costs ~100 ms, more than a cached page re-run)."""
-    st.vega_lite_chart(_chart_spec(builder, args, kwargs))
+    spec = _chart_spec(builder, args, kwargs)
+    st.vega_lite_chart(spec, width="stretch" if spec.get("width") == "container" else "content")
+
+
+# Workload assumptions shared by Overview, Who and Recommend --------------------------------------
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The workload every page's recommendation assumes (set on Recommend, read everywhere), so
+    that two pages never answer the same question under different assumptions."""
+
+    workload: Workload = Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384)
+    tolerance: float = 0.10
+
+    def in_words(self) -> str:
+        from advisor import fixplan
+
+        return fixplan.assumptions_in_words(self.workload, self.tolerance)
+
+
+def assumptions() -> Assumptions:
+    """The shared assumptions (defaults until the Recommend page changes them)."""
+    a = st.session_state.get("_assumptions")
+    return a if isinstance(a, Assumptions) else Assumptions()
+
+
+def set_assumptions(a: Assumptions) -> None:
+    st.session_state["_assumptions"] = a
+
+
+def assumptions_caption(a: Assumptions) -> None:
+    st.caption(f"Assumed: {a.in_words()}. Change this on the Recommend page; every page uses it.")
+
+
+def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
+    """``advisor.fixplan.fix_plan`` for the sidebar's filters and the shared assumptions.
+
+    Raises the core's AdvisorError (a broken model file, say) so the page can show it and go on
+    with what needs no model."""
+    from advisor import fixplan
+
+    # One cached plan per cluster and month range, narrowed here to the partitions and GPU
+    # types chosen: a partition or GPU type filter change then asks the model nothing new.
+    clusters = filters.clusters or filter_options(key).clusters
+    plans = [
+        _cached_call("fix_plan", (fixplan.FixQuery(
+            db=key[0], clusters=(c,), start=filters.since_datetime, end=filters.until_exclusive,
+            workload=a.workload, tolerance=a.tolerance, model_file=model_file(),
+        ),), _FunctionRef(fixplan.fix_plan), (key, model_key()))
+        for c in clusters
+    ]
+    return fixplan.merge(plans, filters.partitions, filters.gpu_types)
+
+
+# A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move
+# a lot with a handful of jobs.
+FEW_JOBS = 30
+# Data older than this (days since the newest record) gets a warning on the Data page.
+STALE_DAYS = 2.0
+
+
+# Tables for people ---------------------------------------------------------------------------
+
+# column name -> (label, kind); kinds: int, num (two decimals), ratio (cores per GPU), pct
+# (a 0-1 share shown as a percentage), usd, text. Every page's tables go through show_table,
+# so one column reads the same everywhere.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "cluster": ("Cluster", "text"),
+    "partition": ("Partition", "text"),
+    "gpu_type": ("GPU type", "text"),
+    "account": ("Account", "text"),
+    "user": ("User", "text"),
+    "month": ("Month", "text"),
+    "jobs": ("Jobs", "int"),
+    "gpu_jobs": ("GPU jobs", "int"),
+    "gpu_hours": ("GPU-hours", "int"),
+    "gpu_hours_below": ("GPU-h below target", "int"),
+    "gpu_hours_lost": ("GPU-h lost (est.)", "int"),
+    "gpu_hours_lost_per_month": ("Lost GPU-h / month", "int"),
+    "lost_usd_per_month": ("Lost $ / month", "usd"),
+    "fix_usd_per_month": ("Fix $ / month", "usd"),
+    "def_cpu_per_gpu": ("Set DefCpuPerGPU", "int"),
+    "min_cpus_per_gpu": ("Minimum cores / GPU", "int"),
+    "typical_gpus": ("Typical GPUs / job", "int"),
+    "node_max_cpus_per_gpu": ("Node max cores / GPU", "int"),
+    "p10_cores_per_gpu": ("P10 cores / GPU", "ratio"),
+    "p25_cores_per_gpu": ("P25 cores / GPU", "ratio"),
+    "p50_cores_per_gpu": ("P50 cores / GPU", "ratio"),
+    "p75_cores_per_gpu": ("P75 cores / GPU", "ratio"),
+    "p90_cores_per_gpu": ("P90 cores / GPU", "ratio"),
+    "mean_cores_per_gpu": ("Mean cores / GPU", "ratio"),
+    "target_cores_per_gpu": ("Target cores / GPU", "ratio"),
+    "fair_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "fair_share_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "share_jobs_below": ("Jobs below target", "pct"),
+    "share_gpu_hours_below": ("GPU-h below target", "pct"),
+    "share_jobs_below_fair_share": ("Jobs below fair share", "pct"),
+    "jobs_below": ("Jobs below target", "int"),
+    "flag": ("Submit with", "text"),
+    "months_observed": ("Months observed", "num"),
+    "fix_vcpu_hours_per_month": ("Extra vCPU-hours / month", "int"),
+    "p10": ("P10 cores / GPU", "ratio"),
+    "p25": ("P25 cores / GPU", "ratio"),
+    "p50": ("P50 cores / GPU", "ratio"),
+    "p75": ("P75 cores / GPU", "ratio"),
+    "p90": ("P90 cores / GPU", "ratio"),
+    "mean": ("Mean cores / GPU", "ratio"),
+    "share_gpu_hours_below_fair_share": ("GPU-hours below fair share", "pct"),
+    "cpus_per_node": ("CPUs per node", "int"),
+    "gpus_per_node": ("GPUs per node", "int"),
+    "nodes": ("Nodes", "int"),
+    "cores_per_gpu": ("Cores / GPU", "ratio"),
+    "partitions": ("Partitions", "text"),
+    "records": ("Records", "int"),
+    "ingest_id": ("Load", "text"),
+    "source": ("Source", "text"),
+    "status": ("Status", "text"),
+    "duration_s": ("Duration (s)", "num"),
+    "inserted": ("Inserted", "int"),
+    "updated": ("Updated", "int"),
+    "unchanged": ("Unchanged", "int"),
+    "rejected": ("Rejected", "int"),
+    "rows_read": ("Rows read", "int"),
+    "lines_read": ("Lines read", "int"),
+    "age_days": ("Days since newest record", "num"),
+    "known": ("Recognised", "text"),
+    "model": ("Model", "text"),
+    "platform": ("Platform", "text"),
+    "gpus": ("GPUs", "int"),
+    "attacker_rps": ("Attacker requests/s", "num"),
+    "workload": ("Workload", "text"),
+    "requests_ok": ("Requests ok", "int"),
+    "requests_failed": ("Failed", "int"),
+    "requests_timed_out": ("Timed out", "int"),
+    "engine": ("Engine", "text"),
+    "engine_version": ("Engine version", "text"),
+    "spread_pct": ("Spread", "pct100"),
+    "runs": ("Repeats", "int"),
+    "repeat": ("Repeat", "int"),
+    "cores": ("Cores", "int"),
+    "ttft_ms": ("TTFT, median of repeats (ms)", "int"),
+    "ttft_min_ms": ("Fastest (ms)", "int"),
+    "ttft_max_ms": ("Slowest (ms)", "int"),
+    "victim_ttft_p50_ms": ("Victim TTFT P50 (ms)", "int"),
+    "victim_ttft_p90_ms": ("Victim TTFT P90 (ms)", "int"),
+}
+_SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
+# "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
+# of decimals, and one share should read like the next.
+_FORMATS = {"int": "%,.0f", "num": "%,.2f", "ratio": "%.2f", "pct": "%.1f%%", "usd": "$%,.0f",
+            "pct100": "%.0f%%"}
+
+
+def column_kind(column: str) -> tuple[str, str]:
+    """A column's label for people and its kind (see :data:`COLUMNS`)."""
+    m = _SHARE_BELOW.match(column)
+    if m:
+        what = "Jobs" if m.group(1) == "jobs" else "GPU-hours"
+        return f"{what} below {m.group(2)} cores/GPU", "pct"
+    return COLUMNS.get(column, (column.replace("_", " ").capitalize(), "auto"))
+
+
+def table_config(columns: list[str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """Streamlit column configs: a person's label and one number format per kind of column."""
+    labels = labels or {}
+    out: dict[str, Any] = {}
+    for c in columns:
+        label, kind = column_kind(c)
+        label = labels.get(c, label)
+        if kind in _FORMATS:
+            out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind])
+        else:
+            out[c] = st.column_config.Column(label)
+    return out
+
+
+def month_label(value: Any) -> str:
+    """A month as ``2024-01`` whatever it arrives as (timestamp, date or text)."""
+    if hasattr(value, "strftime"):
+        return str(value.strftime("%Y-%m"))
+    return str(value)[:7]
+
+
+def show_table(
+    frame: Any, columns: list[str] | None = None, labels: dict[str, str] | None = None,
+    height: int | str = "auto",
+) -> None:
+    """A table for people: the ``columns`` given first (else all), labelled and formatted by
+    :data:`COLUMNS`, months as ``2024-01``, as wide as the page (never cut off at the right)."""
+    import pandas as pd
+
+    df = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
+    if columns is not None:
+        df = df[[c for c in columns if c in df.columns]]
+    if "month" in df.columns:
+        df = df.assign(month=df["month"].map(month_label))
+    pct = [c for c in df.columns if column_kind(str(c))[1] == "pct"]
+    if pct:
+        df = df.assign(**{c: df[c] * 100.0 for c in pct})
+    st.dataframe(df, hide_index=True, column_config=table_config(list(df.columns), labels),
+                 width="stretch", height=height)

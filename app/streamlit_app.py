@@ -1,7 +1,8 @@
 """The dashboard's entry point: ``streamlit run app/streamlit_app.py -- --db FILE``.
 
 Routes the pages kept in ``app_pages/``, draws the filters every page shares in the sidebar,
-and opens nothing itself: pages reach the database through ``app.common``.
+and opens nothing itself: pages reach the database through ``app.common``, whose connection
+for this run it closes when the run ends.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
-key = common.db_key()
-common.sidebar_filters(key)
-page.run()
+try:
+    key = common.db_key()
+    common.sidebar_filters(key)
+    page.run()
+finally:  # also after st.stop(): between interactions the dashboard holds no lock on the file
+    common.release_connection()

@@ -19,6 +19,9 @@ A missing or broken policy file is logged once (slurm.log_error) and every job g
 Facts from a real 22.05 slurmctld (the sandbox of scripts/slurm-sandbox): unset numbers are
 NO_VAL (4294967294) or NO_VAL16 (65534), unset strings nil; --cpus-per-gpu=8 arrives as
 cpus_per_tres = "gres:gpu:8"; setting it on a 2-GPU job gives the job 16 CPUs.
+From 23.11 on, the client tools write "gres/gpu:8" and "gres/gpu:h100:4" instead (SchedMD/slurm
+src/common/slurm_opt.c: "gres:gpu:%d" up to 23.02, "gres/gpu:%d" from 23.11 to 26.05). Both
+spellings are read; a value this plugin sets uses the spelling of the job's own request.
 ]]
 
 local M = {}
@@ -61,6 +64,20 @@ function M.policy_path()
   return script_dir() .. "/" .. M.POLICY_NAME
 end
 
+-- Cores per GPU a rule may ask for: far above any node (NaN, inf and 1e12 are typos or attacks).
+M.MAX_CPUS_PER_GPU = 1024
+
+-- Why rule field `name` is not a number in [lo, MAX_CPUS_PER_GPU] (NaN and inf are not), or nil.
+function M.bad_count(r, name, lo)
+  local v = r[name]
+  if type(v) ~= "number" then return name .. " (not a number)" end
+  if v ~= v then return name .. " (nan)" end
+  if v < lo or v > M.MAX_CPUS_PER_GPU then
+    return string.format("%s (%s, outside %d..%d)", name, tostring(v), lo, M.MAX_CPUS_PER_GPU)
+  end
+  return nil
+end
+
 -- Check a policy table; return (policy, nil) or (nil, reason). Bad rules are dropped with a
 -- reason each, good ones kept.
 function M.validate(p)
@@ -76,8 +93,8 @@ function M.validate(p)
     elseif type(r.partition) ~= "string" or r.partition == "" then why = "partition"
     elseif type(r.gpu_type) ~= "string" or r.gpu_type == "" then why = "gpu_type"
     elseif not M.MODES[r.mode] then why = "mode " .. tostring(r.mode)
-    elseif type(r.min_cpus_per_gpu) ~= "number" or r.min_cpus_per_gpu < 0 then why = "min_cpus_per_gpu"
-    elseif type(r.default_cpus_per_gpu) ~= "number" or r.default_cpus_per_gpu < 1 then why = "default_cpus_per_gpu"
+    else
+      why = M.bad_count(r, "min_cpus_per_gpu", 0) or M.bad_count(r, "default_cpus_per_gpu", 1)
     end
     if why then
       dropped[#dropped + 1] = "rule " .. i .. ": bad " .. why
@@ -97,12 +114,55 @@ function M.validate(p)
   return { version = major, rules = rules, index = index, dropped = dropped }, nil
 end
 
--- Read and evaluate a policy file in an empty environment (it can call nothing).
+-- What evaluating a policy file may cost inside slurmctld: a file is data, so a loop that never
+-- ends or a table that grows without bound is stopped and treated as a broken policy.
+M.MAX_POLICY_BYTES = 4 * 1024 * 1024
+M.INSTRUCTION_BUDGET = 1000000 -- an exported policy of 1000 rules runs about 10000
+M.MEMORY_BUDGET_KB = 64 * 1024 -- growth while it runs; one instruction may overshoot it up to 2x
+
+-- Run `chunk` with no metatable on strings (so `("x"):rep(1e9)` finds no string library) and a
+-- count hook that stops it past the instruction or memory budget; restore both afterwards.
+local function run_budgeted(chunk)
+  local string_mt = debug.getmetatable("")
+  local old_hook, old_mask, old_count = debug.gethook()
+  local base_kb = collectgarbage("count")
+  local steps, over = 0, nil
+  local function hook()
+    steps = steps + 1
+    if steps > M.INSTRUCTION_BUDGET then
+      over = "ran past its budget of " .. M.INSTRUCTION_BUDGET .. " instructions (a loop?)"
+    elseif collectgarbage("count") - base_kb > M.MEMORY_BUDGET_KB then
+      over = "allocated past its budget of " .. M.MEMORY_BUDGET_KB .. " KB"
+    end
+    if over then
+      debug.sethook() -- the error must not fire again while it unwinds
+      error(over, 0)
+    end
+  end
+  debug.setmetatable("", nil)
+  debug.sethook(hook, "", 1)
+  local ok, value = pcall(chunk)
+  debug.sethook()
+  debug.setmetatable("", string_mt)
+  if old_hook then debug.sethook(old_hook, old_mask, old_count) end
+  if over then
+    value = nil
+    collectgarbage("collect") -- give back what a memory hog took before it was stopped
+    return false, over
+  end
+  return ok, value
+end
+
+-- Read and evaluate a policy file in an empty environment (it can call nothing), on a budget.
 function M.read_policy(path)
   local fh = io.open(path, "rb")
   if not fh then return nil, nil, "cannot open " .. path end
-  local text = fh:read("*a")
+  local text = fh:read(M.MAX_POLICY_BYTES + 1)
   fh:close()
+  text = text or ""
+  if #text > M.MAX_POLICY_BYTES then
+    return nil, text, "larger than " .. M.MAX_POLICY_BYTES .. " bytes"
+  end
   local chunk, err
   if setfenv then -- Lua 5.1 (Debian's Slurm links liblua5.1)
     chunk, err = loadstring(text, "=" .. path)
@@ -111,7 +171,7 @@ function M.read_policy(path)
     chunk, err = load(text, "=" .. path, "t", {})
   end
   if not chunk then return nil, text, "not Lua: " .. tostring(err) end
-  local ok, value = pcall(chunk)
+  local ok, value = run_budgeted(chunk)
   if not ok then return nil, text, "error running it: " .. tostring(value) end
   local policy, why = M.validate(value)
   if not policy then return nil, text, why end
@@ -218,6 +278,16 @@ function M.parse_cpus_per_gpu(s)
   return nil
 end
 
+-- The TRES prefix to write for this job: "gres/" when its own request uses it (Slurm 23.11+),
+-- else "gres:" (what 22.05 and 23.02 write).
+function M.gres_prefix(job)
+  for _, f in ipairs({ "cpus_per_tres", "tres_per_node", "tres_per_job", "tres_per_task", "tres_per_socket" }) do
+    local v = job[f]
+    if type(v) == "string" and v:find("gres/", 1, true) then return "gres/" end
+  end
+  return "gres:"
+end
+
 -- What the job asks for: gpus (total), gpu_type, cpus (total, as asked), how it set them.
 function M.request(job)
   local nodes = num(job.min_nodes) or 1
@@ -299,7 +369,7 @@ function M.decide(policy, job, part_list)
   if req.set_by == nil then
     return {
       action = "set", reason = "unset", rule = rule,
-      cpus_per_tres = "gres:gpu:" .. rule.default_cpus_per_gpu,
+      cpus_per_tres = M.gres_prefix(job) .. "gpu:" .. rule.default_cpus_per_gpu,
       message = string.format("advisor: no CPU count given: this job gets --cpus-per-gpu=%d (%d CPUs for %d GPUs).",
         rule.default_cpus_per_gpu, rule.default_cpus_per_gpu * req.gpus, req.gpus),
     }
@@ -308,7 +378,8 @@ function M.decide(policy, job, part_list)
   if rule.mode == "enforce-minimum" then
     if req.set_by == "--cpus-per-gpu" then
       return {
-        action = "set", reason = "raise", rule = rule, cpus_per_tres = "gres:gpu:" .. rule.min_cpus_per_gpu,
+        action = "set", reason = "raise", rule = rule,
+        cpus_per_tres = M.gres_prefix(job) .. "gpu:" .. rule.min_cpus_per_gpu,
         message = string.format("advisor: --cpus-per-gpu=%d raised to the minimum of %d here.",
           req.cpus_per_gpu, rule.min_cpus_per_gpu),
       }

@@ -78,13 +78,46 @@ def test_overview_shows_the_core_p50_per_gpu_type_and_one_histogram_panel_each(m
     con.close()
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
-    shown = {m.label.split(":")[0]: m for m in at.metric}
+    shown = {m.label.split(":")[0]: m for m in at.metric if m.label.endswith("P50 cores/GPU")}
     assert set(shown) == set(expected) == {"H100", "A100"}
     for gpu_type, g in expected.items():
         assert shown[gpu_type].value == f"{g.p50_cores_per_gpu:.2f}"
         assert f"{g.jobs:,} jobs" in shown[gpu_type].delta
     spec = json.loads(_charts(at)[0].proto.spec)
     assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # most jobs first
+
+
+def _per_gpu_type(at: AppTest):
+    """The Overview's per-GPU-type table (the answer's table comes first)."""
+    return next(d.value for d in at.dataframe if "p50" in d.value.columns)
+
+
+def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeypatch, dbs):
+    from advisor import fixplan
+
+    plan = fixplan.fix_plan(fixplan.FixQuery(
+        db=str(dbs["gpu"]), workload=ratios_workload(), tolerance=0.10))
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _no_exception(at, "overview")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["GPU-hours lost per month"] == f"{plan.gpu_hours_lost_per_month:,.0f}"
+    assert metrics["Their value per month"] == f"${plan.lost_usd_per_month:,.0f}"
+    assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
+    answer = at.dataframe[0].value
+    assert list(answer.columns[:4]) == ["cluster", "partition", "gpu_type", "def_cpu_per_gpu"]
+    assert answer["gpu_hours_lost_per_month"].tolist() == pytest.approx(
+        [r.gpu_hours_lost_per_month for r in plan.rows])
+    codes = [c.value for c in at.code]
+    assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
+    assert any("return {" in c for c in codes)  # the Lua policy
+    assert any("model of 8B parameters" in c.value for c in at.caption)
+
+
+def ratios_workload():
+    from app.common import Assumptions
+
+    return Assumptions().workload
 
 
 def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
@@ -102,9 +135,10 @@ def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
 def test_cluster_filter_in_the_sidebar_narrows_every_number(monkeypatch, dbs):
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
-    before = at.dataframe[0].value.set_index("gpu_type")["jobs"].sum()
+    before = _per_gpu_type(at).set_index("gpu_type")["jobs"].sum()
     at.sidebar.multiselect(key="f_clusters").set_value(["teach"]).run()
-    after = at.dataframe[0].value.set_index("gpu_type")["jobs"]
+    after = _per_gpu_type(at).set_index("gpu_type")["jobs"]
+    assert set(at.dataframe[0].value["cluster"]) == {"teach"}
     assert before == 600 and after.sum() == 300
     con = store.connect(dbs["gpu"], read_only=True)
     teach = ratios.ratio_summary(con, ratios.RatioQuery(clusters=("teach",)))
@@ -129,7 +163,7 @@ def test_month_range_filter_keeps_only_jobs_started_in_those_months(monkeypatch,
         con, ratios.RatioQuery(start=dt.datetime(2024, 2, 1), end=dt.datetime(2024, 3, 1))
     )
     con.close()
-    shown = at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+    shown = _per_gpu_type(at).set_index("gpu_type")["jobs"].to_dict()
     assert shown == {g.keys["gpu_type"]: g.jobs for g in feb.groups}
     assert 0 < sum(shown.values()) < 600
 
@@ -141,10 +175,10 @@ def test_trends_split_by_partition_draws_one_line_per_partition(monkeypatch, dbs
     at.button_group(key="tr_split").set_value("partition").run()
     _no_exception(at, "trends")
     spec = json.loads(_charts(at)[0].proto.spec)
-    assert spec["encoding"]["color"]["field"] == "partition"
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "partition"
     table = at.dataframe[0].value
     assert set(table["partition"]) == {"gpu", "debug"}
-    assert len(set(table["month"])) == 6  # January to June 2024
+    assert sorted(set(table["month"])) == [f"2024-0{m}" for m in range(1, 7)]  # as 2024-01
 
 
 def test_who_targets_each_partition_with_the_recommended_flag(monkeypatch, dbs):
@@ -156,11 +190,38 @@ def test_who_targets_each_partition_with_the_recommended_flag(monkeypatch, dbs):
     _no_exception(at, "who")
     recs = recommend.recommend_partitions(recommend.PartitionQuery(db=str(dbs["gpu"])))
     expected = {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in recs.rows}
+    lost_share = {(r.partition, r.gpu_type): r.gpu_hours_lost / r.gpu_hours_below
+                  for r in recs.rows if r.gpu_hours_below}
     table = at.dataframe[0].value
     assert len(table) > 0
     for row in table.itertuples():
         assert row.flag == f"--cpus-per-gpu={expected[(row.partition, row.gpu_type)]}"
         assert row.p50_cores_per_gpu < expected[(row.partition, row.gpu_type)] or row.share_jobs_below > 0
+        assert row.gpu_hours_lost == pytest.approx(
+            row.gpu_hours_below * lost_share[(row.partition, row.gpu_type)])
+    # ranked by the GPU-hours lost, not merely by those below the target
+    assert table["gpu_hours_lost"].is_monotonic_decreasing
+    assert json.loads(_charts(at)[0].proto.spec)["encoding"]["x"]["field"] == "gpu_hours_lost"
+
+
+def test_who_and_overview_use_the_workload_set_on_recommend(monkeypatch, dbs):
+    from advisor import recommend
+
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    at.number_input(key="rc_model_b").set_value(70.0).run()
+    _open(at, "who")
+    _no_exception(at, "who")
+    recs = recommend.recommend_partitions(recommend.PartitionQuery(
+        db=str(dbs["gpu"]),
+        workload=recommend.Workload(model_params_b=70.0, load_rps=8.0, prompt_tokens=16384)))
+    expected = {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in recs.rows}
+    for row in at.dataframe[0].value.itertuples():
+        assert row.flag == f"--cpus-per-gpu={expected[(row.partition, row.gpu_type)]}"
+    assert any("model of 70B parameters" in c.value for c in at.caption)
+    _open(at, "overview")
+    assert any("model of 70B parameters" in c.value for c in at.caption)
 
 
 def test_who_lists_gpu_hours_below_a_fixed_target_with_the_flag(monkeypatch, dbs):
@@ -213,8 +274,12 @@ def test_data_page_shows_freshness_ingests_and_rejects_by_reason(monkeypatch, db
     assert log["inserted"].tolist() == [600]
 
 
+def _current_input(at: AppTest):
+    return next(n for n in at.number_input if str(n.key).startswith("rc_current"))
+
+
 def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(monkeypatch, dbs):
-    from advisor import recommend
+    from advisor import recommend, slowdown
 
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
@@ -223,22 +288,69 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
     at.selectbox(key="rc_gpus").set_value(8)
     at.run()
     _no_exception(at, "recommend")
+    # "current" starts at the observed P50 of the H100 partition with the most GPU-hours
+    observed = sorted((r for r in recommend.recommend_partitions(
+        recommend.PartitionQuery(db=str(dbs["gpu"]))).rows if r.gpu_type == "H100"),
+        key=lambda r: -r.gpu_hours)
+    assert at.selectbox(key="rc_partition").value == observed[0].partition
+    assert _current_input(at).value == pytest.approx(observed[0].p50_cores_per_gpu)
     expected = recommend.recommend_job(recommend.JobQuery(
         gpu_type="H100", gpus=8, db=str(dbs["gpu"]),
+        current_cpus_per_gpu=round(observed[0].p50_cores_per_gpu, 2),
         workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
     ))
     metrics = {m.label: m for m in at.metric}
     assert metrics["Recommended --cpus-per-gpu"].value == str(expected.cpus_per_gpu)
     assert expected.slurm_option in metrics["Recommended --cpus-per-gpu"].help
-    assert metrics["Predicted TTFT speed-up"].value == f"{expected.predicted_speedup:.2f}x"
-    assert metrics["Extra cost"].value == f"${expected.usd_per_hour_delta:.2f}/h"
+    loo = f"±{100 * slowdown.load_params().meta['loo_mape']:.0f}%"
+    if expected.current_cpus_per_gpu < expected.cpus_per_gpu:
+        effect = metrics["Predicted effect"]
+        assert effect.value in (f"{expected.predicted_speedup:.2f}x faster TTFT", "CPU-starved now")
+        assert metrics["Extra cost"].value == f"${expected.usd_per_hour_delta:,.2f}/h"
+        if effect.value != "CPU-starved now":
+            assert loo in effect.delta  # the validated error beside the prediction
+    else:
+        assert "Already enough cores" in metrics
     spec = json.loads(_charts(at)[0].proto.spec)
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule"]
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == [
+        "area", "line", "point", "rule", "text", "rule", "text"]
     assert spec["layer"][1]["encoding"]["y"]["field"] == "slowdown"
+    labels = {r["label"] for r in chart_rows(_charts(at)[0]) if "label" in r}
+    assert labels == {f"recommended: {expected.cpus_per_gpu}",
+                      f"now: {expected.current_cpus_per_gpu:g}"}
+    assert any(loo in c.value for c in at.caption)
     # the per-partition table covers the partitions of the GPU jobs loaded
     table = at.dataframe[0].value
     assert set(table["partition"]) == {"gpu", "debug"}
     assert (table["def_cpu_per_gpu"] >= 1).all()
+
+
+def test_recommend_says_cpu_starved_in_words_and_never_shows_the_models_cap(monkeypatch, dbs):
+    from advisor import slowdown
+
+    cap = slowdown.load_params().max_slowdown
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    _current_input(at).set_value(0.05).run()
+    _no_exception(at, "recommend")
+    effect = {m.label: m for m in at.metric}["Predicted effect"]
+    assert effect.value == "CPU-starved now" and "below the knee" in effect.delta
+    shown = " ".join(f"{m.value} {m.delta}" for m in at.metric)
+    assert f"{cap:.2f}x" not in shown and "open" not in shown
+
+
+def test_recommend_above_the_recommendation_shows_the_saving_not_a_slowdown(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    _current_input(at).set_value(64.0).run()
+    _no_exception(at, "recommend")
+    metrics = {m.label: m for m in at.metric}
+    assert "Already enough cores" in metrics and "Predicted effect" not in metrics
+    saving = metrics["Saving if reduced"].value
+    assert saving.startswith("$") and float(saving[1:-2].replace(",", "")) > 0
+    assert "$0.00/h" not in " ".join(m.value for m in at.metric)
 
 
 def test_recommend_draws_milliseconds_when_the_ample_ttft_is_given(monkeypatch, dbs):
@@ -259,14 +371,22 @@ def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, 
     metrics = {m.label: m.value for m in at.metric}
     assert metrics == {"Runs stored": "9", "Runs ok": "8", "Crashed, hung or timed out": "1"}
     spec = json.loads(_charts(at)[0].proto.spec)
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "line"]
-    assert spec["layer"][1]["mark"]["strokeDash"] == [5, 3]
-    assert len(at.dataframe[0].value) == 9
+    # measured medians, the repeats' range, the fit
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "rule", "line"]
+    assert spec["layer"][2]["mark"]["strokeDash"] == [5, 3]
+    spread = at.dataframe[0].value
+    assert {"ttft_min_ms", "ttft_max_ms", "spread_pct"} <= set(spread.columns)
+    assert (spread["ttft_min_ms"] <= spread["ttft_ms"]).all()
+    assert (spread["ttft_ms"] <= spread["ttft_max_ms"]).all()
+    assert len(at.dataframe[1].value) == 9
     at.toggle(key="bn_fit").set_value(False).run()
-    assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == ["line"]
+    assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == [
+        "line", "rule"]
 
 
-def test_benchmarks_follow_the_sidebar_cluster_partition_and_month_filters(monkeypatch, dbs):
+def test_benchmarks_follow_the_sidebar_cluster_and_partition_but_not_the_jobs_months(
+    monkeypatch, dbs
+):
     # the fixture's runs: five in Slurm (cluster research, partition gpu, May 2024), four
     # outside Slurm (no cluster or partition, June 2024)
     at = _app(monkeypatch, dbs["gpu"])
@@ -275,15 +395,16 @@ def test_benchmarks_follow_the_sidebar_cluster_partition_and_month_filters(monke
     at.sidebar.multiselect(key="f_clusters").set_value(["research"]).run()
     _no_exception(at, "benchmarks")
     assert {m.label: m.value for m in at.metric}["Runs stored"] == "5 of 9"
-    assert len(at.dataframe[0].value) == 5
-    assert set(at.dataframe[0].value["cluster"]) == {"research"}
+    runs = next(d.value for d in at.dataframe if "run_id" in d.value.columns)
+    assert len(runs) == 5 and set(runs["cluster"]) == {"research"}
     assert any("5 of 9 stored runs match" in c.value for c in at.caption)
     at.sidebar.multiselect(key="f_clusters").set_value(["teach"]).run()
     assert any("None of the 9 stored benchmark runs" in i.value for i in at.info)
     assert not _charts(at)
     at.sidebar.multiselect(key="f_clusters").set_value([]).run()
-    at.sidebar.select_slider(key="f_months").set_value(("2024-06", "2024-06")).run()
-    assert {m.label: m.value for m in at.metric}["Runs stored"] == "4 of 9"
+    # runs measure the serving stack: a month range of the jobs hides none of them
+    at.sidebar.select_slider(key="f_months").set_value(("2024-01", "2024-01")).run()
+    assert {m.label: m.value for m in at.metric}["Runs stored"] == "9"
 
 
 def test_benchmarks_without_runs_say_how_to_store_some(monkeypatch, dbs):
@@ -344,7 +465,7 @@ def test_cluster_partition_and_gpu_type_filters_combine(monkeypatch, dbs):
     at.run()
     _no_exception(at, "overview")
     # teach jobs are even-numbered, debug every 5th, A100 every 3rd: 600 / 30 = 20 remain
-    assert at.dataframe[0].value["jobs"].sum() == 20
+    assert _per_gpu_type(at)["jobs"].sum() == 20
 
 
 def test_a_file_that_is_not_a_duckdb_database_is_an_error_naming_it(monkeypatch, tmp_path):
@@ -368,9 +489,13 @@ def test_a_broken_model_file_is_an_error_naming_the_file_and_line(monkeypatch, d
     _no_exception(at, "recommend")
     message = " ".join(e.value for e in at.error)
     assert f"{model}:2" in message and "not valid JSON" in message
-    # the other pages, which need no model, still work
+    # the Overview names the broken file where its answer would be, and still draws the
+    # distributions, which need no model
     _open(at, "overview")
     _no_exception(at, "overview")
+    assert [e.value for e in at.error] == [f"No recommendation: {message}"]
+    assert _charts(at)
+    _open(at, "trends")
     assert not at.error and _charts(at)
 
 
@@ -401,7 +526,7 @@ def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer
                 at.sidebar.select_slider(key="f_months").set_value(months)
                 at.run()
             assert not at.exception, [e.value for e in at.exception]
-        return at.dataframe[0].value.set_index("gpu_type")["jobs"].to_dict()
+        return _per_gpu_type(at).set_index("gpu_type")["jobs"].to_dict()
 
     with ThreadPoolExecutor(2) as pool:
         teach, research = pool.map(session, ["teach", "research"])
@@ -413,3 +538,17 @@ def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer
     }
     con.close()
     assert teach == want["teach"] and research == want["research"]
+
+
+def test_the_data_page_warns_of_stale_data_with_the_command_that_refreshes_it(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "data")
+    _no_exception(at, "data")
+    warnings = [w.value for w in at.warning if "days old" in w.value]
+    assert sorted(w.split("**")[1] for w in warnings) == ["research", "teach"]
+    assert all("advisor ingest --sacct --start 2024-0" in w for w in warnings)
+    assert all(f"--db {dbs['gpu']}" in w for w in warnings)
+    fresh = next(d.value for d in at.dataframe if "age_days" in d.value.columns)
+    assert list(fresh.columns[:4]) == ["cluster", "jobs", "gpu_jobs", "age_days"]
+    assert fresh["last_ingest"].notna().all()

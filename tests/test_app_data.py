@@ -123,6 +123,24 @@ def test_freshness_counts_jobs_per_cluster_and_ages_from_the_newest_record(gpu_d
         assert r.last_ingest == dt.datetime(2024, 7, 1, 0, 0, 9)
 
 
+def test_a_load_recorded_under_another_cluster_name_counts_for_the_clusters_it_loaded(tmp_path):
+    path = make_db(tmp_path / "default.duckdb", "gpu", n_jobs=40)
+    con = store.connect(path)
+    con.execute("UPDATE ingests SET cluster = 'default'")
+    # a later load of another cluster's file only: it must not count for these clusters
+    con.execute(
+        "INSERT INTO ingests (source, format, cluster, started_at, finished_at, status,"
+        " rows_read, lines_read, inserted, rejected) VALUES ('other.txt', 'sacct-text', 'other',"
+        " TIMESTAMP '2024-08-01 00:00:00', TIMESTAMP '2024-08-01 00:00:05', 'done', 0, 0, 0, 0)"
+    )
+    con.close()
+    con = _ro(path)
+    rows = datainfo.freshness(con)
+    con.close()
+    assert {r.cluster: r.last_ingest for r in rows} == {
+        "research": dt.datetime(2024, 7, 1, 0, 0, 9), "teach": dt.datetime(2024, 7, 1, 0, 0, 9)}
+
+
 def test_reject_reasons_group_lines_by_reason_and_field_with_an_example(gpu_db):
     con = _ro(gpu_db)
     reasons = datainfo.reject_reasons(con)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -104,7 +105,7 @@ def test_trend_chart_draws_p25_dashed_and_p50_solid_per_group_and_drops_empty_mo
          "p25_cores_per_gpu": [1.0, None], "p50_cores_per_gpu": [2.0, 4.0]}
     )
     spec = _spec(charts.trend_chart(t, group="partition"))
-    assert spec["encoding"]["color"]["field"] == "partition"
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "partition"
     rows = [r for d in _datasets(spec) for r in d]
     assert sorted((r["quantile"], r["cores_per_gpu"]) for r in rows) == [
         ("P25", 1.0), ("P50", 2.0), ("P50", 4.0)
@@ -116,8 +117,10 @@ def test_ttft_curve_has_interval_band_line_calibration_points_and_recommendation
                           "ttft_low_ms": [800.0, 350.0, 250.0], "ttft_high_ms": [1000.0, 450.0, 350.0]})
     pts = pd.DataFrame({"cores_per_gpu": [1.0], "ttft_ms": [880.0], "source": ["paper"]})
     spec = _spec(charts.ttft_curve_chart(curve, pts, recommended_cores_per_gpu=4.0))
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "point", "rule"]
-    assert any(r == {"cores_per_gpu": 4.0} for d in _datasets(spec) for r in d)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == [
+        "area", "line", "point", "rule", "text"]
+    assert any(r == {"cores_per_gpu": 4.0, "label": "recommended: 4"}
+               for d in _datasets(spec) for r in d)
     no_band = _spec(charts.ttft_curve_chart(curve[["cores_per_gpu", "ttft_ms"]]))
     assert [layer["mark"]["type"] for layer in no_band["layer"]] == ["line"]
 
@@ -199,3 +202,83 @@ def test_calibration_points_keep_their_source_and_filter_by_platform_and_gpus():
     four = charts.calibration_frame(ts, gpus=4)
     assert 0 < len(four) < len(every) and (four["gpus"] == 4).all()
     assert charts.calibration_frame(ts, platform="no such platform").empty
+
+
+def test_the_current_allocation_is_a_labelled_dashed_rule_beside_the_recommendation():
+    curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0, 4.0], "slowdown": [3.0, 1.5, 1.0]})
+    spec = _spec(charts.ttft_curve_chart(curve, recommended_cores_per_gpu=4.0,
+                                         current_cores_per_gpu=1.0, value="slowdown"))
+    labels = sorted(r["label"] for d in _datasets(spec) for r in d if "label" in r)
+    assert labels == ["now: 1", "recommended: 4"]
+    dashes = [layer["mark"].get("strokeDash") for layer in spec["layer"]
+              if layer["mark"]["type"] == "rule"]
+    assert dashes == [[1, 0], [6, 3]]
+
+
+def _legends(spec: dict) -> list[dict]:
+    """Every legend definition in a spec (nested layers and facets included)."""
+    out = []
+    if isinstance(spec, dict):
+        for k, v in spec.items():
+            if k == "legend" and isinstance(v, dict):
+                out.append(v)
+            else:
+                out.extend(_legends(v))
+    elif isinstance(spec, list):
+        for v in spec:
+            out.extend(_legends(v))
+    return out
+
+
+def test_p50_is_solid_and_p25_dashed_on_every_chart_with_a_legend_that_draws_the_dash():
+    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01"]), "cluster": ["a"],
+                      "p25_cores_per_gpu": [1.0], "p50_cores_per_gpu": [2.0], "jobs": [50]})
+    for chart in (charts.trend_chart(t), charts.ratio_histogram(DIST, quantiles=QUANT)):
+        spec = chart.to_dict()
+        text = str(spec)
+        assert "'domain': ['P50', 'P25'], 'range': [[1, 0], [6, 3]]" in text
+        dash_legends = [lg for lg in _legends(spec) if lg.get("title") == "percentile"]
+        assert dash_legends and all(lg["symbolType"] == "stroke" for lg in dash_legends)
+
+
+def test_legends_and_bar_labels_have_no_length_limit():
+    runs = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [5.0, 3.0],
+                         "series": ["H200 · Llama-3.1-8B · 1 GPU · 8 rps · unique"] * 2})
+    spec = charts.bench_curves_chart(runs).to_dict()
+    assert all(lg["labelLimit"] == 0 for lg in _legends(spec))
+    bars = charts.top_bar_chart(pd.DataFrame({"n": ["x" * 80], "v": [1.0]}), name="n", value="v",
+                                title="t").to_dict()
+    assert bars["encoding"]["y"]["axis"]["labelLimit"] == 0
+
+
+def test_months_with_few_jobs_are_faded_off_the_lines_and_carry_their_count():
+    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
+                      "cluster": ["a", "a"], "p25_cores_per_gpu": [1.0, 1.0],
+                      "p50_cores_per_gpu": [2.0, 2.0], "jobs": [5, 500]})
+    spec = _spec(charts.trend_chart(t, min_jobs=30))
+    rows = [r for d in _datasets(spec) for r in d]
+    assert {(r["jobs"], r["few_jobs"]) for r in rows} == {(5, True), (500, False)}
+    lines, points = spec["layer"]
+    assert lines["mark"]["type"] == "line" and lines["transform"] == [
+        {"filter": "!datum.few_jobs"}]
+    assert points["mark"]["type"] == "point" and "transform" not in points
+    assert points["encoding"]["opacity"]["condition"]["test"] == "datum.few_jobs"
+    assert {"field": "jobs", "type": "quantitative", "format": ","} in points["encoding"]["tooltip"]
+
+
+def test_the_dash_legend_draws_its_strokes():
+    vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
+    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]), "cluster": ["a", "a"],
+                      "p25_cores_per_gpu": [1.0, 1.0], "p50_cores_per_gpu": [2.0, 2.0],
+                      "jobs": [50, 50]})
+    for chart in (charts.trend_chart(t, min_jobs=30), charts.ratio_histogram(DIST, quantiles=QUANT)):
+        svg = vlc.vegalite_to_svg(chart.to_dict())
+        dashes = re.findall(r'<path[^>]*d="M-5,0L5,0"[^>]*>', svg)
+        assert dashes and all('stroke="' in d for d in dashes), dashes
+
+
+def test_share_below_panels_follow_the_order_given():
+    shares = pd.DataFrame({"gpu_type": ["A100", "H100"], "threshold_cores_per_gpu": [1.0, 1.0],
+                           "share_jobs": [0.1, 0.2], "share_gpu_hours": [0.1, 0.2]})
+    spec = charts.share_below_chart(shares, order=["H100", "A100"]).to_dict()
+    assert spec["facet"]["column"]["sort"] == ["H100", "A100"]

@@ -31,7 +31,6 @@ from advisor.gputypes import canonical_gpu_type, load_site_mapping
         ("l40", "L40"),
         ("l4", "L4"),
         ("v100", "V100"),
-        ("tesla", "V100"),
         ("volta", "V100"),
         ("rtx2080ti", "RTX 2080 Ti"),
         ("a10g", "A10G"),

@@ -313,7 +313,8 @@ def test_jobcomp_lines_with_spaces_in_values_load_and_garbage_is_rejected(db_pat
     )
     assert (j["cpus"], j["gpus"], j["gpu_type"], j["elapsed_s"]) == (16, 2, "H100", 1800)
     assert jobs["40_3"]["start"] is None
-    assert (jobs["44"]["gpus"], jobs["44"]["gpu_type"]) == (2, "V100")  # old Gres= gpu:tesla:2
+    # old Gres= gpu:tesla:2: Tesla is a brand (K20 to V100, T4), so the type stays unknown
+    assert (jobs["44"]["gpus"], jobs["44"]["gpu_type"]) == (2, "tesla")
 
 
 def test_input_format_override_is_applied(db_path: Path) -> None:
@@ -328,7 +329,10 @@ def test_a_failing_file_leaves_earlier_files_committed(db_path: Path, tmp_path: 
         ingest_files(db_path, [FIX / "edge.txt", broken])
     assert len(_jobs(db_path)) == 14
     con = duckdb.connect(str(db_path), read_only=True)
-    assert [r["status"] for r in list_ingests(con)] == ["done"]
+    # the refused file is kept as a failed load with its reason, nothing of it in jobs
+    assert [r["status"] for r in list_ingests(con)] == ["failed", "done"]
+    [(reason,)] = con.execute("SELECT reason FROM rejects").fetchall()
+    assert "broken.json" in reason and "not valid JSON" in reason
     con.close()
 
 
@@ -410,7 +414,8 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
         b"JobID|JobIDRaw|AllocTRES|JobName|SubmitLine\n"
         b"1|1|cpu=2|sh\rtail|sbatch a.sh\n"
         b"\r\n"
-        b"2|2|cpu=4|x|y|sbatch b.sh\n"  # the delimiter in free text
+        b"2|2|cpu=4|x|y|sbatch b.sh\n"  # the delimiter in free text: the submit line is the
+        # one that starts with sbatch, so the job name took the extra field
         b"garbage\n"
         b"3|3|cpu=8|z|sbatch c.sh\n"
     )
@@ -418,7 +423,7 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
     jobs = _jobs(db_path)
     assert sorted(jobs) == ["1", "2", "3"] and (s.inserted, s.rejected) == (3, 1)
     assert jobs["1"]["job_name"] == "sh\rtail"
-    assert (jobs["2"]["job_name"], jobs["2"]["submit_line"]) == ("x", "y|sbatch b.sh")
+    assert (jobs["2"]["job_name"], jobs["2"]["submit_line"]) == ("x|y", "sbatch b.sh")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         assert con.execute("SELECT line_no, raw FROM rejects").fetchall() == [(5, "garbage")]

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor import store
+from advisor.errors import InputError
 from advisor.ingest import IngestOptions, ingest_files, pipeline
 from advisor.ingest import bulk as bulk_mod
 from advisor.synth import SynthConfig, generate
@@ -33,8 +34,11 @@ def _load(
     old, old_share = pipeline.BULK, bulk_mod._MAX_STEP_SHARE
     pipeline.BULK = bulk
     bulk_mod._MAX_STEP_SHARE = 1.0  # bulk even for files mostly of steps: the rules must hold
+    error = None
     try:
         summaries = ingest_files(db, files, options)
+    except InputError as exc:  # nothing usable in a file: both ways must refuse it alike
+        summaries, error = [], str(exc)
     finally:
         pipeline.BULK, bulk_mod._MAX_STEP_SHARE = old, old_share
     con = duckdb.connect(str(db), read_only=True)
@@ -52,6 +56,7 @@ def _load(
                 "SELECT rows_read, lines_read, inserted, updated, unchanged, rejected,"
                 " missing_fields, status FROM ingests ORDER BY ingest_id"
             ).fetchall(),
+            "error": error,
             "summaries": [
                 {k: v for k, v in s.__dict__.items() if k not in ("seconds", "ingest_id")}
                 for s in summaries
@@ -401,7 +406,7 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
     path = tmp_path / "f.txt"
     rows: list[tuple[Any, ...]] = [
         (1, "cpu=4,gres/gpu:h100,gres/gpu:l40s", "gpu:a100:2"),  # typed keys, no counts
-        (2, "cpu=4,gres/gpu:=1,gres/gpu:=1", "gpu:a100:2"),  # typed keys, no names
+        (2, "cpu=4,gres/gpu:=1,gres/gpu:=1", "gpu:a100:2"),  # empty type names: a reject
         (3, "cpu=4,gres/gpu=9223372036854775808", "gpu:a100:2"),  # past BIGINT
         (4, "cpu=4,gres/gpu:h100=99999999999999999999", ""),
         (5, "cpu=4,gres/gpu:h100=2147483648", ""),  # past INTEGER
@@ -421,8 +426,14 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
     got = con.execute("SELECT job_id_raw, gpus, gpu_type_raw FROM jobs ORDER BY 1").fetchall()
     rejected = con.execute("SELECT line_no, field FROM rejects ORDER BY 1").fetchall()
     con.close()
-    assert got == [(1, 2, None), (2, 2, None), (6, 2, "h100")]
-    assert rejected == [(4, "AllocTRES"), (5, "AllocTRES"), (6, "AllocTRES"), (8, "ReqTRES")]
+    assert got == [(1, 2, None), (6, 2, "h100")]
+    assert rejected == [
+        (3, "AllocTRES"),
+        (4, "AllocTRES"),
+        (5, "AllocTRES"),
+        (6, "AllocTRES"),
+        (8, "ReqTRES"),
+    ]
 
 
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])

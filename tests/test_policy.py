@@ -106,9 +106,10 @@ def test_slurm_conf_gives_each_observed_partition_its_def_cpu_per_gpu(cli, db_pa
     assert int(lines[0].rsplit("=", 1)[1]) >= 2
 
 
-def test_slurm_conf_refuses_a_partition_name_that_would_inject_options():
-    policy = Policy(1, "t", "advisor", (PolicyRule("gpu MaxTime=1", "*", 2, 4, Mode.advise),))
-    from advisor.errors import UsageError
-
-    with pytest.raises(UsageError, match="cannot be written into slurm.conf"):
-        to_slurm_conf(policy)
+def test_slurm_conf_skips_a_partition_name_that_would_inject_options_and_keeps_the_rest():
+    rules = (PolicyRule("gpu MaxTime=1", "*", 2, 4, Mode.advise),
+             PolicyRule("gpu", "*", 2, 4, Mode.advise))
+    policy = Policy(1, "t", "advisor", rules)
+    lines = to_slurm_conf(policy).splitlines()
+    assert "PartitionName=gpu DefCpuPerGPU=4" in lines
+    assert not [ln for ln in lines if "MaxTime" in ln and not ln.startswith("#")]

@@ -331,6 +331,7 @@ def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
                   load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy"))):
         rec = recommend_job(q)
         assert rec.pathological_now  # Slurm's default of one CPU for the whole job
+        assert rec.regime == "pathological"
         assert rec.slowdown_now is None and rec.ttft_ms_now is None
         assert rec.speedup_is_lower_bound and rec.speedup_interval[1] == float("inf")
         assert rec.pathological_note and f"below {rec.pathological_below_cores} cores" in \
@@ -369,7 +370,7 @@ def test_recommend_options_through_the_installed_console_script(tmp_path: Path):
     for key in ("cpus_per_gpu", "predicted_speedup", "cost_delta_pct", "cores_total",
                 "knee_cores", "knee_cores_interval", "regime", "evidence", "floor_cores"):
         assert key in two
-    assert two["regime"] in ("cpu-bound", "gpu-bound")
+    assert two["regime"] == "pathological"  # Slurm's default: one CPU for the job
     for bad, msg in ((["--prefix-hit", "1.5"], "--prefix-hit must be between 0 and 1"),
                      (["--workload", "chatty"], "--workload 'chatty'"),
                      (["--tp", "4"], "--tp must be between 1 and --gpus")):

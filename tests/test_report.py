@@ -292,8 +292,51 @@ def test_an_unknown_cluster_is_named_with_the_ones_that_exist(small_db, tmp_path
 def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_path):
     (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2023-01"), small_db)
     html = res.html_path.read_text()
-    assert "No GPU allocations started in 2023-01" in html
+    assert "No allocation records for 2023-01</strong>" in html
+    assert 'data-key="no_records" data-value="true"' in html
+    # it says exactly that, not "0 days without allocations" or an empty summary of losses
+    assert "Days without any allocation starting" not in html
+    assert 'data-key="summary.gpu_hours_lost"' not in html
     assert res.gpu_jobs == 0
+
+
+def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(small_db, tmp_path):
+    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db,
+                                now=NOW)
+    data = json.loads((res.html_path.parent / "report.json").read_text())
+    s = data["summary"]
+    assert s["gpu_hours_lost"] == pytest.approx(data["gpu_hours_lost_total"])
+    assert s["usd_to_fix"] == pytest.approx(data["usd_to_fix_total"])
+    assert s["usd_lost"] == pytest.approx(sum(e["usd_lost"] or 0 for e in data["starvation"]))
+    assert [e["partition"] for e in s["top_partitions"]] == [
+        e["partition"] for e in data["starvation"][:3]]
+    assert [b["name"] for b in s["top_accounts"]] == [b["name"] for b in data["below_accounts"][:3]]
+    html = res.html_path.read_text()
+    # the summary comes before every other section, and carries the paste-ready settings
+    assert html.index('id="summary"') < html.index('id="ratios"')
+    for e in data["starvation"]:
+        assert f"PartitionName={e['partition']} DefCpuPerGPU=" in s["settings"]
+    assert '<pre class="settings" id="settings">' in html
+    assert "Since 2024-09:" in html and s["changes"]
+    # assumptions in an admin's words: no function or field names
+    for a in data["starvation_assumptions"]:
+        assert "advisor." not in a and "_" not in a, a
+
+
+def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
+    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db,
+                                now=NOW)
+    data = json.loads((res.html_path.parent / "report.json").read_text())
+    assert data["small_sample"] == (0 < data["quality"]["gpu_jobs"] < report.SMALL_SAMPLE_JOBS)
+    notes = " ".join(data["notes"])
+    assert ("Small sample" in notes) == data["small_sample"]
+
+
+def test_one_number_format_per_kind():
+    assert report._fmt(1234.56, "hours") == "1,235" and report._fmt(12.4, "hours") == "12"
+    assert report._fmt(0.25, "cores") == "0.25" and report._fmt(8, "cores") == "8.00"
+    assert report._fmt(1234.5, "usd") == "$1,234" and report._fmt(3.456, "price") == "$3.46"
+    assert report._fmt(None, "usd") == "–"
 
 
 def test_numbers_render_readably_and_missing_ones_as_a_dash():
@@ -411,7 +454,11 @@ def test_the_recommendations_warnings_are_shown_for_the_rows_they_concern(octobe
 def test_the_report_states_the_assumptions_behind_its_cost_figures(small_db, tmp_path):
     (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db)
     html = res.html_path.read_text()
-    assert "$/vCPU-hour" in html and "as if every GPU job were an LLM server" in html
+    from advisor.pricing import load_pricing
+
+    v = load_pricing().vcpu
+    assert f"${v.usd_per_vcpu_hour:.3f} per vCPU-hour" in html
+    assert "The estimate treats every GPU job as an LLM server" in html
     data = json.loads((res.html_path.parent / "report.json").read_text())
     assert data["gpu_hours_lost_total"] == pytest.approx(
         sum(e["gpu_hours_lost"] for e in data["starvation"])

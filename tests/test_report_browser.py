@@ -49,7 +49,8 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
     )  # fmt: skip
     written = json.loads((res.html_path.parent / "report.json").read_text())
     # the charts of a month with recommendations: percentiles, histogram, below, daily starts
-    chart_ids = ["cores-per-gpu", "ratio-histogram", "below-recommendation", "daily-starts"]
+    chart_ids = ["cores-per-gpu", "ratio-histogram", "below-accounts", "below-partitions",
+                 "daily-starts"]
     assert written["below_partitions"], "the fixture month has jobs below the recommendation"
 
     context = browser.new_context(offline=True)
@@ -101,3 +102,48 @@ def test_the_daily_chart_reads_the_same_days_in_every_browser_time_zone(browser,
         context.close()
     assert any("Oct" in t for t in seen["UTC"])
     assert seen["America/Los_Angeles"] == seen["UTC"] == seen["Asia/Tokyo"]
+
+
+def test_the_email_copies_print_the_whole_report_as_the_browser_draws_it(
+    browser, db_path, tmp_path
+):
+    """report.pdf and report.png come from headless Chromium; the PNG must match what a
+    browser shows of report.html (same width, same pixels over the summary and first chart)."""
+    from PIL import Image, ImageChops, ImageStat
+
+    build_db(db_path)
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path / "out", month="2024-10", png=True, pdf=True),
+        db_path, now=dt.datetime(2024, 11, 2),
+    )  # fmt: skip
+    folder = res.html_path.parent
+    pdf = (folder / "report.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page>") + \
+        pdf.count(b"/Type/Page") >= 2
+    assert {"report.pdf", "report.png"} <= {p.name for p in res.image_paths}
+    printed = Image.open(folder / "report.png").convert("RGB")
+    assert printed.width == report.REPORT_WIDTH_PX and printed.height > 1500
+
+    context = browser.new_context(viewport={"width": report.REPORT_WIDTH_PX, "height": 1200})
+    page = context.new_page()
+    page.goto(res.html_path.as_uri())
+    page.wait_for_selector("body[data-charts-drawn]", timeout=30_000)
+    shot = tmp_path / "browser.png"
+    page.screenshot(path=str(shot), full_page=True)
+    chart = page.locator("#chart-ratio-histogram").bounding_box()
+    context.close()
+    seen = Image.open(shot).convert("RGB")
+    # the top of the page (title, summary, settings, the first table and chart), pixel by pixel
+    box = (0, 0, report.REPORT_WIDTH_PX, min(1800, seen.height, printed.height))
+    diff = ImageChops.difference(printed.crop(box), seen.crop(box))
+    assert max(ImageStat.Stat(diff).mean) < 2.0  # mean difference per channel, out of 255
+    # and the histogram, drawn by the page's script: printed only after it ran
+    assert chart is not None
+    cbox = tuple(int(v) for v in (chart["x"], chart["y"], chart["x"] + chart["width"],
+                                  chart["y"] + chart["height"]))
+    assert cbox[3] <= printed.height
+    chart_diff = ImageChops.difference(printed.crop(cbox), seen.crop(cbox))
+    assert max(ImageStat.Stat(chart_diff).mean) < 2.0, ImageStat.Stat(chart_diff).mean
+    blank = Image.new("RGB", (cbox[2] - cbox[0], cbox[3] - cbox[1]), "white")
+    assert max(ImageStat.Stat(ImageChops.difference(printed.crop(cbox), blank)).mean) > 5
+    assert abs(printed.height - seen.height) < 80  # the whole page, nothing cut or padded

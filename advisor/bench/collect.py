@@ -203,6 +203,25 @@ def process_cores(extra: dict[str, Any], role: str) -> float | None:
     return total / len(procs) if role == "gpu_worker" else total
 
 
+def renderer_workers(argv: Sequence[str]) -> int | None:
+    """vLLM's ``--renderer-num-workers`` among the engine's arguments (None: the default, 1)."""
+    args = list(argv)
+    for i, a in enumerate(args):
+        if a.startswith("--renderer-num-workers="):
+            return int(a.split("=", 1)[1])
+        if a == "--renderer-num-workers" and i + 1 < len(args):
+            return int(args[i + 1])
+    return None
+
+
+def workload_label(run: dict[str, Any]) -> str | None:
+    """The run's workload, suffixed ``/rwN`` when the engine ran N tokenizer (renderer) workers
+    instead of vLLM's one: a different CPU side, so a different calibration series."""
+    workload = run.get("workload")
+    rw = renderer_workers((run.get("extra") or {}).get("engine_argv") or [])
+    return f"{workload}/rw{rw}" if workload and rw and rw != 1 else workload
+
+
 def series_key(run: dict[str, Any]) -> tuple[Any, ...]:
     """What makes runs one curve over core counts: everything but the cores and the repeat."""
     return tuple(
@@ -271,7 +290,7 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
         "model": run.get("model"),
         "model_params_b": run.get("model_params_b"),
         "gpus": run.get("gpus") or run.get("tp"),
-        "workload": run.get("workload"),
+        "workload": workload_label(run),
         "load_rps": run.get("attacker_rps"),
         "prompt_tokens": prompt,
         "cores": run.get("cores"),

@@ -411,19 +411,7 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
 
     for n_cores, pts in by_cores.items():
         split = choose_cores(n_cores, cfg.client_cores, avail, preferred)
-        port = cfg.port or eng.free_port(cfg.host)
-        spec = eng.spec_from(
-            template,
-            model=cfg.model,
-            tp=cfg.tp,
-            cores=split.engine,
-            host=cfg.host,
-            port=port,
-            extra_args=cfg.engine_args,
-            env=engine_env,
-            ready_path=cfg.ready_path,
-            log_path=Path(cfg.out_dir) / f"engine-c{n_cores}.log",
-        )
+        spec = _engine_spec(cfg, template, engine_env, split.engine, f"engine-c{n_cores}.log")
         todo = [p for p in pts if not _is_done(p.path, cfg.retry_failed)]
         for p in pts:
             if p not in todo:
@@ -452,6 +440,28 @@ def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunR
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
         rows.extend(_run_one_start(cfg, plat, spec, split, todo, progress))
     return rows
+
+
+def _engine_spec(
+    cfg: BenchConfig,
+    template: Any,
+    engine_env: dict[str, str],
+    cores: tuple[int, ...],
+    log_name: str,
+) -> eng.EngineSpec:
+    """The engine's command, pinned to ``cores``, on ``cfg.port`` or a free one."""
+    return eng.spec_from(
+        template,
+        model=cfg.model,
+        tp=cfg.tp,
+        cores=cores,
+        host=cfg.host,
+        port=cfg.port or eng.free_port(cfg.host),
+        extra_args=cfg.engine_args,
+        env=engine_env,
+        ready_path=cfg.ready_path,
+        log_path=Path(cfg.out_dir) / log_name,
+    )
 
 
 def _row_from_file(p: Point, status: str) -> RunRow:
@@ -842,19 +852,7 @@ def _run_repinned(
         reps = [r for r in range(1, cfg.repeats + 1) if (r - 1) % cfg.starts == s]
         if not reps:
             continue
-        port = cfg.port or eng.free_port(cfg.host)
-        spec = eng.spec_from(
-            template,
-            model=cfg.model,
-            tp=cfg.tp,
-            cores=split.engine,
-            host=cfg.host,
-            port=port,
-            extra_args=cfg.engine_args,
-            env=engine_env,
-            ready_path=cfg.ready_path,
-            log_path=Path(cfg.out_dir) / f"engine-start{s + 1}.log",
-        )
+        spec = _engine_spec(cfg, template, engine_env, split.engine, f"engine-start{s + 1}.log")
         st = _StartState(
             split.engine, split.client, split.client_shares_engine_cores, spec.argv, dict(spec.env)
         )

@@ -7,22 +7,83 @@ Each domain registers its commands from its own module (``advisor/cli/<domain>.p
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from advisor.cli import bench, dashboard, db, ingest, model, ratios, report
+from advisor.cli import bench, dashboard, db, export, ingest, metrics, model, ratios, report
 from advisor.cli._output import run_guarded
+
+
+def _metavars_from_names(command: Any) -> None:
+    """Give every option that takes a value and has no metavar one made of its name (MODEL for
+    --model): typer 0.29 would print its Python type (``<str>``) in help instead."""
+    for param in command.params:
+        if (
+            param.param_type_name == "option"
+            and param.metavar is None
+            and not getattr(param, "is_flag", False)
+        ):
+            param.metavar = (param.name or "value").upper()
+    for sub in getattr(command, "commands", {}).values():
+        _metavars_from_names(sub)
+
+
+class _RootGroup(TyperGroup):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _metavars_from_names(self)
+        return super().main(*args, **kwargs)
+
 
 app = typer.Typer(
     name="advisor",
+    cls=_RootGroup,
     help="Slurm allocation analytics and CPU-to-GPU ratio advisor.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # -h everywhere (click's context settings reach every subcommand); plain help text, which
+    # names an option's value by its metavar and shows nothing after a flag.
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
 )
 
-for _module in (db, ingest, ratios, bench, model, report, dashboard):
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("advisor")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        text = "unknown (not installed)"
+    sys.stdout.write(f"advisor {text}\n")
+    raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version of advisor and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Slurm allocation analytics and CPU-to-GPU ratio advisor."""
+    if ctx.invoked_subcommand is None:  # `advisor` alone: the help, as a usage error (exit 2)
+        sys.stderr.write(ctx.get_help() + "\n")
+        raise typer.Exit(2)
+
+
+for _module in (db, ingest, ratios, bench, model, report, dashboard, export, metrics):
     _module.register(app)
 
 
@@ -32,5 +93,13 @@ def main() -> None:
     ``advisor recommend ... --format json`` for one job (the job-submit path) is answered
     without building the typer app, whose option adapters alone cost about 0.1 s.
     """
-    fast = model.fast_recommend(sys.argv[1:])
-    sys.exit(run_guarded(app) if fast is None else fast)
+    try:
+        fast = model.fast_recommend(sys.argv[1:])
+        code = run_guarded(app) if fast is None else fast
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (`| head`) left: not an error of ours, and no traceback for it. stdout is
+        # pointed at /dev/null so that the interpreter's own final flush stays quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141  # 128 + SIGPIPE, as a shell reports a reader that closed the pipe
+    sys.exit(code)

@@ -10,6 +10,7 @@ import csv
 import datetime as dt
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -18,8 +19,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from advisor.errors import AdvisorError, ExitCode
+from advisor.cli._progress import RichProgress as RichProgress  # moved there; re-exported
+from advisor.errors import AdvisorError, ExitCode, describe_os_error
 
 
 class OutputFormat(StrEnum):
@@ -30,13 +33,19 @@ class OutputFormat(StrEnum):
 
 FormatOption = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="Output: a table for people, csv or json for programs."),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="[table|csv|json]",
+        help="Output: a table for people, csv or json for programs.",
+    ),
 ]
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         envvar="ADVISOR_DB",
+        metavar="FILE",
         help="DuckDB file (default: $ADVISOR_DB, else ./advisor.duckdb).",
         show_envvar=False,
     ),
@@ -73,12 +82,41 @@ def emit_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _cell(value: Any) -> str:
+# Integer columns that name something rather than count it: no thousands separators.
+_NAME_LIKE = re.compile(r"(^|_)(id|raw|no|seed|port|year|pid)$|_id_|^id_")
+
+
+def _cell(value: Any, column: str = "") -> str:
+    """A value as a table shows it: counts with thousands separators (4,650,000), floats to
+    4 significant digits below 1,000; CSV and JSON keep the raw numbers."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) and not _NAME_LIKE.search(column):
+        return f"{value:,}"
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
+
+
+# Characters a terminal acts on instead of showing: C0/C1 controls (ESC starts CSI and OSC
+# sequences), DEL, the line and paragraph separators, and the bidirectional overrides that
+# reorder what is shown ("Trojan source").
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_VISIBLE = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def terminal_text(value: str) -> Text:
+    """A table cell from data: shown literally (Rich markup such as ``[bold]`` or ``[link=...]``
+    is not interpreted) with every control character written visibly (``\\n``, ``\\x1b``), so
+    a name can neither restyle the terminal nor split a table row."""
+    return Text(_UNPRINTABLE.sub(_visible, value))
+
+
+def _visible(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _VISIBLE.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
 
 
 def emit_rows(
@@ -106,7 +144,7 @@ def emit_rows(
     for c in cols:
         table.add_column(c, overflow="fold")
     for r in plain:
-        table.add_row(*(_cell(r.get(c)) for c in cols))
+        table.add_row(*(terminal_text(_cell(r.get(c), c)) for c in cols))
     out = Console()
     if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
         out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
@@ -114,7 +152,7 @@ def emit_rows(
 
 
 def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:
-    return max([len(col), *(len(_cell(r.get(col))) for r in rows)])
+    return max([len(col), *(terminal_text(_cell(r.get(col), col)).cell_len for r in rows)])
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
@@ -123,63 +161,82 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
     return typer.Exit(int(code))
 
 
-def run_guarded(app: typer.Typer) -> int:
-    """Run the app; an AdvisorError becomes 'Error: ...' on stderr and its exit code."""
+# Libraries of the optional extras (pyproject.toml), and the extra that installs each.
+OPTIONAL_LIBRARIES = {"tokenizers": "bench", "torch": "serve", "transformers": "serve"}
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
+    """The ``Error:`` text for an optional library that is not installed, else None."""
+    top = (exc.name or "").split(".")[0]
+    extra = OPTIONAL_LIBRARIES.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this command needs the optional library {top!r}, which is not installed; "
+        f"install it with: pip install 'advisor[{extra}]'"
+    )
+
+
+def _framework_exceptions() -> tuple[tuple[type[BaseException], ...], ...]:
+    """(usage errors, aborts, exits) of the command-line framework, whichever it is.
+
+    typer before 0.26 raises click's exceptions; later releases raise those of their own copy
+    of click (``typer._click``), which are not click's classes. Both are caught so that a typo
+    never reaches the user as a traceback, whichever typer the pin in pyproject.toml installs.
+    Only modules already imported are looked at: one that is not cannot have raised.
+    """
+    usage: list[type[BaseException]] = []
+    aborts: list[type[BaseException]] = [typer.Abort]
+    exits: list[type[BaseException]] = [typer.Exit]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        module = sys.modules.get(name)
+        for found, attr in ((usage, "ClickException"), (aborts, "Abort"), (exits, "Exit")):
+            cls = getattr(module, attr, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(usage), tuple(aborts), tuple(exits)
+
+
+def _interrupted() -> int:
+    sys.stderr.write("Interrupted\n")
+    return 130
+
+
+def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
+    """Run the app and return its exit code. An AdvisorError becomes 'Error: ...' on stderr
+    and its exit code; a usage error (unknown command or option, a bad value, a missing
+    option) the framework's short usage message and exit 2; a missing optional library names
+    the extra that installs it; never a traceback."""
     try:
-        rv = app(standalone_mode=False)
+        rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"Error: {message}\n")
+        return int(ExitCode.EXTERNAL)
     except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        return 130
-    except Exception as exc:  # click's own usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return int(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        return _interrupted()
+    except OSError as exc:
+        message, code = describe_os_error(exc)
+        sys.stderr.write(f"Error: {message}\n")
+        return int(code)
+    except Exception as exc:
+        usage, aborts, exits = _framework_exceptions()
+        if isinstance(exc, usage):
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if isinstance(exc, aborts):
+            if isinstance(exc.__context__, KeyboardInterrupt):  # click < 8.2 turns Ctrl-C into this
+                return _interrupted()
             sys.stderr.write("Aborted\n")
             return 1
+        if isinstance(exc, exits):
+            return int(exc.exit_code or 0)  # type: ignore[attr-defined]
         raise
+    if rv == 130:  # click >= 8.2 and typer >= 0.26 return Ctrl-C as exit code 130, silently
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
-
-
-class RichProgress:
-    """A rich progress bar on stderr behind the core's ``ProgressFn`` (see advisor.progress)."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            disable=not enabled or not stderr.is_terminal,
-            transient=False,
-        )
-        self._tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> RichProgress:
-        self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)  # type: ignore[arg-type]
-
-    def __call__(self, label: str, done: int, total: int | None) -> None:
-        task = self._tasks.get(label)
-        if task is None:
-            task = self._tasks[label] = self._progress.add_task(label, total=total)
-        self._progress.update(task, completed=done, total=total)

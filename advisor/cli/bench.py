@@ -78,60 +78,88 @@ def run_cmd(
     model: Annotated[
         str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
     ],
-    cores: Annotated[str, typer.Option(help="Engine core counts, comma-separated: 2,4,8,16.")],
-    out: Annotated[Path, typer.Option(help="Folder for the per-run JSON results.")] = Path(
-        "bench-results"
-    ),
+    cores: Annotated[
+        str, typer.Option(metavar="N,...", help="Engine core counts, comma-separated: 2,4,8,16.")
+    ],
+    out: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder for the per-run JSON results.")
+    ] = Path("bench-results"),
     engine: Annotated[
-        str, typer.Option(help="vllm | sglang | transformers | stub (built-in commands).")
+        str,
+        typer.Option(
+            metavar="NAME", help="vllm | sglang | transformers | stub (built-in commands)."
+        ),
     ] = "vllm",
     engine_cmd: Annotated[
         str | None,
         typer.Option(
-            help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}."
+            metavar="TEMPLATE",
+            help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}.",
         ),
     ] = None,
     engine_arg: Annotated[
         list[str] | None,
         typer.Option(
-            help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy."
+            metavar="ARG",
+            help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy.",
         ),
     ] = None,
     engine_env: Annotated[
-        list[str] | None, typer.Option(help="KEY=VALUE for the engine's environment (repeatable).")
+        list[str] | None,
+        typer.Option(
+            metavar="KEY=VALUE", help="KEY=VALUE for the engine's environment (repeatable)."
+        ),
     ] = None,
-    tp: Annotated[int, typer.Option(help="Tensor-parallel size (GPUs).")] = 1,
-    client_cores: Annotated[int, typer.Option(help="Cores kept for the load generator.")] = 2,
+    tp: Annotated[int, typer.Option(metavar="N", help="Tensor-parallel size (GPUs).")] = 1,
+    client_cores: Annotated[
+        int, typer.Option(metavar="N", help="Cores kept for the load generator.")
+    ] = 2,
     workload: Annotated[
-        str, typer.Option(help="unique, shared-prefix, or both comma-separated.")
+        str,
+        typer.Option(metavar="NAME,...", help="unique, shared-prefix, or both comma-separated."),
     ] = "unique",
     attacker_rps: Annotated[
-        str, typer.Option(help="Attacker rates (requests/s), comma-separated: 8,16.")
+        str,
+        typer.Option(
+            metavar="RATE,...", help="Attacker rates (requests/s), comma-separated: 8,16."
+        ),
     ] = "8",
     attacker_tokens: Annotated[
-        str, typer.Option(help="Attacker prompt tokens MIN:MAX.")
+        str, typer.Option(metavar="MIN:MAX", help="Attacker prompt tokens MIN:MAX.")
     ] = "16000:64000",
-    attacker_output_tokens: Annotated[int, typer.Option(help="Attacker output tokens.")] = 16,
-    victim_rps: Annotated[float, typer.Option(help="Victim rate (requests/s).")] = 1.0,
-    victim_tokens: Annotated[int, typer.Option(help="Victim prompt tokens.")] = 64,
-    victim_output_tokens: Annotated[int, typer.Option(help="Victim output tokens.")] = 16,
-    duration: Annotated[float, typer.Option(help="Seconds of load per phase.")] = 60.0,
+    attacker_output_tokens: Annotated[
+        int, typer.Option(metavar="N", help="Attacker output tokens.")
+    ] = 16,
+    victim_rps: Annotated[
+        float, typer.Option(metavar="RATE", help="Victim rate (requests/s).")
+    ] = 1.0,
+    victim_tokens: Annotated[int, typer.Option(metavar="N", help="Victim prompt tokens.")] = 64,
+    victim_output_tokens: Annotated[
+        int, typer.Option(metavar="N", help="Victim output tokens.")
+    ] = 16,
+    duration: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds of load per phase.")
+    ] = 60.0,
     timeout: Annotated[
-        float, typer.Option(help="Seconds after which a request counts as timed out.")
+        float,
+        typer.Option(metavar="SECONDS", help="Seconds after which a request counts as timed out."),
     ] = 200.0,
-    repeats: Annotated[int, typer.Option(help="Repeats of each phase (report medians).")] = 3,
+    repeats: Annotated[
+        int, typer.Option(metavar="N", help="Repeats of each phase (report medians).")
+    ] = 3,
     start_timeout: Annotated[
-        float, typer.Option(help="Seconds to wait for the engine to be ready.")
+        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
     ] = 900.0,
     conversation_turns: Annotated[
-        int, typer.Option(help="shared-prefix: turns per conversation.")
+        int, typer.Option(metavar="N", help="shared-prefix: turns per conversation.")
     ] = 16,
-    seed: Annotated[int, typer.Option(help="Seed of arrivals and prompts.")] = 0,
-    tag: Annotated[str, typer.Option(help="Label prefixed to run ids.")] = "",
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of arrivals and prompts.")] = 0,
+    tag: Annotated[str, typer.Option(metavar="TEXT", help="Label prefixed to run ids.")] = "",
     model_name: Annotated[
-        str | None, typer.Option(help="Model name sent in requests (default: --model).")
+        str | None,
+        typer.Option(metavar="NAME", help="Model name sent in requests (default: --model)."),
     ] = None,
-    port: Annotated[int, typer.Option(help="Engine port (0: a free one).")] = 0,
+    port: Annotated[int, typer.Option(metavar="PORT", help="Engine port (0: a free one).")] = 0,
     tokenize_probe: Annotated[
         bool, typer.Option(help="Measure tokenization under the same cores.")
     ] = True,
@@ -259,12 +287,18 @@ def run_cmd(
 
 @bench_app.command("make-model")
 def make_model_cmd(
-    out: Annotated[Path, typer.Option(help="Folder to write the model directory into.")],
+    out: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder to write the model directory into.")
+    ],
     arch: Annotated[
-        str, typer.Option(help="llama-3.1-8b (for vLLM --load-format dummy) or tiny (CPU tests).")
+        str,
+        typer.Option(
+            metavar="[llama-3.1-8b|tiny]",
+            help="llama-3.1-8b (for vLLM --load-format dummy) or tiny (CPU tests).",
+        ),
     ] = "llama-3.1-8b",
     weights: Annotated[bool, typer.Option(help="Also save random weights (tiny only).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the random weights.")] = 0,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write config.json, generation_config.json and a BPE tokenizer trained on local text."""
@@ -278,15 +312,21 @@ def make_model_cmd(
 @bench_app.command("collect")
 def collect_cmd(
     paths: Annotated[
-        list[Path], typer.Argument(help="Result folders or JSON files (.json, .json.gz).")
+        list[Path],
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
     db: DbOption = None,
     calibration_csv: Annotated[
-        Path | None, typer.Option(help="Also write the runs' calibration points to this CSV.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Also write the runs' calibration points to this CSV."),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Load run JSONs into the bench tables and derive calibration points."""
+    """Load run JSONs into the bench tables and derive calibration points.
+
+    Each PATH is a result folder or a run's JSON file (.json, .json.gz).
+    """
     from advisor.bench.collect import collect
     from advisor.errors import InputError
 
@@ -314,9 +354,12 @@ def collect_cmd(
 @bench_app.command("runs")
 def runs_cmd(
     db: DbOption = None,
-    platform: Annotated[str | None, typer.Option(help="Only this platform (H200, ...).")] = None,
+    platform: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Only this platform (H200, ...).")
+    ] = None,
     status: Annotated[
-        str | None, typer.Option(help="Only this status (ok, crashed, hung, ...).")
+        str | None,
+        typer.Option(metavar="STATUS", help="Only this status (ok, crashed, hung, ...)."),
     ] = None,
     by_point: Annotated[
         bool, typer.Option(help="Fold repeats: median with its range, speedup vs fewest cores.")
@@ -335,10 +378,13 @@ def runs_cmd(
 @bench_app.command("sweep")
 def sweep_cmd(
     model: Annotated[str, typer.Option(help="Model directory on the cluster's shared filesystem.")],
-    cores: Annotated[str, typer.Option(help="Engine core counts, one array task each: 2,4,8,16.")],
-    out: Annotated[Path, typer.Option(help="Folder for the scripts, logs and results.")] = Path(
-        "bench-sweep"
-    ),
+    cores: Annotated[
+        str,
+        typer.Option(metavar="N,...", help="Engine core counts, one array task each: 2,4,8,16."),
+    ],
+    out: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder for the scripts, logs and results.")
+    ] = Path("bench-sweep"),
     slurm: Annotated[
         bool, typer.Option("--slurm", help="Write an sbatch job array (the only backend).")
     ] = True,
@@ -346,24 +392,31 @@ def sweep_cmd(
     dry_run: Annotated[
         bool, typer.Option(help="Print the scripts; write and submit nothing.")
     ] = False,
-    gpus: Annotated[int, typer.Option(help="GPUs per task (also the --tp of each run).")] = 1,
-    client_cores: Annotated[
-        int, typer.Option(help="Extra cores per task for the load generator.")
+    gpus: Annotated[
+        int, typer.Option(metavar="N", help="GPUs per task (also the --tp of each run).")
     ] = 1,
-    partition: Annotated[str | None, typer.Option(help="Slurm partition.")] = None,
-    account: Annotated[str | None, typer.Option(help="Slurm account.")] = None,
+    client_cores: Annotated[
+        int, typer.Option(metavar="N", help="Extra cores per task for the load generator.")
+    ] = 1,
+    partition: Annotated[str | None, typer.Option(metavar="NAME", help="Slurm partition.")] = None,
+    account: Annotated[str | None, typer.Option(metavar="NAME", help="Slurm account.")] = None,
     gpu_type: Annotated[
-        str | None, typer.Option(help="GPU type in --gpus=TYPE:N (e.g. h200).")
+        str | None, typer.Option(metavar="TYPE", help="GPU type in --gpus=TYPE:N (e.g. h200).")
     ] = None,
     time_limit: Annotated[
-        str, typer.Option("--time", help="Slurm time limit per task.")
+        str, typer.Option("--time", metavar="TIME", help="Slurm time limit per task.")
     ] = "02:00:00",
-    mem: Annotated[str | None, typer.Option(help="Slurm --mem per task, e.g. 64G.")] = None,
+    mem: Annotated[
+        str | None, typer.Option(metavar="SIZE", help="Slurm --mem per task, e.g. 64G.")
+    ] = None,
     run_args: Annotated[
-        str, typer.Option(help="Extra arguments for each `advisor bench run` (shell words).")
+        str,
+        typer.Option(
+            metavar="ARGS", help="Extra arguments for each `advisor bench run` (shell words)."
+        ),
     ] = "",
     advisor_cmd: Annotated[
-        str, typer.Option(help="How tasks call advisor on the nodes.")
+        str, typer.Option(metavar="COMMAND", help="How tasks call advisor on the nodes.")
     ] = "advisor",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -398,3 +451,9 @@ def sweep_cmd(
 def register(app: typer.Typer) -> None:
     """Add this domain's commands to the app."""
     app.add_typer(bench_app, name="bench")
+
+
+# ``bench import`` / ``bench export`` (other tools' formats) live in their own module.
+from advisor.cli.bench_formats import add_commands as _add_format_commands  # noqa: E402
+
+_add_format_commands(bench_app)

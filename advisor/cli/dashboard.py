@@ -9,15 +9,21 @@ import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
 
-data_app = typer.Typer(help="What is loaded: freshness, GPU types, ingests, rejects.",
-                       no_args_is_help=True)
+data_app = typer.Typer(
+    help="What is loaded: freshness, GPU types, ingests, rejects.", no_args_is_help=True
+)
 
 
 def dashboard_cmd(
     db: DbOption = None,
-    port: Annotated[int, typer.Option("--port", help="Port to serve on (localhost).")] = 8501,
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", help="Port to serve on (localhost).")
+    ] = 8501,
     address: Annotated[
-        str, typer.Option("--address", help="Address to listen on (0.0.0.0 for every interface).")
+        str,
+        typer.Option(
+            "--address", metavar="HOST", help="Address to listen on (0.0.0.0 for every interface)."
+        ),
     ] = "localhost",
     hash_users: Annotated[
         bool,
@@ -40,7 +46,9 @@ def dashboard_cmd(
 def status_cmd(
     db: DbOption = None,
     fmt: FormatOption = OutputFormat.table,
-    limit: Annotated[int, typer.Option("--limit", help="Ingests and reject reasons listed.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", help="Ingests and reject reasons listed.")
+    ] = 20,
 ) -> None:
     """Freshness per cluster, GPU types (unrecognised ones named), ingests and reject reasons.
 

@@ -7,6 +7,7 @@ formats the result; core modules are imported inside the commands to keep start-
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,13 +21,14 @@ from advisor.cli._output import (
     emit_rows,
     fail,
     stderr,
+    terminal_text,
 )
 from advisor.errors import ExitCode
 
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
     "source", "format", "compression", "lines_read", "rows_read", "inserted", "updated",
-    "unchanged", "rejected", "seconds", "first_reasons",
+    "unchanged", "rejected", "duplicates", "seconds", "rows_per_s", "first_reasons",
 )  # fmt: skip
 
 
@@ -42,73 +44,117 @@ def _parse_time(value: str | None, flag: str) -> dt.datetime | None:
     return t
 
 
+def _output_format(value: str, input_format: str | None) -> tuple[OutputFormat, str | None]:
+    """``ingest --format`` is the output format. Before --input-format existed it also took an
+    input format name; the two sets of names do not overlap, so that spelling still works, with
+    a note naming the new option."""
+    if input_format is not None and input_format not in _INPUT_FORMATS:
+        raise fail(
+            f"--input-format {input_format!r}: use {', '.join(_INPUT_FORMATS)}", ExitCode.USAGE
+        )
+    if value in _INPUT_FORMATS:
+        if input_format is not None and input_format != value:
+            raise fail(
+                f"--format {value} contradicts --input-format {input_format}", ExitCode.USAGE
+            )
+        sys.stderr.write(
+            f"note: --format {value} names the input format; write --input-format {value} "
+            "(--format is the output format: table, csv or json)\n"
+        )
+        return OutputFormat.table, value
+    try:
+        return OutputFormat(value), input_format
+    except ValueError as exc:
+        raise fail(
+            f"--format {value!r}: use table, csv or json (the input format is --input-format "
+            f"{'|'.join(_INPUT_FORMATS)})",
+            ExitCode.USAGE,
+        ) from exc
+
+
 def ingest_cmd(
     files: Annotated[
         list[Path] | None,
-        typer.Argument(help="sacct -P text, sacct --json, jobcomp logs (.gz/.zst ok)."),
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="FILE", hidden=True, show_default=False),
     ] = None,
     fmt: Annotated[
         str,
         typer.Option(
             "--format",
             "-f",
-            help="Output: table, csv or json. Also accepts an input format (sacct-text, "
-            "sacct-json, jobcomp), which overrides detection: the same as --input-format.",
+            metavar="[table|csv|json]",
+            help="Output: a table for people, csv or json for programs.",
         ),
     ] = "table",
     input_format: Annotated[
         str | None,
-        typer.Option("--input-format", help="sacct-text | sacct-json | jobcomp (default: detect)."),
+        typer.Option(
+            "--input-format",
+            metavar="[sacct-text|sacct-json|jobcomp]",
+            help="What the files hold (default: detected from their first bytes).",
+        ),
     ] = None,
     delimiter: Annotated[
-        str | None, typer.Option("--delimiter", help="sacct --delimiter (default: detect).")
+        str | None,
+        typer.Option("--delimiter", metavar="TEXT", help="sacct --delimiter (default: detect)."),
     ] = None,
     fields: Annotated[
         str | None,
         typer.Option(
-            "--fields", help="Comma list of the columns of a header-less file (sacct -n)."
+            "--fields",
+            metavar="NAME,...",
+            help="The columns of a header-less file (sacct -n), comma-separated.",
         ),
     ] = None,
     cluster: Annotated[
-        str, typer.Option("--cluster", help="Cluster name for rows whose source names none.")
+        str,
+        typer.Option(
+            "--cluster", metavar="NAME", help="Cluster name for rows whose source names none."
+        ),
     ] = "default",
     tz: Annotated[
-        str, typer.Option("--tz", help="Time zone of the times in text sources; stored as UTC.")
+        str,
+        typer.Option(
+            "--tz",
+            metavar="ZONE",
+            help="Time zone of the times in text sources (e.g. Europe/Berlin); stored as UTC.",
+        ),
     ] = "UTC",
     gpu_types: Annotated[
-        Path | None, typer.Option("--gpu-types", help="JSON mapping of site GPU names to families.")
+        Path | None,
+        typer.Option(
+            "--gpu-types", metavar="FILE", help="JSON mapping of site GPU names to families."
+        ),
     ] = None,
     sacct: Annotated[
         bool, typer.Option("--sacct", help="Run sacct itself instead of reading files.")
     ] = False,
-    start: Annotated[str | None, typer.Option("--start", help="--sacct: first day (UTC).")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="--sacct: end, exclusive (UTC).")] = None,
+    start: Annotated[
+        str | None,
+        typer.Option("--start", metavar="DATE", help="--sacct: first day, YYYY-MM-DD (UTC)."),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option("--end", metavar="DATE", help="--sacct: end, exclusive, YYYY-MM-DD (UTC)."),
+    ] = None,
     window: Annotated[
-        float, typer.Option("--window", help="--sacct: window length in days (default 1).")
+        float, typer.Option("--window", metavar="DAYS", help="--sacct: window length in days.")
     ] = 1.0,
     sacct_bin: Annotated[
-        str, typer.Option("--sacct-bin", help="--sacct: the sacct program.")
+        str, typer.Option("--sacct-bin", metavar="PROGRAM", help="--sacct: the sacct program.")
     ] = "sacct",
     db: DbOption = None,
 ) -> None:
-    """Load Slurm accounting records into the database (idempotent; bad lines kept in rejects)."""
+    """Load Slurm accounting records into the database (idempotent; bad lines kept in rejects).
+
+    Each FILE is sacct -P text, sacct --json or a jobcomp log, plain, .gz or .zst; its format
+    is detected (or given with --input-format). Without FILEs, --sacct runs sacct itself.
+    """
     from advisor.gputypes import load_site_mapping
     from advisor.ingest import IngestOptions, SacctWindowConfig, ingest_files, ingest_sacct
 
-    out_fmt = OutputFormat.table
-    if fmt in _INPUT_FORMATS:
-        if input_format is not None and input_format != fmt:
-            raise fail(f"--format {fmt} contradicts --input-format {input_format}", ExitCode.USAGE)
-        input_format = fmt
-    else:
-        try:
-            out_fmt = OutputFormat(fmt)
-        except ValueError as exc:
-            raise fail(
-                f"--format {fmt!r}: use table, csv, json (output) or "
-                f"{', '.join(_INPUT_FORMATS)} (input)",
-                ExitCode.USAGE,
-            ) from exc
+    out_fmt, input_format = _output_format(fmt, input_format)
     options = IngestOptions(
         input_format=input_format,
         delimiter=delimiter,
@@ -117,7 +163,11 @@ def ingest_cmd(
         source_tz=tz,
         gpu_types=load_site_mapping(gpu_types) if gpu_types else None,
     )
-    with RichProgress() as progress:
+    from advisor.ingest.pipeline import STAGE_NAMES
+
+    sizes = {str(Path(f)): Path(f).stat().st_size for f in files or () if Path(f).is_file()}
+    shown = RichProgress(unit="windows") if sacct else RichProgress(stages=STAGE_NAMES, sizes=sizes)
+    with shown as progress:
         if sacct:
             if files:
                 raise fail("give files or --sacct, not both", ExitCode.USAGE)
@@ -135,34 +185,60 @@ def ingest_cmd(
                 )
             summaries = ingest_files(db, files, options, progress)
     for s in summaries:
+        for w in s.warnings:
+            stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
         if s.disabled_analyses:
             stderr.print(
-                f"note: {s.source}: missing {', '.join(s.missing_fields)}; disabled: "
-                + "; ".join(s.disabled_analyses),
+                terminal_text(
+                    f"note: {s.source}: missing {', '.join(s.missing_fields)}; "
+                    "disabled: " + "; ".join(s.disabled_analyses)
+                ),
                 highlight=False,
             )
     if out_fmt is OutputFormat.json:
         emit_rows(summaries, out_fmt)
     else:
-        rows = [{**s.__dict__, "first_reasons": " | ".join(s.first_reasons[:3])} for s in summaries]
+        rows = [
+            {
+                **s.__dict__,
+                "rows_per_s": s.rows_read / s.seconds if s.seconds else None,
+                "first_reasons": " | ".join(s.first_reasons[:3]),
+            }
+            for s in summaries
+        ]
         emit_rows(rows, out_fmt, columns=_SUMMARY_COLUMNS, title="ingest")
 
 
 def jobs_cmd(
-    cluster: Annotated[str | None, typer.Option("--cluster", help="Only this cluster.")] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", metavar="NAME", help="Only this cluster.")
+    ] = None,
     since: Annotated[
-        str | None, typer.Option("--since", help="Submitted at or after (ISO 8601, UTC).")
+        str | None,
+        typer.Option("--since", metavar="TIME", help="Submitted at or after (ISO 8601, UTC)."),
     ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", help="Submitted before (ISO 8601, UTC).")
+        str | None,
+        typer.Option("--until", metavar="TIME", help="Submitted before (ISO 8601, UTC)."),
     ] = None,
-    state: Annotated[str | None, typer.Option("--state", help="COMPLETED, FAILED, ...")] = None,
+    state: Annotated[
+        str | None, typer.Option("--state", metavar="STATE", help="COMPLETED, FAILED, ...")
+    ] = None,
     gpu_type: Annotated[
-        str | None, typer.Option("--gpu-type", help="Canonical (H100) or site name (h100_80gb).")
+        str | None,
+        typer.Option(
+            "--gpu-type", metavar="TYPE", help="Canonical (H100) or site name (h100_80gb)."
+        ),
     ] = None,
-    account: Annotated[str | None, typer.Option("--account", help="Only this account.")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Only this user.")] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many rows (0: all).")] = 1000,
+    account: Annotated[
+        str | None, typer.Option("--account", metavar="NAME", help="Only this account.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", metavar="NAME", help="Only this user.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", help="At most this many rows (0: all).")
+    ] = 1000,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,
 ) -> None:
@@ -191,24 +267,38 @@ def jobs_cmd(
 
 
 def synth_cmd(
-    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (.gz / .zst compress).")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", metavar="FILE", help="File to write (.gz / .zst compress)."),
+    ],
     records: Annotated[
-        int, typer.Option("--records", "-n", help="Allocations to generate.")
+        int, typer.Option("--records", "-n", metavar="N", help="Allocations to generate.")
     ] = 20_000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed: same seed, same bytes.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="N", help="Random seed: same seed, same bytes.")
+    ] = 0,
     step_share: Annotated[
-        float, typer.Option("--step-share", help="Share of started jobs printed with step lines.")
+        float,
+        typer.Option(
+            "--step-share",
+            metavar="SHARE",
+            help="Share of started jobs printed with step lines (0 to 1).",
+        ),
     ] = 0.3,
     output: Annotated[
         str,
-        typer.Option("--as", help="sacct-text (default), sacct-json or jobcomp (samples only)."),
+        typer.Option(
+            "--as",
+            metavar="[sacct-text|sacct-json|jobcomp]",
+            help="What to write (sacct-json and jobcomp: samples only).",
+        ),
     ] = "sacct-text",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Generate realistic `sacct -P` text calibrated to the research's cluster figures."""
     from advisor.synth import SynthConfig, generate_as
 
-    with RichProgress() as progress:
+    with RichProgress(unit="lines") as progress:
         result = generate_as(
             SynthConfig(records=records, seed=seed, step_share=step_share), out, output, progress
         )

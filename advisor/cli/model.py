@@ -23,45 +23,45 @@ calibration_app = typer.Typer(help="The points the TTFT model is fitted on.",
 
 PricingOption = Annotated[
     str | None,
-    typer.Option("--pricing", help="CSV of the site's own prices (columns: docs/model.md); "
-                 "its rows win over the built-in AWS table."),
+    typer.Option("--pricing", metavar="FILE", help="CSV of the site's own prices (columns: "
+                 "docs/model.md); its rows win over the built-in AWS table."),
 ]
 # Named --fit-file, not --model: in `bench run`, --model is the served model's directory.
 FitFileOption = Annotated[
     str | None,
-    typer.Option("--fit-file", envvar="ADVISOR_MODEL", show_envvar=False,
+    typer.Option("--fit-file", metavar="FILE", envvar="ADVISOR_MODEL", show_envvar=False,
                  help="Fitted model JSON from `advisor fit --output` (default: $ADVISOR_MODEL, "
                  "else the shipped one)."),
 ]
 TpOption = Annotated[
     int | None,
-    typer.Option("--tp", help="Tensor-parallel size (default: --gpus); with TP > 1 each GPU "
+    typer.Option("--tp", metavar="N", help="Tensor-parallel size (default: --gpus); with TP > 1 each GPU "
                  "worker busy-waits on a core."),
 ]
 PrefixHitOption = Annotated[
     float | None,
-    typer.Option("--prefix-hit", help="Share of prompt tokens served from the prefix cache, "
+    typer.Option("--prefix-hit", metavar="SHARE", help="Share of prompt tokens served from the prefix cache, "
                  "0..1 (default: from --workload, else 0)."),
 ]
 WorkloadOption = Annotated[
     str | None,
-    typer.Option("--workload", help="tokenize-heavy (a shared long document: ~0.95 prefix "
+    typer.Option("--workload", metavar="NAME", help="tokenize-heavy (a shared long document: ~0.95 prefix "
                  "hits), unique (no hits: GPU-heavy) or shared-prefix (a conversation)."),
 ]
 RendererOption = Annotated[
     int | None,
-    typer.Option("--renderer-workers", help="The API server's tokenizer workers (vLLM "
+    typer.Option("--renderer-workers", metavar="N", help="The API server's tokenizer workers (vLLM "
                  "renderer_num_workers; default 1)."),
 ]
 EngineVersionOption = Annotated[
     str | None,
-    typer.Option("--engine-version", help="Engine version, e.g. 0.26.0 (to pick the nearest "
+    typer.Option("--engine-version", metavar="VERSION", help="Engine version, e.g. 0.26.0 (to pick the nearest "
                  "measured series)."),
 ]
 CalibrationDirOption = Annotated[
     str | None,
-    typer.Option("--calibration-dir", help="Folder of calibration CSVs (default: "
-                 "$ADVISOR_CALIBRATION_DIR, else data/calibration)."),
+    typer.Option("--calibration-dir", metavar="DIR", help="Folder of calibration CSVs "
+                 "(default: $ADVISOR_CALIBRATION_DIR, else data/calibration)."),
 ]
 
 
@@ -73,20 +73,22 @@ def _warn(messages: Any) -> None:
 def fit_cmd(
     calibration_dir: CalibrationDirOption = None,
     db: DbOption = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the fitted model "
-                      "JSON here (recommend reads it with --fit-file or $ADVISOR_MODEL).")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap refits for the "
-                         "intervals.")] = 50,
-    alpha: Annotated[float, typer.Option("--alpha", help="Ridge penalty pulling the "
-                     "mechanism's parameters towards their prior (2 + N).")] = 0.1,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of the bootstrap.")] = 0,
-    pole_exponent: Annotated[float, typer.Option("--pole-exponent", help="q in 1 + k W**q "
-                             "(1: the queue's own wait).")] = 1.0,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="The decision score's knee: "
-                         "TTFT within this of ample cores.")] = 0.10,
-    weighting: Annotated[str, typer.Option("--weighting", help="Sample weights: series (each "
-                         "measured series or published point weighs 1 in total), repeat, "
-                         "ratio, none.")] = "series",
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Write the "
+                      "fitted model JSON here (recommend reads it with --fit-file or "
+                      "$ADVISOR_MODEL).")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", metavar="N", help="Bootstrap refits "
+                         "of resampled series for the intervals.")] = 50,
+    alpha: Annotated[float, typer.Option("--alpha", metavar="NUMBER", help="Ridge penalty "
+                     "pulling the mechanism's parameters towards their prior (2 + N).")] = 0.1,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed of the "
+                    "bootstrap.")] = 0,
+    pole_exponent: Annotated[float, typer.Option("--pole-exponent", metavar="NUMBER",
+                             help="q in 1 + k W**q (1: the queue's own wait).")] = 1.0,
+    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="The "
+                         "decision score's knee: TTFT within this of ample cores.")] = 0.10,
+    weighting: Annotated[str, typer.Option("--weighting", metavar="[series|repeat|ratio|none]",
+                         help="Sample weights: series (each measured series or published point "
+                         "weighs 1 in total), repeat, ratio, none.")] = "series",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Fit the TTFT-vs-cores model on the published and bench points; validate it by leaving
@@ -120,29 +122,31 @@ def fit_cmd(
 
 
 def recommend_cmd(
-    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="GPU family or GRES type, "
-                        "e.g. H100, h100_80gb.")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the job; without it, "
-                    "--partition recommends for the partition's observed jobs.")] = None,
-    model_size: Annotated[str | None, typer.Option("--model-size", help="Model size, e.g. 8b, "
-                          "70b (default: the model's reference, 8b).")] = None,
-    rps: Annotated[float | None, typer.Option("--rps", help="Requests per second "
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", metavar="TYPE", help="GPU family "
+                        "or GRES type, e.g. H100, h100_80gb.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", metavar="N", help="GPUs of the job; "
+                    "without it, --partition recommends for the partition's observed jobs.")
+                    ] = None,
+    model_size: Annotated[str | None, typer.Option("--model-size", metavar="SIZE", help="Model "
+                          "size, e.g. 8b, 70b (default: the model's reference, 8b).")] = None,
+    rps: Annotated[float | None, typer.Option("--rps", metavar="RATE", help="Requests per second "
                    "(default 8).")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", help="Typical prompt "
-                             "length in tokens (default 16384).")] = None,
+    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", metavar="N",
+                             help="Typical prompt length in tokens (default 16384).")] = None,
     current_cpus_per_gpu: Annotated[float | None, typer.Option(
-        "--current-cpus-per-gpu", help="Cores per GPU the job has now (default: Slurm's "
-        "default, 1 CPU per task, i.e. 1/GPUs).")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Accept TTFT within this "
-                         "fraction of ample cores.")] = 0.10,
-    ample_ttft_ms: Annotated[float | None, typer.Option("--ample-ttft-ms", help="Measured TTFT "
-                             "with ample cores, to report TTFTs in ms.")] = None,
-    max_cpus_per_gpu: Annotated[int | None, typer.Option("--max-cpus-per-gpu", help="Most cores "
-                                "per GPU a node gives (default: node inventory, else the cloud "
-                                "instance).")] = None,
-    partition: Annotated[str | None, typer.Option("--partition", help="Partition ('*' for all): "
-                         "with --gpus it restricts the node inventory; without, it recommends "
-                         "DefCpuPerGPU from the partition's jobs.")] = None,
+        "--current-cpus-per-gpu", metavar="CORES", help="Cores per GPU the job has now (default: "
+        "Slurm's default, 1 CPU per task, i.e. 1/GPUs).")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="Accept "
+                         "TTFT within this fraction of ample cores.")] = 0.10,
+    ample_ttft_ms: Annotated[float | None, typer.Option("--ample-ttft-ms", metavar="MS",
+                             help="Measured TTFT with ample cores, to report TTFTs in ms.")
+                             ] = None,
+    max_cpus_per_gpu: Annotated[int | None, typer.Option("--max-cpus-per-gpu", metavar="CORES",
+                                help="Most cores per GPU a node gives (default: node "
+                                "inventory, else the cloud instance).")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", metavar="NAME", help="Partition "
+                         "('*' for all): with --gpus it restricts the node inventory; without, "
+                         "it recommends DefCpuPerGPU from the partition's jobs.")] = None,
     tp: TpOption = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
@@ -228,23 +232,25 @@ class PolicyMode(StrEnum):
 
 @policy_app.command("export")
 def policy_export_cmd(
-    fmt: Annotated[PolicyFormat, typer.Option("--format", "-f", help="lua (for the plugins), "
-                   "json, or slurm.conf lines.")] = PolicyFormat.lua,
-    mode: Annotated[PolicyMode, typer.Option("--mode", help="What the plugins do with the "
-                    "rules.")] = PolicyMode.set_default_when_unset,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Default cores: TTFT within "
-                         "this of ample cores.")] = 0.10,
-    min_tolerance: Annotated[float, typer.Option("--min-tolerance", help="Minimum cores: TTFT "
-                             "within this of ample cores.")] = 0.50,
-    model_size: Annotated[str | None, typer.Option("--model-size", help="Workload: model "
-                          "size.")] = None,
-    rps: Annotated[float | None, typer.Option("--rps", help="Workload: requests/s.")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens",
+    fmt: Annotated[PolicyFormat, typer.Option("--format", "-f", metavar="[lua|json|slurm.conf]",
+                   help="lua (for the plugins), json, or slurm.conf lines.")] = PolicyFormat.lua,
+    mode: Annotated[PolicyMode, typer.Option(
+        "--mode", metavar="[advise|set-default-when-unset|enforce-minimum]",
+        help="What the plugins do with the rules.")] = PolicyMode.set_default_when_unset,
+    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="Default "
+                         "cores: TTFT within this of ample cores.")] = 0.10,
+    min_tolerance: Annotated[float, typer.Option("--min-tolerance", metavar="FRACTION",
+                             help="Minimum cores: TTFT within this of ample cores.")] = 0.50,
+    model_size: Annotated[str | None, typer.Option("--model-size", metavar="SIZE",
+                          help="Workload: model size.")] = None,
+    rps: Annotated[float | None, typer.Option("--rps", metavar="RATE",
+                   help="Workload: requests/s.")] = None,
+    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", metavar="N",
                              help="Workload: prompt tokens.")] = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of "
-                      "stdout (written whole, then renamed into place).")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here "
+                      "instead of stdout (written whole, then renamed into place).")] = None,
     db: DbOption = None,
     pricing: PricingOption = None,
     fit_file: FitFileOption = None,
@@ -264,6 +270,14 @@ def policy_export_cmd(
     render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
               PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
     text = render(policy)
+    if fmt is PolicyFormat.slurm_conf:
+        from advisor.policy import slurm_conf_unwritable
+
+        for name in slurm_conf_unwritable(policy):  # ascii(): a name is data, not terminal codes
+            sys.stderr.write(
+                f"Warning: partition {ascii(name)} skipped: slurm.conf cannot carry "
+                "its name (letters, digits, _ . - only; not DEFAULT)\n"
+            )
     if output is None:
         sys.stdout.write(text)
         return
@@ -333,7 +347,7 @@ def fast_recommend(argv: list[str]) -> int | None:
         return None
     if "--gpus" not in opts or "--gpu-type" not in opts:
         return None
-    from advisor.errors import AdvisorError
+    from advisor.errors import AdvisorError, describe_os_error
     from advisor.recommend import JobQuery, Workload, recommend_job
 
     try:
@@ -357,6 +371,13 @@ def fast_recommend(argv: list[str]) -> int | None:
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)
+    except OSError as exc:  # the same net as run_guarded's
+        message, code = describe_os_error(exc)
+        sys.stderr.write(f"Error: {message}\n")
+        return int(code)
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted\n")
+        return 130
     emit_json(rec)
     return 0
 

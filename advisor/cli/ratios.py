@@ -14,8 +14,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
-
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
+from advisor.cli.export import ParquetOption
 
 
 class WeightChoice(StrEnum):
@@ -47,6 +46,21 @@ def _thresholds(text: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _time(value: str | None, flag: str) -> dt.datetime | None:
+    """A date or date-time (ISO 8601; one with an offset is converted) as naive UTC."""
+    if value is None:
+        return None
+    from advisor.errors import UsageError
+
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{flag} {value!r}: not a date (YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS in UTC)"
+        ) from None
+    return t if t.tzinfo is None else t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
 def _pct(v: float | None) -> str | None:
     return None if v is None else f"{100 * v:.1f}%"
 
@@ -55,37 +69,61 @@ def ratios_command(
     by: Annotated[
         str,
         typer.Option(
+            metavar="FIELD,...",
             help="Group by, comma-separated: gpu_type, cluster, partition, account, user, "
-            "month, gpu_count, interactive. Empty for one overall group."
+            "month, gpu_count, interactive. Empty for one overall group.",
         ),
     ] = "gpu_type",
     weight: Annotated[
         WeightChoice,
-        typer.Option(help="What percentiles and the mean count: each job, or each GPU-hour."),
+        typer.Option(
+            metavar="[jobs|gpu-hours]",
+            help="What percentiles and the mean count: each job, or each GPU-hour.",
+        ),
     ] = WeightChoice.jobs,
     thresholds: Annotated[
-        str, typer.Option(help="Cores per GPU to report the share of jobs below (comma-separated).")
+        str,
+        typer.Option(
+            metavar="CORES,...",
+            help="Cores per GPU to report the share of jobs below (comma-separated).",
+        ),
     ] = "1,2,4,8",
     start: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
+        str | None,
+        typer.Option(
+            metavar="DATE",
+            help="Jobs that started at or after this time (UTC): YYYY-MM-DD[THH:MM:SS].",
+        ),
     ] = None,
     end: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started before this time (UTC)."),
+        str | None,
+        typer.Option(
+            metavar="DATE",
+            help="Jobs that started before this time (UTC): YYYY-MM-DD[THH:MM:SS].",
+        ),
     ] = None,
     state: Annotated[
-        list[str] | None, typer.Option(help="Only these job states (repeat or comma-separate).")
+        list[str] | None,
+        typer.Option(metavar="STATE", help="Only these job states (repeat or comma-separate)."),
     ] = None,
-    partition: Annotated[list[str] | None, typer.Option(help="Only these partitions.")] = None,
-    cluster: Annotated[list[str] | None, typer.Option(help="Only these clusters.")] = None,
+    partition: Annotated[
+        list[str] | None, typer.Option(metavar="NAME", help="Only these partitions.")
+    ] = None,
+    cluster: Annotated[
+        list[str] | None, typer.Option(metavar="NAME", help="Only these clusters.")
+    ] = None,
     gpu_type: Annotated[
-        list[str] | None, typer.Option(help="Only these canonical GPU types (H100, A100, ...).")
+        list[str] | None,
+        typer.Option(metavar="TYPE", help="Only these canonical GPU types (H100, A100, ...)."),
     ] = None,
-    account: Annotated[list[str] | None, typer.Option(help="Only these accounts.")] = None,
-    user: Annotated[list[str] | None, typer.Option(help="Only these users.")] = None,
+    account: Annotated[
+        list[str] | None, typer.Option(metavar="NAME", help="Only these accounts.")
+    ] = None,
+    user: Annotated[
+        list[str] | None, typer.Option(metavar="NAME", help="Only these users.")
+    ] = None,
     min_gpus: Annotated[
-        int | None, typer.Option(min=0, help="Only jobs with at least this many GPUs.")
+        int | None, typer.Option(min=0, metavar="N", help="Only jobs with at least this many GPUs.")
     ] = None,
     excluded: Annotated[
         bool,
@@ -96,6 +134,7 @@ def ratios_command(
     ] = False,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,
+    parquet: ParquetOption = None,
 ) -> None:
     """CPU cores per GPU that jobs got: percentiles, mean and shares below thresholds, per group."""
     from advisor import ratios, store
@@ -104,8 +143,8 @@ def ratios_command(
         by=_csv_list([by]),
         weight=ratios.Weight(weight.value),
         thresholds_cores_per_gpu=_thresholds(thresholds),
-        start=start,
-        end=end,
+        start=_time(start, "--start"),
+        end=_time(end, "--end"),
         states=_csv_list(state),
         partitions=_csv_list(partition),
         clusters=_csv_list(cluster),
@@ -114,7 +153,12 @@ def ratios_command(
         users=_csv_list(user),
         min_gpus=min_gpus,
     )
-    con = store.connect(db, read_only=True)
+    if parquet is not None:
+        from advisor.export import open_dataset
+
+        con = open_dataset(parquet)
+    else:
+        con = store.connect(db, read_only=True)
     try:
         if excluded:
             counts = ratios.excluded_counts(con, q)
@@ -157,8 +201,8 @@ def ratios_command(
         title=f"Cores per GPU (weighted by {what}; '<t' = share of {what} below t)",
     )
     if report.excluded:
-        detail = ", ".join(f"{r} {n}" for r, n in report.excluded.items())
-        sys.stderr.write(f"Excluded {report.excluded_jobs} jobs ({detail})\n")
+        detail = ", ".join(f"{r} {n:,}" for r, n in report.excluded.items())
+        sys.stderr.write(f"Excluded {report.excluded_jobs:,} jobs ({detail})\n")
     if not rows:
         sys.stderr.write("No GPU jobs with an allocation match these filters.\n")
 
@@ -169,22 +213,30 @@ nodes_app = typer.Typer(help="Node inventory from `scontrol show node -o`.", no_
 @nodes_app.command("ingest")
 def nodes_ingest(
     file: Annotated[
-        str | None, typer.Argument(help="A file of `scontrol show node -o` output.")
+        str | None,
+        # described in the docstring: typer 0.29 prints an argument's Python type in help
+        typer.Argument(metavar="FILE", hidden=True, show_default=False),
     ] = None,
     live: Annotated[
         bool, typer.Option("--live", help="Run `scontrol show node -o` on this host.")
     ] = False,
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster these nodes belong to (as your jobs name it)."),
+        typer.Option(
+            metavar="NAME", help="The cluster these nodes belong to (as your jobs name it)."
+        ),
     ] = None,
     gpu_types: Annotated[
-        str | None, typer.Option(help="A site GPU type mapping (JSON: raw name -> family).")
+        str | None,
+        typer.Option(metavar="FILE", help="A site GPU type mapping (JSON: raw name -> family)."),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,
 ) -> None:
-    """Load a node inventory (CPUs, GPUs and GPU type, partitions) into the database."""
+    """Load a node inventory (CPUs, GPUs and GPU type, partitions) into the database.
+
+    FILE holds `scontrol show node -o` output; --live runs that command on this host instead.
+    """
     from advisor import nodes, store
     from advisor.cli._output import RichProgress
 
@@ -214,7 +266,7 @@ def nodes_ingest(
 
 @nodes_app.command("list")
 def nodes_list(
-    cluster: Annotated[str | None, typer.Option(help="Only this cluster.")] = None,
+    cluster: Annotated[str | None, typer.Option(metavar="NAME", help="Only this cluster.")] = None,
     types: Annotated[
         bool,
         typer.Option(

@@ -8,17 +8,22 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli.export import ParquetOption
 
 
 def report_cmd(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the reports (one subfolder per month).")
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="DIR", help="Folder for the reports (one subfolder per month)."
+        ),
     ],
     month: Annotated[
         str | None,
         typer.Option(
             "--month",
             "-m",
+            metavar="YYYY-MM|last",
             help="The month to report: YYYY-MM (UTC), or 'last' for the previous month.",
         ),
     ] = None,
@@ -26,17 +31,22 @@ def report_cmd(
         bool, typer.Option("--all-months", help="Report every month in the database (a backlog).")
     ] = False,
     cluster: Annotated[
-        str | None, typer.Option("--cluster", "-c", help="One cluster only (default: all).")
+        str | None,
+        typer.Option("--cluster", "-c", metavar="NAME", help="One cluster only (default: all)."),
     ] = None,
     png: Annotated[bool, typer.Option("--png", help="Also write each chart as PNG.")] = False,
     pdf: Annotated[bool, typer.Option("--pdf", help="Also write each chart as PDF.")] = False,
     top: Annotated[
-        int, typer.Option("--top", help="Rows in the 'most below the recommendation' tables.")
+        int,
+        typer.Option(
+            "--top", metavar="N", help="Rows in the 'most below the recommendation' tables."
+        ),
     ] = 10,
     policy: Annotated[
         Path | None,
         typer.Option(
             "--policy",
+            metavar="FILE",
             help="An exported policy (the Lua file the plugins load, or JSON) to check compliance against.",
         ),
     ] = None,
@@ -44,9 +54,13 @@ def report_cmd(
         Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
     ] = None,
     pricing: Annotated[
-        Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")
+        Path | None,
+        typer.Option(
+            "--pricing", metavar="FILE", help="Site prices CSV over the built-in AWS ones."
+        ),
     ] = None,
     db: DbOption = None,
+    parquet: ParquetOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write the monthly report: cores per GPU against last month, who is below the
@@ -59,7 +73,13 @@ def report_cmd(
         top_n=top, policy_file=policy, model_file=model, pricing_file=pricing,
     )  # fmt: skip
     with RichProgress() as progress:
-        results = run_reports(config, db, progress=progress)
+        if parquet is None:
+            results = run_reports(config, db, progress=progress)
+        else:
+            from advisor.export import dataset_as_db
+
+            with dataset_as_db(parquet) as dataset_db:
+                results = run_reports(config, dataset_db, progress=progress)
     emit_rows(
         [
             {

@@ -129,7 +129,9 @@ def load(
     optimizers = pl.optimizer_setting(con)
     con.execute("BEGIN TRANSACTION")
     try:
-        ingest_id = pl.start_ingest(con, label, "sacct-text", compression, options)
+        ingest_id = pl.start_ingest(
+            con, label, "sacct-text", compression, options, hasher.started_at
+        )
         ids_param: dict[str, object] = {"ingest_id": ingest_id}
         # Every join of this statement has its small side on the right (DuckDB would build
         # the tail_fix join's hash table over the file: 7.5 s).
@@ -154,6 +156,11 @@ def load(
         # every row of the load is in now, the repaired ones too
         if pl.count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
             raise _HandOver
+        # array tasks keyed by JobID: the careful path gives them the raw id the file may
+        # hold for the same task elsewhere (keys.py)
+        if pl.count(con, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ingest_id = $ingest_id"
+                    " AND job_id_raw < 0 LIMIT 1)", ids_param):  # fmt: skip
+            raise _HandOver
         allocations = records - steps - unread_allocs
         if inserted < allocations:  # unparsable allocation lines: find them for `rejects`
             pl.parse(con, _alloc_src(text.csv_src_sql(layout, keep_rejects=False)), raw_text,
@@ -166,6 +173,7 @@ def load(
         )
         if inserted + bad != allocations:  # the counts disagree
             raise _HandOver
+        pl.supersede_stale(con, ingest_id)
         progress(label, 3, pl.STAGES)
         present = {c for c in layout.columns if c in CANONICAL_FIELDS}
         loaded = pl.Loaded(
@@ -178,7 +186,7 @@ def load(
         repaired = pl.count(con, "SELECT count(*) FROM parsed WHERE repaired AND step IS NULL")
         summary = pl.finish(
             con, ingest_id, label, compression, loaded, allocations + repaired, rejects,
-            inserted=stored, updated=0, unchanged=0,
+            inserted=stored, updated=0, unchanged=0, bulk=True,
         )  # fmt: skip
         progress(label, 4, pl.STAGES)
         pl.commit(con, ingest_id, hasher)

@@ -34,6 +34,8 @@ def compression_of(path: Path) -> str | None:
         raise NotFoundError(f"{path}: no such file") from exc
     except IsADirectoryError as exc:
         raise InputError("is a directory, not a file", source=str(path)) from exc
+    except OSError as exc:  # no permission, an I/O error, a special file
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from exc
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
@@ -81,6 +83,18 @@ def detect_format(head: bytes) -> str:
     return "sacct-text"
 
 
+# meta.plugin of sacct --json: "data_parser/v0.0.42" (23.02+), "openapi/dbv0.0.38" before; the
+# slash is escaped ("\\/") by 22.05's JSON writer. meta comes first in sacct's output.
+_JSON_VERSION_RE = re.compile(rb'"(?:data_parser|openapi\\?/db)\\?/?(v0\.0\.\d+)"')
+
+
+def sacct_json_version(head: bytes) -> str | None:
+    """The data_parser version (``v0.0.42``) named in the first bytes of a sacct --json
+    document, or None when its meta does not say (a hand-made document)."""
+    m = _JSON_VERSION_RE.search(head)
+    return m.group(1).decode("ascii") if m else None
+
+
 def check_input_format(name: str | None) -> str | None:
     if name is None or name in INPUT_FORMATS:
         return name
@@ -123,6 +137,14 @@ def text_layout(
         delim = best[1]
         names = first.split(delim)
         return TextLayout(delim, _columns(names), tuple(names), True)
+    sep = header_separator(first) if delimiter is None else None
+    if sep is not None and fields is None:
+        raise InputError(
+            f"the header's fields are separated by {sep!r}, more than one character: give "
+            f"--delimiter {sep!r}",
+            source=source,
+            line=1,
+        )
     if fields is None:
         raise InputError(
             "no sacct header line found (a line like JobID|JobIDRaw|...|AllocTRES); for a file "
@@ -165,3 +187,21 @@ def _columns(names: list[str]) -> tuple[str, ...]:
             f"(found: {', '.join(n for n in names if n)})"
         )
     return tuple(out)
+
+
+def header_separator(line: str) -> str | None:
+    """The text between the first two known sacct field names of a header line when it is
+    longer than one character (``JobID<>JobIDRaw`` gives ``<>``), else None."""
+    names = [m for m in re.finditer(r"[A-Za-z][A-Za-z0-9_]*", line)
+             if canonical_field(m.group(0)) in CANONICAL_FIELDS]  # fmt: skip
+    for a, b in zip(names, names[1:], strict=False):
+        sep = line[a.end() : b.start()]
+        if not sep:
+            continue
+        plausible = (
+            1 < len(sep.encode()) <= 4
+            and len(set(sep)) > 1
+            and not any(ch.isalnum() or ch in "=()" for ch in sep)
+        )
+        return sep if plausible and _known(line.split(sep)) >= 3 else None
+    return None

@@ -5,6 +5,12 @@ parser serves every format. Shapes handled (research §3.6): dbv0.0.37/38 (plain
 "batch" or int, ``time.start`` holding the eligible time before 22.05.8), data_parser v0.0.39
 (``{set, infinite, number}`` numbers, step.id an object), v0.0.40+ (``state.current`` a list,
 step.id "123.batch", lower-case ``meta.slurm``). A login banner before the ``{`` is skipped.
+
+Versions v0.0.41 to v0.0.45 (Slurm 24.05 to 26.05) only add job fields this reader does not
+need (stdout/stderr paths, ``time.planned``, ``qosreq``, ``restart_cnt``, ``segment_size``,
+``sluid``, ``exclusive``, ``oversubscribe``) and the step ``submit_line`` (v0.0.45); the fields
+read keep their names and shapes (SchedMD/slurm ``src/plugins/data_parser/v0.0.4x/parsers.c``;
+docs/ingest.md lists them). :func:`data_parser_version` names the version of a document.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ _BASE_STATES = {
 _PRESENT = {
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "jobname",
     "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw", "timelimitraw",
-    "nnodes", "reqcpus", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
+    "nnodes", "reqcpus", "reqmem", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
 }  # fmt: skip
 
 
@@ -60,6 +66,25 @@ def _tres(items: Any) -> str | None:
     return ",".join(parts) if parts else ""
 
 
+def _req_mem(req: dict[str, Any], requested: Any) -> str | None:
+    """Requested memory as text's ReqMem writes it (parse.sql scales it the same way): per
+    node (``Mn``) or per CPU (``Mc``) from ``required.memory_per_node`` / ``memory_per_cpu``
+    (Slurm 23.02+), else the job's total (``M``) from ``tres.requested`` mem, else 21.08-22.05's
+    plain ``required.memory`` (MB)."""
+    for key, unit in (("memory_per_node", "Mn"), ("memory_per_cpu", "Mc")):
+        n = number(req.get(key))
+        if n is not None and n > 0:
+            return f"{n}{unit}"
+    if isinstance(requested, list):
+        for t in requested:
+            if isinstance(t, dict) and t.get("type") == "mem":
+                n = number(t.get("count"))
+                if n is not None and n > 0:
+                    return f"{n}M"
+    n = number(req.get("memory"))
+    return f"{n}M" if n is not None and n > 0 else None
+
+
 def _state(v: Any) -> str | None:
     cur = v.get("current") if isinstance(v, dict) else v
     if isinstance(cur, list):
@@ -75,6 +100,31 @@ def _exit(v: Any) -> str | None:
     sig = v.get("signal")
     sig_n = number(sig.get("id")) if isinstance(sig, dict) else None
     return f"{rc if rc is not None else 0}:{sig_n if sig_n is not None else 0}"
+
+
+# data_parser version -> the Slurm release whose sacct --json first writes it (SchedMD/slurm
+# RELEASE_NOTES and CHANGELOG/slurm-*.md: "Added new v0.0.4x API endpoints").
+DATA_PARSER_RELEASES = {
+    "v0.0.37": "21.08", "v0.0.38": "22.05", "v0.0.39": "23.02", "v0.0.40": "23.11",
+    "v0.0.41": "24.05", "v0.0.42": "24.11", "v0.0.43": "25.05", "v0.0.44": "25.11",
+    "v0.0.45": "26.05",
+}  # fmt: skip
+
+
+def data_parser_version(meta: Any) -> str | None:
+    """``v0.0.42`` from ``meta.plugin.data_parser`` ("data_parser/v0.0.42"), or from the
+    older ``meta.plugin.type`` ("openapi/dbv0.0.38"); None when the document does not say."""
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    if not isinstance(plugin, dict):
+        return None
+    for key in ("data_parser", "type"):
+        text = plugin.get(key)
+        if isinstance(text, str) and "v0.0." in text:
+            tail = text[text.rindex("v0.0.") :]
+            digits = tail[5:].split("/")[0]
+            if digits.isdigit():
+                return f"v0.0.{int(digits)}"
+    return None
 
 
 def _version(meta: Any) -> tuple[int, int, int] | None:
@@ -144,7 +194,24 @@ def records(
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raw = json.dumps(job, ensure_ascii=False)[:4000]
             rejects.append(LineReject(i, raw, f"job #{i} of the document: unusable ({exc})"))
-    return out, rejects, set(_PRESENT)
+    present = carried(jobs)
+    if "dbv0.0.37" in plugin or "dbv0.0.38" in plugin:
+        # 22.05's plugin writes return_code 0 for a job whose batch script exited 3 (state
+        # FAILED; the real Slurm export in data/sample/slurm): not an exit code to keep
+        present.discard("exitcode")
+    return out, rejects, present
+
+
+# Fields whose key some versions of the document lack (22.05's dbv0.0.38 has no submit_line):
+# a load of such a document must not read the field as NULL on every job.
+_OPTIONAL_KEYS = {"submitline": "submit_line", "workdir": "working_directory"}
+
+
+def carried(jobs: list[Any]) -> set[str]:
+    """The canonical fields this document really carries: a field whose key no job has is
+    absent (its stored value is kept on update, see model.JOB_COLUMN_SOURCES)."""
+    keys = {k for job in jobs if isinstance(job, dict) for k in job}
+    return {f for f in _PRESENT if f not in _OPTIONAL_KEYS or _OPTIONAL_KEYS[f] in keys}
 
 
 def _text(v: object, key: str) -> str | None:
@@ -191,7 +258,12 @@ def _job_records(
         "elapsedraw": str(elapsed) if elapsed is not None else None,
         "timelimitraw": str(number(t.get("limit"))) if number(t.get("limit")) else None,
         "nnodes": str(number(job.get("allocation_nodes"))) if job.get("allocation_nodes") else None,
+        # Requested CPUs: required.CPUs wins over tres.requested's cpu (parse.sql reads reqcpus
+        # first): it is sacct's ReqCPUS, the value a text export of the same job carries, so
+        # a job loaded as text and as JSON keeps one value; tres.requested's cpu is what
+        # slurmctld made of the request (whole cores, --exclusive, --cpus-per-gpu expanded).
         "reqcpus": str(number(req.get("CPUs"))) if number(req.get("CPUs")) is not None else None,
+        "reqmem": _req_mem(req, tres.get("requested")),
         "alloctres": _tres(tres.get("allocated")),
         "reqtres": _tres(tres.get("requested")),
         "nodelist": _text(job.get("nodes"), "nodes"),

@@ -31,7 +31,11 @@ FREE_TEXT_FIELDS = frozenset({"jobname", "submitline", "workdir", "comment", "ad
 DISABLED_BY_MISSING: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("alloctres", "allocgres"), "AllocTRES", "GPU counts and types: no cores-per-GPU ratios"),
     (("alloctres", "ncpus", "alloccpus"), "NCPUS", "CPU counts: no cores-per-GPU ratios"),
-    (("jobidraw",), "JobIDRaw", "array tasks (their raw ids) cannot be keyed and are rejected"),
+    (
+        ("jobidraw",),
+        "JobIDRaw",
+        "array tasks are keyed by JobID until a source with JobIDRaw brings their raw ids",
+    ),
     (("cluster",), "Cluster", "per-cluster grouping (rows get --cluster)"),
     (("partition",), "Partition", "by-partition ratios"),
     (("account",), "Account", "by-account ratios"),
@@ -90,6 +94,18 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
     "work_dir": ("workdir",),
     "exclusive": ("submitline", "exclusive_hint"),
 }
+# Per format, the columns of ``jobs`` it carries only as a request, not as the allocation:
+# jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt CPUs plus the requested
+# GPUs, see advisor.ingest.jobcomp), so on update it never overwrites a stored allocation
+# (coalesce: stored first), while a first load of a job still takes it.
+REQUEST_ONLY_COLUMNS: dict[str, frozenset[str]] = {
+    "jobcomp": frozenset(
+        {"gpus", "gpu_type", "gpu_type_raw", "gpu_types", "mem_mb", "billing", "alloc_tres"}
+    ),  # fmt: skip
+}
+# TRES strings compared as sets of items: sacct text and JSON list the same TRES in
+# different orders, which is no change.
+TRES_COLUMNS = ("alloc_tres", "req_tres")
 KEY_COLUMNS = ("cluster", "job_id_raw", "submit")
 # Derived from several sources at once: a stored value backed by stronger evidence is kept.
 EVIDENCE_COLUMNS = ("is_interactive", "interactive_evidence")
@@ -142,6 +158,13 @@ class IngestSummary:
     disabled_analyses: tuple[str, ...] = ()
     first_reasons: tuple[str, ...] = ()
     seconds: float = 0.0
+    # Every line read is accounted for: lines_read = inserted + updated + unchanged + rejected
+    # + duplicates + steps_folded (a duplicate: another line of a key kept once, saying the
+    # same; one that differs is rejected).
+    duplicates: int = 0
+    steps_folded: int = 0
+    unknown_states: int = 0  # rows stored with state NULL: a state word Slurm does not print
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ leaves the database as it was.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import threading
 import time
@@ -17,18 +18,21 @@ import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
-from advisor.ingest import detect, text
+from advisor.ingest import archive, detect, keys, text
 from advisor.ingest.model import (
     CANONICAL_FIELDS,
     EVIDENCE_COLUMNS,
     JOB_COLUMN_SOURCES,
     KEY_COLUMNS,
+    REQUEST_ONLY_COLUMNS,
+    TRES_COLUMNS,
     IngestOptions,
     IngestSummary,
     missing_and_disabled,
@@ -37,6 +41,8 @@ from advisor.progress import ProgressFn, no_progress
 from advisor.store import query, quote_ident
 
 STAGES = 5
+# what runs after progress(label, i, STAGES), for a display that names it (the CLI's)
+STAGE_NAMES = ("reading", "parsing", "checking", "storing", "committing")
 BULK = True  # try advisor.ingest.bulk for sacct text (tests switch it off to compare)
 
 
@@ -74,6 +80,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET enable_progress_bar = false")
     con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
     con.execute("SET preserve_insertion_order = true")
+    con.execute(query("ingest/strict"))  # the number casts macros.sql builds on
     con.execute(query("ingest/macros"))
 
 
@@ -82,13 +89,24 @@ class Hasher(threading.Thread):
     and whether they hold a carriage return (bulk.py leaves such files with unreadable lines to
     the careful path)."""
 
-    def __init__(self, path: Path, compression: str | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        compression: str | None,
+        known: archive.ArchiveCheck | None = None,
+        started_at: dt.datetime | None = None,
+    ) -> None:
         super().__init__(daemon=True)
-        self.path, self.compression = path, compression
+        self.path, self.compression, self.known = path, compression, known
         self.digest: str | None = None
         self.has_cr = False
+        # when the load of this source began (UTC): the ingests row's started_at
+        self.started_at = started_at or utc_now()
 
     def run(self) -> None:
+        if self.known is not None:  # the archive check decompressed the bytes already
+            self.digest, self.has_cr = self.known.sha256, self.known.has_cr
+            return
         h = hashlib.sha256()
         try:
             with detect.open_decompressed(self.path, self.compression) as fh:
@@ -110,11 +128,25 @@ def ingest_path(
 ) -> IngestSummary:
     """Load one file in one transaction and return its summary."""
     t0 = time.perf_counter()
+    started_at = utc_now()
     label = source or str(path)
     compression = detect.compression_of(path)
-    head = detect.read_head(path, compression)
-    fmt = options.input_format or detect.detect_format(head)
-    hasher = Hasher(path, compression)
+    fmt = options.input_format or "unknown"
+    try:
+        # a compressed source is checked whole first (advisor.ingest.archive)
+        known = archive.verify(path, compression) if compression else None
+        head = detect.read_head(path, compression)
+        fmt = options.input_format or detect.detect_format(head)
+        if not head.strip():
+            raise InputError(
+                "the file is empty (nothing to load: a transfer still in progress, or a sacct"
+                " run that failed?)",
+                source=label,
+            )
+    except InputError as exc:
+        record_refusal(con, label, fmt, compression, options, started_at, str(exc))
+        raise
+    hasher = Hasher(path, compression, known, started_at)
     hasher.start()
     try:
         try:
@@ -132,8 +164,15 @@ def ingest_path(
             )
     except (duckdb.InvalidInputException, duckdb.ConversionException) as exc:
         first = str(exc).splitlines()[0]
-        raise InputError(f"cannot read as {fmt}: {first}", source=label) from exc
+        err = InputError(f"cannot read as {fmt}: {first}", source=label)
+        record_refusal(con, label, fmt, compression, options, started_at, str(err))
+        raise err from exc
+    except InputError as exc:
+        record_refusal(con, label, fmt, compression, options, started_at, str(exc))
+        raise
     progress(label, STAGES, STAGES)
+    if summary.rejected and summary.inserted + summary.updated + summary.unchanged == 0:
+        refuse_unusable(con, path, compression, fmt, summary, label)
     return IngestSummary(**{**summary.__dict__, "seconds": round(time.perf_counter() - t0, 3)})
 
 
@@ -164,15 +203,21 @@ def _load(
         progress(label, 1, STAGES)
         rejects = collect_rejects(con, loaded)
         allocations = count(con, "SELECT count(*) FROM parsed WHERE step IS NULL")
+        keys.rekey_source(con)
         _stage(con, options)
+        duplicates, differ = keys.duplicates(con, loaded)
+        rejects = sorted([*rejects, *_numbered(loaded, differ)],
+                         key=lambda r: (r[0] is None, r[0] or 0))  # fmt: skip
         progress(label, 2, STAGES)
         con.execute("BEGIN TRANSACTION")
         try:
-            ingest_id = start_ingest(con, label, fmt, compression, options)
+            ingest_id = start_ingest(con, label, fmt, compression, options, hasher.started_at)
             store_rejects(con, ingest_id, label, rejects)
+            rekeyed = keys.rekey_stored(con)
             summary = _process(
-                con, ingest_id, label, compression, loaded, allocations, rejects, progress
-            )
+                con, ingest_id, label, compression, loaded, allocations, rejects, progress,
+                duplicates=duplicates, rekeyed=rekeyed,
+            )  # fmt: skip
             commit(con, ingest_id, hasher)
         except BaseException:
             con.execute("ROLLBACK")
@@ -187,19 +232,28 @@ def _load(
     return summary
 
 
+def utc_now() -> dt.datetime:
+    """The wall clock in UTC, naive as every stored TIMESTAMP. (DuckDB's now() is the start of
+    the transaction: the ingests row's start and finish would read the same.)"""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
 def start_ingest(
     con: duckdb.DuckDBPyConnection,
     label: str,
     fmt: str,
     compression: str | None,
     options: IngestOptions,
+    started_at: dt.datetime | None = None,
 ) -> int:
-    """The source's ``ingests`` row (in the open transaction); returns its id."""
+    """The source's ``ingests`` row (in the open transaction); returns its id. ``started_at``:
+    when the load of the source began (default: now)."""
     row = con.execute(
         "INSERT INTO ingests (source, format, compression, cluster, source_tz,"
-        " started_at) VALUES (?, ?, ?, ?, ?, timezone('UTC', now())) RETURNING ingest_id",
-        [label, fmt, compression, options.cluster, options.source_tz],
-    ).fetchone()
+        " started_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ingest_id",
+        [label, fmt, compression, options.cluster, options.source_tz,
+         started_at or utc_now()],
+    ).fetchone()  # fmt: skip
     assert row is not None
     return int(row[0])
 
@@ -481,11 +535,16 @@ def _process(
     allocations: int,
     rejects: list[tuple[int | None, str | None, str, str]],
     progress: ProgressFn,
+    *,
+    duplicates: int = 0,
+    rekeyed: list[tuple[str, int, object]] | None = None,
 ) -> IngestSummary:
     progress(label, 3, STAGES)
     if count(con, query("ingest/overlap")):
         staged = count(con, "SELECT count(*) FROM stage")
-        row, new, old, assign = _merge_parts(con, loaded.present)
+        row, new, old, assign = _merge_parts(
+            con, loaded.present, REQUEST_ONLY_COLUMNS.get(loaded.fmt, frozenset())
+        )
         replace_sql = (
             query("ingest/replace_changed")
             .replace("{{row}}", row)
@@ -495,16 +554,20 @@ def _process(
         )
         updated = count(con, replace_sql, {"ingest_id": ingest_id})
         inserted = count(con, query("ingest/insert_new"), {"ingest_id": ingest_id})
+        # a stored task that only took its real raw id changed too
+        moved = keys.settle_rekeyed(con, ingest_id, rekeyed or [])
+        updated += moved
         unchanged = staged - updated - inserted
     else:  # nothing stored can collide: a plain insert
         updated, unchanged = 0, 0
         inserted = count(
             con, query("ingest/insert_all").replace("{{stage}}", "stage"), {"ingest_id": ingest_id}
         )
+    supersede_stale(con, ingest_id)
     progress(label, 4, STAGES)
     return finish(
         con, ingest_id, label, compression, loaded, allocations, rejects,
-        inserted=inserted, updated=updated, unchanged=unchanged,
+        inserted=inserted, updated=updated, unchanged=unchanged, duplicates=duplicates,
     )  # fmt: skip
 
 
@@ -520,16 +583,23 @@ def finish(
     inserted: int,
     updated: int,
     unchanged: int,
+    duplicates: int = 0,
+    bulk: bool = False,
 ) -> IngestSummary:
     """Complete the ``ingests`` row and return the summary. ``allocations`` counts the
     allocation records read (a repaired record's first half too: ``loaded.tails``)."""
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
+    folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
+    warnings = (
+        (f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
+         " `advisor jobs` shows them with no state",) if unknown else ()
+    )  # fmt: skip
     con.execute(
-        "UPDATE ingests SET finished_at = timezone('UTC', now()), rows_read = ?, lines_read = ?,"
+        "UPDATE ingests SET finished_at = ?, rows_read = ?, lines_read = ?,"
         " inserted = ?, updated = ?, unchanged = ?, rejected = ?, missing_fields = ?,"
         " disabled_analyses = ?, status = 'done' WHERE ingest_id = ?",
-        [rows_read, loaded.lines_read, inserted, updated, unchanged, len(rejects),
+        [utc_now(), rows_read, loaded.lines_read, inserted, updated, unchanged, len(rejects),
          list(missing), list(disabled), ingest_id],
     )  # fmt: skip
     first = tuple(
@@ -549,14 +619,22 @@ def finish(
         missing_fields=missing,
         disabled_analyses=disabled,
         first_reasons=first,
+        duplicates=duplicates,
+        steps_folded=folded,
+        unknown_states=unknown,
+        warnings=warnings,
     )
 
 
-def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str, str, str, str]:
+def _merge_parts(
+    con: duckdb.DuckDBPyConnection, present: set[str], request_only: frozenset[str] = frozenset()
+) -> tuple[str, str, str, str]:
     """The pieces of replace_changed.sql for a source with the fields ``present``: the row
-    written (``s.*``, with stored values for the columns the source lacks and for a stored
-    interactive verdict on stronger evidence), the compared columns, new and stored, and the
-    assignment of every column but the key from that row (``r``)."""
+    written (``s.*``, with stored values for the columns the source lacks, for a stored
+    interactive verdict on stronger evidence, for a stored allocation where the source has
+    only the request (``request_only``), and for a stored state's detail, "CANCELLED by 1001",
+    where the source writes the same state barer), the compared columns, new and stored (TRES
+    strings as sets), and the assignment of every column but the key from that row (``r``)."""
     cols = [str(d[0]) for d in con.execute("SELECT * FROM stage LIMIT 0").description]
     replaced: list[str] = []
     new: list[str] = []
@@ -575,8 +653,21 @@ def _merge_parts(con: duckdb.DuckDBPyConnection, present: set[str]) -> tuple[str
         elif sources is not None and not any(f in present for f in sources):
             replaced.append(f"j.{q} AS {q}")
             continue  # the stored value, unchanged by definition
+        elif c in request_only:
+            expr = f"coalesce(j.{q}, s.{q})"
+            replaced.append(f"{expr} AS {q}")
+        elif c == "state_raw":
+            expr = (
+                "CASE WHEN s.state IS NOT DISTINCT FROM j.state"
+                " AND starts_with(j.state_raw, s.state_raw) THEN j.state_raw ELSE s.state_raw END"
+            )
+            replaced.append(f"{expr} AS {q}")
         else:
             expr = f"s.{q}"
+        if c in TRES_COLUMNS:  # the same items in another order are no change
+            new.append(f"list_sort(string_split({expr}, ','))")
+            old.append(f"list_sort(string_split(j.{q}, ','))")
+            continue
         new.append(expr)
         old.append(f"j.{q}")
     row = "s.*" + (f" REPLACE ({', '.join(replaced)})" if replaced else "")
@@ -605,6 +696,7 @@ def collect_rejects(
             found += con.execute(query("ingest/orphan_steps")).fetchall()
         else:
             found += con.execute(query(orphans[0]), {"ingest_id": orphans[1]}).fetchall()
+    found = _orphan_lines(con, loaded, found)
     missing = [i for i, r in enumerate(found) if r[0] is None]
     if missing and loaded.path is not None and loaded.layout is not None:
         # records DuckDB read have no line number: find their text in the file (rejects only)
@@ -618,6 +710,37 @@ def collect_rejects(
             found[i] = (ln, *found[i][1:])
     out += [(r[0], r[1], r[2], r[3] or "") for r in found]
     out.sort(key=lambda r: (r[0] is None, r[0] or 0))
+    return out
+
+
+def _orphan_lines(con: duckdb.DuckDBPyConnection, loaded: Loaded, found: list[Any]) -> list[Any]:
+    """Orphan steps come with their id (``123.batch``) for text: the whole line of each,
+    read again by that id, so that find_lines numbers it and ``rejects`` keeps it."""
+    idx = [i for i, r in enumerate(found)
+           if r[0] is None and str(r[2]).startswith(keys.ORPHAN_REASON)]  # fmt: skip
+    if not idx:
+        return found
+    texts = keys.raw_by_id(con, loaded, sorted({str(found[i][3]) for i in idx}))
+    out = list(found)
+    for i in idx:
+        lines = texts.get(str(found[i][3]), [])
+        if lines:
+            out[i] = (*found[i][:3], lines.pop(0))
+    return out
+
+
+def _numbered(
+    loaded: Loaded, rejects: list[tuple[int | None, str | None, str, str]]
+) -> list[tuple[int | None, str | None, str, str]]:
+    """``rejects`` with the physical line of those that lack one, found by their text."""
+    missing = [i for i, r in enumerate(rejects) if r[0] is None and r[3]]
+    if not missing or loaded.path is None or loaded.layout is None:
+        return rejects
+    lines = text.find_lines(loaded.path, loaded.compression,
+                            [rejects[i][3] for i in missing], loaded.layout.has_header)  # fmt: skip
+    out = list(rejects)
+    for i, ln in zip(missing, lines, strict=True):
+        out[i] = (ln, *rejects[i][1:])
     return out
 
 
@@ -641,3 +764,57 @@ def store_rejects(
         con.register("ing_rejects", table)
         con.execute("INSERT INTO rejects BY NAME SELECT * FROM ing_rejects")
         con.unregister("ing_rejects")
+
+
+def record_refusal(
+    con: duckdb.DuckDBPyConnection,
+    label: str,
+    fmt: str,
+    compression: str | None,
+    options: IngestOptions,
+    started_at: dt.datetime,
+    reason: str,
+) -> None:
+    """Keep a source refused whole (corrupt or truncated archive, unreadable, no header): an
+    ``ingests`` row with status 'failed' and its reason in ``rejects`` (no line), committed on
+    their own; nothing of the source is in ``jobs``."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ingest_id = start_ingest(con, label, fmt, compression, options, started_at)
+        con.execute(
+            "INSERT INTO rejects (ingest_id, source, line_no, field, raw, reason)"
+            " VALUES (?, ?, NULL, NULL, '', ?)",
+            [ingest_id, label, reason],
+        )
+        con.execute(
+            "UPDATE ingests SET finished_at = ?, rejected = 1, status = 'failed'"
+            " WHERE ingest_id = ?",
+            [utc_now(), ingest_id],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def refuse_unusable(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    compression: str | None,
+    fmt: str,
+    summary: IngestSummary,
+    label: str,
+) -> None:
+    """A committed load that stored nothing (every record rejected, or none there): mark its
+    ``ingests`` row 'failed' (its rejects stay, with their reasons) and raise an InputError
+    naming the likely cause (advisor.ingest.diagnose), so that a cron job notices."""
+    from advisor.ingest import diagnose
+
+    con.execute("UPDATE ingests SET status = 'failed' WHERE ingest_id = ?", [summary.ingest_id])
+    raise InputError(diagnose.nothing_usable(path, compression, fmt, summary), source=label)
+
+
+def supersede_stale(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
+    """Mark stored unfinished runs that a later record of the same job id supersedes
+    (supersede_stale.sql: a requeue exported without ``sacct -D``); returns how many."""
+    return count(con, query("ingest/supersede_stale"), {"ingest_id": ingest_id})

@@ -388,19 +388,17 @@ def find_lines(
 
 
 def _split(text: str, delim: str, layout: TextLayout) -> list[str] | None:
-    """Split a record; re-join extra parts into the last free-text column. None if too few."""
+    """Split a record; re-join extra parts into the free-text column that can hold them
+    (advisor.ingest.freetext). None if too few, or if no one column can."""
     parts = text.split(delim)
     n = len(layout.columns)
     if len(parts) == n:
         return parts
     if len(parts) < n:
         return None
-    free = [i for i, c in enumerate(layout.columns) if c in FREE_TEXT_FIELDS]
-    if not free:
-        return None
-    i = free[-1]
-    extra = len(parts) - n
-    return parts[:i] + [delim.join(parts[i : i + extra + 1])] + parts[i + extra + 1 :]
+    from advisor.ingest import freetext
+
+    return freetext.rejoin(parts, delim, layout)
 
 
 _RECORD_START = re.compile(r"\d+(_\d+|_\[[^\]]*\]?|\+\d+)?(\.[A-Za-z0-9+]+)?")
@@ -411,6 +409,16 @@ def _starts_record(text: str, layout: TextLayout) -> bool:
     if layout.columns[0] not in ("jobid", "jobidraw") or layout.delimiter not in text:
         return False
     return _RECORD_START.fullmatch(text.split(layout.delimiter, 1)[0]) is not None
+
+
+_CONTROL = frozenset(range(0x20)) - {0x09, 0x0A, 0x0D}
+
+
+def _binary(line: bytes, delim: str) -> bool:
+    """Whether a line holds NUL or other control bytes (the delimiter's own aside): binary
+    junk, which is never glued into the record before it as if it were free text."""
+    allowed = set(delim.encode())
+    return any(b in _CONTROL and b not in allowed for b in line)
 
 
 def _repair(
@@ -436,6 +444,7 @@ def _repair(
         while (
             _split(glued, delim, layout) is None
             and (last + 1) in bad_set
+            and not _binary(texts.get(last + 1, b""), delim)
             and not _starts_record(
                 texts.get(last + 1, b"").decode("utf-8", errors="replace"), layout
             )
@@ -453,6 +462,7 @@ def _repair(
             prev not in bad_set
             and prev in texts
             and layout.columns[-1] in FREE_TEXT_FIELDS
+            and not _binary(texts.get(ln, b""), delim)
             and not _starts_record(text, layout)
         ):
             head = texts[prev].decode("utf-8", errors="replace")
@@ -462,7 +472,17 @@ def _repair(
                 tails.append(prev)
                 rows.append((prev, whole))
                 continue
+        if _binary(texts.get(ln, b""), delim):
+            rejects.append(LineReject(ln, text, "binary bytes (NUL or control characters):"
+                                      " not the text of a record, nor of its free text"))  # fmt: skip
+            continue
         got = text.count(delim) + 1
+        from advisor.ingest import freetext
+
+        both = freetext.ambiguity(text, delim, layout)
+        if both is not None:
+            rejects.append(LineReject(ln, text, both[0], both[1]))
+            continue
         rejects.append(
             LineReject(
                 ln,

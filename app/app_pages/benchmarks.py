@@ -15,13 +15,16 @@ st.title("Benchmarks")
 key = common.db_key()
 filters = common.current_filters()
 
-runs = common.guarded(lambda: common.bench_runs(key, filters))
+# Runs are measurements of the serving stack, not of the jobs' months: the month range does not
+# apply to them (runs made after the newest job would otherwise never show).
+run_filters = common.Filters(filters.clusters, filters.partitions, filters.gpu_types)
+runs = common.guarded(lambda: common.bench_runs(key, run_filters))
 stored = len(common.guarded(lambda: common.bench_runs(key)))
 filtered = stored != len(runs)
 if not runs:
     common.stop_info(
         f"None of the {stored:,} stored benchmark runs matches the sidebar's filters "
-         "(GPU type, cluster, partition, months of the run's start). Widen them; runs made "
+         "(GPU type, cluster, partition). Widen them; runs made "
          "outside Slurm record no cluster or partition."
          if stored else
          "No benchmark runs are stored. Run `advisor bench run ...` (or `advisor bench sweep "
@@ -45,15 +48,46 @@ else:
     st.subheader("Victim TTFT P50 against cores per GPU")
     common.show_chart("bench_curves_chart", series, fit)
     st.caption(
-        "Solid: median of the repeats of each core count. Dashed: the fitted model for the same "
-        "platform, GPUs, model size and load, anchored at the run with the most cores."
+        "Solid line: median of the repeats at each core count; vertical bar: their range "
+        "(fastest to slowest repeat). Dashed: the fitted model for the same platform, GPUs, "
+        "model size and load, anchored at the run with the most cores."
+    )
+    noisy = series[(series["runs"] > 1) & (series["spread_pct"] > 20.0)]
+    if not noisy.empty:
+        st.warning(
+            f"{len(noisy):,} core counts have repeats more than 20% apart (slowest against "
+            "fastest, over the median): their medians are uncertain. "
+            + "; ".join(f"{r.series} at {r.cores_per_gpu:g} cores/GPU: {r.spread_pct:.0f}%"
+                        for r in noisy.head(5).itertuples())
+        )
+    common.show_table(
+        series,
+        ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms",
+         "spread_pct"],
+        labels={"series": "Series"},
     )
 
 st.subheader("Runs")
-st.dataframe(frame, hide_index=True)
+flag_col = next((c for c in ("flag_reasons", "flags") if c in frame.columns), None)
+if flag_col is not None:
+    frame["flags_text"] = frame[flag_col].map(
+        lambda v: "; ".join(map(str, v)) if isinstance(v, (list, tuple)) else (v or ""))
+    flagged = frame[frame["flags_text"] != ""]
+    if not flagged.empty:
+        st.warning(f"{len(flagged):,} runs carry flags from the benchmark (see the Flags column): "
+                   + "; ".join(f"{r.run_id}: {r.flags_text}" for r in flagged.head(5).itertuples()))
+common.show_table(
+    frame,
+    ["run_id", "status", "flags_text", "platform", "model", "gpus", "cores_per_gpu",
+     "attacker_rps", "repeat", "victim_ttft_p50_ms", "requests_timed_out", "cluster",
+     "partition", "started_at"],
+    labels={"flags_text": "Flags", "run_id": "Run", "cores_per_gpu": "Cores / GPU",
+            "attacker_rps": "Load (req/s)", "requests_timed_out": "Timed out"},
+)
 st.caption(
     (f"{len(runs):,} of {stored:,} stored runs match the sidebar's filters. " if filtered else "")
-    + "The filters apply to runs as to jobs: GPU type (the run's platform), the Slurm cluster "
+    + "The filters apply to runs as to jobs: GPU type (the run's platform) and the Slurm cluster "
     "and partition the run's job ran in (runs made outside Slurm record none and show only "
-    "while neither filter is set) and the months of the run's start."
+    "while neither filter is set). The month range does not apply: runs are measurements of the "
+    "serving stack, whenever they were made."
 )

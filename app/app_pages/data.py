@@ -3,6 +3,7 @@ named), the ingest log, and every rejected record grouped by its reason."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict
 
 import pandas as pd
@@ -25,17 +26,36 @@ if not fresh:
         f"`advisor ingest FILE --db {key[0]}`; every load appears in the log below."
     )
 else:
+    for f in fresh:
+        if f.age_days is not None and f.age_days > common.STALE_DAYS:
+            since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
+            st.warning(
+                f"**{f.cluster}**: the newest record is **{f.age_days:,.0f} days old** "
+                f"(last job ended {since}); every number here is that old. Load what "
+                f"came since with `advisor ingest --sacct --start {since} --db {key[0]}` on the "
+                "cluster (or ingest a fresh `sacct` export).",
+                icon=":material/schedule:",
+            )
     cols = st.columns(min(len(fresh), 4))
     for col, f in zip(cols, fresh, strict=False):
-        age = "unknown" if f.age_days is None else f"{f.age_days:,.1f} days old"
-        col.metric(f.cluster, f"{f.jobs:,} jobs", age, delta_color="off", delta_arrow="off")
-    st.dataframe(pd.DataFrame([asdict(f) for f in fresh]), hide_index=True)
+        age = "age unknown" if f.age_days is None else f"newest record {f.age_days:,.1f} days old"
+        stale = f.age_days is not None and f.age_days > common.STALE_DAYS
+        col.metric(f.cluster, f"{f.jobs:,} jobs", age, delta_color="inverse" if stale else "off",
+                   delta_arrow="off")
+    common.show_table(
+        pd.DataFrame([asdict(f) for f in fresh]),
+        ["cluster", "jobs", "gpu_jobs", "age_days", "last_submit", "last_end", "last_ingest",
+         "first_submit"],
+        labels={"age_days": "Days since newest record", "last_submit": "Newest submit (UTC)",
+                "last_end": "Newest end (UTC)", "last_ingest": "Last load (UTC)",
+                "first_submit": "Oldest submit (UTC)"},
+    )
 
 st.subheader("GPU types")
 types = common.guarded(lambda: common.gpu_type_counts(key))
 if types:
     common.warn_unknown_gpu_types(key)
-    st.dataframe(pd.DataFrame([asdict(t) for t in types]), hide_index=True)
+    common.show_table(pd.DataFrame([asdict(t) for t in types]))
 else:
     st.caption("No GPU jobs loaded.")
 
@@ -44,7 +64,12 @@ log = common.guarded(lambda: common.ingest_log(key, 200))
 if filters.clusters:
     log = [i for i in log if i.cluster is None or i.cluster in filters.clusters]
 if log:
-    st.dataframe(pd.DataFrame([asdict(i) for i in log]), hide_index=True)
+    common.show_table(
+        pd.DataFrame([asdict(i) for i in log]),
+        ["ingest_id", "source", "cluster", "status", "finished_at", "duration_s", "inserted",
+         "updated", "unchanged", "rejected", "rows_read", "lines_read", "format", "compression",
+         "missing_fields", "disabled_analyses", "started_at"],
+    )
 else:
     st.caption("Nothing loaded yet.")
 
@@ -59,8 +84,6 @@ else:
         "top_bar_chart", rdf, name="label", value="records", title="rejected records",
         tooltip=("example_source:N", "example_line_no:Q"),
     )
-    st.dataframe(rdf.drop(columns=["label"]), hide_index=True)
+    common.show_table(rdf.drop(columns=["label"]))
     with st.expander("Latest rejected records"):
-        st.dataframe(
-            pd.DataFrame([asdict(r) for r in common.recent_rejects(key, 200)]), hide_index=True
-        )
+        common.show_table(pd.DataFrame([asdict(r) for r in common.recent_rejects(key, 200)]))

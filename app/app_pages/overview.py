@@ -1,11 +1,14 @@
-"""Overview page: how many cores per GPU jobs get, per GPU type (histogram or ECDF with P25 and
-P50 marked), the shares of jobs and GPU-hours below thresholds, and the node types' fair share."""
+"""Overview page: the answer first (per cluster and partition, the GPU-hours lost each month to
+too few cores, their value, the cost of the fix, the DefCpuPerGPU to set and the settings to
+paste, from ``advisor.fixplan``), then how many cores per GPU jobs get per GPU type (histogram
+or ECDF with P25 and P50 marked), the shares below thresholds, and the node types' fair share."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from advisor.errors import AdvisorError
 from app import common
 
 st.title("CPU cores per GPU")
@@ -13,7 +16,51 @@ key = common.db_key()
 common.require_gpu_jobs(key)
 common.warn_unknown_gpu_types(key)
 filters = common.current_filters()
+assumed = common.assumptions()
 
+st.subheader("What too few cores cost, and the fix")
+try:
+    plan = common.fix_plan(key, filters, assumed)
+except AdvisorError as exc:  # e.g. a broken model file: the distributions below need no model
+    plan = None
+    st.error(f"No recommendation: {exc}")
+if plan is None:
+    pass
+elif not plan.rows:
+    st.info("No GPU job matches the filters (cluster, partition, GPU type, time range), so there "
+            "is nothing to recommend. Widen them in the sidebar.")
+else:
+    m1, m2, m3 = st.columns(3)
+    m1.metric("GPU-hours lost per month", f"{plan.gpu_hours_lost_per_month:,.0f}",
+              help="Estimated: GPU time the jobs below the recommendation spend waiting on CPU.")
+    m2.metric("Their value per month", f"${plan.lost_usd_per_month:,.0f}",
+              help="Lost GPU-hours at the reference cloud instance's price per GPU-hour.")
+    m3.metric("Cost of the fix per month", f"${plan.fix_usd_per_month:,.0f}",
+              help="The extra vCPU-hours the jobs below would get, at the per-vCPU price.")
+    top = plan.rows[0]
+    st.markdown(
+        f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
+        f"**{top.cluster}** ({top.gpu_type}): {top.gpu_hours_lost_per_month:,.0f} GPU-hours a "
+        f"month; its jobs get a median of {top.p50_cores_per_gpu:g} CPU cores per GPU. Set "
+        f"`DefCpuPerGPU={top.def_cpu_per_gpu}` there."
+    )
+    common.show_table(
+        [r.__dict__ for r in plan.rows],
+        ["cluster", "partition", "gpu_type", "def_cpu_per_gpu", "gpu_hours_lost_per_month",
+         "lost_usd_per_month", "fix_usd_per_month", "p50_cores_per_gpu",
+         "share_gpu_hours_below"],
+    )
+    st.markdown("**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
+                "`slurm/job_submit.lua` reads)")
+    tabs = st.tabs([s.cluster for s in plan.settings])
+    for tab, s in zip(tabs, plan.settings, strict=True):
+        with tab:
+            st.code(s.slurm_conf, language="ini")
+            with st.expander("Lua policy (advisor-policy.lua)"):
+                st.code(s.lua, language="lua")
+    common.assumptions_caption(assumed)
+
+st.subheader("How many cores per GPU jobs get")
 c1, c2 = st.columns(2)
 view = c1.segmented_control("Chart", ["Histogram", "ECDF"], default="Histogram", key="ov_view")
 # a segmented control can be clicked off (None): fall back to the default
@@ -48,11 +95,15 @@ summary = pd.DataFrame(
     ]
 ).sort_values("jobs", ascending=False)
 order = list(summary["gpu_type"])
+total_jobs = int(summary["jobs"].sum())
+if total_jobs < common.FEW_JOBS:
+    st.info(f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
+            "filters, too few for the percentiles and shares below to describe a cluster.")
 
 cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
     col.metric(
-        f"{row.gpu_type}: P50 cores/GPU",
+        f"{common.md_name(row.gpu_type)}: P50 cores/GPU",
         f"{row.p50_cores_per_gpu:.2f}",
         f"P25 {row.p25_cores_per_gpu:.2f} · {row.jobs:,} jobs",
         delta_color="off",
@@ -70,12 +121,16 @@ if view == "ECDF":
     common.show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
 else:
     common.show_chart(
-        "ratio_histogram", ecdf_rows, weight=column, quantiles=quantiles, fair_share=fair
+        "ratio_histogram", ecdf_rows, weight=column, quantiles=quantiles, fair_share=fair,
+        width=720,
     )
-st.caption(
-    "Red rules: P25 (solid) and P50 (dashed) of the chosen weight. Grey dotted rule: the node "
-    "type's fair share (usable CPUs / GPUs per node), when the node inventory is loaded."
-)
+if view == "ECDF":
+    st.caption("One line per GPU type: the share at or below each ratio. Diamonds: its P25 "
+               "(at 25%) and P50 (at 50%).")
+else:
+    st.caption("Red rules: P50 (solid) and P25 (dashed) of the chosen weight. Grey dotted rule: "
+               "the node type's fair share (usable CPUs / GPUs per node), when the node "
+               "inventory is loaded.")
 
 st.subheader("Share below thresholds")
 shares = pd.DataFrame(
@@ -90,16 +145,26 @@ shares = pd.DataFrame(
         for t in sorted(g.share_jobs_below)
     ]
 )
-common.show_chart("share_below_chart", shares)
+common.show_chart("share_below_chart", shares, order=order,
+                  width=max(120, min(240, 680 // max(1, len(order)))))
 
 st.subheader("Per GPU type")
-st.dataframe(pd.DataFrame(report.rows()), hide_index=True)
+per_type = pd.DataFrame(report.rows())
+first = ["gpu_type", "jobs", "gpu_hours", "p25", "p50", "p90", "fair_share_cores_per_gpu",
+         "share_jobs_below_fair_share"]
+common.show_table(per_type, first)
 common.excluded_caption(report)
 
 types = common.node_types(key)
 with st.expander(f"Node types and their fair share ({len(types)})"):
     if types:
-        st.dataframe(pd.DataFrame([t.__dict__ for t in types]), hide_index=True)
+        common.show_table(
+            pd.DataFrame([t.__dict__ for t in types]).assign(
+                partitions=lambda d: d["partitions"].map(lambda p: ", ".join(p or ()))),
+            ["cluster", "gpu_type", "nodes", "cpus_per_node", "gpus_per_node", "cores_per_gpu",
+             "partitions"],
+            labels={"cores_per_gpu": "Fair share cores / GPU"},
+        )
     else:
         st.caption(
             "No node inventory loaded: load `scontrol show node -o` output to compare jobs with "

@@ -12,6 +12,7 @@ import streamlit as st
 
 from advisor import charts
 from app import common
+from app import recommend_view as rv
 
 st.title("Recommend cores per GPU")
 key = common.db_key()
@@ -25,64 +26,82 @@ book = common.cached_call("load_pricing", pricing.load_pricing, None)
 types = book.gpu_types()
 preferred = next((t for t in filters.gpu_types if t in types), "H100" if "H100" in types else types[0])
 
+assumed = common.assumptions()
+wl = assumed.workload
+recs = common.partition_recommendations(key)  # observed P50s only: any workload will do
+
 c1, c2, c3, c4 = st.columns(4)
 gpu_type = c1.selectbox("GPU type", types, index=types.index(preferred), key="rc_gpu_type")
 gpus = c2.selectbox("GPUs per job", [1, 2, 4, 8], index=2, key="rc_gpus")
 model_b = c3.number_input("Model size (billion parameters)", min_value=0.1, max_value=2000.0,
-                          value=8.0, step=1.0, key="rc_model_b")
+                          value=float(wl.model_params_b or 8.0), step=1.0, key="rc_model_b")
 load_rps = c4.number_input("Load (long requests per second)", min_value=0.1, max_value=256.0,
-                           value=8.0, step=1.0, key="rc_load")
+                           value=float(wl.load_rps or 8.0), step=1.0, key="rc_load")
 c5, c6, c7, c8 = st.columns(4)
+token_options = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 prompt_tokens = c5.select_slider(
-    "Prompt tokens", options=[1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072],
-    value=16384, key="rc_tokens",
+    "Prompt tokens", options=token_options,
+    value=wl.prompt_tokens if wl.prompt_tokens in token_options else 16384, key="rc_tokens",
 )
+# "Current" starts at what the chosen partition's jobs of this GPU type get (their P50).
+observed = sorted(
+    (r for (_, g), r in recs.items() if g == gpu_type), key=lambda r: -r.gpu_hours
+)
+part_names = [r.partition or "(none)" for r in observed]
+partition = c6.selectbox(
+    "Current allocation: partition", part_names + ["Slurm's default"],
+    index=0, key="rc_partition",
+    help="The current cores per GPU start at the median (P50) of this partition's jobs.",
+)
+chosen = next((r for r in observed if (r.partition or "(none)") == partition), None)
+default_now = float(chosen.p50_cores_per_gpu) if chosen else 1.0 / int(gpus)
 current = c6.number_input(
-    "Current cores per GPU (0: Slurm's default)", min_value=0.0, max_value=256.0, value=0.0,
-    step=0.25, key="rc_current",
+    "Current cores per GPU", min_value=0.01, max_value=256.0, value=round(default_now, 2),
+    step=0.25, key=f"rc_current::{gpu_type}::{gpus}::{partition}",
     help="Slurm gives one CPU per task when a job asks for none: 1/GPUs cores per GPU.",
 )
-tolerance = c7.slider("Within % of ample cores", min_value=5, max_value=50, value=10, step=5,
-                      key="rc_tol") / 100.0
+tolerance = c7.slider("Within % of ample cores", min_value=5, max_value=50,
+                      value=int(round(assumed.tolerance * 100)), step=5, key="rc_tol") / 100.0
 ample_ttft = c8.number_input(
     "TTFT with ample cores (ms, 0: show the slowdown)", min_value=0.0, max_value=1e6,
     value=0.0, step=50.0, key="rc_ample",
 )
 
 workload = recommend.Workload(model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens)
+# Every page (Overview, Who) answers under the workload chosen here.
+common.set_assumptions(common.Assumptions(workload=workload, tolerance=tolerance))
 job = recommend.JobQuery(
     gpu_type=gpu_type, gpus=int(gpus), workload=workload,
-    current_cpus_per_gpu=current or None, tolerance=tolerance,
+    current_cpus_per_gpu=current, tolerance=tolerance,
     ample_ttft_ms=ample_ttft or None, db=key[0], model_file=common.model_file(),
 )
 rec = common.cached_call(
     "recommend_job", recommend.recommend_job, job, extra=(key, common.model_key())
 )
+params = common.model_params()
+head = rv.headline(rec, params)
 
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3 = st.columns(3)
 m1.metric("Recommended --cpus-per-gpu", f"{rec.cpus_per_gpu}",
           f"{rec.cpus_per_gpu * rec.gpus} CPUs for {rec.gpus} GPUs", delta_color="off",
           delta_arrow="off", help=f"Submit with `{rec.slurm_option}`.")
-lo, hi = rec.speedup_interval
-m2.metric("Predicted TTFT speed-up", f"{rec.predicted_speedup:.2f}x",
-          f"interval {lo:.2f}x to {'open' if hi == float('inf') else f'{hi:.2f}x'}",
-          delta_color="off", delta_arrow="off")
-m3.metric("Extra cost", f"${rec.usd_per_hour_delta:.2f}/h",
-          f"{rec.cost_delta_pct:.2f}% of the GPUs' share of {rec.instance}",
-          delta_color="off", delta_arrow="off")
-m4.metric("Now (cores per GPU)", f"{rec.current_cpus_per_gpu:g}",
-          "pathological: CPU-starved" if rec.pathological_now else
-          f"slowdown {rec.slowdown_now:.2f}x", delta_color="off", delta_arrow="off")
+m2.metric(head.effect_label, head.effect_value, head.effect_short, delta_color="off",
+          delta_arrow="off", help=head.effect_note)
+m3.metric(head.cost_label, head.cost_value, head.cost_note, delta_color="off",
+          delta_arrow="off")
+st.caption(f"{head.effect_value}: {head.effect_note}.")
 for w in rec.warnings:
+    if "the slowdown shown is the model's cap" in w or "already suffice" in w:
+        continue  # said in words above
     st.warning(w)
 
-params = common.model_params()
 curve = charts.model_curve_frame(
     params, gpus=int(gpus), platform=rec.assumptions.get("platform", gpu_type),
     model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens,
     ample_ttft_ms=ample_ttft or None, max_cores_per_gpu=max(64.0, float(rec.max_cpus_per_gpu)),
 )
-points = charts.calibration_frame(common.calibration_points(key, float(params.max_slowdown)))
+training = common.calibration_points(key, float(params.max_slowdown))
+points = charts.calibration_frame(training)
 same_gpus = st.toggle("Only calibration points with this GPU count", value=False, key="rc_same")
 if same_gpus:
     points = points[points["gpus"] == int(gpus)]
@@ -94,14 +113,28 @@ else:
                     "y_title": "TTFT slowdown vs ample cores (log)"}
 st.subheader("Predicted TTFT against cores per GPU")
 common.show_chart("ttft_curve_chart", curve, points, recommended_cores_per_gpu=rec.cpus_per_gpu,
-                  **chart_kwargs)
+                  current_cores_per_gpu=rec.current_cpus_per_gpu, **chart_kwargs)
 st.caption(
     f"Band: the model's {params.interval:.0%} interval (bootstrap refits plus residual spread); "
-    f"it is open above where the model predicts timeouts (capped at {params.max_slowdown:g}x). "
-    "Dots: the calibration points of every platform and GPU count, as slowdowns against the "
-    "fewest-to-best ratio of their series. Green rule: the recommendation."
+    f"it stops at the model's cap ({params.max_slowdown:g}x) where the model predicts timeouts: "
+    "values there mean CPU-starved, not a measured slowdown. Dots: the calibration points of "
+    + ("this GPU count" if same_gpus else "every platform and GPU count")
+    + ", as slowdowns against the fewest-to-best ratio of their series. Green rule: the "
+    "recommendation; orange dashed rule: the current allocation. Model error: "
+    + rv.validated_error(params) + "."
 )
+off = rv.disagreements(params, training, rec.assumptions.get("platform", gpu_type), int(gpus))
+if off:
+    st.warning(
+        f"{len(off)} measured benchmark points of {off[0].source.split(',')[0]} with {gpus} GPUs "
+        "fall outside the curve's interval: "
+        + "; ".join(f"{d.cores_per_gpu:g} cores/GPU measured {d.measured:.2f}x, "
+                    f"predicted {d.predicted:.2f}x" for d in off[:4])
+        + ("; ..." if len(off) > 4 else "")
+        + ". Trust the measurements; the model needs a refit (`advisor fit`)."
+    )
 with st.expander("Assumptions behind this answer"):
+    st.markdown(f"Assumed: {common.Assumptions(workload, tolerance).in_words()}.")
     st.json(rec.assumptions)
 
 st.subheader("Per partition, for the jobs in the database")
@@ -130,9 +163,14 @@ else:
     if rows.empty:
         st.info("No GPU job matches the partition and GPU type chosen in the sidebar.")
     else:
-        st.dataframe(rows, hide_index=True)
+        common.show_table(
+            rows,
+            ["partition", "gpu_type", "def_cpu_per_gpu", "gpu_hours_lost_per_month",
+             "lost_usd_per_month", "fix_usd_per_month", "p50_cores_per_gpu",
+             "share_gpu_hours_below"],
+        )
         st.caption(
-            "`def_cpu_per_gpu` is the DefCpuPerGPU to set per partition (export it with "
+            "DefCpuPerGPU is the value to set per partition (export it with "
             "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "
             "Computed over the jobs of the clusters and months chosen in the sidebar, for the "
             "partition and GPU type chosen there when only one is."

@@ -1,5 +1,7 @@
-"""Who page: the accounts and users with the most GPU-hours below the recommended cores per GPU,
-and the flag each should submit with. The target is the model's recommendation for the job's
+"""Who page: the accounts and users whose jobs lose the most GPU-hours to too few cores, and the
+flag each should submit with. GPU-hours lost are estimated as the group's GPU-hours below the
+target times the share of those its partition loses (``recommend_partitions``' estimate under
+the shared workload assumptions, the same as Overview and Recommend). The target is the model's recommendation for the job's
 partition and GPU type (``advisor.recommend.recommend_partitions``) or a fixed number; names
 become pseudonyms when the privacy setting is on. ``advisor.ratios.below_target`` ranks the groups
 on the cube's counts and summarises only the ones shown."""
@@ -13,11 +15,12 @@ import streamlit as st
 
 from app import common
 
-st.title("Who runs below the recommendation")
+st.title("Who loses GPU time to too few cores")
 key = common.db_key()
 common.require_gpu_jobs(key)
 common.warn_unknown_gpu_types(key)
 filters = common.current_filters()
+assumed = common.assumptions()
 
 c1, c2, c3, c4 = st.columns(4)
 who = c1.segmented_control("Who", ["account", "user"], default="account", key="who_by") or "account"
@@ -32,8 +35,8 @@ fixed = c3.number_input(
 )
 top_n = c4.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
 
+recs = common.partition_recommendations(key, assumed)
 if mode == "recommended":
-    recs = common.partition_recommendations(key)
     targets = tuple(
         (partition, gpu_type, float(r.def_cpu_per_gpu))
         for (partition, gpu_type), r in sorted(recs.items(), key=lambda kv: str(kv[0]))
@@ -43,21 +46,32 @@ if mode == "recommended":
 else:
     targets, fixed_target = (), float(fixed)
 
-q = common.ratio_query(filters, by=(who, "partition", "gpu_type"), weight="gpu-hours")
-report = common.below_target(key, q, targets, fixed_target, top_n)
+q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
+# Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it.
+report = common.below_target(key, q, targets, fixed_target, top_n * 2)
 if not report.groups_counted:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:
     common.stop_info("No GPU-hours ran below the target with these filters.")
 
+def lost_share(partition: str | None, gpu_type: str) -> float:
+    """Of the GPU-hours below the recommendation in this partition, the share the model says is
+    lost (0 when the partition has no recommendation)."""
+    r = recs.get((partition, gpu_type))
+    return r.gpu_hours_lost / r.gpu_hours_below if r and r.gpu_hours_below else 0.0
+
+
 rows = pd.DataFrame([
     {
         who: common.display_name(b.group.keys[who]) or "(none)",
+        "cluster": b.group.keys["cluster"],
         "partition": b.group.keys["partition"],
         "gpu_type": b.group.keys["gpu_type"],
         "jobs": b.group.jobs,
         "gpu_hours": b.group.gpu_hours,
         "gpu_hours_below": b.gpu_hours_below,
+        "gpu_hours_lost": b.gpu_hours_below
+        * lost_share(b.group.keys["partition"], b.group.keys["gpu_type"]),
         "share_jobs_below": b.group.share_jobs_below[b.target_cores_per_gpu],
         "p50_cores_per_gpu": b.group.p50_cores_per_gpu,
         "target_cores_per_gpu": b.target_cores_per_gpu,
@@ -65,20 +79,31 @@ rows = pd.DataFrame([
     }
     for b in report.groups
 ])
-rows["label"] = rows[who] + " · " + rows["partition"].fillna("?") + " · " + rows["gpu_type"]
+rows["label"] = (rows[who] + " · " + rows["cluster"].fillna("?") + " / "
+                 + rows["partition"].fillna("?") + " · " + rows["gpu_type"])
+if mode == "recommended":
+    # the model's loss is defined against its own recommendation, so it ranks only that mode
+    rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.)"
+    columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_lost", "flag",
+               "gpu_hours_below"]
+else:
+    rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU"
+    columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_below", "flag"]
+rows = rows.sort_values([rank, "gpu_hours_below"], ascending=False).head(top_n)
 
 common.show_chart(
-    "top_bar_chart", rows, name="label", value="gpu_hours_below",
-    title="GPU-hours below the target", limit=top_n,
-    tooltip=("jobs:Q", "share_jobs_below:Q", "flag:N"),
+    "top_bar_chart", rows, name="label", value=rank, title=rank_title, limit=top_n,
+    tooltip=("gpu_hours_below:Q", "jobs:Q", "flag:N"),
 )
-columns = [who, "partition", "gpu_type", "flag", "gpu_hours_below", "share_jobs_below",
-           "p50_cores_per_gpu", "target_cores_per_gpu", "jobs", "gpu_hours"]
-st.dataframe(rows[columns].head(top_n), hide_index=True)
+common.show_table(
+    rows,
+    columns + ["share_jobs_below", "p50_cores_per_gpu", "jobs"],
+)
 st.caption(
     "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
     "task). GPU-hours weighted; a job belongs to the month it started in."
     + (" Targets: the model's recommendation per partition and GPU type (see Recommend)."
        if mode == "recommended" else "")
 )
+common.assumptions_caption(assumed)
 common.excluded_caption(report)

@@ -48,8 +48,8 @@ def run_lua(script: str, tmp_path: Path, *extra: str) -> list[str]:
 def test_job_submit_lua_decides_as_the_policy_format_says(tmp_path, exported_policy):
     lines = run_lua("test_job_submit.lua", tmp_path, str(exported_policy))
     oks = [ln for ln in lines if ln.startswith("ok ")]
-    assert len(oks) == 16
-    assert lines[-1] == "1..16"
+    assert len(oks) == 17
+    assert lines[-1] == "1..17"
 
 
 @needs_lua

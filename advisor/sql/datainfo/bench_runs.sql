@@ -8,7 +8,9 @@ SELECT run_id, started_at, status, engine, engine_version, model, model_params_b
        workload, attacker_rps, attacker_tokens_min, attacker_tokens_max, victim_rps, repeat,
        victim_ttft_p50_ms, victim_ttft_p90_ms, attacker_ttft_p50_ms,
        requests_ok, requests_failed, requests_timed_out, engine_cpu_percent, gpu_util_percent,
-       tokenize_share, cluster, "partition"
+       tokenize_share, cluster, "partition",
+       array_to_string(json_extract_string(extra, '$.flags[*].flag'), ',') AS flags,
+       array_to_string(json_extract_string(extra, '$.flags[*].reason'), '; ') AS flag_reasons
 FROM bench_runs
 WHERE (len($platforms::VARCHAR[]) = 0 OR list_contains($platforms::VARCHAR[], platform))
   AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], cluster))

@@ -14,32 +14,34 @@ CREATE OR REPLACE TEMP MACRO ing_is_step(jobid, jobidraw) AS contains(ing_id_tex
 CREATE OR REPLACE TEMP MACRO ing_ts_local(t, tz) AS
     CASE WHEN tz = 'UTC' THEN t ELSE timezone('UTC', timezone(tz, t)) END;
 CREATE OR REPLACE TEMP MACRO ing_ts_epoch(x) AS
-    CASE WHEN TRY_CAST(x AS BIGINT) > 0 AND TRY_CAST(x AS BIGINT) < 100000000000
-         THEN make_timestamp(TRY_CAST(x AS BIGINT) * 1000000) END;
+    CASE WHEN ing_uint(x) > 0 AND ing_uint(x) < 100000000000
+         THEN make_timestamp(ing_uint(x) * 1000000) END;
 CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
     coalesce(ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz),
              CASE WHEN NOT contains(x, '-') THEN ing_ts_epoch(x) END);
+-- Bad: not blank, not a time, and not epoch 0 (Slurm's "unset" written as %s); a negative,
+-- hex or out-of-range epoch is bad.
 -- (a CASE, not AND: DuckDB evaluates every operand of an AND in a projection, and nearly
 -- every time parses, so the checks after it would run on millions of rows for nothing)
 CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, ts) AS
-    CASE WHEN ts IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) AND TRY_CAST(x AS BIGINT) IS NULL END;
+    CASE WHEN ts IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) AND x <> '0' END;
 -- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank, UNLIMITED-like or unparsable.
 -- The usual shapes (HH:MM:SS, D-HH:MM:SS) go through DuckDB's INTERVAL cast (several times
 -- faster than splitting); ing_dur_any takes every other shape, `rest` being x without 'D-'.
 CREATE OR REPLACE TEMP MACRO ing_dur_any(x, rest) AS
     CASE WHEN ing_blank(x) OR list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], x) THEN NULL
     ELSE CAST(
-        CASE WHEN contains(x, '-') THEN TRY_CAST(split_part(x, '-', 1) AS BIGINT) ELSE 0 END * 86400
+        CASE WHEN contains(x, '-') THEN ing_uint(split_part(x, '-', 1)) ELSE 0 END * 86400
         + CASE length(rest) - length(replace(rest, ':', ''))
-            WHEN 2 THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
-                      + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
-                      + TRY_CAST(split_part(rest, ':', 3) AS DOUBLE)
+            WHEN 2 THEN ing_uint(split_part(rest, ':', 1)) * 3600
+                      + ing_uint(split_part(rest, ':', 2)) * 60
+                      + ing_udec(split_part(rest, ':', 3))
             WHEN 1 THEN CASE WHEN contains(x, '-')
-                             THEN TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 3600
-                                  + TRY_CAST(split_part(rest, ':', 2) AS BIGINT) * 60
-                             ELSE TRY_CAST(split_part(rest, ':', 1) AS BIGINT) * 60
-                                  + TRY_CAST(split_part(rest, ':', 2) AS DOUBLE) END
-            WHEN 0 THEN CASE WHEN contains(x, '-') THEN TRY_CAST(rest AS BIGINT) * 3600 END
+                             THEN ing_uint(split_part(rest, ':', 1)) * 3600
+                                  + ing_uint(split_part(rest, ':', 2)) * 60
+                             ELSE ing_uint(split_part(rest, ':', 1)) * 60
+                                  + ing_udec(split_part(rest, ':', 2)) END
+            WHEN 0 THEN CASE WHEN contains(x, '-') THEN ing_uint(rest) * 3600 END
           END AS BIGINT)
     END;
 CREATE OR REPLACE TEMP MACRO ing_dur_rest(x) AS
@@ -47,10 +49,11 @@ CREATE OR REPLACE TEMP MACRO ing_dur_rest(x) AS
 CREATE OR REPLACE TEMP MACRO ing_hms_s(t) AS
     CAST(epoch(TRY_CAST(t AS INTERVAL)) AS BIGINT);
 CREATE OR REPLACE TEMP MACRO ing_dur_s(x) AS
-    CASE WHEN length(x) = 8 AND x[3] = ':' AND x[6] = ':' AND x[1] <> '-' THEN ing_hms_s(x)
+    CASE WHEN length(x) = 8 AND x[3] = ':' AND x[6] = ':'
+              AND ltrim(x, '0123456789:') = '' THEN ing_hms_s(x)
          WHEN length(x) BETWEEN 10 AND 14 AND x[-9] = '-' AND x[-6] = ':' AND x[-3] = ':'
-              AND x[-8] <> '-' AND TRY_CAST(x[1:-10] AS BIGINT) >= 0
-             THEN TRY_CAST(x[1:-10] AS BIGINT) * 86400 + ing_hms_s(x[-8:])
+              AND ltrim(x, '0123456789:-') = '' AND ing_uint(x[1:-10]) >= 0
+             THEN ing_uint(x[1:-10]) * 86400 + ing_hms_s(x[-8:])
          ELSE ing_dur_any(x, ing_dur_rest(x)) END;
 -- The value of TRES key `key` (matched as a whole key: ',cpu=' never matches ',gres/cpu=').
 -- `s` is the TRES string with a leading comma.
@@ -59,12 +62,12 @@ CREATE OR REPLACE TEMP MACRO ing_tres_val(s, key) AS
 -- Memory '64G', '2.50G', '374000M', '512K' (MB based, as sacct prints TRES mem) -> MB.
 -- G and M (nearly every value) by slicing off the unit; rtrim is several times slower.
 CREATE OR REPLACE TEMP MACRO ing_mem_any(v) AS
-    TRY_CAST(rtrim(v, 'KMGTPkmgtp') AS DOUBLE) * CASE upper(right(v, 1))
+    ing_udec(rtrim(v, 'KMGTPkmgtp')) * CASE upper(right(v, 1))
         WHEN 'K' THEN 1.0 / 1024 WHEN 'G' THEN 1024 WHEN 'T' THEN 1024 * 1024
         WHEN 'P' THEN 1024 * 1024 * 1024 ELSE 1 END;
 CREATE OR REPLACE TEMP MACRO ing_mem_mb(v) AS
-    CASE v[-1:] WHEN 'G' THEN TRY_CAST(v[:-2] AS DOUBLE) * 1024
-                WHEN 'M' THEN TRY_CAST(v[:-2] AS DOUBLE)
+    CASE v[-1:] WHEN 'G' THEN ing_udec(v[:-2]) * 1024
+                WHEN 'M' THEN ing_udec(v[:-2])
                 ELSE ing_mem_any(v) END;
 -- Typed GPU entries of a TRES string (several types): [{name, n}]; never gpumem/gpuutil.
 CREATE OR REPLACE TEMP MACRO ing_typed_gpus(s) AS
@@ -86,24 +89,29 @@ CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
 CREATE OR REPLACE TEMP MACRO ing_tres_typed(raw, s, typed1) AS {
     -- a non-blank string without a single key=value
     'no_pairs': nullif(raw, '') IS NOT NULL AND NOT contains(raw, '='),
-    'cpu': TRY_CAST(ing_tres_val(s, 'cpu') AS INTEGER),
-    'cpu_bad': ing_tres_val(s, 'cpu') IS NOT NULL AND TRY_CAST(ing_tres_val(s, 'cpu') AS INTEGER) IS NULL,
+    'cpu': ing_count(ing_tres_val(s, 'cpu')),
+    'cpu_bad': ing_tres_val(s, 'cpu') IS NOT NULL AND ing_count(ing_tres_val(s, 'cpu')) IS NULL,
     'mem_mb': ing_mem_mb(ing_tres_val(s, 'mem')),
     'mem_bad': ing_tres_val(s, 'mem') IS NOT NULL AND ing_mem_mb(ing_tres_val(s, 'mem')) IS NULL,
     'gpu_vals_bad': ing_gpu_vals_bad(s),
     -- GPUs under the untyped key, and the sum of the typed keys
-    'untyped': TRY_CAST(ing_tres_val(s, 'gres/gpu') AS BIGINT),
+    -- a GPU key with an empty type (gres/gpu:=4), or any key twice (gres/gpu=2,gres/gpu=4):
+    -- which value would be the allocation is unknowable
+    'keys_bad': contains(s, ',gres/gpu:=') OR coalesce(
+        len(list_distinct(list_transform(string_split(nullif(raw, ''), ','), e -> split_part(e, '=', 1))))
+        < len(string_split(nullif(raw, ''), ',')), FALSE),
+    'untyped': ing_uint(ing_tres_val(s, 'gres/gpu')),
     'typed_sum': CASE WHEN contains(typed1, ',gres/gpu:')
                       THEN list_sum(list_transform(ing_typed_gpus(s), x -> x.n))
-                      ELSE TRY_CAST(split_part(split_part(typed1, '=', 2), ',', 1) AS BIGINT) END,
+                      ELSE ing_uint(split_part(split_part(typed1, '=', 2), ',', 1)) END,
     -- several typed keys: each {name, n}, and the name with the most GPUs (ties: the last name)
     'typed_list': CASE WHEN contains(typed1, ',gres/gpu:') THEN ing_typed_gpus(s) END,
     'top_name': CASE WHEN contains(typed1, ',gres/gpu:') THEN split_part(list_sort(list_transform(
                     ing_typed_gpus(s), x -> lpad(CAST(x.n AS VARCHAR), 10, '0') || chr(9) || x.name),
                     'DESC')[1], chr(9), 2)
                     ELSE split_part(typed1, '=', 1) END,
-    'node': TRY_CAST(ing_tres_val(s, 'node') AS INTEGER),
-    'billing': TRY_CAST(ing_tres_val(s, 'billing') AS DOUBLE)
+    'node': ing_count(ing_tres_val(s, 'node')),
+    'billing': ing_udec(ing_tres_val(s, 'billing'))
 };
 CREATE OR REPLACE TEMP MACRO ing_tres_of(raw, s) AS
     ing_tres_typed(raw, s, CASE WHEN contains(s, ',gres/gpu:') THEN substr(s, instr(s, ',gres/gpu:') + 10) END);

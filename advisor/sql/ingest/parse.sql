@@ -44,18 +44,18 @@ WITH a0 AS (
         ing_ts(eligible, $tz) AS eligible_ts,
         ing_ts("start", $tz) AS start_ts,
         ing_ts("end", $tz) AS end_ts,
-        coalesce(TRY_CAST(elapsedraw AS BIGINT), ing_dur_s(elapsed)) AS elapsed_v,
-        coalesce(TRY_CAST(timelimitraw AS BIGINT) * 60, ing_dur_s(timelimit)) AS timelimit_v,
-        TRY_CAST(nnodes AS INTEGER) AS nnodes_v,
-        TRY_CAST(ncpus AS INTEGER) AS ncpus_v,
-        TRY_CAST(alloccpus AS INTEGER) AS alloccpus_v,
-        TRY_CAST(reqcpus AS INTEGER) AS reqcpus_v,
-        TRY_CAST(uid AS BIGINT) AS uid_v,
+        coalesce(ing_uint(elapsedraw), ing_dur_s(elapsed)) AS elapsed_v,
+        coalesce(ing_uint(timelimitraw) * 60, ing_dur_s(timelimit)) AS timelimit_v,
+        ing_count(nnodes) AS nnodes_v,
+        ing_count(ncpus) AS ncpus_v,
+        ing_count(alloccpus) AS alloccpus_v,
+        ing_count(reqcpus) AS reqcpus_v,
+        ing_uint(uid) AS uid_v,
         split_part(state, ' ', 1) AS state_word
     FROM a
 ), c AS (
     SELECT *,
-        TRY_CAST(alloc_txt AS BIGINT) AS plain_id,
+        ing_uint(alloc_txt) AS plain_id,
         CASE WHEN contains(alloc_txt, '_') THEN split_part(alloc_txt, '_', 1) END AS arr_j,
         CASE WHEN contains(alloc_txt, '_') THEN split_part(alloc_txt, '_', 2) END AS arr_t,
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 1) END AS het_j,
@@ -65,21 +65,23 @@ WITH a0 AS (
     FROM b
 ), d AS (
     SELECT *,
-        TRY_CAST(arr_j AS BIGINT) AS arr_j_n,
-        TRY_CAST(arr_t AS BIGINT) AS arr_t_n,
+        ing_uint(arr_j) AS arr_j_n,
+        ing_uint(arr_t) AS arr_t_n,
         starts_with(coalesce(arr_t, ''), '[') AS arr_pending,
-        TRY_CAST(het_j AS BIGINT) AS het_j_n,
-        TRY_CAST(het_o AS INTEGER) AS het_o_n
+        ing_uint(het_j) AS het_j_n,
+        ing_count(het_o) AS het_o_n
     FROM c
 ), e AS (
     SELECT *,
         plain_id IS NOT NULL
             OR (arr_j_n IS NOT NULL AND (arr_t_n IS NOT NULL OR arr_pending))
             OR (het_j_n IS NOT NULL AND het_o_n IS NOT NULL) AS id_ok,
-        CASE WHEN raw_alloc_txt IS NOT NULL THEN TRY_CAST(raw_alloc_txt AS BIGINT)
+        CASE WHEN raw_alloc_txt IS NOT NULL THEN ing_uint(raw_alloc_txt)
              WHEN plain_id IS NOT NULL THEN plain_id
              WHEN het_j_n IS NOT NULL THEN het_j_n + het_o_n
              WHEN arr_pending THEN arr_j_n
+             -- an array task without JobIDRaw: a key of its own (strict.sql: ing_array_key)
+             WHEN arr_j_n IS NOT NULL AND arr_t_n IS NOT NULL THEN ing_array_key(arr_j_n, arr_t_n)
         END AS job_id_raw,
         -- nothing allocated (cancelled or still pending): the source has AllocTRES, it is
         -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then.
@@ -96,13 +98,13 @@ WITH a0 AS (
             WHEN ing_ts_bad(eligible, eligible_ts) THEN 'Eligible'
             WHEN ing_ts_bad("start", start_ts) THEN 'Start'
             WHEN ing_ts_bad("end", end_ts) THEN 'End'
-            WHEN elapsedraw IS NOT NULL AND TRY_CAST(elapsedraw AS BIGINT) IS NULL THEN 'ElapsedRaw'
+            WHEN elapsedraw IS NOT NULL AND ing_uint(elapsedraw) IS NULL THEN 'ElapsedRaw'
             WHEN CASE WHEN elapsedraw IS NOT NULL THEN FALSE WHEN elapsed_v IS NOT NULL THEN elapsed_v < 0
                       ELSE NOT ing_blank(elapsed)
                            AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed)
                  END THEN 'Elapsed'
             WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
-                 AND TRY_CAST(timelimitraw AS BIGINT) IS NULL THEN 'TimelimitRaw'
+                 AND ing_uint(timelimitraw) IS NULL THEN 'TimelimitRaw'
             WHEN CASE WHEN timelimitraw IS NOT NULL THEN FALSE WHEN timelimit_v IS NOT NULL THEN timelimit_v < 0
                       ELSE NOT ing_blank(timelimit)
                            AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit)
@@ -112,16 +114,15 @@ WITH a0 AS (
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
-            WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad
+            WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
                  OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647 THEN 'AllocTRES'
-            WHEN tr.no_pairs OR tr.gpu_vals_bad
+            WHEN tr.no_pairs OR tr.cpu_bad OR tr.mem_bad OR tr.gpu_vals_bad OR tr.keys_bad
                  OR coalesce(tr.untyped, tr.typed_sum, 0) > 2147483647 THEN 'ReqTRES'
+            -- (a CASE: the comparison runs only where both times are known)
+            WHEN CASE WHEN end_ts IS NULL OR start_ts IS NULL THEN FALSE ELSE end_ts < start_ts END
+                 THEN 'End'
             WHEN CASE WHEN state IS NULL THEN FALSE
-                      WHEN list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING',
-                          'PENDING', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE',
-                          'REVOKED', 'REQUEUED', 'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD',
-                          'REQUEUE_FED', 'SPECIAL_EXIT', 'STOPPED', 'SIGNALING', 'STAGE_OUT'],
-                          upper(state_word)) THEN FALSE
+                      WHEN ing_known_state(state_word) THEN FALSE
                       ELSE NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?')
                  END THEN 'State'
         END AS bad_field
@@ -141,11 +142,14 @@ SELECT
     nullif("partition", '') AS "partition",
     nullif(qos, '') AS qos,
     jobname AS job_name,
-    nullif(upper(state_word), '') AS state,
+    -- an unknown state word is no state (state_raw keeps it; pipeline.py counts them)
+    CASE WHEN ing_known_state(state_word) THEN upper(state_word) END AS state,
     nullif(state, '') AS state_raw,
     nullif(exitcode, '') AS exit_code,
     eligible_ts AS eligible, start_ts AS "start", end_ts AS "end",
-    elapsed_v AS elapsed_s,
+    -- no Elapsed / ElapsedRaw (or blank): the time between Start and End, when both are known
+    coalesce(elapsed_v, CASE WHEN end_ts >= start_ts
+                             THEN CAST(epoch(end_ts) - epoch(start_ts) AS BIGINT) END) AS elapsed_s,
     timelimit_v AS timelimit_s,
     CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, ta.node) END AS nnodes,
     CASE WHEN NOT no_alloc THEN coalesce(ta.cpu, ncpus_v, alloccpus_v) END AS cpus,
@@ -156,7 +160,7 @@ SELECT
     ta.typed_list,
     CAST(round(ta.mem_mb) AS BIGINT) AS mem_mb,
     ta.billing,
-    nullif(nodelist, '') AS node_list,
+    ing_node_list(nodelist) AS node_list,
     coalesce(reqcpus_v, tr.cpu) AS req_cpus,
     TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
     CAST(round(ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)

@@ -45,6 +45,9 @@ test("client options become the job_desc fields job_submit.lua reads", function(
   eq(j.tres_per_job, "gres:gpu:a100:2"); eq(j.cpus_per_tres, "gres:gpu:6"); eq(j.min_nodes, 2)
   j = F.as_job({ ["gpus-per-node"] = "2" })
   eq(j.tres_per_node, "gres:gpu:2")
+  -- a --gres written in 23.11+'s spelling reads the same
+  j = F.as_job({ gres = "gres/gpu:h100:4" })
+  eq(j.tres_per_node, "gres:gpu:h100:4", "gres/ prefix")
 end)
 
 test("a GPU job with no CPU count gets advice naming the flag, options unchanged", function()

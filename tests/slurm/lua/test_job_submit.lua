@@ -131,6 +131,21 @@ test("enforce-minimum raises a low --cpus-per-gpu and rejects a low --cpus-per-t
   eq(d.action, "none", "enough cores")
 end)
 
+test("23.11+ spellings (gres/gpu:N) are read, and a value set is written the same way", function()
+  -- slurm_opt.c writes "gres/gpu:%d" from 23.11 to 26.05, "gres:gpu:%d" up to 23.02
+  eq(M.parse_cpus_per_gpu("gres/gpu:8"), 8, "cpus_per_tres, 23.11+")
+  local n, t = M.parse_gpu_tres("gres/gpu:h100:4")
+  eq(n, 4, "count"); eq(t, "h100", "type")
+  local d = M.decide(policy, job({ partition = "gpu", tres_per_node = "gres/gpu:h100:4" }), {})
+  eq(d.action, "set"); eq(d.cpus_per_tres, "gres/gpu:8"); eq(d.reason, "unset")
+  d = M.decide(policy, job({ partition = "other", tres_per_node = "gres/gpu:a100:2", cpus_per_tres = "gres/gpu:1" }), {})
+  eq(d.action, "set"); eq(d.cpus_per_tres, "gres/gpu:2"); eq(d.reason, "raise")
+  d = M.decide(policy, job({ partition = "gpu", tres_per_node = "gres/gpu:h100:2", cpus_per_tres = "gres/gpu:12" }), {})
+  eq(d.action, "none", "its own --cpus-per-gpu, 23.11 spelling")
+  eq(M.gres_prefix(job({ tres_per_job = "gres:gpu:2" })), "gres:", "22.05 spelling kept")
+  eq(M.gres_prefix(job({ tres_per_job = "gres/gpu:2" })), "gres/", "23.11 spelling kept")
+end)
+
 test("GPUs per node count on every node; per task on every task", function()
   local r = M.request(job({ tres_per_node = "gres:gpu:h100:2", min_nodes = 2, cpus_per_task = 4 }))
   eq(r.gpus, 4, "gpus"); eq(r.cpus, 8, "cpus, one task per node")

@@ -1,0 +1,142 @@
+"""CLI commands ``bench import`` and ``bench export``: other tools' result files in, llm-d
+benchmark reports out. Each parses, calls one core function (advisor/bench/foreign.py,
+advisor/bench/llmd.py), formats; ``bench.py`` adds them to the bench group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+
+POINT_COLUMNS = [
+    "point_id",
+    "metric",
+    "value",
+    "cores",
+    "gpus",
+    "platform",
+    "load_rps",
+    "prompt_tokens",
+    "source_ref",
+]
+
+
+def import_cmd(
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="Result files: vllm bench serve JSON, GuideLLM report, AIPerf export."),
+    ],
+    tool: Annotated[str, typer.Option(help="auto | vllm | guidellm | aiperf.")] = "auto",
+    cores: Annotated[
+        int | None,
+        typer.Option(help="CPU cores the engine ran on (when the file does not record it)."),
+    ] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs the engine used.")] = None,
+    platform: Annotated[
+        str | None, typer.Option(help="GPU platform (H100, H200, ...), when the file lacks it.")
+    ] = None,
+    engine: Annotated[str | None, typer.Option(help="Serving engine (vllm, sglang, ...).")] = None,
+    engine_version: Annotated[str | None, typer.Option(help="Engine version.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name, when the file lacks it.")] = None,
+    model_params_b: Annotated[
+        float | None, typer.Option(help="Model size in billions of parameters.")
+    ] = None,
+    workload: Annotated[
+        str | None, typer.Option(help="Workload label (default: the tool's name).")
+    ] = None,
+    prompt_tokens: Annotated[
+        int | None, typer.Option(help="Prompt tokens (default: the file's mean).")
+    ] = None,
+    calibration_csv: Annotated[
+        Path | None, typer.Option(help="Write the points as a calibration CSV here.")
+    ] = None,
+    to_db: Annotated[
+        bool, typer.Option("--to-db", help="Store the points in the database's calibration table.")
+    ] = False,
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Import other benchmark tools' results as calibration points (needs the core count)."""
+    from advisor.bench.foreign import ImportContext, import_results
+    from advisor.errors import InputError
+
+    ctx = ImportContext(
+        cores=cores,
+        gpus=gpus,
+        platform=platform,
+        engine=engine,
+        engine_version=engine_version,
+        model=model,
+        model_params_b=model_params_b,
+        workload=workload,
+        prompt_tokens=prompt_tokens,
+    )
+    with RichProgress() as progress:
+        result = import_results(
+            files,
+            tool,
+            ctx,
+            db=db,
+            to_db=to_db,
+            calibration_csv=calibration_csv,
+            progress=progress,
+        )
+    emit_rows(result.points, fmt, columns=POINT_COLUMNS, title="bench import")
+    if result.problems:
+        raise InputError(
+            f"{len(result.problems)} file(s) not imported (the others were):\n  "
+            + "\n  ".join(result.problems)
+        )
+
+
+def export_cmd(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Run folders or run JSON files (.json, .json.gz).")
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for the reports (one JSON per run).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="llm-d (the report format, llm-d-benchmark v0.1; summary as a table), "
+            "or table|csv|json for the summary (the reports are llm-d).",
+        ),
+    ] = "llm-d",
+) -> None:
+    """Write bench runs as llm-d benchmark reports (cores, pinning, attacker/victim in metadata)."""
+    from advisor.bench.llmd import FORMATS, export_runs
+    from advisor.errors import InputError, UsageError
+
+    if fmt in FORMATS:
+        report_fmt, shown = fmt, OutputFormat.table
+    elif fmt in {f.value for f in OutputFormat}:
+        report_fmt, shown = FORMATS[0], OutputFormat(fmt)
+    else:
+        raise UsageError(
+            f"--format {fmt!r}: use {', '.join(FORMATS)} or table, csv, json for the summary"
+        )
+    with RichProgress() as progress:
+        result = export_runs(paths, out, report_fmt, progress)
+    emit_rows(
+        [{"report": w, "skipped": None} for w in result.written]
+        + [{"report": None, "skipped": s} for s in result.skipped],
+        shown,
+        columns=["report", "skipped"],
+        title="bench export",
+    )
+    if result.problems:
+        raise InputError(
+            f"{len(result.problems)} file(s) not exported (the others were):\n  "
+            + "\n  ".join(result.problems)
+        )
+
+
+def add_commands(bench_app: typer.Typer) -> None:
+    """Add ``import`` and ``export`` to the bench group."""
+    bench_app.command("import")(import_cmd)
+    bench_app.command("export")(export_cmd)

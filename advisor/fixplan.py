@@ -1,0 +1,222 @@
+"""The answer an admin comes for, per cluster and partition: GPU time lost each month to too few
+CPU cores, what it is worth, what the fix costs, the ``DefCpuPerGPU`` to set, and the
+``slurm.conf`` lines and Lua policy that set it.
+
+Owns no number of its own: every figure is :func:`advisor.recommend.recommend_partitions`'
+(run once per cluster, since each cluster has its own slurm.conf), and the snippets are
+:mod:`advisor.policy`'s writers applied to those rows. The dashboard's Overview and the monthly
+report's summary both read it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.recommend import PartitionQuery, PartitionRecommendation, Workload
+
+
+@dataclass(frozen=True)
+class FixQuery:
+    """Which jobs to judge (empty tuples: all) and the workload the recommendation assumes."""
+
+    db: str | None = None
+    clusters: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    start: dt.datetime | None = None  # jobs started at or after (UTC)
+    end: dt.datetime | None = None  # jobs started before (UTC)
+    workload: Workload = Workload()
+    tolerance: float = 0.10
+    pricing_file: str | None = None
+    model_file: str | None = None
+
+
+@dataclass(frozen=True)
+class FixRow:
+    """One (cluster, partition, GPU type): what is lost and what fixes it, per 30-day month."""
+
+    cluster: str
+    partition: str | None
+    gpu_type: str
+    jobs: int
+    gpu_hours: float
+    p50_cores_per_gpu: float
+    def_cpu_per_gpu: int
+    share_gpu_hours_below: float  # 0-1
+    gpu_hours_lost_per_month: float
+    lost_usd_per_month: float | None  # None: no price for this GPU type
+    fix_usd_per_month: float
+    warnings: tuple[str, ...] = ()
+    gres_type: str | None = None  # the GRES type users ask for, for the Lua policy
+    min_cpus_per_gpu: int = 1
+
+
+@dataclass(frozen=True)
+class ClusterFix:
+    """The settings of one cluster: ``slurm.conf`` lines and the Lua policy table."""
+
+    cluster: str
+    slurm_conf: str
+    lua: str
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """Every row, largest loss first, with totals and the settings per cluster."""
+
+    rows: tuple[FixRow, ...]
+    gpu_hours_lost_per_month: float
+    lost_usd_per_month: float
+    fix_usd_per_month: float
+    settings: tuple[ClusterFix, ...]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def _clusters(db: str | None) -> tuple[str, ...]:
+    from advisor import datainfo, store
+
+    con = store.connect(db, read_only=True)
+    try:
+        return datainfo.filter_options(con).clusters
+    finally:
+        con.close()
+
+
+def settings_for(
+    cluster: str,
+    recs: Sequence[PartitionRecommendation | FixRow],
+    generated_at: dt.datetime | None = None,
+) -> ClusterFix:
+    """The ``slurm.conf`` lines and Lua policy that set these recommendations (stamped with
+    ``generated_at``, default now, so that a rerun of the same data can write the same text)."""
+    from advisor import policy
+
+    rules: dict[tuple[str, str], policy.PolicyRule] = {}
+    for r in recs:
+        if not r.partition:
+            continue
+        gres = r.gres_type or (policy.WILDCARD if r.gpu_type == "(untyped)" else r.gpu_type)
+        rules[(r.partition, gres.lower())] = policy.PolicyRule(
+            r.partition,
+            gres.lower(),
+            r.min_cpus_per_gpu,
+            r.def_cpu_per_gpu,
+            policy.Mode.set_default_when_unset,
+        )
+    when = generated_at or dt.datetime.now(dt.UTC)
+    now = when.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pol = policy.Policy(
+        policy.POLICY_VERSION,
+        now,
+        f"advisor, cluster {cluster}",
+        tuple(sorted(rules.values(), key=lambda x: (x.partition, x.gpu_type))),
+    )
+    try:
+        conf = policy.to_slurm_conf(pol)
+    except Exception as exc:  # a partition name slurm.conf cannot hold: say so in the snippet
+        conf = f"# {exc}\n"
+    return ClusterFix(cluster, conf, policy.to_lua(pol))
+
+
+def fix_plan(q: FixQuery) -> FixPlan:
+    """Per cluster and (partition, GPU type): the loss, its value, the fix and its cost."""
+    from advisor.recommend import recommend_partitions
+
+    clusters = q.clusters or _clusters(q.db)
+    rows: list[FixRow] = []
+    settings: list[ClusterFix] = []
+    assumptions: dict[str, Any] = {}
+    for cluster in clusters:
+        report = recommend_partitions(
+            PartitionQuery(
+                db=q.db,
+                clusters=(cluster,),
+                start=q.start,
+                end=q.end,
+                gpu_type=q.gpu_types[0] if len(q.gpu_types) == 1 else None,
+                partition=q.partitions[0] if len(q.partitions) == 1 else None,
+                workload=q.workload,
+                tolerance=q.tolerance,
+                pricing_file=q.pricing_file,
+                model_file=q.model_file,
+            )
+        )
+        assumptions = report.assumptions
+        recs = [
+            r
+            for r in report.rows
+            if (not q.partitions or r.partition in q.partitions)
+            and (not q.gpu_types or r.gpu_type in q.gpu_types)
+        ]
+        if not recs:
+            continue
+        settings.append(settings_for(cluster, recs))
+        rows.extend(
+            FixRow(
+                cluster=cluster,
+                partition=r.partition,
+                gpu_type=r.gpu_type,
+                jobs=r.jobs,
+                gpu_hours=r.gpu_hours,
+                p50_cores_per_gpu=r.p50_cores_per_gpu,
+                def_cpu_per_gpu=r.def_cpu_per_gpu,
+                share_gpu_hours_below=r.share_gpu_hours_below,
+                gpu_hours_lost_per_month=r.gpu_hours_lost_per_month,
+                lost_usd_per_month=r.lost_usd_per_month,
+                fix_usd_per_month=r.fix_usd_per_month,
+                warnings=r.warnings, gres_type=r.gres_type, min_cpus_per_gpu=r.min_cpus_per_gpu,
+            )
+            for r in recs
+        )
+    rows.sort(key=lambda r: (-r.gpu_hours_lost_per_month, r.cluster, r.partition or ""))
+    return FixPlan(
+        rows=tuple(rows),
+        gpu_hours_lost_per_month=sum(r.gpu_hours_lost_per_month for r in rows),
+        lost_usd_per_month=sum(r.lost_usd_per_month or 0.0 for r in rows),
+        fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
+        settings=tuple(settings),
+        assumptions=assumptions,
+    )
+
+
+def merge(
+    plans: Sequence[FixPlan], partitions: Sequence[str] = (), gpu_types: Sequence[str] = ()
+) -> FixPlan:
+    """Plans of single clusters as one, narrowed to ``partitions`` and ``gpu_types`` (empty:
+    all). A partition's recommendation depends on its own jobs only, so narrowing a plan gives
+    the plan of the narrower query: the dashboard computes one plan per cluster and month range
+    and narrows it, instead of asking the model again for every filter change."""
+    rows = sorted(
+        (r for p in plans for r in p.rows
+         if (not partitions or r.partition in partitions)
+         and (not gpu_types or r.gpu_type in gpu_types)),
+        key=lambda r: (-r.gpu_hours_lost_per_month, r.cluster, r.partition or ""),
+    )
+    by_cluster: dict[str, list[FixRow]] = {}
+    for r in rows:
+        by_cluster.setdefault(r.cluster, []).append(r)
+    return FixPlan(
+        rows=tuple(rows),
+        gpu_hours_lost_per_month=sum(r.gpu_hours_lost_per_month for r in rows),
+        lost_usd_per_month=sum(r.lost_usd_per_month or 0.0 for r in rows),
+        fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
+        settings=tuple(settings_for(c, by_cluster[c]) for c in sorted(by_cluster)),
+        assumptions=next((p.assumptions for p in plans if p.assumptions), {}),
+    )
+
+
+def assumptions_in_words(workload: Workload, tolerance: float) -> str:
+    """The workload a recommendation assumes, as an admin would say it."""
+    from advisor import slowdown
+
+    size = workload.model_params_b or slowdown.REF_MODEL_PARAMS_B
+    rps = workload.load_rps or slowdown.REF_LOAD_RPS
+    tokens = int(workload.prompt_tokens or slowdown.REF_PROMPT_TOKENS)
+    return (
+        f"every GPU job is treated as an LLM server of a model of {size:g}B parameters taking "
+        f"{rps:g} long requests per second of {tokens:,} prompt tokens; enough cores means "
+        f"time-to-first-token within {tolerance:.0%} of what unlimited cores give"
+    )

@@ -1,0 +1,162 @@
+"""Keys a source cannot give plainly, and rows that share a key: what the careful path does
+before it upserts, so that every row read is accounted for.
+
+- Array tasks without JobIDRaw are keyed by their JobID (strict.sql: ``ing_array_key``, a
+  negative number). When this source or the store holds the same task with its real raw id,
+  the task takes it (rekey_source.sql before the fold, rekey_stored.sql in the transaction):
+  one task is one row, whichever file came first.
+- Lines of one source that share a key: the kept one is chosen as before (losers.sql); each
+  other one is counted as a duplicate when it says the same, else rejected with its line and
+  the line kept (dup_losers.sql).
+- Rejects whose records DuckDB read carry no line number and, for steps, no text: their full
+  line is read again by job id (:func:`raw_by_id`) so that ``find_lines`` can number it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from advisor.store import query, quote_ident
+
+if TYPE_CHECKING:
+    from advisor.ingest.pipeline import Loaded
+
+Reject = tuple[int | None, str | None, str, str]
+
+# parsed columns that are a line's bookkeeping, not what it says about the job
+_NOT_COMPARED = ("line_no", "repaired", "bad_field", "raw_text")
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    row = con.execute(sql).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def rekey_source(con: duckdb.DuckDBPyConnection) -> None:
+    """Give array tasks of ``parsed`` without a raw id the real one where it is known."""
+    if _count(con, "SELECT count(*) FROM parsed WHERE job_id_raw < 0"):
+        con.execute(query("ingest/rekey_source"))
+        con.execute("DROP TABLE IF EXISTS array_rekey")
+
+
+def rekey_stored(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int, object]]:
+    """In the load's transaction: stored tasks keyed by JobID take the raw id this source
+    brings. Returns their new keys."""
+    if not _count(con, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE job_id_raw < 0 LIMIT 1)"):
+        return []
+    return [
+        (str(r[0]), int(r[1]), r[2]) for r in con.execute(query("ingest/rekey_stored")).fetchall()
+    ]
+
+
+def settle_rekeyed(
+    con: duckdb.DuckDBPyConnection, ingest_id: int, keys: list[tuple[str, int, object]]
+) -> int:
+    """After the upsert: the rekeyed rows it left as they were did change (their key); they
+    are this load's updates. Returns how many of them the upsert had counted unchanged."""
+    if not keys:
+        return 0
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE rekeyed (cluster VARCHAR, job_id_raw BIGINT, submit TIMESTAMP)"
+    )
+    con.executemany("INSERT INTO rekeyed VALUES (?, ?, ?)", [list(k) for k in keys])
+    row = con.execute(
+        "UPDATE jobs SET ingest_id = ?, updated_at = timezone('UTC', now()) FROM rekeyed r"
+        " WHERE jobs.cluster = r.cluster AND jobs.job_id_raw = r.job_id_raw"
+        " AND jobs.submit = r.submit AND jobs.ingest_id <> ?",
+        [ingest_id, ingest_id],
+    ).fetchone()
+    con.execute("DROP TABLE rekeyed")
+    return int(row[0]) if row else 0
+
+
+def duplicates(con: duckdb.DuckDBPyConnection, loaded: Loaded) -> tuple[int, list[Reject]]:
+    """The lines of ``parsed`` that lose to another line of their key (temp ``dupkeys``):
+    (how many say the same as the kept line, rejects for those that differ)."""
+    if not _count(con, "SELECT count(*) FROM dupkeys"):
+        return 0, []
+    cols = [str(d[0]) for d in con.execute("SELECT * FROM parsed LIMIT 0").description]
+    compared = [quote_ident(c) for c in cols if c not in _NOT_COMPARED]
+    same = (
+        "("
+        + ", ".join(f"l.{c}" for c in compared)
+        + ") IS NOT DISTINCT FROM ("
+        + ", ".join(f"w.{c}" for c in compared)
+        + ")"
+    )
+    rows = con.execute(query("ingest/dup_losers").replace("{{same}}", same)).fetchall()
+    same_n = sum(1 for r in rows if r[6])
+    differ = [r for r in rows if not r[6]]
+    if not differ:
+        return same_n, []
+    texts = raw_by_id(con, loaded, sorted({str(r[2]) for r in differ}))
+    out: list[Reject] = []
+    for line_no, kept, job_id, state_raw, _start, _end, _same in differ:
+        kept_txt = f"line {kept}" if kept is not None else "another line"
+        reason = (
+            f"the same job (cluster, raw id, submit) as {kept_txt}, which is kept, but"
+            f" different values (state {state_raw}): a repaired record wins, then the later"
+            " end, then the later start"
+        )
+        raw = _pick(texts.get(str(job_id), []), state_raw) if line_no is None else ""
+        out.append((line_no, "JobID", reason, raw))
+    return same_n, out
+
+
+def _pick(candidates: list[str], state_raw: object) -> str:
+    """The first text of a job's lines that holds its state (and take it: each once)."""
+    for i, t in enumerate(candidates):
+        if state_raw is None or str(state_raw) in t:
+            return candidates.pop(i)
+    return candidates.pop(0) if candidates else ""
+
+
+def raw_by_id(
+    con: duckdb.DuckDBPyConnection, loaded: Loaded, ids: list[str]
+) -> dict[str, list[str]]:
+    """The text of every line of a sacct text source whose job id (JobID, else JobIDRaw: as
+    parse.sql reads it) is in ``ids``, by id, in file order. Other sources: empty."""
+    if loaded.layout is None or loaded.path is None or not ids:
+        return {}
+    from advisor.ingest import text
+
+    layout = loaded.layout
+    src = text.csv_src_sql(layout, keep_rejects=False)
+    sql = (
+        f"SELECT ing_id_text(jobid, jobidraw) AS id, {text.raw_text_expr(layout)} AS raw"  # noqa: S608
+        f" FROM ({src}) AS s WHERE list_contains($ids, ing_id_text(jobid, jobidraw))"
+    )
+    params = {**text.csv_params(loaded.path, loaded.compression, layout, keep_rejects=False),
+              "ids": ids}  # fmt: skip
+    out: dict[str, list[str]] = {}
+    for key, raw in con.execute(sql, params).fetchall():
+        out.setdefault(str(key), []).append(str(raw))
+    return out
+
+
+ORPHAN_REASON = "step line without its allocation line in the same source"
+
+
+def step_and_state_counts(
+    con: duckdb.DuckDBPyConnection, rejects: list[Reject], bulk_ingest: int | None = None
+) -> tuple[int, int]:
+    """(step lines folded into an allocation of the source, allocation rows with a state word
+    Slurm does not print), from ``parsed``; a bulk load (``bulk_ingest``: its id) keeps only
+    steps and repaired lines there, so its states are counted in the rows it wrote."""
+    row = con.execute(
+        "SELECT count(*) FILTER (WHERE step IS NOT NULL AND bad_field IS NULL),"
+        " count(*) FILTER (WHERE step IS NULL AND bad_field IS NULL AND state IS NULL"
+        " AND state_raw IS NOT NULL) FROM parsed"
+    ).fetchone()
+    steps, unknown = (int(row[0]), int(row[1])) if row else (0, 0)
+    if bulk_ingest is not None:
+        row = con.execute(
+            "SELECT count(*) FROM jobs WHERE ingest_id = ? AND state IS NULL"
+            " AND state_raw IS NOT NULL",
+            [bulk_ingest],
+        ).fetchone()
+        unknown = int(row[0]) if row else 0
+    orphans = sum(1 for r in rejects if r[2].startswith(ORPHAN_REASON))
+    return steps - orphans, unknown

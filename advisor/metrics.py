@@ -1,0 +1,259 @@
+"""Prometheus metrics of the database, where admins already look (``advisor metrics``).
+
+The numbers are the monthly report's, for one month (the newest with GPU jobs unless asked):
+per cluster, partition and GPU type the P25/P50 cores per GPU and the jobs and GPU-hours behind
+them (advisor.ratios.ratio_summary), the recommended cores per GPU and the share of jobs and
+GPU-hours below it (advisor.recommend through advisor.report.load_inputs), and the GPU-hours lost
+to CPU starvation with their dollar value (advisor.report.starvation_estimates). Per cluster: the
+newest record's time, its age and the last ingest (advisor.datainfo); rejected records by reason.
+
+Output is Prometheus' text exposition format, written by prometheus_client: a file for
+node_exporter's textfile collector (written atomically), or served over HTTP, recomputed on
+every scrape. ``grafana/advisor.json`` plots these series.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor import store
+from advisor.progress import ProgressFn, no_progress
+
+GROUP_LABELS: tuple[str, ...] = ("cluster", "partition", "gpu_type")
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """Which database (or Parquet dataset), which month, and the model and prices to use."""
+
+    db: str | os.PathLike[str] | None = None
+    parquet: str | None = None
+    month: str | None = None  # YYYY-MM or 'last'; None: the newest month with GPU jobs
+    model_file: Path | None = None
+    pricing_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric: its name, help text, and samples (all gauges)."""
+
+    name: str
+    help: str
+    samples: list[Sample] = field(default_factory=list)
+
+    def add(self, value: float | None, **labels: Any) -> None:
+        if value is not None:
+            self.samples.append(Sample({k: "" if v is None else str(v) for k, v in labels.items()},
+                                       float(value)))  # fmt: skip
+
+
+def _epoch(t: dt.datetime | None) -> float | None:
+    if t is None:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=dt.UTC)).timestamp()
+
+
+def collect(
+    db_path: str | os.PathLike[str],
+    cfg: MetricsConfig,
+    now: dt.datetime | None = None,
+    progress: ProgressFn = no_progress,
+) -> list[Family]:
+    """Every metric of the database file ``db_path`` (see the module doc)."""
+    from advisor.datainfo import data_status
+    from advisor.ratios import ratio_summary
+    from advisor.report import (
+        ReportConfig,
+        available_months,
+        load_inputs,
+        ratio_query,
+        resolve_month,
+        starvation_estimates,
+    )
+
+    now = now or dt.datetime.now(dt.UTC)
+    f: dict[str, Family] = {
+        name: Family(name, text)
+        for name, text in (
+            ("advisor_month_info", "The month (UTC, by job start) the per-group metrics cover."),
+            ("advisor_gpu_jobs", "GPU jobs of the month."),
+            ("advisor_gpu_hours", "GPU-hours of the month's GPU jobs."),
+            ("advisor_cores_per_gpu_p25", "25th percentile of CPU cores per GPU (job-weighted)."),
+            ("advisor_cores_per_gpu_p50", "Median CPU cores per GPU (job-weighted)."),
+            ("advisor_recommended_cores_per_gpu",
+             "Recommended cores per GPU (DefCpuPerGPU) of the partition and GPU type."),
+            ("advisor_share_jobs_below_recommendation",
+             "Share (0-1) of the month's jobs below the recommended cores per GPU."),
+            ("advisor_share_gpu_hours_below_recommendation",
+             "Share (0-1) of the month's GPU-hours below the recommended cores per GPU."),
+            ("advisor_gpu_hours_lost",
+             "GPU-hours the month's jobs below the recommendation lost to CPU starvation "
+             "(fitted model)."),
+            ("advisor_gpu_hours_lost_usd", "The lost GPU-hours priced per GPU-hour (USD)."),
+            ("advisor_fix_usd", "What the missing cores would have cost (USD, per-vCPU price)."),
+            ("advisor_newest_record_timestamp_seconds",
+             "Newest submit or end time in the cluster's data (Unix time)."),
+            ("advisor_data_age_seconds", "Seconds from the newest record to now."),
+            ("advisor_last_ingest_timestamp_seconds",
+             "When an ingest last finished (Unix time), by the cluster the ingest recorded."),
+            ("advisor_ingest_rejects_by_reason", "Records rejected by ingests, by reason."),
+            ("advisor_ingest_rejects", "Records rejected by every ingest (all reasons)."),
+        )
+    }  # fmt: skip
+    con = store.connect(db_path, read_only=True)
+    try:
+        progress("freshness", 0, 3)
+        status = data_status(con, limit=1000)
+        for c in status.clusters:
+            newest = max((t for t in (c.last_submit, c.last_end) if t is not None), default=None)
+            stamp = _epoch(newest)
+            f["advisor_newest_record_timestamp_seconds"].add(stamp, cluster=c.cluster)
+            if stamp is not None:
+                f["advisor_data_age_seconds"].add(now.timestamp() - stamp, cluster=c.cluster)
+        last_ingest: dict[str, dt.datetime] = {}
+        for i in status.ingests:  # the cluster as the ingest recorded it ('default' for files)
+            key = i.cluster or ""
+            if i.status == "done" and i.finished_at is not None:
+                last_ingest[key] = max(i.finished_at, last_ingest.get(key, i.finished_at))
+        for key, finished in sorted(last_ingest.items()):
+            f["advisor_last_ingest_timestamp_seconds"].add(_epoch(finished), cluster=key)
+        for r in status.reject_reasons:
+            f["advisor_ingest_rejects_by_reason"].add(r.records, reason=r.reason, field=r.field)
+        f["advisor_ingest_rejects"].add(status.rejected_records)
+
+        if cfg.month is not None:
+            months = [resolve_month(cfg.month, now)]
+        else:
+            months = available_months(con)[-1:]
+        if months:
+            month = months[0]
+            f["advisor_month_info"].add(1, month=month.label)
+            progress("recommendations", 1, 3)
+            inputs = load_inputs(
+                ReportConfig(out_dir=Path("."), month=month.label, model_file=cfg.model_file,
+                             pricing_file=cfg.pricing_file),
+                db_path,
+            )  # fmt: skip
+            recs = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu)
+                    for r in inputs.recommendations}  # fmt: skip
+            thresholds = tuple(sorted(set(recs.values()))) or None
+            progress("ratios", 2, 3)
+            q = ratio_query(month, None, GROUP_LABELS, thresholds)
+            for g in ratio_summary(con, q).groups:
+                labels = {k: g.keys[k] for k in GROUP_LABELS}
+                f["advisor_gpu_jobs"].add(g.jobs, **labels)
+                f["advisor_gpu_hours"].add(g.gpu_hours, **labels)
+                f["advisor_cores_per_gpu_p25"].add(g.p25_cores_per_gpu, **labels)
+                f["advisor_cores_per_gpu_p50"].add(g.p50_cores_per_gpu, **labels)
+                t = recs.get((g.keys["partition"], g.keys["gpu_type"]))
+                if t is not None:
+                    f["advisor_recommended_cores_per_gpu"].add(t, **labels)
+                    f["advisor_share_jobs_below_recommendation"].add(g.share_jobs_below[t],
+                                                                     **labels)  # fmt: skip
+                    f["advisor_share_gpu_hours_below_recommendation"].add(
+                        g.share_gpu_hours_below[t], **labels
+                    )
+            for cluster in sorted({c.cluster for c in status.clusters}):
+                for e in starvation_estimates(con, month, cluster, inputs):
+                    labels = {"cluster": cluster, "partition": e.partition,
+                              "gpu_type": e.gpu_type}  # fmt: skip
+                    f["advisor_gpu_hours_lost"].add(e.gpu_hours_lost, **labels)
+                    f["advisor_gpu_hours_lost_usd"].add(e.usd_lost, **labels)
+                    f["advisor_fix_usd"].add(e.usd_to_fix, **labels)
+        progress("metrics", 3, 3)
+    finally:
+        con.close()
+    return list(f.values())
+
+
+def collect_config(cfg: MetricsConfig, progress: ProgressFn = no_progress) -> list[Family]:
+    """:func:`collect` over the database of ``cfg``, or over its Parquet dataset."""
+    if cfg.parquet is None:
+        store.connect(cfg.db, read_only=True).close()  # the store's message for a missing file
+        return collect(store.resolve_db_path(cfg.db), cfg, progress=progress)
+    from advisor.export import dataset_as_db
+
+    with dataset_as_db(cfg.parquet) as path:
+        return collect(path, cfg, progress=progress)
+
+
+class _Collector:
+    """prometheus_client's collector protocol over :func:`collect_config`, so that a served
+    endpoint recomputes on every scrape."""
+
+    def __init__(self, cfg: MetricsConfig) -> None:
+        self.cfg = cfg
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        for fam in collect_config(self.cfg):
+            names = sorted({k for s in fam.samples for k in s.labels})
+            gauge = GaugeMetricFamily(fam.name, fam.help, labels=names)
+            for s in fam.samples:
+                gauge.add_metric([s.labels.get(k, "") for k in names], s.value)
+            yield gauge
+
+
+def _registry(cfg: MetricsConfig) -> Any:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(cfg))
+    return registry
+
+
+def exposition(cfg: MetricsConfig) -> str:
+    """The metrics in Prometheus' text exposition format."""
+    from prometheus_client import generate_latest
+
+    return generate_latest(_registry(cfg)).decode("utf-8")
+
+
+def write_textfile(cfg: MetricsConfig, path: str | os.PathLike[str]) -> None:
+    """Write the metrics for node_exporter's textfile collector (``*.prom``), atomically."""
+    from prometheus_client import write_to_textfile
+
+    target = Path(path)
+    if target.parent and not target.parent.is_dir():
+        from advisor.errors import NotFoundError
+
+        raise NotFoundError(f"--out {path}: no such folder {target.parent}")
+    write_to_textfile(str(target), _registry(cfg))
+
+
+def serve(cfg: MetricsConfig, port: int, address: str = "127.0.0.1") -> None:
+    """Serve ``/metrics`` on ``address:port`` until interrupted (recomputed per scrape)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from prometheus_client import make_wsgi_app
+
+    from advisor.errors import UsageError
+
+    if not 0 < port < 65536:
+        raise UsageError(f"--serve {port}: must be between 1 and 65535")
+    collect_config(cfg)  # fail now, with the store's message, rather than on the first scrape
+
+    class _Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
+            pass
+
+    with make_server(address, port, make_wsgi_app(_registry(cfg)), handler_class=_Quiet) as srv:
+        srv.serve_forever()
+
+
+def families_as_rows(families: Sequence[Family]) -> list[dict[str, Any]]:
+    """One row per sample (name, labels, value), for ``--format json``."""
+    return [{"name": fam.name, "labels": dict(s.labels), "value": s.value}
+            for fam in families for s in fam.samples]  # fmt: skip

@@ -1,0 +1,34 @@
+-- Strict numbers for the ingest SQL (temporary macros, created before macros.sql). DuckDB's
+-- casts accept far more than sacct prints: '2353407_3' (digit separator) reads 23534073,
+-- '0x20' reads 32, '1e3' 1000, '+5', '-5', ' 12 ' and '3.5' (rounded to 4) read as integers.
+-- An id, a count, a duration part or an epoch is plain digits, nothing else: these macros
+-- cast only such text and give NULL for the rest (the parser then rejects the field).
+-- ltrim with a character set, not a regular expression: they run on several fields of every
+-- record.
+-- Plain digits -> BIGINT (NULL for anything else, '' included, and beyond BIGINT's range).
+CREATE OR REPLACE TEMP MACRO ing_uint(x) AS
+    CASE WHEN ltrim(x, '0123456789') = '' THEN TRY_CAST(x AS BIGINT) END;
+-- Plain digits with at most one decimal point ('2.50', '64', '.5') -> DOUBLE.
+CREATE OR REPLACE TEMP MACRO ing_udec(x) AS
+    CASE WHEN ltrim(x, '0123456789.') = '' AND length(x) - length(replace(x, '.', '')) <= 1
+         THEN TRY_CAST(x AS DOUBLE) END;
+-- A count that fits the INTEGER columns (CPUs, nodes): NULL beyond 2^31 - 1.
+CREATE OR REPLACE TEMP MACRO ing_count(x) AS
+    CASE WHEN ing_uint(x) <= 2147483647 THEN CAST(ing_uint(x) AS INTEGER) END;
+-- The key of an array task whose raw id the source lacks (JobID `123_45` without JobIDRaw):
+-- negative, so it never meets a real raw id, and built from the array job id and the task id
+-- (Slurm's MaxArraySize is at most 4000001, below 2^22). pipeline.py (rekey_arrays.sql) puts the
+-- real raw id in its place when a source brings it. NULL (a JobIDRaw reject) out of range.
+CREATE OR REPLACE TEMP MACRO ing_array_key(j, t) AS
+    CASE WHEN t < 4194304 AND j < 2199023255552 THEN -(j * 4194304 + t) END;
+-- Slurm's job state words (base states and the flags sacct prints as a state). Another word
+-- (`FOO`) is stored as a NULL state with state_raw kept, and counted in the load's summary.
+CREATE OR REPLACE TEMP MACRO ing_known_state(w) AS
+    list_contains(['COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'RUNNING', 'PENDING',
+        'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE', 'REVOKED', 'REQUEUED',
+        'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD', 'REQUEUE_FED', 'SPECIAL_EXIT',
+        'STOPPED', 'SIGNALING', 'STAGE_OUT', 'CONFIGURING', 'LAUNCH_FAILED', 'UPDATE_DB',
+        'RESV_DEL_HOLD', 'POWER_UP_NODE', 'RECONFIG_FAIL'], upper(w));
+-- A node list: what sacct prints for a job that never got nodes is none.
+CREATE OR REPLACE TEMP MACRO ing_node_list(x) AS
+    CASE WHEN x = 'None assigned' THEN NULL ELSE nullif(x, '') END;

@@ -1,0 +1,145 @@
+"""How the Recommend page words a recommendation: small adapters over the core's records.
+
+The model and its JSON are being extended (a knee, a regime, an interval, a validation table);
+each adapter reads the new field when the record has it and today's field otherwise, so the page
+does not change when they arrive. A value equal to the model's cap is never shown as a number:
+it is the edge of what the model can say, not a measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def field(record: Any, name: str, default: Any = None) -> Any:
+    """``record.name`` (a dataclass or a dict), else ``default``: for fields still to come."""
+    if isinstance(record, dict):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+def is_capped(value: float | None, cap: float) -> bool:
+    """Whether ``value`` is the model's cap (or open), i.e. not a number to show."""
+    if value is None or not math.isfinite(value):
+        return True
+    return value >= cap * (1.0 - 1e-6)
+
+
+def starved_now(rec: Any, params: Any) -> bool:
+    """The current allocation sits below the knee: the model only says "CPU-starved"."""
+    regime = field(rec, "regime")
+    if regime is not None:
+        return str(regime).lower() in ("pathological", "starved", "below_knee", "below-knee")
+    cap = float(params.max_slowdown)
+    return bool(rec.pathological_now) or is_capped(rec.slowdown_now, cap)
+
+
+def validated_error(params: Any) -> str:
+    """The model's validated error in words (the validation table's when the model has one)."""
+    validation = params.meta.get("validation")
+    if isinstance(validation, dict) and validation.get("mape") is not None:
+        n = validation.get("points")
+        how = validation.get("method", "held-out")
+        return f"±{100 * float(validation['mape']):.0f}% ({how} error" + (
+            f" over {n} points)" if n else ")")
+    loo = params.meta.get("loo_mape")
+    if loo is None:
+        return "error not validated"
+    n = params.meta.get("points_fitted")
+    return f"±{100 * float(loo):.0f}% (leave-one-out error" + (f" over {n} points)" if n else ")")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The three metrics above the curve, as text."""
+
+    effect_label: str
+    effect_value: str
+    effect_note: str  # the whole sentence (a caption)
+    effect_short: str  # what fits under the metric
+    cost_label: str
+    cost_value: str
+    cost_note: str
+
+
+def headline(rec: Any, params: Any) -> Headline:
+    """What the recommendation changes, in words: a speed-up when the job has too few cores (or
+    "CPU-starved" below the knee), the saving when it has more than it needs."""
+    error = validated_error(params)
+    current, target = rec.current_cpus_per_gpu, rec.cpus_per_gpu
+    if current >= target:
+        spare = (current - target) * rec.gpus
+        saving = spare * rec.usd_per_vcpu_hour
+        slower = rec.slowdown_recommended / rec.slowdown_now if rec.slowdown_now else 1.0
+        return Headline(
+            "Already enough cores",
+            f"{current:g} ≥ {target} per GPU",
+            f"{target} cores per GPU keep TTFT within {rec.tolerance:.0%} of ample cores "
+            f"(predicted {100 * (slower - 1):+.0f}% TTFT; model {error})",
+            f"{target} suffice; model {error.split(' (')[0]}",
+            "Saving if reduced",
+            f"${saving:,.2f}/h",
+            f"{spare:g} vCPUs freed for other jobs at ${rec.usd_per_vcpu_hour:.3f}/vCPU-hour",
+        )
+    if starved_now(rec, params):
+        effect_value, effect_note, effect_short = (
+            "CPU-starved now",
+            f"at {current:g} cores per GPU the server is below the knee: requests queue without "
+            "bound and time out; the model cannot put a number on it",
+            "below the knee: timeouts",
+        )
+    else:
+        lo, hi = field(rec, "speedup_interval", (None, None))
+        cap = float(params.max_slowdown)
+        interval = "" if is_capped(hi, cap) or lo is None else f", interval {lo:.2f}x to {hi:.2f}x"
+        effect_value = f"{rec.predicted_speedup:.2f}x faster TTFT"
+        effect_note = f"model {error}{interval}"
+        effect_short = f"model {error.split(' (')[0]}"
+    return Headline(
+        "Predicted effect",
+        effect_value,
+        effect_note,
+        effect_short,
+        "Extra cost",
+        f"${rec.usd_per_hour_delta:,.2f}/h",
+        f"{rec.cost_delta_pct:.1f}% of the GPUs' share of {rec.instance}",
+    )
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A measured point the curve misses by more than its interval."""
+
+    source: str
+    cores_per_gpu: float
+    measured: float
+    predicted: float
+
+
+def disagreements(
+    params: Any, training: Any, platform: str | None, gpus: int
+) -> list[Disagreement]:
+    """Our own benchmark points for this platform and GPU count that fall outside the model's
+    interval at their own workload (the model evaluated at each point's features)."""
+    from advisor import slowdown
+
+    rows = [
+        (x, y, p)
+        for x, y, p, censored in zip(training.X, training.y, training.points, training.censored,
+                                     strict=True)
+        if p.source_kind == "bench" and not censored
+        and (platform is None or p.platform == platform) and p.gpus == gpus
+    ]
+    if not rows:
+        return []
+    pred = slowdown.predict(params, np.array([r[0] for r in rows], dtype=float))
+    out = []
+    for (x, y, p), s, lo, hi in zip(rows, pred.slowdown, pred.low, pred.high, strict=True):
+        if y < lo or y > hi:
+            out.append(Disagreement(f"{p.platform}, {p.gpus} GPUs, {p.model or '?'}",
+                                    float(x[0]), float(y), float(s)))
+    return out

@@ -1,0 +1,71 @@
+"""advisor.fixplan over a real DuckDB file: the Overview's and the report's answer per cluster
+and partition is recommend_partitions' numbers, and the settings carry its DefCpuPerGPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor import fixplan, recommend
+from tests.test_app_data import make_db
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    return str(make_db(tmp_path_factory.mktemp("fix") / "fix.duckdb", "gpu"))
+
+
+def test_each_cluster_and_partition_carries_recommend_partitions_numbers(db):
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=db))
+    assert {r.cluster for r in plan.rows} == {"teach", "research"}
+    for cluster in ("teach", "research"):
+        rep = recommend.recommend_partitions(recommend.PartitionQuery(db=db, clusters=(cluster,)))
+        want = {(r.partition, r.gpu_type): r for r in rep.rows}
+        got = {(r.partition, r.gpu_type): r for r in plan.rows if r.cluster == cluster}
+        assert got.keys() == want.keys()
+        for k, r in got.items():
+            assert r.gpu_hours_lost_per_month == pytest.approx(want[k].gpu_hours_lost_per_month)
+            assert r.fix_usd_per_month == pytest.approx(want[k].fix_usd_per_month)
+            assert r.def_cpu_per_gpu == want[k].def_cpu_per_gpu
+    losses = [r.gpu_hours_lost_per_month for r in plan.rows]
+    assert losses == sorted(losses, reverse=True)
+    assert plan.gpu_hours_lost_per_month == pytest.approx(sum(losses))
+    assert plan.fix_usd_per_month == pytest.approx(sum(r.fix_usd_per_month for r in plan.rows))
+
+
+def test_the_settings_of_each_cluster_set_its_partitions_def_cpu_per_gpu(db):
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=db))
+    by_cluster = {s.cluster: s for s in plan.settings}
+    assert set(by_cluster) == {"teach", "research"}
+    for r in plan.rows:
+        best = max(x.def_cpu_per_gpu for x in plan.rows
+                   if x.cluster == r.cluster and x.partition == r.partition)
+        assert f"PartitionName={r.partition} DefCpuPerGPU={best}" in by_cluster[r.cluster].slurm_conf
+        assert f'partition = "{r.partition}"' in by_cluster[r.cluster].lua
+
+
+def test_filters_narrow_the_rows_and_an_unmatched_filter_gives_an_empty_plan(db):
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=("teach",), partitions=("debug",)))
+    assert plan.rows and {(r.cluster, r.partition) for r in plan.rows} == {("teach", "debug")}
+    empty = fixplan.fix_plan(fixplan.FixQuery(db=db, gpu_types=("B200",)))
+    assert empty.rows == () and empty.settings == () and empty.gpu_hours_lost_per_month == 0
+
+
+def test_the_assumptions_read_as_an_admin_would_say_them():
+    text = fixplan.assumptions_in_words(recommend.Workload(model_params_b=70, load_rps=16), 0.2)
+    assert "model of 70B parameters" in text and "16 long requests per second" in text
+    assert "within 20%" in text and "_" not in text
+
+
+def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
+    plans = [fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=(c,))) for c in ("research", "teach")]
+    merged = fixplan.merge(plans, partitions=("gpu",), gpu_types=("H100",))
+    direct = fixplan.fix_plan(fixplan.FixQuery(db=db, partitions=("gpu",), gpu_types=("H100",)))
+    assert [(r.cluster, r.partition, r.gpu_type) for r in merged.rows] == [
+        (r.cluster, r.partition, r.gpu_type) for r in direct.rows]
+    for a, b in zip(merged.rows, direct.rows, strict=True):
+        assert a.gpu_hours_lost_per_month == pytest.approx(b.gpu_hours_lost_per_month)
+        assert a.def_cpu_per_gpu == b.def_cpu_per_gpu
+    assert merged.fix_usd_per_month == pytest.approx(direct.fix_usd_per_month)
+    assert [s.slurm_conf.splitlines()[3:] for s in merged.settings] == [
+        s.slurm_conf.splitlines()[3:] for s in direct.settings]
+    assert fixplan.merge(plans, gpu_types=("B200",)).rows == ()
