@@ -1,26 +1,25 @@
-"""The TTFT-vs-cores model as a scikit-learn estimator: fitting, intervals, JSON round trip.
+"""The TTFT-vs-cores model as a scikit-learn estimator: fitting the mechanism, its bootstrap,
+and the JSON round trip.
 
-:class:`CoreSlowdownRegressor` predicts the slowdown of time-to-first-token against ample CPU
-cores from a design matrix whose column 0 is cores per GPU and whose other columns are the
-covariates (:data:`advisor.slowdown.FEATURES`: log2 GPUs, model size, load and prompt tokens
-against references, platform offsets). The curve and its pathological region are described in
-:mod:`advisor.slowdown`; this module only fits it:
+:class:`CoreSlowdownRegressor` fits the six parameters of :mod:`advisor.slowdown`'s mechanism
+(API server, engine core, busy-waiting workers, how CPU-bound a request is) on a design matrix
+of :data:`advisor.slowdown.FEATURES`. Each row's target is a slowdown of TTFT against its
+reference cores, or a process's measured CPU cores (the ``target`` column), so that the
+per-process CPU the bench measures pins the demand's parts directly:
 
-- weighted least squares on log slowdowns (``scipy.optimize.least_squares``: minimises
-  ``sum(w * r**2) + alpha * |covariate coefficients|**2 + k_alpha * |log-k offsets|**2``, so a
-  row of weight 2 counts as two rows), with the ridge penalty ``alpha`` on the covariate
-  coefficients so that a handful of published points cannot produce wild platform or load
-  effects;
-- ``k_by="platform"`` (the default) also gives each platform an offset of ``log k`` (ridge
-  penalised like the others): the curve's height above its cliff differs by platform (the
-  research's sharp Blackwell cliff against the gradual H200 TP=2 decline), which one shared
-  ``k`` cannot fit; ``k_by="none"`` is the format-1 model with one ``k``;
-- a target at or above ``max_slowdown`` is *censored* (a run that timed out): it only asks
-  the curve to be at least that slow there, weighted by ``censored_weight``;
-- ``n_bootstrap`` case-resampled refits (seeded by ``random_state``) plus the residual spread
-  give the interval of every prediction.
+- weighted least squares on log targets (``scipy.optimize.least_squares``), minimising
+  ``sum(w * r**2) + alpha * |log(params / prior)|**2``: a ridge towards the prior (vLLM's
+  2 + N rule) that the data may move, so that a handful of points cannot produce wild values;
+- a slowdown row at or above ``max_slowdown`` is *censored* (a run that timed out): it only
+  asks the curve to be at least that slow there, weighted by ``censored_weight``;
+- where the mechanism says *pathological* (demand at or above the cores), the fit sees
+  ``log(max_slowdown)`` plus the overload, so that a finished run there pulls the demand
+  below its cores;
+- ``n_bootstrap`` refits on resampled groups (``groups``: one per measured series, so that
+  the interval is the spread between configurations, not between repeats of one) give the
+  interval of every prediction.
 
-Predictions go through :func:`advisor.slowdown.curve`, the numpy-only function that the
+Predictions go through :func:`advisor.slowdown.mechanism`, the numpy-only function that the
 recommend path uses with the same parameters loaded from JSON (never pickle).
 """
 
@@ -37,118 +36,75 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from advisor import slowdown
 
-K_BY = ("platform", "none")
+_LOG_PRIOR = np.log(np.asarray(slowdown.PRIOR))
 
 
-def k_columns(k_by: str, n_features: int) -> np.ndarray:
-    """Covariate indices (0 = the first covariate, X column 1) whose log-k offset is fitted."""
-    if k_by == "platform" and n_features == len(slowdown.FEATURES):
-        return np.array([i - 1 for i, n in enumerate(slowdown.FEATURES) if n.startswith("platform=")],
-                        dtype=int)
-    return np.zeros(0, dtype=int)
+def _log_fit_values(theta: np.ndarray, X: np.ndarray, cap: float, q: float) -> np.ndarray:
+    """log of each row's predicted target; smooth past the pathological edge (see module doc)."""
+    values = np.exp(theta)
+    m = slowdown.mechanism(values, X, q)
+    cols = slowdown._columns(X)
+    kind = cols["target"]
+    over = np.maximum(np.maximum(m.demand_cores / cols["cores"], m.tokenizer_utilisation) - 1.0,
+                      0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow = np.where(m.pathological, math.log(cap) + over,
+                        np.log(np.clip(m.slowdown, 1e-9, cap)))
+        cpu = np.select([kind == 1, kind == 2, kind == 3],
+                        [m.api_server_cores, m.engine_core_cores, m.worker_cores], 1.0)
+        log_cpu = np.log(np.maximum(cpu, 1e-9))
+    return np.where(kind == 0, slow, log_cpu)
 
 
-def _unpack(p: np.ndarray, n_features: int, kcols: np.ndarray
-            ) -> tuple[np.ndarray, float, np.ndarray]:
-    """(theta, log_k, k_coef over every covariate) from the flat parameter vector."""
-    theta, log_k = p[:n_features], float(p[n_features])
-    k_coef = np.zeros(n_features - 1)
-    k_coef[kcols] = p[n_features + 1:]
-    return theta, log_k, k_coef
-
-
-def _residuals(
-    p: np.ndarray,
-    X: np.ndarray,
-    log_y: np.ndarray,
-    censored: np.ndarray,
-    sqrt_w: np.ndarray,
-    alpha: float,
-    k_alpha: float,
-    max_slowdown: float,
-    censored_weight: float,
-    pole_exponent: float,
-    kcols: np.ndarray,
-) -> np.ndarray:
-    theta, log_k, k_coef = _unpack(p, X.shape[1], kcols)
-    pred, _ = slowdown.curve(theta, log_k, max_slowdown, X, pole_exponent, k_coef)
-    r = np.log(pred) - log_y
+def _residuals(theta: np.ndarray, X: np.ndarray, log_y: np.ndarray, censored: np.ndarray,
+               sqrt_w: np.ndarray, alpha: float, cap: float, censored_weight: float,
+               q: float) -> np.ndarray:
+    r = _log_fit_values(theta, X, cap, q) - log_y
     r = sqrt_w * np.where(censored, math.sqrt(censored_weight) * np.minimum(r, 0.0), r)
-    ridge = np.concatenate([math.sqrt(alpha) * theta[1:], math.sqrt(k_alpha) * p[X.shape[1] + 1:]])
-    return np.concatenate([r, ridge])
+    return np.concatenate([r, math.sqrt(alpha) * (theta - _LOG_PRIOR)])
 
 
-def _start(X: np.ndarray, kcols: np.ndarray) -> np.ndarray:
-    cores = X[:, 0]
-    positive = cores[cores > 0]
-    low = float(positive.min()) if positive.size else 1.0
-    theta = np.zeros(X.shape[1])
-    theta[0] = math.log(0.25 * low)  # start well outside the pathological region
-    return np.concatenate([theta, [0.0], np.zeros(len(kcols))])
-
-
-def _fit_once(
-    X: np.ndarray,
-    y: np.ndarray,
-    w: np.ndarray,
-    alpha: float,
-    k_alpha: float,
-    max_slowdown: float,
-    censored_weight: float,
-    pole_exponent: float,
-    kcols: np.ndarray,
-    start: np.ndarray | None = None,
-) -> np.ndarray:
-    censored = y >= max_slowdown
-    log_y = np.log(np.minimum(y, max_slowdown))
+def fit_values(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, alpha: float, max_slowdown: float,
+               censored_weight: float, pole_exponent: float,
+               start: np.ndarray | None = None) -> np.ndarray:
+    """The fitted parameters (natural units) of one weighted least-squares fit."""
+    kind = slowdown._columns(X)["target"]
+    censored = (kind == 0) & (y >= max_slowdown)
+    log_y = np.log(np.clip(np.where(kind == 0, np.minimum(y, max_slowdown), y), 1e-6, None))
     keep = w > 0  # a zero weight is the same as leaving the row out
     X, log_y, censored, w = X[keep], log_y[keep], censored[keep], w[keep]
-    x0 = _start(X, kcols) if start is None else start
+    x0 = _LOG_PRIOR.copy() if start is None else np.log(start)
     result = least_squares(
-        _residuals,
-        x0,
-        args=(X, log_y, censored, np.sqrt(w), alpha, k_alpha, max_slowdown, censored_weight,
-              pole_exponent, kcols),
-        method="trf",
-        x_scale=1.0,
-        max_nfev=2000,
+        _residuals, x0,
+        args=(X, log_y, censored, np.sqrt(w), alpha, max_slowdown, censored_weight,
+              pole_exponent),
+        method="trf", bounds=(_LOG_PRIOR - 8.0, _LOG_PRIOR + 8.0), max_nfev=1000,
+        xtol=1e-12, ftol=1e-12, gtol=1e-12, jac="3-point",
     )
-    p = np.asarray(result.x, dtype=float)
-    n = X.shape[1]
-    p[n] = float(np.clip(p[n], -20.0, 20.0))
-    p[n + 1:] = np.clip(p[n + 1:], -20.0, 20.0)
-    return p
+    return np.exp(np.asarray(result.x, dtype=float))
 
 
 class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
-    """Slowdown of TTFT against ample cores, monotone non-increasing in cores per GPU.
+    """Slowdown of TTFT against ample (or reference) cores from the CPU-starvation mechanism.
 
     Parameters
     ----------
-    alpha : ridge penalty on the covariate coefficients (log-demand per log2 unit).
-    max_slowdown : the slowdown reported in the pathological region (CPU demand at or above the
-        cores given); targets at or above it are censored (timed out). 25 is the research's
-        200 s timeout over its ~8 s ample-core task time.
+    alpha : ridge penalty pulling the log-parameters towards :data:`advisor.slowdown.PRIOR`.
+    max_slowdown : slowdown targets at or above it are censored (timed-out runs); it is also
+        the value drawn (flagged) in the pathological region.
     censored_weight : weight of the censored (timed-out) points (times their sample weight).
-    pole_exponent : how sharp the cliff at the CPU demand is (``q`` in
-        ``1 + k rho / (1 - rho)**q``; 1 is M/M/1). 2 by leave-one-out on the published points.
-    k_by : ``"platform"``: each platform column of :data:`advisor.slowdown.FEATURES` also
-        shifts ``log k`` (when X has exactly those columns); ``"none"``: one shared ``k``.
-    k_alpha : ridge penalty on the log-k offsets (0.1: a prior spread of about 3 in log k,
-        as loosely pinned as k itself is by the published points).
-    n_bootstrap : case-resampled refits for the interval (0: residual spread only).
+    pole_exponent : ``q`` in ``1 + k W**q`` (1: the queue's own wait).
+    n_bootstrap : refits on resampled groups (or rows) for the interval (0: none).
     interval : the central probability of the interval, e.g. 0.9.
     random_state : seed of the bootstrap.
     """
 
     def __init__(
         self,
-        alpha: float = 1.0,
-        max_slowdown: float = 25.0,
+        alpha: float = 0.1,
+        max_slowdown: float = slowdown.DISPLAY_CAP,
         censored_weight: float = 0.01,
         pole_exponent: float = slowdown.DEFAULT_POLE_EXPONENT,
-        k_by: str = "platform",
-        k_alpha: float = 0.1,
         n_bootstrap: int = 50,
         interval: float = 0.9,
         random_state: int | None = None,
@@ -157,15 +113,13 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         self.max_slowdown = max_slowdown
         self.censored_weight = censored_weight
         self.pole_exponent = pole_exponent
-        self.k_by = k_by
-        self.k_alpha = k_alpha
         self.n_bootstrap = n_bootstrap
         self.interval = interval
         self.random_state = random_state
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        # A two-parameter saturating law with a ridge prior: it does not chase arbitrary targets.
+        # Six physical parameters with a prior: it does not chase arbitrary targets.
         tags.regressor_tags.poor_score = True
         return tags
 
@@ -178,126 +132,97 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"pole_exponent must be > 0, got {self.pole_exponent}")
         if not 0 < self.interval < 1:
             raise ValueError(f"interval must be in (0, 1), got {self.interval}")
-        if not self.k_alpha >= 0:
-            raise ValueError(f"k_alpha must be >= 0, got {self.k_alpha}")
-        if self.k_by not in K_BY:
-            raise ValueError(f"k_by must be one of {K_BY}, got {self.k_by!r}")
         if int(self.n_bootstrap) < 0:
             raise ValueError(f"n_bootstrap must be >= 0, got {self.n_bootstrap}")
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> CoreSlowdownRegressor:
-        """Fit on X (column 0: cores per GPU; the rest: covariates) and y (slowdown >= 1).
+    def _fit_values(self, X: np.ndarray, y: np.ndarray, w: np.ndarray,
+                    start: np.ndarray | None = None) -> np.ndarray:
+        return fit_values(X, y, w, alpha=self.alpha, max_slowdown=self.max_slowdown,
+                          censored_weight=self.censored_weight,
+                          pole_exponent=self.pole_exponent, start=start)
 
-        ``sample_weight`` (optional, >= 0) weighs each row's squared log residual, read as a
-        relative precision: ``sigma_log_`` is the spread of a row of weight 1.
-        :func:`advisor.calibration.training_set` gives each row its weight (one per series).
+    def fit(self, X: Any, y: Any, sample_weight: Any = None,
+            groups: Any = None) -> CoreSlowdownRegressor:
+        """Fit on X (:data:`advisor.slowdown.FEATURES`; missing trailing columns take their
+        defaults) and y (slowdown against the reference cores, or measured CPU cores).
+
+        ``sample_weight`` (optional, >= 0) weighs each row's squared log residual;
+        ``groups`` (optional, one label per row: the measured series) makes the bootstrap
+        resample whole groups.
         """
         self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True)
         X = np.asarray(X, dtype=float)
-        y = np.maximum(np.asarray(y, dtype=float), 1.0)  # faster than ample is noise around 1
-        w_raw = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                     ensure_non_negative=True)
-        if not w_raw.sum() > 0:
+        y = np.asarray(y, dtype=float)
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if not w.sum() > 0:
             raise ValueError("sample_weight sums to zero")
-        w = w_raw
-        kcols = k_columns(self.k_by, X.shape[1])
-        n = X.shape[1]
-        p = _fit_once(X, y, w, self.alpha, self.k_alpha, self.max_slowdown, self.censored_weight,
-                      self.pole_exponent, kcols)
-        self.theta_, self.log_k_, self.k_coef_ = _unpack(p, n, kcols)
-        unused = ~np.any(X[:, 1:] != 0, axis=0)  # a covariate never seen has no k offset
-        self.k_coef_[unused] = 0.0
-        pred, _ = slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
-                                 self.pole_exponent, self.k_coef_)
-        seen = (y < self.max_slowdown) & (w_raw > 0)
-        resid = np.log(pred[seen]) - np.log(y[seen])
-        # Weighted least squares' residual variance: the weights are read as relative precisions,
-        # so sigma_log is the spread of one observation of sample weight 1 (a row of weight w
-        # has spread sigma_log / sqrt(w)). Without weights: the plain residual spread.
-        dof = max(int(seen.sum()) - 2, 1)
-        self.sigma_log_ = (float(math.sqrt(float(np.sum(w_raw[seen] * resid**2)) / dof))
-                           if seen.any() else 0.0)
+        self.values_ = self._fit_values(X, y, w)
+        log_fit = _log_fit_values(np.log(self.values_), X, self.max_slowdown, self.pole_exponent)
+        kind = slowdown._columns(X)["target"]
+        seen = (kind == 0) & (y < self.max_slowdown) & (y > 0) & (w > 0)
+        resid = log_fit[seen] - np.log(y[seen])
+        # The weighted residual spread (a series weighs its weight); fit_model replaces it
+        # with the spread of held-out series, the honest one for a new configuration.
+        self.sigma_log_ = (float(math.sqrt(float(np.sum(w[seen] * resid**2))
+                                           / float(np.sum(w[seen])))) if seen.any() else 0.0)
         rng = check_random_state(self.random_state)
-        thetas, log_ks, k_coefs = [], [], []
-        rows = X.shape[0]
+        labels = np.arange(len(y)) if groups is None else np.asarray(groups)
+        uniq = np.unique(labels)
+        boots = []
         for _ in range(int(self.n_bootstrap)):
-            idx = rng.randint(0, rows, size=rows)
+            pick = uniq[rng.randint(0, len(uniq), size=len(uniq))]
+            idx = np.concatenate([np.flatnonzero(labels == g) for g in pick])
             if not w[idx].sum() > 0:
-                idx = np.arange(rows)
-            pb = _fit_once(X[idx], y[idx], w[idx], self.alpha, self.k_alpha, self.max_slowdown,
-                           self.censored_weight, self.pole_exponent, kcols, p)
-            tb, lkb, kcb = _unpack(pb, n, kcols)
-            thetas.append(tb)
-            log_ks.append(lkb)
-            k_coefs.append(kcb)
-        self.bootstrap_theta_ = np.array(thetas).reshape(len(thetas), n)
-        self.bootstrap_log_k_ = np.array(log_ks)
-        self.bootstrap_k_coef_ = np.array(k_coefs).reshape(len(k_coefs), n - 1)
+                idx = np.arange(len(y))
+            boots.append(self._fit_values(X[idx], y[idx], w[idx], start=self.values_))
+        self.bootstrap_values_ = np.array(boots).reshape(len(boots), len(slowdown.PARAM_NAMES))
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Point prediction of the slowdown (``max_slowdown`` in the pathological region)."""
+        """Each row's target: the slowdown (``max_slowdown`` where pathological, flagged by
+        :meth:`pathological`), or a process's CPU cores."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
-                              self.pole_exponent, self.k_coef_)[0]
+        out, _ = slowdown.target_values(self.values_, X, self.pole_exponent)
+        return np.minimum(out, self.max_slowdown)
 
     def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high) of every prediction; high is inf in the pathological region."""
+        """(low, high) of every slowdown prediction; high is inf in the pathological region."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
         pred = slowdown.predict(self.to_params(), X)
         return pred.low, pred.high
 
     def pathological(self, X: Any) -> np.ndarray:
-        """True where the CPU demand is at or above the cores given (timeouts, unbounded queues)."""
+        """True where the CPU demand is at or above the cores (or the tokenizer saturated)."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        return slowdown.curve(self.theta_, self.log_k_, self.max_slowdown, X,
-                              self.pole_exponent, self.k_coef_)[1]
+        return slowdown.mechanism(self.values_, X, self.pole_exponent).pathological
 
     def to_params(self, meta: dict[str, Any] | None = None) -> slowdown.CurveParams:
-        """The fitted parameters as plain data (what :func:`advisor.slowdown.save_params` writes)."""
+        """The fitted parameters as plain data (what :func:`advisor.slowdown.save_params`
+        writes)."""
         check_is_fitted(self)
-        names = (
-            slowdown.FEATURES
-            if self.n_features_in_ == len(slowdown.FEATURES)
-            else tuple(f"x{i}" for i in range(self.n_features_in_))
-        )
         return slowdown.CurveParams(
-            theta=tuple(float(v) for v in self.theta_),
-            log_k=self.log_k_,
+            values=tuple(float(v) for v in self.values_),
             max_slowdown=float(self.max_slowdown),
-            sigma_log=self.sigma_log_,
+            sigma_log=float(self.sigma_log_),
             interval=float(self.interval),
             pole_exponent=float(self.pole_exponent),
-            bootstrap_theta=tuple(tuple(float(v) for v in t) for t in self.bootstrap_theta_),
-            bootstrap_log_k=tuple(float(v) for v in self.bootstrap_log_k_),
-            feature_names=names,
+            bootstrap_values=tuple(tuple(float(v) for v in t) for t in self.bootstrap_values_),
             meta=dict(meta or {}),
-            k_coef=tuple(float(v) for v in self.k_coef_),
-            bootstrap_k_coef=tuple(tuple(float(v) for v in t) for t in self.bootstrap_k_coef_),
         )
 
     @classmethod
     def from_params(cls, params: slowdown.CurveParams) -> CoreSlowdownRegressor:
         """A fitted estimator rebuilt from plain parameters (e.g. loaded from JSON)."""
         est = cls(max_slowdown=params.max_slowdown, interval=params.interval,
-                  pole_exponent=params.pole_exponent, n_bootstrap=len(params.bootstrap_theta))
-        est.theta_ = np.asarray(params.theta, dtype=float)
-        est.log_k_ = float(params.log_k)
+                  pole_exponent=params.pole_exponent,
+                  n_bootstrap=len(params.bootstrap_values))
+        est.values_ = np.asarray(params.values, dtype=float)
         est.sigma_log_ = float(params.sigma_log)
-        est.bootstrap_theta_ = np.asarray(params.bootstrap_theta, dtype=float).reshape(
-            len(params.bootstrap_theta), len(params.theta)
-        )
-        est.bootstrap_log_k_ = np.asarray(params.bootstrap_log_k, dtype=float)
-        n_cov = len(params.theta) - 1
-        est.k_coef_ = (np.asarray(params.k_coef, dtype=float) if params.k_coef
-                       else np.zeros(n_cov))
-        est.bootstrap_k_coef_ = (
-            np.asarray(params.bootstrap_k_coef, dtype=float).reshape(-1, n_cov)
-            if params.k_coef else np.zeros((len(params.bootstrap_theta), n_cov)))
-        est.k_by = "platform" if np.any(est.k_coef_) else "none"
-        est.n_features_in_ = len(params.theta)
+        est.bootstrap_values_ = np.asarray(params.bootstrap_values, dtype=float).reshape(
+            len(params.bootstrap_values), len(slowdown.PARAM_NAMES))
+        est.n_features_in_ = len(slowdown.FEATURES)
         return est

@@ -1,9 +1,13 @@
 """Recommendations of cores per GPU: for one job (the job-submit path) and for a partition's
 observed job mix, each with the predicted TTFT gain and the cost of the extra cores.
 
-For a job (:func:`recommend_job`): the smallest whole number of cores per GPU whose predicted
-TTFT is within ``tolerance`` of ample cores, capped by what the node type can give (the
-``nodes`` table when a database is there, else the reference cloud instance's vCPUs per GPU).
+For a job (:func:`recommend_job`): the total cores ``max(knee, 2 + N, measured knee)`` as
+whole cores per GPU (:func:`sufficient_cores`): the model's knee (fewest cores whose predicted
+TTFT is within ``tolerance`` of ample cores), vLLM's floor of 2 + N cores for N GPUs, and the
+knee measured in a series of the same configuration when there is one; capped by what the
+node type can give (the ``nodes`` table when a database is there, else the reference cloud
+instance's vCPUs per GPU). With it: the regime, the evidence (nearest measured series) and,
+where the current cores are pathological, words and a measured range instead of a number.
 It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
 exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
 
@@ -77,11 +81,44 @@ def parse_model_size(text: str | float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Workload:
-    """The serving load a recommendation assumes (None: the model's reference)."""
+    """The serving load a recommendation assumes (None: the model's reference).
+
+    ``prefix_hit`` (0..1) is the share of prompt tokens served from the prefix cache; without
+    it, the named ``workload`` (``tokenize-heavy``, ``unique``, ``shared-prefix``) gives it, else
+    0 (unique prompts). ``renderer_workers`` are the API server's tokenizer threads (vLLM's
+    default: 1).
+    """
 
     model_params_b: float | None = None
     load_rps: float | None = None
     prompt_tokens: int | None = None
+    prefix_hit: float | None = None
+    workload: str | None = None
+    renderer_workers: int | None = None
+    engine_version: str | None = None
+
+    def hit(self) -> float:
+        return slowdown.prefix_hit_of(self.workload, self.prefix_hit)
+
+    def renderers(self) -> float | None:
+        """Renderer workers: given, else from a bench workload name (``.../rw4``), else None."""
+        if self.renderer_workers is not None:
+            return float(self.renderer_workers)
+        return slowdown.renderer_workers_of(self.workload)
+
+    def check(self) -> None:
+        """Raise UsageError for a value no server can have."""
+        if self.prefix_hit is not None and not 0.0 <= self.prefix_hit <= 1.0:
+            raise UsageError(f"--prefix-hit must be between 0 and 1, got {self.prefix_hit}")
+        if (self.workload is not None
+                and self.workload.split("/")[0] not in slowdown.WORKLOAD_PREFIX_HIT):
+            raise UsageError(f"--workload {self.workload!r}: choose one of "
+                             f"{', '.join(slowdown.WORKLOAD_PREFIX_HIT)} (or give --prefix-hit)")
+        if self.renderer_workers is not None and self.renderer_workers < 1:
+            raise UsageError(f"--renderer-workers must be at least 1, got {self.renderer_workers}")
+        for name, v in (("--rps", self.load_rps), ("--prompt-tokens", self.prompt_tokens)):
+            if v is not None and v <= 0:
+                raise UsageError(f"{name} must be positive, got {v}")
 
 
 @dataclass(frozen=True)
@@ -99,6 +136,7 @@ class JobQuery:
     db: str | None = None
     pricing_file: str | None = None
     model_file: str | None = None
+    tp: int | None = None  # tensor-parallel size (None: every GPU of the job)
 
 
 @dataclass(frozen=True)
@@ -106,26 +144,45 @@ class JobRecommendation:
     """A ``--cpus-per-gpu`` recommendation with its predicted gain and cost.
 
     Slowdowns are TTFT over TTFT with ample cores; the speedup is TTFT now over TTFT with the
-    recommendation. Interval upper ends are None (JSON null) when unbounded (pathological).
+    recommendation. Where the current cores are pathological (CPU demand above them), no
+    slowdown is predicted (``slowdown_now`` is None): ``pathological_note`` says so in words
+    with the measured range, and ``predicted_speedup`` is the measured lower bound
+    (``speedup_is_lower_bound``). Interval upper ends are None (JSON null) when unbounded.
     """
 
     gpu_type: str
     gpus: int
+    tp: int
     cpus_per_gpu: int
+    cores_total: int
+    knee_cores: int | None  # fewest total cores within the tolerance of ample (model)
+    measured_knee_cores: int | None  # of the measured series of this configuration, if any
+    knee_source: str  # what set cores_total: model, 2 + N floor, or measured: <series>
+    knee_cores_interval: tuple[int | None, int | None]  # over the bootstrap refits
+    floor_cores: int  # vLLM's 2 + N
+    regime: str  # at the current allocation: pathological (CPU-bound past saturation),
+    # cpu-bound (TTFT more than the tolerance above ample cores) or gpu-bound
+    load_regime: str  # gpu-bound when the floor suffices, else cpu-bound
+    demand_cores: float
+    demand_parts: dict[str, float]
+    pathological_below_cores: int | None  # None: no core count helps (tokenizer saturated)
+    pathological_note: str | None
     slurm_option: str
     current_cpus_per_gpu: float
+    current_cores_total: float
     max_cpus_per_gpu: int
     max_cpus_per_gpu_source: str
     tolerance: float
-    slowdown_now: float
-    slowdown_now_interval: tuple[float, float]
-    slowdown_recommended: float
-    slowdown_recommended_interval: tuple[float, float]
+    slowdown_now: float | None
+    slowdown_now_interval: tuple[float | None, float]
+    slowdown_recommended: float | None
+    slowdown_recommended_interval: tuple[float | None, float]
     pathological_now: bool
     ttft_ms_now: float | None
     ttft_ms_recommended: float | None
     predicted_speedup: float
     speedup_interval: tuple[float, float]
+    speedup_is_lower_bound: bool
     extra_vcpus: float
     usd_per_vcpu_hour: float
     usd_per_hour_delta: float
@@ -133,6 +190,8 @@ class JobRecommendation:
     cost_delta_pct: float
     cost_delta_pct_band: tuple[float, float]  # over every per-vCPU price in the price book
     instance: str
+    evidence: tuple[dict[str, Any], ...]
+    validation: dict[str, Any]
     warnings: tuple[str, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
 
@@ -162,31 +221,66 @@ def node_cap(db: str | None, gpu_type: str, partition: str | None) -> tuple[int,
     return int(row[0]), int(row[1])
 
 
+def _template(gpus: float, platform: str | None, w: Workload, tp: int | None = None) -> list[float]:
+    return slowdown.feature_row(
+        1.0, gpus=gpus, model_params_b=w.model_params_b, load_rps=w.load_rps,
+        prompt_tokens=w.prompt_tokens, platform=platform, tp=tp, prefix_hit=w.hit(),
+        renderer_workers=w.renderers())
+
+
 def _rows(params: slowdown.CurveParams, cores: Sequence[float], gpus: float, platform: str | None,
-          w: Workload) -> np.ndarray:
-    return np.array([
-        slowdown.feature_row(c, gpus=gpus, model_params_b=w.model_params_b, load_rps=w.load_rps,
-                             prompt_tokens=w.prompt_tokens, platform=platform)
-        for c in cores
-    ])
+          w: Workload, tp: int | None = None) -> np.ndarray:
+    t = _template(gpus, platform, w, tp)
+    return np.array([[float(c), *t[1:]] for c in cores])
+
+
+def floor_cores(gpus: int) -> int:
+    """vLLM's guidance: at least 2 + N physical cores for N GPUs (API server, engine core, one
+    per GPU worker)."""
+    return 2 + int(gpus)
+
+
+@dataclass(frozen=True)
+class Sufficient:
+    """The cores one configuration needs: the model's knee, the floor, what to ask for."""
+
+    cpus_per_gpu: int
+    knee_total: int | None  # None: not reached within the cap
+    reached: bool
+    measured_knee_total: int | None = None  # of a measured series of this configuration
+    measured_series: str | None = None
+
+
+def sufficient_cores(
+    params: slowdown.CurveParams, *, gpus: int, platform: str | None, workload: Workload,
+    tolerance: float, cap: int, tp: int | None = None,
+) -> Sufficient:
+    """Whole cores per GPU to ask for: the knee (fewest total cores within ``tolerance`` of
+    ample cores), never below the 2 + N floor nor below the knee measured in a series of the
+    same configuration (within :data:`NEAR_DISTANCE`), at most ``cap`` per GPU. The one
+    function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the
+    policy's rules."""
+    cap = max(int(cap), 1)
+    knee = slowdown.knee_total_cores(params, _template(gpus, platform, workload, tp), tolerance,
+                                     max_total=cap * gpus)
+    near = measured_knee_near(evidence_for(params, platform=platform, gpus=gpus,
+                                           workload=workload))
+    total = max(knee if knee is not None else cap * gpus, floor_cores(gpus),
+                near[0] if near else 0)
+    per_gpu = min(math.ceil(total / gpus), cap)
+    return Sufficient(per_gpu, knee, knee is not None, near[0] if near else None,
+                      near[1] if near else None)
 
 
 def smallest_sufficient(
     params: slowdown.CurveParams, *, gpus: float, platform: str | None, workload: Workload,
     tolerance: float, cap: int,
 ) -> tuple[int, bool]:
-    """Smallest whole cores per GPU in [1, cap] within ``tolerance`` of ample cores.
-
-    Returns (cores, reached): ``reached`` is False when even ``cap`` is not enough (then
-    ``cap`` is returned).
-    """
-    cores = list(range(1, cap + 1))
-    X = _rows(params, cores, gpus, platform, workload)
-    s, patho = slowdown.evaluate(params, X)
-    ok = (s <= 1.0 + tolerance) & ~patho
-    if ok.any():
-        return cores[int(np.argmax(ok))], True
-    return cap, False
+    """(cores per GPU, reached) of :func:`sufficient_cores` (``reached`` is False when even
+    ``cap`` is not enough)."""
+    s = sufficient_cores(params, gpus=max(int(round(gpus)), 1), platform=platform,
+                         workload=workload, tolerance=tolerance, cap=cap)
+    return s.cpus_per_gpu, s.reached
 
 
 def _canonical(gpu_type: str) -> str:
@@ -195,23 +289,76 @@ def _canonical(gpu_type: str) -> str:
     return canonical_gpu_type(gpu_type) or gpu_type
 
 
-def _interval(low: float, high: float) -> tuple[float, float]:
-    return (float(low), float(high))
+def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: int,
+                 workload: Workload, top: int = 3) -> list[dict[str, Any]]:
+    """The measured series nearest to the request (from the fitted model's record of them),
+    each with its ``distance``: the sum of |log2| ratios of GPUs, model size, load, prompt
+    tokens and renderer workers, twice the prefix-hit difference, 1 for another platform and
+    0.5 for another engine version (0: the same configuration)."""
+
+    def l2(a: float | None, b: float | None, ref: float) -> float:
+        return abs(math.log2((a or ref) / (b or ref)))
+
+    out = []
+    for s in params.meta.get("series") or []:
+        if len(s.get("cores") or []) < 2 and s.get("source_kind") != "paper":
+            continue
+        d = (l2(s.get("gpus"), gpus, slowdown.REF_GPUS)
+             + l2(s.get("model_params_b"), workload.model_params_b, slowdown.REF_MODEL_PARAMS_B)
+             + l2(s.get("load_rps"), workload.load_rps, slowdown.REF_LOAD_RPS)
+             + l2(s.get("prompt_tokens"), workload.prompt_tokens, slowdown.REF_PROMPT_TOKENS)
+             + 2.0 * abs(float(s.get("prefix_hit") or 0.0) - workload.hit())
+             + l2(slowdown.renderer_workers_of(s.get("workload")), workload.renderers(), 1.0)
+             + (0.0 if s.get("platform") == platform else 1.0)
+             + (0.5 if workload.engine_version and s.get("engine_version")
+                and s.get("engine_version") != workload.engine_version else 0.0))
+        out.append({**s, "distance": round(d, 3)})
+    out.sort(key=lambda e: e["distance"])
+    return out[:top]
+
+
+NEAR_DISTANCE = 0.5  # evidence this close is the same configuration, give or take noise
+
+
+def measured_knee_near(evidence: Sequence[dict[str, Any]]) -> tuple[int, str] | None:
+    """(measured knee in total cores, series) of the nearest series within
+    :data:`NEAR_DISTANCE` that measured a knee, or None."""
+    for e in evidence:
+        if e.get("distance", math.inf) <= NEAR_DISTANCE and e.get("measured_knee_cores"):
+            return int(math.ceil(float(e["measured_knee_cores"]))), str(e["series"])
+    return None
+
+
+def _measured_below(evidence: Sequence[dict[str, Any]]) -> tuple[float, float, str] | None:
+    """(low, high, series) of the slowdowns measured below the knee of the nearest series
+    that measured any (a published speedup: its fewest-cores value)."""
+    for e in evidence:
+        cores, slows = e.get("cores") or [], e.get("slowdowns") or []
+        knee = e.get("measured_knee_cores") or (max(cores) if cores else 0)
+        vals = [s for c, s in zip(cores, slows, strict=False) if c < knee and s > 1.0]
+        if vals:
+            return min(vals), max(vals), str(e["series"])
+    return None
 
 
 def recommend_job(q: JobQuery) -> JobRecommendation:
-    """The smallest sufficient ``--cpus-per-gpu`` for one job (see the module doc)."""
+    """The ``--cpus-per-gpu`` for one job: the knee, never below the floor (see the module
+    doc)."""
     if q.gpus < 1:
         raise UsageError(f"--gpus must be at least 1, got {q.gpus}")
+    if q.tp is not None and not 1 <= q.tp <= q.gpus:
+        raise UsageError(f"--tp must be between 1 and --gpus ({q.gpus}), got {q.tp}")
     if not 0 < q.tolerance < 10:
         raise UsageError(f"--tolerance must be in (0, 10), got {q.tolerance}")
     if q.current_cpus_per_gpu is not None and q.current_cpus_per_gpu <= 0:
         raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
+    q.workload.check()
     params = slowdown.load_params(q.model_file)
     book = load_pricing(q.pricing_file)
     platform = _canonical(q.gpu_type)
     instance = book.instance_for(platform)
     warnings = slowdown.coverage_warnings(params, platform=platform, gpus=q.gpus)
+    tp = q.tp or q.gpus
 
     if q.max_cpus_per_gpu is not None:
         if q.max_cpus_per_gpu < 1:
@@ -230,18 +377,91 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     cap = max(int(cap), 1)
 
     current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
-    rec, reached = smallest_sufficient(params, gpus=q.gpus, platform=platform,
-                                       workload=q.workload, tolerance=q.tolerance, cap=cap)
-    if not reached:
+    suff = sufficient_cores(params, gpus=q.gpus, platform=platform, workload=q.workload,
+                            tolerance=q.tolerance, cap=cap, tp=tp)
+    rec = suff.cpus_per_gpu
+    floor = floor_cores(q.gpus)
+    total_wanted = max(suff.knee_total or 0, floor, suff.measured_knee_total or 0)
+    knee_source = ("measured: " + str(suff.measured_series)
+                   if suff.measured_knee_total and suff.measured_knee_total == total_wanted
+                   and suff.measured_knee_total > (suff.knee_total or 0)
+                   else "2 + N floor" if floor == total_wanted and floor > (suff.knee_total or 0)
+                   else "model")
+    template = _template(q.gpus, platform, q.workload, tp)
+    knees = slowdown.knees_total_cores(params, template, q.tolerance, cap * q.gpus,
+                                       params.bootstrap_values)
+    if knees:
+        ks = np.array([math.inf if k is None else k for k in knees], dtype=float)
+        lo_k, hi_k = np.quantile(ks, 0.05, method="lower"), np.quantile(ks, 0.95, method="higher")
+        knee_interval: tuple[int | None, int | None] = (
+            None if math.isinf(lo_k) else int(lo_k), None if math.isinf(hi_k) else int(hi_k))
+    else:
+        knee_interval = (suff.knee_total, suff.knee_total)
+    if not suff.reached:
         warnings.append(f"even {cap} cores per GPU (the most the node type gives) are predicted "
                         f"more than {q.tolerance:.0%} slower than ample cores")
-    X = _rows(params, [current, rec], q.gpus, platform, q.workload)
+    if floor > cap * q.gpus:
+        warnings.append(f"the node type gives {cap} cores per GPU, below vLLM's 2 + N floor "
+                        f"({floor} cores for {q.gpus} GPUs)")
+    X = _rows(params, [current, rec], q.gpus, platform, q.workload, tp)
+    mech = slowdown.mechanism(params.values, X, params.pole_exponent)
     pred = slowdown.predict(params, X)
-    speed, s_lo, s_hi = slowdown.ratio_interval(params, X[:1], X[1:])
-    if pred.pathological[0]:
+    ratio_boot = slowdown.bootstrap_curves(params, X)
+    demand = float(mech.demand_cores[0])
+    parts = {"api_server": float(mech.api_server_cores[0]),
+             "engine_core": float(mech.engine_core_cores[0]),
+             "gpu_workers": float(mech.worker_cores[0]) * q.gpus}
+    tokenizer = float(mech.tokenizer_utilisation[0])
+    evidence = evidence_for(params, platform=platform, gpus=q.gpus, workload=q.workload)
+    patho_now = bool(mech.pathological[0])
+    patho_below: int | None = int(math.floor(demand)) + 1
+    note = None
+    renderers = int(q.workload.renderers() or 1)
+    if tokenizer >= 1.0:
+        patho_below = None
         warnings.append(
-            f"{current:g} cores per GPU is in the pathological region: CPU demand above the "
-            "cores given (timeouts, unbounded queues); the slowdown shown is the model's cap")
+            f"the API server's tokenizer is saturated ({tokenizer:.2f} of {renderers} renderer "
+            "worker(s) busy): no number of cores helps; run more renderer workers (vLLM's "
+            "renderer_num_workers) or fewer tokens per second")
+    elif tokenizer >= 0.7:
+        warnings.append(
+            f"the API server's tokenizer is {tokenizer:.0%} busy ({renderers} renderer "
+            "worker(s)): its queue, not the cores, sets TTFT near this load; more renderer "
+            "workers (vLLM's renderer_num_workers) lift it")
+    if patho_now:
+        measured = _measured_below(evidence)
+        where = (f"below {patho_below} cores" if patho_below is not None
+                 else "at any core count")
+        note = (f"pathological {where}: the CPU demand (about {demand:.1f} cores: API server "
+                f"{parts['api_server']:.1f}, engine core {parts['engine_core']:.1f}, GPU workers "
+                f"{parts['gpu_workers']:.1f}) exceeds the {current * q.gpus:g} given; queues "
+                "grow without bound and requests time out")
+        if measured is not None:
+            note += (f"; the nearest measured series ({measured[2]}) was {measured[0]:.2f}x to "
+                     f"{measured[1]:.2f}x slower than with ample cores below its knee")
+        warnings.append(note)
+    slow_now = None if patho_now else float(mech.slowdown[0])
+    slow_rec = None if mech.pathological[1] else float(mech.slowdown[1])
+    if patho_now:
+        measured = _measured_below(evidence)
+        speed = measured[0] if measured is not None else 1.0
+        s_lo, s_hi, lower_bound = speed, math.inf, True
+    else:
+        speed = float(mech.slowdown[0] / mech.slowdown[1])
+        if ratio_boot.shape[0]:
+            with np.errstate(invalid="ignore"):
+                r = np.nan_to_num(ratio_boot[:, 0] / ratio_boot[:, 1], nan=np.inf, posinf=1e300)
+            s_lo = float(min(np.quantile(r, 0.05), speed))
+            s_hi = float(max(np.quantile(r, 0.95), speed))
+            s_hi = math.inf if s_hi >= 1e299 else s_hi
+        else:
+            s_lo = s_hi = speed
+        s_lo = max(s_lo, min(1.0, speed))
+        lower_bound = False
+    bound = 1.0 + q.tolerance
+    regime = ("pathological" if patho_now else
+              "cpu-bound" if (slow_now or 1.0) > bound else "gpu-bound")
+    load_regime = "gpu-bound" if total_wanted <= floor else "cpu-bound"
     if current >= rec:
         warnings.append(f"the current {current:g} cores per GPU already suffice")
     extra = max(0.0, (rec - current) * q.gpus)
@@ -251,24 +471,44 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
             for v in book.vcpu_prices]
     ttft_now = ttft_rec = None
     if q.ample_ttft_ms is not None:
-        ttft_now = q.ample_ttft_ms * float(pred.slowdown[0])
-        ttft_rec = q.ample_ttft_ms * float(pred.slowdown[1])
+        ttft_now = None if slow_now is None else q.ample_ttft_ms * slow_now
+        ttft_rec = None if slow_rec is None else q.ample_ttft_ms * slow_rec
+    validation = dict(params.meta.get("validation") or {})
+    if q.workload.engine_version:
+        versions = {s.get("engine_version") for s in params.meta.get("series") or []}
+        if q.workload.engine_version not in versions:
+            warnings.append(f"extrapolation: no calibration series of engine version "
+                            f"{q.workload.engine_version} (measured: "
+                            f"{', '.join(sorted(v for v in versions if v))})")
+    hit_source = ("given" if q.workload.prefix_hit is not None else
+                  f"workload {q.workload.workload}" if q.workload.workload else
+                  "default: unique prompts")
     assumptions = {
         "current_cpus_per_gpu": ("given" if q.current_cpus_per_gpu is not None else
                                  "Slurm's default: 1 CPU per task, one task, so 1/GPUs per GPU"),
         "workload": {
             "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
-            "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,
+            "load_rps": q.workload.load_rps if q.workload.load_rps is not None
+            else slowdown.REF_LOAD_RPS,
             "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
-            "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens)",
+            "prefix_hit": q.workload.hit(),
+            "prefix_hit_source": hit_source,
+            "renderer_workers": renderers,
+            "tp": tp,
+            "engine_version": q.workload.engine_version,
+            "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
+                        "unique prompts, 1 renderer worker, TP = GPUs)",
         },
-        "target": f"TTFT within {q.tolerance:.0%} of TTFT with ample cores",
+        "target": f"TTFT within {q.tolerance:.0%} of TTFT with ample cores, and at least "
+                  f"vLLM's 2 + N cores ({floor})",
         "model": {
             "file": str(q.model_file or os.environ.get(slowdown.MODEL_ENV)
                         or slowdown.shipped_model_path().name),
             "fitted_at": params.meta.get("fitted_at"),
-            "loo_mape": params.meta.get("loo_mape"),
+            "validation_error": validation.get("model"),
+            "validation_metric": validation.get("metric"),
             "interval": params.interval,
+            "parameters": params.named(),
         },
         "platform": platform,
         "cap": cap_source,
@@ -290,21 +530,37 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     return JobRecommendation(
         gpu_type=q.gpu_type,
         gpus=q.gpus,
+        tp=tp,
         cpus_per_gpu=rec,
+        cores_total=rec * q.gpus,
+        knee_cores=suff.knee_total,
+        measured_knee_cores=suff.measured_knee_total,
+        knee_source=knee_source,
+        knee_cores_interval=knee_interval,
+        floor_cores=floor,
+        regime=regime,
+        load_regime=load_regime,
+        demand_cores=demand,
+        demand_parts=parts,
+        pathological_below_cores=patho_below,
+        pathological_note=note,
         slurm_option=f"--cpus-per-gpu={rec}",
         current_cpus_per_gpu=current,
+        current_cores_total=current * q.gpus,
         max_cpus_per_gpu=cap,
         max_cpus_per_gpu_source=cap_source,
         tolerance=q.tolerance,
-        slowdown_now=float(pred.slowdown[0]),
-        slowdown_now_interval=_interval(pred.low[0], pred.high[0]),
-        slowdown_recommended=float(pred.slowdown[1]),
-        slowdown_recommended_interval=_interval(pred.low[1], pred.high[1]),
-        pathological_now=bool(pred.pathological[0]),
+        slowdown_now=slow_now,
+        slowdown_now_interval=(None if patho_now else float(pred.low[0]), float(pred.high[0])),
+        slowdown_recommended=slow_rec,
+        slowdown_recommended_interval=(None if slow_rec is None else float(pred.low[1]),
+                                       float(pred.high[1])),
+        pathological_now=patho_now,
         ttft_ms_now=ttft_now,
         ttft_ms_recommended=ttft_rec,
-        predicted_speedup=float(speed[0]),
-        speedup_interval=_interval(s_lo[0], s_hi[0]),
+        predicted_speedup=float(speed),
+        speedup_interval=(float(s_lo), float(s_hi)),
+        speedup_is_lower_bound=lower_bound,
         extra_vcpus=extra,
         usd_per_vcpu_hour=cost.usd_per_vcpu_hour,
         usd_per_hour_delta=cost.usd_per_hour_delta,
@@ -312,6 +568,8 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         cost_delta_pct=cost.cost_delta_pct,
         cost_delta_pct_band=(min(pcts), max(pcts)),
         instance=instance.name,
+        evidence=tuple(evidence),
+        validation=validation,
         warnings=tuple(warnings),
         assumptions=assumptions,
     )
@@ -457,7 +715,9 @@ def recommend_partitions(
         X_job = np.array([
             slowdown.feature_row(c, gpus=g, model_params_b=q.workload.model_params_b,
                                  load_rps=q.workload.load_rps,
-                                 prompt_tokens=q.workload.prompt_tokens, platform=platform)
+                                 prompt_tokens=q.workload.prompt_tokens, platform=platform,
+                                 prefix_hit=q.workload.hit(),
+                                 renderer_workers=q.workload.renderers())
             for c, g in zip(cores_job, gpus_job, strict=True)
         ])
         X_rec = X_job.copy()

@@ -1,29 +1,41 @@
-"""The TTFT-slowdown curve itself: numpy-only math, features, and the fitted parameters as JSON.
+"""The TTFT-slowdown model of CPU starvation: numpy-only mechanism, features, parameters as JSON.
 
 This is the part of the model that the job-submit path needs, so it imports numpy and nothing
 heavier (scikit-learn's import alone costs about half a second). The scikit-learn estimator in
-:mod:`advisor.model` fits the parameters and calls :func:`curve` to predict; the recommend path
-loads the same parameters from JSON (:func:`load_params`) and calls the same functions.
+:mod:`advisor.model` fits the parameters; the recommend path loads the same parameters from JSON
+(:func:`load_params`) and calls the same functions.
 
-The curve (a queueing-style saturating law, monotone by construction):
+The mechanism (vLLM V1's CPU critical path; docs/model.md):
 
-- the serving stack's CPU demand per GPU is ``demand = exp(theta[0] + x . theta[1:])`` cores,
-  where ``x`` are the covariates (log2 GPUs, model size, load, prompt tokens over a reference,
-  and one-hot platform offsets);
-- with ``c`` cores per GPU the CPU load is ``rho = demand / c``;
-- for ``rho < 1`` the slowdown of TTFT against ample cores is ``1 + k * rho / (1 - rho)**q``:
-  it falls towards 1 as cores grow and never increases with cores (``k > 0``, ``q > 0``);
-  ``log k = log_k + x . k_coef`` may shift with the covariates too (the fit lets only the
-  platform columns do so): how far the CPU work shows in TTFT differs by platform and stack
-  (the research's Blackwell cliff, the H200 TP=2 runs' gradual decline), yet ``k`` does not
-  depend on cores, so the curve stays monotone;
-  ``q`` (the pole exponent, default 2) sets how sharp the cliff near the demand is: 1 is the
-  M/M/1 law; 2 was chosen by leave-one-out on the published points (docs/model.md);
-- for ``rho >= 1`` (CPU demand above the cores given) the queues are unbounded and runs time out:
-  the **pathological region**. It is not extrapolated: the slowdown is reported as
-  ``max_slowdown`` with the flag ``pathological`` and an unbounded upper interval.
+- CPU **demand** in cores is the sum of its parts:
 
-Design-matrix column 0 is cores per GPU; the other columns are the covariates.
+  - the API server: ``api_base + api_per_100k_tok_s * tokens/s / 1e5``, where the tokens are
+    every prompt token tokenized per second (``requests/s x prompt tokens``; a prefix-cache hit
+    saves GPU work, not tokenization);
+  - the engine core: ``engine_core`` (a busy loop under load, about a core);
+  - one busy-waiting worker per GPU when tensor parallelism is on (TP > 1):
+    ``worker_busy x GPUs`` (vLLM's own guidance, at least 2 + N physical cores for N GPUs, is
+    the prior);
+
+- the serving stack's threads share the job's ``c`` cores like the servers of an M/M/c queue
+  with offered load ``demand``: the wait of a CPU step relative to its service time ``W``
+  (:func:`queue_wait`) is negligible with a few cores to spare and without bound as ``c``
+  falls to the demand;
+- how much of TTFT that wait is depends on how CPU-bound the request is: ``k = k_cpu x
+  cpu_share`` with ``cpu_share = 1 / (1 + gpu_weight x (1 - prefix_hit) x (params_b / 8) /
+  (gpu_speed x TP))``: a request whose prompt is served from the prefix cache is nearly all
+  CPU (tokenization), a unique long prompt on a slow GPU nearly all GPU prefill;
+- slowdown against ample cores: ``1 + k x W**q`` (``q``, the pole exponent, 1 by default);
+- **pathological**: ``demand >= c`` (the queue has no steady state: timeouts, a run that never
+  settles), or the serialised tokenizer (``renderer_workers`` threads, 1 by default) busier
+  than it can be: ``api_per_100k_tok_s x tokens/s / 1e5 / renderer_workers >= 1``, which no
+  number of cores repairs. Such a prediction is never a number: the point value is a display
+  cap (``max_slowdown``) flagged ``pathological`` with an unbounded interval, and the
+  recommendation says "pathological below N cores" instead.
+
+Design-matrix column 0 is cores per GPU, column 1 the cores per GPU the slowdown is measured
+against (0: ample), then the covariates (:data:`FEATURES`), and a last column that says what a
+row's target is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
 """
 
 from __future__ import annotations
@@ -39,34 +51,67 @@ from typing import Any
 import numpy as np
 
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/2"
-# Format 1 had one shared k (no ``k_coef``): it loads as format 2 with every k offset at 0.
-OLD_MODEL_FORMATS = ("advisor-slowdown-model/1",)
+MODEL_FORMAT = "advisor-slowdown-model/3"
 
-# References of the covariates: a value equal to its reference (or unknown) contributes 0.
+# References of the covariates (an unknown value takes its reference).
 REF_GPUS = 4.0
 REF_MODEL_PARAMS_B = 8.0
 REF_LOAD_RPS = 8.0
 REF_PROMPT_TOKENS = 16384.0  # geometric middle of the research's 1.8k-114k attacker prompts
 PLATFORMS: tuple[str, ...] = ("H100", "H200", "B200", "RTX PRO 6000 Blackwell")
+# Dense BF16 tensor throughput relative to the H100 SXM (vendors' datasheets: H100/H200 ~989,
+# B200 ~2250, A100 312, L40S 362, RTX PRO 6000 Blackwell ~500 TFLOPS): how fast a GPU eats the
+# prefill work that competes with the CPU work for TTFT. Unknown GPUs count as an H100.
+GPU_SPEED: dict[str, float] = {
+    "H100": 1.0, "H200": 1.0, "B200": 2.27, "B300": 2.27, "A100": 0.32, "L40S": 0.37,
+    "RTX PRO 6000 Blackwell": 0.5,
+}
+# Prefix-cache hit share of the bench's named workloads (docs/bench.md), when none is measured.
+WORKLOAD_PREFIX_HIT: dict[str, float] = {
+    "tokenize-heavy": 0.95, "unique": 0.0, "shared-prefix": 0.9, "attacker-victim": 0.0,
+}
 FEATURES: tuple[str, ...] = (
-    "cores_per_gpu",
-    "log2_gpus",
-    "log2_model_params_b",
-    "log2_load_rps",
-    "log2_prompt_tokens",
-    *(f"platform={p}" for p in PLATFORMS),
+    "cores_per_gpu", "ref_cores_per_gpu", "gpus", "tp", "model_params_b", "load_rps",
+    "prompt_tokens", "prefix_hit", "renderer_workers", "gpu_speed", "target",
 )
-DEFAULT_POLE_EXPONENT = 2.0
-# Cores per GPU used as "ample" when a ratio is asked against ample cores.
-AMPLE_CORES_PER_GPU = 1.0e6
-_MIN_CORES = 1e-6
+TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
+PARAM_NAMES: tuple[str, ...] = (
+    "api_base", "api_per_100k_tok_s", "engine_core", "worker_busy", "k_cpu", "gpu_weight",
+    "burst",
+)
+# The prior of every parameter (the fit's ridge pulls log-parameters towards these): an API
+# server and an engine core of about a core together with a worker per GPU make vLLM's 2 + N
+# rule; about 300k tokens/s per core for a fast BPE tokenizer; a CPU-bound request's TTFT is
+# about its CPU time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as
+# tokenizing it (gpu_weight 1).
+# burst 1: the cores the threads contend for are their mean CPU use.
+PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
+_DEFAULTS = (np.nan, 0.0, REF_GPUS, 0.0, REF_MODEL_PARAMS_B, REF_LOAD_RPS, REF_PROMPT_TOKENS,
+             0.0, 1.0, 1.0, 0.0)
+DEFAULT_POLE_EXPONENT = 1.0
+DISPLAY_CAP = 25.0  # what charts draw in the pathological region (never reported as a number)
 
 
-def _log2_ratio(value: float | None, ref: float) -> float:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value <= 0:
-        return 0.0
-    return math.log2(float(value) / ref)
+def platform_speed(platform: str | None) -> float:
+    """Relative GPU speed of a platform (:data:`GPU_SPEED`; 1.0 when unknown)."""
+    return GPU_SPEED.get(platform or "", 1.0)
+
+
+def prefix_hit_of(workload: str | None, prefix_hit: float | None = None) -> float:
+    """The prefix-cache hit share: given, else the named workload's (the part before a ``/``),
+    else 0 (unique prompts)."""
+    if prefix_hit is not None and not (isinstance(prefix_hit, float) and math.isnan(prefix_hit)):
+        return float(min(max(prefix_hit, 0.0), 1.0))
+    return WORKLOAD_PREFIX_HIT.get((workload or "").split("/")[0].strip().lower(), 0.0)
+
+
+def renderer_workers_of(workload: str | None) -> float | None:
+    """Renderer workers a bench workload name carries (``tokenize-heavy/rw4``: 4), else None."""
+    for part in (workload or "").split("/")[1:]:
+        part = part.strip().lower()
+        if part.startswith("rw") and part[2:].isdigit() and int(part[2:]) > 0:
+            return float(part[2:])
+    return None
 
 
 def feature_row(
@@ -77,89 +122,160 @@ def feature_row(
     load_rps: float | None = None,
     prompt_tokens: float | None = None,
     platform: str | None = None,
+    tp: float | None = None,
+    prefix_hit: float | None = None,
+    renderer_workers: float | None = None,
+    ref_cores_per_gpu: float | None = None,
+    target: str = "slowdown",
 ) -> list[float]:
-    """One design-matrix row (see :data:`FEATURES`); unknown covariates sit at their reference."""
-    row = [
+    """One design-matrix row (see :data:`FEATURES`); unknown covariates take their reference
+    (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample)."""
+
+    def known(v: float | None, ref: float) -> float:
+        if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
+            return ref
+        return float(v)
+
+    g = known(gpus, REF_GPUS)
+    return [
         float(cores_per_gpu),
-        _log2_ratio(gpus, REF_GPUS),
-        _log2_ratio(model_params_b, REF_MODEL_PARAMS_B),
-        _log2_ratio(load_rps, REF_LOAD_RPS),
-        _log2_ratio(prompt_tokens, REF_PROMPT_TOKENS),
+        known(ref_cores_per_gpu, 0.0),
+        g,
+        min(known(tp, g), g),
+        known(model_params_b, REF_MODEL_PARAMS_B),
+        REF_LOAD_RPS if load_rps is None or load_rps < 0 else float(load_rps),
+        known(prompt_tokens, REF_PROMPT_TOKENS),
+        0.0 if prefix_hit is None else float(min(max(prefix_hit, 0.0), 1.0)),
+        known(renderer_workers, 1.0),
+        platform_speed(platform),
+        float(TARGETS.index(target)),
     ]
-    row.extend(1.0 if platform == p else 0.0 for p in PLATFORMS)
-    return row
 
 
-def curve(
-    theta: np.ndarray,
-    log_k: float,
-    max_slowdown: float,
-    X: np.ndarray,
-    pole_exponent: float = DEFAULT_POLE_EXPONENT,
-    k_coef: np.ndarray | Sequence[float] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Slowdown against ample cores for each row of ``X``, and the pathological flag.
-
-    ``theta`` has one more entry than ``X`` has covariates (the intercept first); ``k_coef``
-    (optional, one entry per covariate, zeros where ``k`` is shared) shifts ``log k`` row by row.
-    With fitted parameters at hand, prefer :func:`evaluate`, which passes everything along.
-    """
+def _columns(X: np.ndarray) -> dict[str, np.ndarray]:
+    """The design matrix as named, sanitised columns (missing trailing columns: defaults)."""
     X = np.asarray(X, dtype=float)
-    cores = np.maximum(X[:, 0], _MIN_CORES)
-    log_demand = theta[0] + X[:, 1:] @ theta[1:]
-    rho = np.exp(np.clip(log_demand, -50.0, 50.0)) / cores
-    if k_coef is None:
-        k: float | np.ndarray = math.exp(log_k)
-    else:
-        k = np.exp(np.clip(log_k + X[:, 1:] @ np.asarray(k_coef, dtype=float), -50.0, 50.0))
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
+    full = np.tile(np.asarray(_DEFAULTS, dtype=float), (X.shape[0], 1))
+    m = min(X.shape[1], len(FEATURES))
+    full[:, :m] = X[:, :m]
+    c = dict(zip(FEATURES, full.T, strict=True))
+    gpus = np.clip(np.nan_to_num(c["gpus"], nan=REF_GPUS), 1.0, 1024.0)
+    tp = np.nan_to_num(c["tp"], nan=0.0)
+    return {
+        "cores": np.clip(np.nan_to_num(c["cores_per_gpu"], nan=1.0), 1e-6, 1e6) * gpus,
+        "ref": np.where(c["ref_cores_per_gpu"] > 0,
+                        np.clip(c["ref_cores_per_gpu"], 1e-6, 1e6) * gpus, np.inf),
+        "gpus": gpus,
+        "tp": np.where(tp >= 1, np.minimum(tp, gpus), gpus),
+        "model": np.clip(c["model_params_b"], 0.01, 1e5),
+        "rps": np.clip(c["load_rps"], 0.0, 1e6),
+        "tokens": np.clip(c["prompt_tokens"], 1.0, 1e8),
+        "hit": np.clip(c["prefix_hit"], 0.0, 1.0),
+        "renderers": np.clip(c["renderer_workers"], 1.0, 1e3),
+        "speed": np.clip(c["gpu_speed"], 0.01, 100.0),
+        "target": np.clip(np.rint(np.nan_to_num(c["target"])), 0, len(TARGETS) - 1).astype(int),
+    }
+
+
+def queue_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """Mean wait in an M/M/c queue with ``servers`` (real) and offered ``load``, in units of
+    the service time: Sakasegawa's closed form ``rho**(sqrt(2 (c + 1)) - 1) / (c (1 - rho))``
+    with ``rho = load / c`` (exact for one server, close to Erlang C for more, and smooth in
+    ``c``); inf where the servers do not exceed the load."""
+    c = np.asarray(servers, dtype=float)
+    rho = np.asarray(load, dtype=float) / c
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        gap = np.maximum(1.0 - rho, 1e-300) ** pole_exponent
-        raw = np.where(rho < 1.0, 1.0 + k * rho / gap, np.inf)
-    pathological = raw >= max_slowdown
-    return np.minimum(raw, max_slowdown), pathological
+        w = np.power(np.clip(rho, 0.0, None), np.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho))
+    return np.where(rho < 1.0, w, np.inf)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """The mechanism's quantities for each row: demand, its parts, the wait, the slowdown."""
+
+    demand_cores: np.ndarray  # cores the server's threads contend for (burst x mean CPU)
+    api_server_cores: np.ndarray
+    engine_core_cores: np.ndarray
+    worker_cores: np.ndarray  # per GPU worker (0 without tensor parallelism)
+    tokenizer_utilisation: np.ndarray  # of the serialised tokenizer thread(s)
+    cpu_share: np.ndarray  # k_eff / k_cpu: how CPU-bound a request is with ample cores
+    slowdown: np.ndarray  # against the reference cores (ample: 1 at infinity); inf if patho
+    pathological: np.ndarray
+
+
+def _slowdown_at(cores: np.ndarray, demand: np.ndarray, k: np.ndarray, q: float) -> np.ndarray:
+    wait = queue_wait(cores, demand)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = 1.0 + k * np.power(np.maximum(wait, 0.0), q)
+    return np.where(cores > demand, s, np.inf)
+
+
+def mechanism(values: Sequence[float] | np.ndarray, X: np.ndarray,
+              pole_exponent: float = DEFAULT_POLE_EXPONENT,
+              cols: dict[str, np.ndarray] | None = None) -> Mechanism:
+    """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
+    ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
+    a0, at, e0, w, kc, gw, burst = (float(v) for v in values)
+    c = _columns(X) if cols is None else cols
+    tok = c["rps"] * c["tokens"] / 1e5
+    api = a0 + at * tok
+    workers = np.where(c["tp"] > 1, w, 0.0)
+    demand = burst * (api + e0 + workers * c["gpus"])
+    tokenizer = at * tok / c["renderers"]
+    share = 1.0 / (1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B)
+                   / (c["speed"] * c["tp"]))
+    k = kc * share
+    s_now = _slowdown_at(c["cores"], demand, k, pole_exponent)
+    s_ref = np.where(np.isinf(c["ref"]), 1.0,
+                     _slowdown_at(np.minimum(c["ref"], 1e6), demand, k, pole_exponent))
+    patho = (c["cores"] <= demand) | (tokenizer >= 1.0)
+    with np.errstate(invalid="ignore"):
+        rel = np.where(patho, np.inf, s_now / np.where(np.isfinite(s_ref), s_ref, 1.0))
+    return Mechanism(demand, api, np.full_like(demand, e0), workers, tokenizer, share, rel,
+                     patho)
+
+
+def target_values(values: Sequence[float] | np.ndarray, X: np.ndarray,
+                  pole_exponent: float = DEFAULT_POLE_EXPONENT) -> tuple[np.ndarray, np.ndarray]:
+    """What each row's target predicts (a slowdown, or a process's cores), and the pathological
+    flag (slowdown rows only)."""
+    m = mechanism(values, X, pole_exponent)
+    kind = _columns(X)["target"]
+    out = np.select([kind == 1, kind == 2, kind == 3],
+                    [m.api_server_cores, m.engine_core_cores, m.worker_cores], m.slowdown)
+    return out, m.pathological & (kind == 0)
 
 
 @dataclass(frozen=True)
 class CurveParams:
-    """Fitted parameters of the curve, plus what the fit saw (for extrapolation warnings)."""
+    """Fitted parameters, their bootstrap refits (by series), and what the fit saw."""
 
-    theta: tuple[float, ...]
-    log_k: float
-    max_slowdown: float
-    sigma_log: float  # std of log residuals (prediction noise around the curve)
-    interval: float  # e.g. 0.9 for a 90% interval
+    values: tuple[float, ...]  # natural units, one per PARAM_NAMES
+    max_slowdown: float = DISPLAY_CAP  # drawn in the pathological region; never a prediction
+    sigma_log: float = 0.0  # spread of log residuals of a held-out series (prediction noise)
+    interval: float = 0.9  # e.g. 0.9 for a 90% interval
     pole_exponent: float = DEFAULT_POLE_EXPONENT
-    bootstrap_theta: tuple[tuple[float, ...], ...] = ()
-    bootstrap_log_k: tuple[float, ...] = ()
+    bootstrap_values: tuple[tuple[float, ...], ...] = ()
+    param_names: tuple[str, ...] = PARAM_NAMES
     feature_names: tuple[str, ...] = FEATURES
     meta: dict[str, Any] = field(default_factory=dict)
-    # Offsets of log k, one per covariate (feature_names[1:]); () = one shared k (format 1).
-    k_coef: tuple[float, ...] = ()
-    bootstrap_k_coef: tuple[tuple[float, ...], ...] = ()
 
-    def k_coef_array(self) -> np.ndarray | None:
-        """``k_coef`` as an array for :func:`curve`, or None when k is shared."""
-        return np.asarray(self.k_coef, dtype=float) if self.k_coef else None
-
-    def k_offsets(self) -> dict[str, float]:
-        """The non-zero log-k offsets by covariate name (e.g. ``platform=H200``)."""
-        return {n: v for n, v in zip(self.feature_names[1:], self.k_coef, strict=False) if v}
+    def named(self) -> dict[str, float]:
+        return dict(zip(self.param_names, self.values, strict=True))
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "format": MODEL_FORMAT,
+            "param_names": list(self.param_names),
+            "values": list(self.values),
             "feature_names": list(self.feature_names),
-            "theta": list(self.theta),
-            "log_k": self.log_k,
             "max_slowdown": self.max_slowdown,
             "sigma_log": self.sigma_log,
             "interval": self.interval,
             "pole_exponent": self.pole_exponent,
-            "bootstrap_theta": [list(t) for t in self.bootstrap_theta],
-            "bootstrap_log_k": list(self.bootstrap_log_k),
-            "k_coef": list(self.k_coef) or [0.0] * (len(self.theta) - 1),
-            "bootstrap_k_coef": [list(t) for t in self.bootstrap_k_coef]
-            or [[0.0] * (len(self.theta) - 1) for _ in self.bootstrap_theta],
+            "bootstrap_values": [list(t) for t in self.bootstrap_values],
             "meta": self.meta,
         }
 
@@ -168,65 +284,93 @@ class CurveParams:
         from advisor.errors import InputError
 
         fmt = data.get("format") if isinstance(data, dict) else None
-        if fmt not in (MODEL_FORMAT, *OLD_MODEL_FORMATS):
+        if fmt != MODEL_FORMAT:
             raise InputError(
-                f"not an advisor model file: format {fmt!r}, expected {MODEL_FORMAT!r} (or "
-                f"{', '.join(map(repr, OLD_MODEL_FORMATS))}); refit with `advisor fit --output`",
-                source=source)
+                f"not an advisor model file: format {fmt!r}, expected {MODEL_FORMAT!r}; refit "
+                "with `advisor fit --output FILE`", source=source)
         assert isinstance(data, dict)
         try:
-            theta = tuple(float(v) for v in data["theta"])
-            names = tuple(str(v) for v in data["feature_names"])
-            boot = tuple(tuple(float(v) for v in t) for t in data.get("bootstrap_theta", []))
-            if fmt == MODEL_FORMAT:
-                k_coef = tuple(float(v) for v in data["k_coef"])
-                boot_k = tuple(tuple(float(v) for v in t) for t in data["bootstrap_k_coef"])
-            else:  # format 1: one shared k
-                k_coef, boot_k = (), ()
             params = cls(
-                theta=theta,
-                log_k=float(data["log_k"]),
+                values=tuple(float(v) for v in data["values"]),
                 max_slowdown=float(data["max_slowdown"]),
                 sigma_log=float(data["sigma_log"]),
                 interval=float(data["interval"]),
                 pole_exponent=float(data["pole_exponent"]),
-                bootstrap_theta=boot,
-                bootstrap_log_k=tuple(float(v) for v in data.get("bootstrap_log_k", [])),
-                feature_names=names,
+                bootstrap_values=tuple(tuple(float(v) for v in t)
+                                       for t in data.get("bootstrap_values", [])),
+                param_names=tuple(str(v) for v in data["param_names"]),
+                feature_names=tuple(str(v) for v in data["feature_names"]),
                 meta=dict(data.get("meta") or {}),
-                k_coef=k_coef,
-                bootstrap_k_coef=boot_k,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"model file is incomplete or malformed: {exc}", source=source) from exc
-        if len(theta) != len(names):
-            raise InputError(
-                f"{len(theta)} coefficients for {len(names)} features", source=source,
-                field="theta",
-            )
-        if any(len(t) != len(theta) for t in boot) or len(boot) != len(params.bootstrap_log_k):
+        if params.param_names != PARAM_NAMES or len(params.values) != len(PARAM_NAMES):
+            raise InputError(f"parameters {list(params.param_names)} are not this version's "
+                             f"{list(PARAM_NAMES)}", source=source, field="param_names")
+        if any(len(t) != len(PARAM_NAMES) for t in params.bootstrap_values):
             raise InputError("bootstrap parameters do not match the model", source=source,
-                             field="bootstrap_theta")
-        if k_coef and (len(k_coef) != len(theta) - 1 or len(boot_k) != len(boot)
-                       or any(len(t) != len(k_coef) for t in boot_k)):
-            raise InputError("k offsets do not match the model", source=source, field="k_coef")
+                             field="bootstrap_values")
+        if not all(v > 0 and math.isfinite(v) for v in params.values):
+            raise InputError("every parameter must be a positive number", source=source,
+                             field="values")
         return params
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """Slowdown of TTFT against ample cores, with its interval (arrays, one entry per row)."""
+    """Slowdown of TTFT against the reference cores, with its interval (one entry per row).
+
+    ``slowdown`` is :attr:`CurveParams.max_slowdown` where ``pathological`` (a display value,
+    not a prediction); ``high`` is inf there.
+    """
 
     slowdown: np.ndarray
     low: np.ndarray
-    high: np.ndarray  # inf where the upper end is in the pathological region
+    high: np.ndarray
     pathological: np.ndarray
 
 
 def evaluate(params: CurveParams, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Point slowdown and pathological flag of the fitted curve for each row of ``X``."""
-    return curve(np.asarray(params.theta), params.log_k, params.max_slowdown, X,
-                 params.pole_exponent, params.k_coef_array())
+    """Point slowdown (display cap where pathological) and the pathological flag, row by row."""
+    m = mechanism(params.values, X, params.pole_exponent)
+    return np.minimum(m.slowdown, params.max_slowdown), m.pathological
+
+
+def total_cores_grid(template: Sequence[float] | np.ndarray, max_total: int) -> np.ndarray:
+    """Rows of ``template`` (a design-matrix row) at 1 .. ``max_total`` total cores, each
+    against ample cores (its slowdown target)."""
+    row = np.asarray(template, dtype=float).copy()
+    if row.shape[0] < len(FEATURES):
+        row = np.concatenate([row, np.asarray(_DEFAULTS[row.shape[0]:], dtype=float)])
+    gpus = float(_columns(row.reshape(1, -1))["gpus"][0])
+    grid = np.tile(row[: len(FEATURES)], (max(int(max_total), 1), 1))
+    grid[:, 0] = np.arange(1, grid.shape[0] + 1) / gpus
+    grid[:, 1] = 0.0
+    grid[:, FEATURES.index("target")] = 0.0
+    return grid
+
+
+def knee_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
+                     tolerance: float, max_total: int,
+                     ) -> int | None:
+    """Fewest total cores whose predicted TTFT is within ``tolerance`` of ample cores (and
+    not pathological), for the configuration of the design-matrix row ``template``; None when
+    even ``max_total`` is not enough."""
+    return knees_total_cores(params, template, tolerance, max_total, [params.values])[0]
+
+
+def knees_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
+                      tolerance: float, max_total: int,
+                      value_sets: Sequence[Sequence[float]]) -> list[int | None]:
+    """:func:`knee_total_cores` for each parameter set of ``value_sets`` (e.g. the refits)."""
+    grid = total_cores_grid(template, max_total)
+    cols = _columns(grid)
+    out: list[int | None] = []
+    for v in value_sets:
+        m = mechanism(v, grid, params.pole_exponent, cols)
+        ok = ~m.pathological & (m.slowdown <= 1.0 + tolerance)
+        out.append(int(np.argmax(ok)) + 1 if ok.any() else None)
+    return out
 
 
 def _z(interval: float) -> float:
@@ -243,61 +387,38 @@ def _z(interval: float) -> float:
 
 
 def bootstrap_curves(params: CurveParams, X: np.ndarray) -> np.ndarray:
-    """Slowdowns of every bootstrap refit, shape (n_bootstrap, n_rows); empty when none."""
+    """Slowdowns of every bootstrap refit (inf where pathological), shape (n_bootstrap, rows)."""
     X = np.asarray(X, dtype=float)
-    kcs: Sequence[Sequence[float] | None] = (
-        params.bootstrap_k_coef if params.k_coef else [None] * len(params.bootstrap_theta))
-    out = [
-        curve(np.asarray(t), lk, params.max_slowdown, X, params.pole_exponent,
-              None if kc is None else np.asarray(kc))[0]
-        for t, lk, kc in zip(params.bootstrap_theta, params.bootstrap_log_k, kcs, strict=True)
-    ]
+    cols = _columns(X)
+    out = [mechanism(v, X, params.pole_exponent, cols).slowdown for v in params.bootstrap_values]
     return np.vstack(out) if out else np.empty((0, X.shape[0]))
 
 
 def predict(params: CurveParams, X: np.ndarray) -> Prediction:
-    """Point slowdown, interval and pathological flag for each row of the design matrix ``X``."""
+    """Point slowdown, interval and pathological flag for each row of the design matrix ``X``.
+
+    The interval: quantiles of the series-bootstrap refits, widened by the held-out residual
+    spread; its upper end is inf where a refit (or the point) is pathological.
+    """
     X = np.asarray(X, dtype=float)
-    point, patho = evaluate(params, X)
+    m = mechanism(params.values, X, params.pole_exponent)
+    point = m.slowdown
     alpha = (1.0 - params.interval) / 2.0
-    boots = bootstrap_curves(params, X)
+    boots = np.minimum(bootstrap_curves(params, X), 1e300)  # inf: pathological refit
     if boots.shape[0]:
         lo_b = np.minimum(np.quantile(boots, alpha, axis=0), point)
         hi_b = np.maximum(np.quantile(boots, 1.0 - alpha, axis=0), point)
+        lo_b = np.where(lo_b >= 1e299, np.inf, lo_b)
+        hi_b = np.where(hi_b >= 1e299, np.inf, hi_b)
     else:
         lo_b, hi_b = point.copy(), point.copy()
     spread = math.exp(_z(params.interval) * params.sigma_log)
-    low = np.maximum(lo_b / spread, 1.0)
-    high = hi_b * spread
-    high = np.where(patho | (hi_b >= params.max_slowdown), np.inf, high)
-    return Prediction(slowdown=point, low=low, high=high, pathological=patho)
-
-
-def ratio_interval(
-    params: CurveParams, X_num: np.ndarray, X_den: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Point, low and high of slowdown(X_num) / slowdown(X_den), row by row.
-
-    Used for the speedup of a recommendation over the current cores: each bootstrap refit gives
-    one ratio, so the interval keeps the correlation between the two predictions; the residual
-    noise widens it as for a single prediction. The high end is inf when the numerator sits in
-    the pathological region.
-    """
-    num, patho = evaluate(params, X_num)
-    den, _ = evaluate(params, X_den)
-    point = num / den
-    alpha = (1.0 - params.interval) / 2.0
-    bn, bd = bootstrap_curves(params, X_num), bootstrap_curves(params, X_den)
-    if bn.shape[0]:
-        ratios = bn / bd
-        lo_b = np.minimum(np.quantile(ratios, alpha, axis=0), point)
-        hi_b = np.maximum(np.quantile(ratios, 1.0 - alpha, axis=0), point)
-    else:
-        lo_b, hi_b = point.copy(), point.copy()
-    spread = math.exp(_z(params.interval) * params.sigma_log)
-    low = np.maximum(lo_b / spread, np.minimum(1.0, point))
-    high = np.where(patho, np.inf, hi_b * spread)
-    return point, low, high
+    with np.errstate(invalid="ignore"):
+        low = np.where(np.isfinite(lo_b), np.maximum(lo_b / spread, 1.0), params.max_slowdown)
+        high = np.where(np.isfinite(hi_b), hi_b * spread, np.inf)
+    return Prediction(slowdown=np.minimum(point, params.max_slowdown),
+                      low=np.minimum(low, params.max_slowdown), high=high,
+                      pathological=m.pathological)
 
 
 def shipped_model_path() -> Path:
@@ -340,10 +461,11 @@ def coverage_warnings(
     seen_gpus = params.meta.get("gpus_seen") or []
     out = [*rows]
     if platform is not None and seen_platforms and platform not in seen_platforms:
+        speed = f"relative GPU speed {platform_speed(platform):g}" if platform in GPU_SPEED else (
+            "an unknown GPU, counted as an H100")
         out.append(
             f"extrapolation: no calibration data for platform {platform!r} "
-            f"(calibrated on {', '.join(seen_platforms)}); treated like the reference platform"
-        )
+            f"(calibrated on {', '.join(seen_platforms)}); predicted from its {speed}")
     if gpus is not None and seen_gpus and int(gpus) not in {int(g) for g in seen_gpus}:
         out.append(
             f"extrapolation: no calibration data for {int(gpus)} GPUs "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from advisor.pricing import PRICING_COLUMNS
 from advisor.recommend import (
     JobQuery,
     PartitionQuery,
+    Workload,
     parse_model_size,
     recommend_job,
     recommend_partitions,
@@ -78,7 +80,8 @@ def test_the_cost_delta_reproduces_the_researchs_1_5_percent(no_db, tmp_path: Pa
     site.write_text(",".join(PRICING_COLUMNS) + "\n"
                     "vcpu,paper,,,,,0.05,,2026-03-24,arXiv 2603.22774,\n")
     # 8 GPUs of a p5.48xlarge; 2 more cores per GPU than the 1 given: 16 vCPUs.
-    rec = recommend_job(JobQuery(gpu_type="H100", gpus=8, current_cpus_per_gpu=1,
+    heavy = Workload(load_rps=64, prompt_tokens=100_000, renderer_workers=32)  # needs > 3
+    rec = recommend_job(JobQuery(gpu_type="H100", gpus=8, current_cpus_per_gpu=1, workload=heavy,
                                  max_cpus_per_gpu=3, tolerance=0.01, pricing_file=str(site)))
     assert rec.cpus_per_gpu == 3 and rec.extra_vcpus == 16
     assert rec.usd_per_hour_delta == pytest.approx(0.80)
@@ -256,3 +259,150 @@ def test_a_partition_recommendation_can_be_limited_to_clusters_and_a_time_range(
     assert early.p25_cores_per_gpu == pytest.approx(0.25)
     assert not recommend_partitions(
         PartitionQuery(db=str(db_path), clusters=("nowhere",))).rows
+
+
+def _installed(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None):
+    """The installed console script as a subprocess (what a job-submit plugin runs)."""
+    import os
+    import shutil
+    import subprocess
+
+    exe = shutil.which("advisor")
+    assert exe, "the advisor console script is not installed in this environment"
+    env = {**os.environ, **(env_extra or {})}
+    env.pop("ADVISOR_MODEL", None)
+    env.pop("ADVISOR_DB", None)
+    done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env=env)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_gpu_heavy_load_gets_the_2_plus_n_floor_and_no_more(no_db):
+    # one H200, unique 16k-token prompts at 1 request/s: measured flat from 2 to 14 cores
+    rec = recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
+        load_rps=1, prompt_tokens=16_000, workload="unique")))
+    assert rec.floor_cores == 3 and rec.cores_total == 3 and rec.cpus_per_gpu == 3
+    assert rec.knee_cores is not None and rec.knee_cores <= rec.floor_cores
+    assert rec.load_regime == "gpu-bound"
+    rec8 = recommend_job(JobQuery(gpu_type="H200", gpus=8, workload=Workload(
+        load_rps=1, prompt_tokens=16_000, workload="unique"), current_cpus_per_gpu=4))
+    assert rec8.floor_cores == 10 and rec8.cores_total == 16  # ceil(10 / 8) per GPU
+    assert rec8.regime == "gpu-bound" and not rec8.pathological_now
+
+
+def test_a_tokenize_heavy_load_gets_its_knee_above_the_floor(no_db):
+    heavy = Workload(load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy")
+    rec = recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=heavy))
+    assert rec.assumptions["workload"]["prefix_hit"] == pytest.approx(0.95)
+    assert rec.knee_cores is not None and rec.knee_cores > rec.floor_cores == 3
+    assert rec.cores_total == rec.knee_cores and rec.load_regime == "cpu-bound"
+    assert rec.demand_parts["api_server"] > rec.demand_parts["engine_core"] / 2
+    lo, hi = rec.knee_cores_interval
+    assert lo is None or lo <= rec.knee_cores
+    assert hi is None or hi >= rec.knee_cores
+    # the same load with unique prompts leans on the GPU: never more cores than the cached one
+    unique = recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
+        load_rps=8, prompt_tokens=33_000, workload="unique")))
+    assert unique.cores_total <= rec.cores_total
+
+
+def test_one_h200_lands_on_the_measured_knee_and_the_floor(no_db):
+    # data/calibration/h200-vllm-0.26.0.csv: TP=1 tokenize-heavy, 30k-token prompts, ~99% hits;
+    # at 3.4 requests/s victim TTFT is 1.8x at 2-3 cores and flat from 4; at 2/s flat from 2.
+    def rec(rps: float):
+        return recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
+            load_rps=rps, prompt_tokens=30_000, workload="tokenize-heavy")))
+
+    at_34 = rec(3.4)
+    assert at_34.cores_total == 4 and at_34.measured_knee_cores == 4
+    assert at_34.knee_source.startswith("measured: bench|H200|0.26.0|Llama-3.1-8B|1gpu|"
+                                        "tokenize-heavy|3.4rps")
+    assert at_34.load_regime == "cpu-bound"
+    at_2 = rec(2.0)
+    assert at_2.cores_total == at_2.floor_cores == 3 and at_2.load_regime == "gpu-bound"
+
+
+def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
+    from advisor import slowdown
+
+    cap = slowdown.load_params().max_slowdown
+    for q in (JobQuery(gpu_type="H100", gpus=4), JobQuery(gpu_type="B200", gpus=8),
+              JobQuery(gpu_type="H200", gpus=1, workload=Workload(
+                  load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy"))):
+        rec = recommend_job(q)
+        assert rec.pathological_now  # Slurm's default of one CPU for the whole job
+        assert rec.regime == "pathological"
+        assert rec.slowdown_now is None and rec.ttft_ms_now is None
+        assert rec.speedup_is_lower_bound and rec.speedup_interval[1] == float("inf")
+        assert rec.pathological_note and f"below {rec.pathological_below_cores} cores" in \
+            rec.pathological_note
+        numbers = [v for v in (rec.predicted_speedup, *rec.speedup_interval,
+                               rec.slowdown_recommended, *rec.slowdown_now_interval)
+                   if isinstance(v, float) and math.isfinite(v)]
+        artefacts = [cap, cap / (rec.slowdown_recommended or 1.0)]
+        assert not any(v == pytest.approx(a) for v in numbers for a in artefacts), numbers
+        assert rec.predicted_speedup < 10
+
+
+def test_the_evidence_names_the_nearest_measured_series(no_db):
+    rec = recommend_job(JobQuery(gpu_type="H200", gpus=2, tp=2, workload=Workload(
+        load_rps=6, prompt_tokens=7000, workload="unique")))
+    nearest = rec.evidence[0]
+    assert nearest["series"].startswith("bench|H200|0.26.0|Llama-3.1-8B|2gpu|unique|6.0rps")
+    assert nearest["distance"] < 0.01  # model size 8.03B against the reference 8B
+    assert [e["distance"] for e in rec.evidence] == sorted(e["distance"] for e in rec.evidence)
+    assert rec.validation["scheme"] == "leave one series out"
+
+
+def test_recommend_options_through_the_installed_console_script(tmp_path: Path):
+    base = ["recommend", "--gpu-type", "H200", "--gpus", "2", "--prompt-tokens", "30000",
+            "--rps", "8", "--format", "json"]
+    code, out, err = _installed(*base, "--tp", "1", "--prefix-hit", "0.95", cwd=tmp_path)
+    assert code == 0, err
+    one = json.loads(out)
+    assert one["tp"] == 1 and one["demand_parts"]["gpu_workers"] == 0.0
+    assert one["assumptions"]["workload"]["prefix_hit"] == 0.95
+    code, out, err = _installed(*base, "--workload", "tokenize-heavy", cwd=tmp_path)
+    assert code == 0, err
+    two = json.loads(out)
+    assert two["tp"] == 2 and two["demand_parts"]["gpu_workers"] > 0  # a busy worker per GPU
+    assert two["demand_cores"] > one["demand_cores"]
+    for key in ("cpus_per_gpu", "predicted_speedup", "cost_delta_pct", "cores_total",
+                "knee_cores", "knee_cores_interval", "regime", "evidence", "floor_cores"):
+        assert key in two
+    assert two["regime"] == "pathological"  # Slurm's default: one CPU for the job
+    for bad, msg in ((["--prefix-hit", "1.5"], "--prefix-hit must be between 0 and 1"),
+                     (["--workload", "chatty"], "--workload 'chatty'"),
+                     (["--tp", "4"], "--tp must be between 1 and --gpus")):
+        code, out, err = _installed(*base, *bad, cwd=tmp_path)
+        assert code == 2 and f"Error: {msg}" in err and "Traceback" not in err, (bad, err)
+    code, out, err = _installed(*base, "--fit-file", str(tmp_path / "none.json"), cwd=tmp_path)
+    assert code == 4 and "none.json: no such model file" in err
+
+
+def test_a_partition_default_and_the_policy_follow_the_job_function(no_db):
+    from advisor import slowdown
+    from advisor.policy import PolicyConfig, build_policy
+    from advisor.recommend import sufficient_cores
+
+    params = slowdown.load_params()
+    w = Workload(load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy")
+    policy = build_policy(PolicyConfig(workload=w, fallback_gpus=4))
+    rules = {(r.partition, r.gpu_type): r for r in policy.rules}
+    s = sufficient_cores(params, gpus=4, platform="H200", workload=w, tolerance=0.10, cap=24)
+    assert rules[("*", "h200")].default_cpus_per_gpu == s.cpus_per_gpu
+    assert s.cpus_per_gpu * 4 >= 2 + 4
+
+
+def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from advisor.recommend import JobQuery, Workload, recommend_job; "
+            "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
+            "workload='tokenize-heavy'))); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -36,7 +36,12 @@ def metrics_cmd(
         ),
     ] = None,
     model: Annotated[
-        Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
+        Path | None,
+        typer.Option(
+            "--fit-file",
+            metavar="FILE",
+            help="Fitted model JSON from `advisor fit --output` (default: the shipped one).",
+        ),
     ] = None,
     pricing: Annotated[
         Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")

@@ -26,10 +26,37 @@ PricingOption = Annotated[
     typer.Option("--pricing", metavar="FILE", help="CSV of the site's own prices (columns: "
                  "docs/model.md); its rows win over the built-in AWS table."),
 ]
-ModelOption = Annotated[
+# Named --fit-file, not --model: in `bench run`, --model is the served model's directory.
+FitFileOption = Annotated[
     str | None,
-    typer.Option("--model", envvar="ADVISOR_MODEL", show_envvar=False,
-                 help="Fitted model JSON (default: $ADVISOR_MODEL, else the shipped one)."),
+    typer.Option("--fit-file", metavar="FILE", envvar="ADVISOR_MODEL", show_envvar=False,
+                 help="Fitted model JSON from `advisor fit --output` (default: $ADVISOR_MODEL, "
+                 "else the shipped one)."),
+]
+TpOption = Annotated[
+    int | None,
+    typer.Option("--tp", metavar="N", help="Tensor-parallel size (default: --gpus); with TP > 1 each GPU "
+                 "worker busy-waits on a core."),
+]
+PrefixHitOption = Annotated[
+    float | None,
+    typer.Option("--prefix-hit", metavar="SHARE", help="Share of prompt tokens served from the prefix cache, "
+                 "0..1 (default: from --workload, else 0)."),
+]
+WorkloadOption = Annotated[
+    str | None,
+    typer.Option("--workload", metavar="NAME", help="tokenize-heavy (a shared long document: ~0.95 prefix "
+                 "hits), unique (no hits: GPU-heavy) or shared-prefix (a conversation)."),
+]
+RendererOption = Annotated[
+    int | None,
+    typer.Option("--renderer-workers", metavar="N", help="The API server's tokenizer workers (vLLM "
+                 "renderer_num_workers; default 1)."),
+]
+EngineVersionOption = Annotated[
+    str | None,
+    typer.Option("--engine-version", metavar="VERSION", help="Engine version, e.g. 0.26.0 (to pick the nearest "
+                 "measured series)."),
 ]
 CalibrationDirOption = Annotated[
     str | None,
@@ -47,48 +74,51 @@ def fit_cmd(
     calibration_dir: CalibrationDirOption = None,
     db: DbOption = None,
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Write the "
-                      "fitted model JSON here (recommend reads it with --model or "
+                      "fitted model JSON here (recommend reads it with --fit-file or "
                       "$ADVISOR_MODEL).")] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", metavar="N", help="Bootstrap refits "
-                         "for the intervals.")] = 50,
-    alpha: Annotated[float, typer.Option("--alpha", metavar="NUMBER", help="Ridge penalty on "
-                     "the covariate effects.")] = 1.0,
+                         "of resampled series for the intervals.")] = 50,
+    alpha: Annotated[float, typer.Option("--alpha", metavar="NUMBER", help="Ridge penalty "
+                     "pulling the mechanism's parameters towards their prior (2 + N).")] = 0.1,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed of the "
                     "bootstrap.")] = 0,
     pole_exponent: Annotated[float, typer.Option("--pole-exponent", metavar="NUMBER",
-                             help="Sharpness of the cliff at the CPU demand (1: M/M/1).")] = 2.0,
-    k_by: Annotated[str, typer.Option("--k-by", metavar="[platform|none]", help="platform: each "
-                    "platform shifts the curve's k (log-k offsets); none: one shared k.")
-                    ] = "platform",
-    k_alpha: Annotated[float, typer.Option("--k-alpha", metavar="NUMBER", help="Ridge penalty on "
-                       "the log-k offsets.")] = 0.1,
+                             help="q in 1 + k W**q (1: the queue's own wait).")] = 1.0,
+    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="The "
+                         "decision score's knee: TTFT within this of ample cores.")] = 0.10,
     weighting: Annotated[str, typer.Option("--weighting", metavar="[series|repeat|ratio|none]",
                          help="Sample weights: series (each measured series or published point "
                          "weighs 1 in total), repeat, ratio, none.")] = "series",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Fit the TTFT-vs-cores model on the published and bench points; report its LOO error."""
+    """Fit the TTFT-vs-cores model on the published and bench points; validate it by leaving
+    whole series out, against baselines."""
     from advisor.calibration import FitConfig, fit_model
     from advisor.cli._output import RichProgress
 
     cfg = FitConfig(calibration_dir=calibration_dir, db=db, output=output,
                     n_bootstrap=bootstrap, alpha=alpha, random_state=seed,
-                    pole_exponent=pole_exponent, k_by=k_by, k_alpha=k_alpha,
-                    weighting=weighting)
+                    pole_exponent=pole_exponent, tolerance=tolerance, weighting=weighting)
     with RichProgress() as progress:
         report = fit_model(cfg, progress)
     _warn(report.warnings)
     if fmt is OutputFormat.json:
         emit_json(report)
         return
+    v = report.validation
     emit_rows([{
         "points_fitted": report.points_fitted, "censored": report.points_censored,
-        "loo_mape": report.loo_mape, "loo_mape_bench": report.loo_mape_bench,
-        "demand_cores_per_gpu": report.demand_cores_per_gpu_at_reference, "k": report.k,
-        **{f"log_k+ {n.removeprefix('platform=')}": v for n, v in report.k_offsets.items()},
-        "sigma_log": report.sigma_log, "saved_to": report.model_path,
+        "cpu_points": report.cpu_points_fitted, "series": report.series_fitted,
+        **report.parameters, "sigma_log": report.sigma_log, "saved_to": report.model_path,
     }], fmt, title="fit")
-    emit_rows(report.loo_by_group, fmt, title="leave-one-out error by source and platform")
+    emit_rows([{"predictor": "model", "held_out_error": v["model"]}]
+              + [{"predictor": b, "held_out_error": e} for b, e in v["baselines"].items()],
+              fmt, title=f"{v['scheme']}: {v['metric']}")
+    if "decision" in v:
+        d = v["decision"]
+        emit_rows([{"predictor": k, **d[k]} for k in ("model", "2 + N rule")], fmt,
+                  title=f"decision on {d['series']} series with a measured knee "
+                  f"(within {d['tolerance']:.0%} of ample)")
 
 
 def recommend_cmd(
@@ -117,15 +147,22 @@ def recommend_cmd(
     partition: Annotated[str | None, typer.Option("--partition", metavar="NAME", help="Partition "
                          "('*' for all): with --gpus it restricts the node inventory; without, "
                          "it recommends DefCpuPerGPU from the partition's jobs.")] = None,
+    tp: TpOption = None,
+    prefix_hit: PrefixHitOption = None,
+    workload_name: WorkloadOption = None,
+    renderer_workers: RendererOption = None,
+    engine_version: EngineVersionOption = None,
     db: DbOption = None,
     pricing: PricingOption = None,
-    model: ModelOption = None,
+    fit_file: FitFileOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition), with cost delta."""
+    """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition): the knee of TTFT
+    against cores, never below vLLM's 2 + N, with its evidence and cost delta."""
     from advisor.recommend import Workload, parse_model_size
 
-    workload = Workload(parse_model_size(model_size), rps, prompt_tokens)
+    workload = Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
+                        workload_name, renderer_workers, engine_version)
     if gpus is None:
         if partition is None:
             from advisor.errors import UsageError
@@ -138,7 +175,7 @@ def recommend_cmd(
             report = recommend_partitions(
                 PartitionQuery(db=db, partition=None if partition == "*" else partition,
                                gpu_type=gpu_type, workload=workload, tolerance=tolerance,
-                               pricing_file=pricing, model_file=model),
+                               pricing_file=pricing, model_file=fit_file),
                 progress,
             )
         for row in report.rows:
@@ -160,19 +197,25 @@ def recommend_cmd(
         current_cpus_per_gpu=current_cpus_per_gpu, tolerance=tolerance,
         ample_ttft_ms=ample_ttft_ms, max_cpus_per_gpu=max_cpus_per_gpu,
         partition=None if partition == "*" else partition, db=db, pricing_file=pricing,
-        model_file=model,
+        model_file=fit_file, tp=tp,
     ))
     if fmt is OutputFormat.json:
         emit_json(rec)
         return
     _warn(rec.warnings)
     emit_rows([{
-        "gpu_type": rec.gpu_type, "gpus": rec.gpus, "now": rec.current_cpus_per_gpu,
-        "recommended": rec.slurm_option, "speedup": rec.predicted_speedup,
-        "speedup_low": rec.speedup_interval[0], "speedup_high": rec.speedup_interval[1],
+        "gpu_type": rec.gpu_type, "gpus": rec.gpus, "tp": rec.tp,
+        "now": rec.current_cpus_per_gpu, "regime_now": rec.regime,
+        "recommended": rec.slurm_option, "cores_total": rec.cores_total,
+        "knee_cores": rec.knee_cores, "floor_2_plus_n": rec.floor_cores,
+        "speedup": (f">= {rec.predicted_speedup:.2f} (measured)" if rec.speedup_is_lower_bound
+                    else rec.predicted_speedup),
         "extra_vcpus": rec.extra_vcpus, "usd_per_hour": rec.usd_per_hour_delta,
         "cost_pct": rec.cost_delta_pct, "cap": rec.max_cpus_per_gpu,
     }], fmt, title="cores per GPU")
+    emit_rows([{k: e.get(k) for k in ("series", "distance", "platform", "gpus", "workload",
+                                      "load_rps", "prompt_tokens", "measured_knee_cores")}
+               for e in rec.evidence], fmt, title="nearest measured series")
 
 
 class PolicyFormat(StrEnum):
@@ -204,11 +247,13 @@ def policy_export_cmd(
                    help="Workload: requests/s.")] = None,
     prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", metavar="N",
                              help="Workload: prompt tokens.")] = None,
+    prefix_hit: PrefixHitOption = None,
+    workload_name: WorkloadOption = None,
     output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here "
                       "instead of stdout (written whole, then renamed into place).")] = None,
     db: DbOption = None,
     pricing: PricingOption = None,
-    model: ModelOption = None,
+    fit_file: FitFileOption = None,
 ) -> None:
     """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
     from advisor.cli._output import RichProgress
@@ -218,8 +263,9 @@ def policy_export_cmd(
     with RichProgress() as progress:
         policy = build_policy(PolicyConfig(
             mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
-            workload=Workload(parse_model_size(model_size), rps, prompt_tokens), db=db,
-            pricing_file=pricing, model_file=model,
+            workload=Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
+                              workload_name), db=db,
+            pricing_file=pricing, model_file=fit_file,
         ), progress)
     render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
               PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
@@ -271,7 +317,9 @@ _FAST_OPTIONS: dict[str, type] = {
     "--gpu-type": str, "--gpus": int, "--model-size": str, "--rps": float,
     "--prompt-tokens": int, "--current-cpus-per-gpu": float, "--tolerance": float,
     "--ample-ttft-ms": float, "--max-cpus-per-gpu": int, "--partition": str, "--db": str,
-    "--pricing": str, "--model": str, "--format": str, "-f": str,
+    "--pricing": str, "--fit-file": str, "--format": str, "-f": str, "--tp": int,
+    "--prefix-hit": float, "--workload": str, "--renderer-workers": int,
+    "--engine-version": str,
 }
 
 
@@ -309,14 +357,16 @@ def fast_recommend(argv: list[str]) -> int | None:
         rec = recommend_job(JobQuery(
             gpu_type=opts["--gpu-type"], gpus=opts["--gpus"],
             workload=Workload(parse_model_size(opts.get("--model-size")), opts.get("--rps"),
-                              opts.get("--prompt-tokens")),
+                              opts.get("--prompt-tokens"), opts.get("--prefix-hit"),
+                              opts.get("--workload"), opts.get("--renderer-workers"),
+                              opts.get("--engine-version")),
             current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
             tolerance=opts.get("--tolerance", 0.10),
             ample_ttft_ms=opts.get("--ample-ttft-ms"),
             max_cpus_per_gpu=opts.get("--max-cpus-per-gpu"),
             partition=None if partition == "*" else partition,
             db=opts.get("--db"), pricing_file=opts.get("--pricing"),
-            model_file=opts.get("--model"),
+            model_file=opts.get("--fit-file"), tp=opts.get("--tp"),
         ))
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")

@@ -51,7 +51,12 @@ def report_cmd(
         ),
     ] = None,
     model: Annotated[
-        Path | None, typer.Option("--model", help="Fitted model JSON (default: the shipped one).")
+        Path | None,
+        typer.Option(
+            "--fit-file",
+            metavar="FILE",
+            help="Fitted model JSON from `advisor fit --output` (default: the shipped one).",
+        ),
     ] = None,
     pricing: Annotated[
         Path | None,
