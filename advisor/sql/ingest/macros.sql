@@ -156,3 +156,23 @@ CREATE OR REPLACE TEMP MACRO ing_interactive_evidence(cmd, has_interactive, has_
 -- Strength of interactive evidence (fold.sql): submit_line > step > job_name > none.
 CREATE OR REPLACE TEMP MACRO ing_evidence_rank(e) AS
     coalesce(list_position(['job_name', 'step', 'submit_line'], e), 0);
+-- Usage fields (issue 23). TotalCPU '[D-][HH:]MM:SS[.mmm]' -> seconds (a DOUBLE: sacct prints
+-- milliseconds, and a sleeping job's few milliseconds are its evidence); NULL when blank or
+-- unparsable (ing_cpu_bad then names the field).
+CREATE OR REPLACE TEMP MACRO ing_cpu_s(x) AS
+    CASE WHEN ing_blank(x) THEN NULL
+    ELSE CASE WHEN contains(x, '-') THEN CAST(ing_uint(split_part(x, '-', 1)) AS DOUBLE) * 86400 ELSE 0.0 END
+        + list_reduce(list_transform(string_split(ing_dur_rest(x), ':'),
+                                     p -> CAST(ing_udec(p) AS DOUBLE)), (a, b) -> a * 60 + b)
+    END;
+CREATE OR REPLACE TEMP MACRO ing_cpu_bad(x, v) AS
+    CASE WHEN v IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) END;
+-- A TRESUsageIn* value of key `key` (gres/gpuutil, gres/gpumem, mem) from the raw string.
+CREATE OR REPLACE TEMP MACRO ing_usage_val(s, key) AS
+    CASE WHEN s IS NOT NULL THEN ing_tres_val(',' || s, key) END;
+-- A usage amount in MB: with a unit as sacct prints it (K/M/G, MB based), or a plain count of
+-- bytes (what --json's consumed TRES and sacct's sub-KiB values carry).
+CREATE OR REPLACE TEMP MACRO ing_usage_mb(v) AS
+    CASE WHEN v IS NULL THEN NULL
+         WHEN ltrim(v, '0123456789.') = '' THEN ing_udec(v) / 1048576
+         ELSE ing_mem_mb(v) END;
