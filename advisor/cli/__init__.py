@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from advisor.cli import bench, dashboard, db, ingest, model, ratios, report
+from advisor.cli import bench, dashboard, db, ingest, model, ratios, report, usage
 from advisor.cli._output import run_guarded
 
 app = typer.Typer(
@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (db, ingest, ratios, bench, model, report, dashboard):
+for _module in (db, ingest, ratios, bench, model, report, dashboard, usage):
     _module.register(app)
 
 

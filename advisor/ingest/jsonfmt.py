@@ -289,7 +289,8 @@ def _job_records(
         suffix = _step_suffix(step) if isinstance(step, dict) else None
         if suffix is None:
             continue
-        consumed = (step.get("tres") or {}).get("consumed") if isinstance(step.get("tres"), dict) else None
+        tres_s = step.get("tres")
+        consumed = tres_s.get("consumed") if isinstance(tres_s, dict) else None
         consumed = consumed if isinstance(consumed, dict) else {}
         out.append(
             {

@@ -186,4 +186,6 @@ class JobFilter:
 JOB_COLUMNS: tuple[str, ...] = (
     "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state", "submit",
     "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type", "gpu_type_raw", "mem_mb",
+    # what the job used (issue 23; NULL where the site exports no usage)
+    "cpu_efficiency", "gpu_util_mean_pct", "gpu_util_max_pct",
 )  # fmt: skip

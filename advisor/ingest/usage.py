@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import math
 import zlib
 from typing import Any
 
 import duckdb
+from duckdb.func import FunctionNullHandling
 
 # zlib's window bits for "gzip or zlib header, detect which" (zlib.decompress docs).
 _GZIP_OR_ZLIB = 47
@@ -79,16 +81,14 @@ def jobstats_figures(text: str | None) -> list[float | None] | None:
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Make ``ing_jobstats(VARCHAR) -> DOUBLE[]`` callable on ``con`` (once per connection)."""
-    try:
-        con.remove_function("ing_jobstats")
-    except (duckdb.InvalidInputException, duckdb.CatalogException):
-        pass  # not registered yet on this connection
+    with contextlib.suppress(duckdb.InvalidInputException, duckdb.CatalogException):
+        con.remove_function("ing_jobstats")  # registered already on this connection
     con.create_function(
         "ing_jobstats",
         jobstats_figures,
         [duckdb.sqltype("VARCHAR")],
         duckdb.list_type(duckdb.sqltype("DOUBLE")),
-        null_handling="special",
-        exception_handling="return_null",
+        null_handling=FunctionNullHandling.SPECIAL,
+        exception_handling=duckdb.PythonExceptionHandling.RETURN_NULL,
         side_effects=False,
     )

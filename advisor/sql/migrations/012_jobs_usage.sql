@@ -9,3 +9,9 @@ ALTER TABLE jobs ADD COLUMN gpu_util_mean_pct DOUBLE; -- mean utilisation over t
 ALTER TABLE jobs ADD COLUMN gpu_util_max_pct DOUBLE;  -- peak utilisation of one GPU (or task)
 ALTER TABLE jobs ADD COLUMN gpu_mem_max_mb DOUBLE;    -- peak GPU memory used on one GPU (or task)
 ALTER TABLE jobs ADD COLUMN usage_source VARCHAR;     -- sacct | jobstats: where the GPU figures came from
+-- CPU efficiency of a job: CPU seconds used / (elapsed x CPUs allocated), CPUTimeRAW when the
+-- elapsed time or the CPU count is unknown; NULL without usage or without allocated time.
+-- A macro, not a view over jobs: later migrations may add columns to jobs freely.
+CREATE MACRO usage_cpu_efficiency(cpu_used_s, elapsed_s, cpus, cpu_time_alloc_s) AS
+    cpu_used_s / nullif(CASE WHEN elapsed_s > 0 AND cpus > 0 THEN elapsed_s * cpus
+                             ELSE cpu_time_alloc_s END, 0);
