@@ -487,3 +487,44 @@ def model_agreement(
         ModelAgreement(t, a[0], a[1], a[2], a[3], a[4], a[1] / a[0] if a[0] else None, a[5])
         for t, a in sorted(acc.items())
     ]
+
+
+# Usage columns ``advisor ratios --usage`` adds to each ratio group.
+RATIO_USAGE_COLUMNS: tuple[str, ...] = (
+    "share_gpu_hours_with_cpu_usage", "cpu_efficiency", "busy_cores_per_gpu",
+    "gpu_util_mean_pct", "share_gpu_hours_starved", "starved_usd", "over_provisioned_jobs",
+)  # fmt: skip
+
+
+def ratios_with_usage(
+    con: duckdb.DuckDBPyConnection, rq: Any, thresholds: UsageThresholds = UsageThresholds()
+) -> list[dict[str, Any]]:
+    """The rows of :func:`advisor.ratios.ratio_summary` for ``rq`` (a RatioQuery), each with
+    the usage figures of the same group (RATIO_USAGE_COLUMNS; None where no job carries usage)."""
+    from advisor import ratios
+
+    bad = [k for k in rq.by if k not in GROUP_KEYS]
+    if bad:
+        raise UsageError(
+            f"--usage cannot group by {', '.join(bad)}; group by {', '.join(GROUP_KEYS)}"
+        )
+    uq = UsageQuery(
+        by=tuple(rq.by),
+        thresholds=thresholds,
+        start=rq.start,
+        end=rq.end,
+        states=tuple(rq.states),
+        partitions=tuple(rq.partitions),
+        clusters=tuple(rq.clusters),
+        gpu_types=tuple(rq.gpu_types),
+        accounts=tuple(rq.accounts),
+        users=tuple(rq.users),
+        min_gpus=rq.min_gpus,
+    )
+    _check(uq)
+    by_key = {tuple(g.keys[k] for k in uq.by): g.row() for g in _groups(con, uq, uq.by)}
+    out = []
+    for r in ratios.ratio_summary(con, rq).rows():
+        u = by_key.get(tuple(r[k] for k in uq.by), {})
+        out.append({**r, **{c: u.get(c) for c in RATIO_USAGE_COLUMNS}})
+    return out
