@@ -49,6 +49,7 @@ from advisor.ratios import (
 )
 from advisor.recommend import PartitionRecommendation
 from advisor.slowdown import CurveParams
+from advisor.usage import UsageQuery, UsageReport, prices_of, usage_summary
 
 _MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -281,6 +282,7 @@ class MonthlyReport:
     policy: PolicyCompliance | None
     quality: DataQuality
     notes: tuple[str, ...] = field(default_factory=tuple)  # sections that could not be computed
+    usage: UsageReport | None = None  # what the month's GPU jobs used (issue 23)
 
 
 @dataclass(frozen=True)
@@ -886,6 +888,7 @@ def build_report(
     progress(label, 4, steps)
     quality = data_quality(con, month, cluster)
     progress(label, 5, steps)
+    usage = usage_section(con, month, cluster, inputs)
     assumptions = (
         "Month: allocations that started in it (UTC), counted whole even when they ran on.",
         "Recommended cores per GPU: advisor.recommend.recommend_partitions over every job in "
@@ -909,7 +912,23 @@ def build_report(
         policy=policy,
         quality=quality,
         notes=tuple(notes),
+        usage=usage,
     )
+
+
+def usage_section(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, inputs: ReportInputs
+) -> UsageReport:
+    """What the month's GPU jobs used per GPU type, with the advice on which estimate of
+    starvation to trust (usage measured, or the allocation-based one above)."""
+    q = UsageQuery(
+        by=("gpu_type",),
+        start=month.start,
+        end=month.end,
+        clusters=(cluster,) if cluster else (),
+        usd_per_gpu_hour=prices_of(inputs.prices) if inputs.prices else {},
+    )
+    return usage_summary(con, q)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1088,9 +1107,18 @@ def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = No
     return str(
         _template().render(
             r=report, charts=charts, specs_json=specs_json, vega_bundle=bundle,
-            title=_title(report),
+            title=_title(report), usage_html=_usage_html(report),
         )
     )  # fmt: skip
+
+
+def _usage_html(report: MonthlyReport) -> Any:
+    """The usage section (its own template: usage_section.html.j2), or nothing."""
+    import markupsafe
+
+    if report.usage is None:
+        return ""
+    return markupsafe.Markup(_template("usage_section.html.j2").render(u=report.usage))
 
 
 def _title(report: MonthlyReport) -> str:

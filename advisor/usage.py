@@ -232,7 +232,11 @@ def _prices(pricing_file: str | None) -> dict[str, float]:
     """USD per GPU-hour of each GPU type's reference instance (the first of its type)."""
     from advisor.pricing import load_pricing
 
-    book = load_pricing(pricing_file)
+    return prices_of(load_pricing(pricing_file))
+
+
+def prices_of(book: Any) -> dict[str, float]:
+    """USD per GPU-hour by GPU type (upper case) of a :class:`advisor.pricing.PriceBook`."""
     out: dict[str, float] = {}
     for inst in book.instances:
         out.setdefault(inst.gpu_type.upper(), inst.usd_per_gpu_hour)
