@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import common
+from app.usage_block import show_usage_block
 
 st.title("CPU cores per GPU")
 key = common.db_key()
@@ -95,6 +96,7 @@ common.show_chart("share_below_chart", shares)
 st.subheader("Per GPU type")
 st.dataframe(pd.DataFrame(report.rows()), hide_index=True)
 common.excluded_caption(report)
+show_usage_block(key, filters, "gpu_type")
 
 types = common.node_types(key)
 with st.expander(f"Node types and their fair share ({len(types)})"):

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from app import common
+from app.usage_block import show_usage_block
 
 st.title("Who runs below the recommendation")
 key = common.db_key()
@@ -45,6 +46,8 @@ else:
 
 q = common.ratio_query(filters, by=(who, "partition", "gpu_type"), weight="gpu-hours")
 report = common.below_target(key, q, targets, fixed_target, top_n)
+# what the jobs used, shown even when nothing ran below the allocation target
+show_usage_block(key, filters, who)
 if not report.groups_counted:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:
