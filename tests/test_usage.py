@@ -359,3 +359,24 @@ def test_cli_bad_group_and_bad_threshold_are_usage_errors(text_db: Path) -> None
     assert r.returncode == 2 and "--starved-cpu-eff" in r.stderr
     r = _run("ratios", "--usage", "--by", "interactive", db=text_db)
     assert r.returncode == 2 and "--usage cannot group by interactive" in r.stderr
+
+
+# --- the monthly report --------------------------------------------------------------------
+
+
+def test_the_monthly_report_has_a_usage_section_saying_which_estimate_to_trust(con) -> None:
+    from advisor import report
+    from advisor.pricing import load_pricing
+
+    inputs = report.ReportInputs(prices=load_pricing())
+    rep = report.build_report(con, report.parse_month("2026-11"), inputs=inputs)
+    assert rep.usage is not None and rep.usage.advice.trust == "usage"
+    h100 = {g.keys["gpu_type"]: g for g in rep.usage.groups}["H100"]
+    usd = usage.prices_of(inputs.prices)["H100"]
+    assert h100.starved_usd == pytest.approx(6.0 * usd)
+    html = report.render_html(rep, charts=())
+    assert 'data-key="usage.trust" data-value="usage"' in html
+    assert f'data-key="usage.1.starved_usd" data-value="{h100.starved_usd!r}"' in html
+    empty = report.build_report(con, report.parse_month("2026-10"), inputs=inputs)
+    assert empty.usage is not None and empty.usage.advice.trust == "allocation"
+    assert "No usage data for this month" in report.render_html(empty, charts=())
