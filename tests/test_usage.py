@@ -375,8 +375,27 @@ def test_the_monthly_report_has_a_usage_section_saying_which_estimate_to_trust(c
     usd = usage.prices_of(inputs.prices)["H100"]
     assert h100.starved_usd == pytest.approx(6.0 * usd)
     html = report.render_html(rep, charts=())
-    assert 'data-key="usage.trust" data-value="usage"' in html
-    assert f'data-key="usage.1.starved_usd" data-value="{h100.starved_usd!r}"' in html
+    assert 'data-key="usage.advice.trust" data-value="usage"' in html
+    assert f'data-key="usage.groups.1.starved_usd" data-value="{h100.starved_usd!r}"' in html
     empty = report.build_report(con, report.parse_month("2026-10"), inputs=inputs)
     assert empty.usage is not None and empty.usage.advice.trust == "allocation"
     assert "No usage data for this month" in report.render_html(empty, charts=())
+
+
+def test_every_usage_number_in_the_report_html_equals_the_report_object(con) -> None:
+    from advisor import report
+    from tests.test_report import html_values, lookup
+
+    rep = report.build_report(con, report.parse_month("2026-11"))
+    values = {k: v for k, v in html_values(report.render_html(rep, charts=())).items()
+              if k.startswith("usage.")}  # fmt: skip
+    data = report.report_as_dict(rep)
+    assert len(values) >= 20  # every cell of both GPU types' rows, the advice, the saturation
+    for key, shown in values.items():
+        expected = lookup(data, key)
+        if isinstance(expected, float):
+            assert float(shown) == expected, key
+        elif expected is None:
+            assert shown == "", key
+        else:
+            assert shown == str(expected), key
