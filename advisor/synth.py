@@ -60,7 +60,7 @@ FIELDS: tuple[str, ...] = (
     "SubmitLine",
 )  # fmt: skip
 
-# The usage fields SynthConfig.usage appends.
+# The usage fields SynthConfig.usage adds (after NodeList: see fields_of).
 USAGE_FIELDS: tuple[str, ...] = ("TotalCPU", "CPUTimeRAW", "TRESUsageInTot", "TRESUsageInMax")
 
 # Ratio categories (cores per GPU) and their job shares per calibrated group. Each group's
@@ -328,8 +328,8 @@ WITH a AS (
     concat_ws('|', jobid, CAST(raw AS VARCHAR), cname, part, 'normal', acct, acct, uname,
       CAST(10000 + user AS VARCHAR), submit_txt, elig_txt, start_txt, end_txt, elapsed_txt,
       exit_code || ':0', state_txt, CAST(nnodes AS VARCHAR), CAST(cpus AS VARCHAR),
-      CAST(req_cpus AS VARCHAR), mem_gb || 'G', req_tres, alloc_tres, tl_txt, nodes_txt,
-      workdir, name_out, submit_line{{usage}}) AS line
+      CAST(req_cpus AS VARCHAR), mem_gb || 'G', req_tres, alloc_tres, tl_txt, nodes_txt{{usage}},
+      workdir, name_out, submit_line) AS line
   FROM d
   UNION ALL
   SELECT i, s.step_no,
@@ -341,7 +341,7 @@ WITH a AS (
       '', 'cpu=' || cpus || CASE WHEN kind >= 0 THEN ',gres/gpu:' || gres || '=' || gpus
                                  || ',gres/gpu=' || gpus ELSE '' END
           || ',mem=' || mem_gb || 'G,node=' || nnodes,
-      '', nodes_txt, '', s.suffix, ''{{step_usage}}) AS line
+      '', nodes_txt{{step_usage}}, '', s.suffix, '') AS line
   FROM d JOIN steps s
     ON d.steps AND (
       (s.suffix = 'extern')
@@ -388,6 +388,15 @@ _SQL_USAGE = r""",
         || CASE WHEN kind >= 0 THEN ',gres/gpumem=' || gmem || 'M,gres/gpuutil=' || CAST(least(100, round(util * 1.1)) AS BIGINT)
                 ELSE '' END
         || ',mem=' || mem_used || 'M,pages=0,vmem=' || mem_used * 2 || 'M' END"""
+
+
+def fields_of(cfg: SynthConfig) -> tuple[str, ...]:
+    """The header of ``cfg``'s output: FIELDS, with USAGE_FIELDS after NodeList when asked for
+    (the free-text fields stay last, as ``advisor ingest --sacct`` asks sacct for them)."""
+    if not cfg.usage:
+        return FIELDS
+    at = FIELDS.index("NodeList") + 1
+    return FIELDS[:at] + USAGE_FIELDS + FIELDS[at:]
 
 
 def _usage_draws(cfg: SynthConfig, d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -460,7 +469,7 @@ def generate(
         lines = 0
         written = 0
         with _open_out(out) as (fh, compression):
-            header = ("|".join(FIELDS + (USAGE_FIELDS if cfg.usage else ())) + "\n").encode()
+            header = ("|".join(fields_of(cfg)) + "\n").encode()
             fh.write(header)
             written += len(header)
             for batch in reader:

@@ -399,3 +399,17 @@ def test_every_usage_number_in_the_report_html_equals_the_report_object(con) -> 
             assert shown == "", key
         else:
             assert shown == str(expected), key
+
+
+def test_every_option_of_advisor_usage_is_documented() -> None:
+    import re
+
+    import typer
+
+    from advisor.cli import app
+
+    command = typer.main.get_command(app).commands["usage"]  # type: ignore[attr-defined]
+    options = {o for p in command.params for o in p.opts if o.startswith("--")}
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text()
+    documented = set(re.findall(r"`(--[a-z][a-z-]*)", doc))
+    assert options - {"--help"} <= documented, options - documented
