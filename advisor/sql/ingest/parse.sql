@@ -186,7 +186,7 @@ SELECT
     -- usage: what the job used (issue 23); fold.sql adds its steps' and derives the mean
     coalesce(cpu_v, js[1]) AS cpu_used_s,
     ing_uint(cputimeraw) AS cpu_time_alloc_s,
-    ing_usage_mb(ing_usage_val(tresusageinmax, 'mem')) AS mem_used_max_mb,
+    ing_usage_mb(ing_usage_mem(tresusageinmax)) AS mem_used_max_mb,
     ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) AS gpu_util_tot_pct,
     coalesce(js[3], ing_udec(ing_usage_val(tresusageinmax, 'gres/gpuutil'))) AS gpu_util_max_pct,
     coalesce(js[4], ing_usage_mb(ing_usage_val(tresusageinmax, 'gres/gpumem'))) AS gpu_mem_max_mb,
