@@ -413,3 +413,34 @@ def test_every_option_of_advisor_usage_is_documented() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text()
     documented = set(re.findall(r"`(--[a-z][a-z-]*)", doc))
     assert options - {"--help"} <= documented, options - documented
+
+
+# --- the generator's usage fields ----------------------------------------------------------
+
+
+def test_synth_usage_adds_four_fields_after_nodelist_and_leaves_the_rest_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    from advisor.synth import FIELDS, USAGE_FIELDS, SynthConfig, fields_of, generate
+
+    plain, with_usage = tmp_path / "p.txt", tmp_path / "u.txt"
+    generate(SynthConfig(records=500, seed=3, odd_text_share=0.0), plain)
+    generate(SynthConfig(records=500, seed=3, odd_text_share=0.0, usage=True), with_usage)
+    cfg = SynthConfig(usage=True)
+    at = FIELDS.index("NodeList") + 1
+    assert fields_of(cfg) == FIELDS[:at] + USAGE_FIELDS + FIELDS[at:]
+    stripped = [
+        "|".join(p[:at] + p[at + len(USAGE_FIELDS) :])
+        for p in (ln.split("|") for ln in with_usage.read_text().splitlines())
+    ]
+    assert stripped == plain.read_text().splitlines()
+    db = tmp_path / "a.duckdb"
+    [s] = ingest_files(db, [with_usage])
+    assert s.rejected == 0
+    c = store.connect(db, read_only=True)
+    try:
+        rep = usage.usage_summary(c, usage.UsageQuery(usd_per_gpu_hour={"H100": 1.0}))
+    finally:
+        c.close()
+    assert rep.advice.trust == "usage" and rep.overall.share_gpu_hours_with_gpu_usage == 1.0
+    assert 0 < rep.overall.cpu_efficiency < 1
