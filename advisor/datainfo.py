@@ -23,6 +23,7 @@ from advisor.errors import NotFoundError, UsageError
 from advisor.gputypes import known_families
 from advisor.resources import dashboard_dir
 from advisor.store import query
+from advisor.usage import ClusterUsage, usage_coverage
 
 HASH_USERS_ENV = "ADVISOR_HASH_USERS"
 HASH_SALT_ENV = "ADVISOR_HASH_SALT"
@@ -126,6 +127,8 @@ class DataStatus:
     ingests: tuple[IngestRecord, ...]
     reject_reasons: tuple[RejectReason, ...]
     rejected_records: int
+    # per cluster: which GPU jobs carry usage (TotalCPU, GPU utilisation), from when (issue 23)
+    usage: tuple[ClusterUsage, ...] = ()
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -278,6 +281,7 @@ def data_status(con: duckdb.DuckDBPyConnection, limit: int = 20) -> DataStatus:
         ingests=tuple(ingest_log(con, limit)),
         reject_reasons=tuple(reasons),
         rejected_records=int(total_rejects[0]) if total_rejects else 0,
+        usage=tuple(usage_coverage(con)),
     )
 
 

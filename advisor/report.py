@@ -55,6 +55,7 @@ from advisor.ratios import (
 )
 from advisor.recommend import PartitionRecommendation
 from advisor.slowdown import CurveParams
+from advisor.usage import UsageQuery, UsageReport, prices_of, usage_summary
 
 _MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -309,6 +310,7 @@ class MonthlyReport:
     prev_distribution: tuple[RatioCount, ...] = ()  # the month before (overlaid on the histogram)
     no_records: bool = False  # not one allocation started in the month (of the cluster)
     small_sample: bool = False  # fewer than SMALL_SAMPLE_JOBS GPU allocations
+    usage: UsageReport | None = None  # what the month's GPU jobs used (issue 23)
 
 
 @dataclass(frozen=True)
@@ -925,6 +927,7 @@ def build_report(
                      "month to month.")
     assumptions = _assumptions_in_words(inputs)
     generated = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0)
+    usage = usage_section(con, month, cluster, inputs)
     return MonthlyReport(
         month=month.label,
         previous_month=month.previous().label,
@@ -948,6 +951,7 @@ def build_report(
         prev_distribution=prev_distribution,
         no_records=no_records,
         small_sample=small,
+        usage=usage,
     )
 
 
@@ -1029,6 +1033,21 @@ def _signed_pct(now: float, before: float) -> str:
     if before == 0:
         return "none the month before" if now else "none either month"
     return f"{100.0 * (now - before) / before:+.0f}%"
+
+
+def usage_section(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, inputs: ReportInputs
+) -> UsageReport:
+    """What the month's GPU jobs used per GPU type, with the advice on which estimate of
+    starvation to trust (usage measured, or the allocation-based one above)."""
+    q = UsageQuery(
+        by=("gpu_type",),
+        start=month.start,
+        end=month.end,
+        clusters=(cluster,) if cluster else (),
+        usd_per_gpu_hour=prices_of(inputs.prices) if inputs.prices else {},
+    )
+    return usage_summary(con, q)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1248,9 +1267,18 @@ def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = No
     return str(
         _template().render(
             r=report, charts=charts, specs_json=specs_json, vega_bundle=bundle,
-            title=_title(report),
+            title=_title(report), usage_html=_usage_html(report),
         )
     )  # fmt: skip
+
+
+def _usage_html(report: MonthlyReport) -> Any:
+    """The usage section (its own template: usage_section.html.j2), or nothing."""
+    import markupsafe
+
+    if report.usage is None:
+        return ""
+    return markupsafe.Markup(_template("usage_section.html.j2").render(u=report.usage))
 
 
 def _title(report: MonthlyReport) -> str:

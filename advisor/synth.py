@@ -60,6 +60,9 @@ FIELDS: tuple[str, ...] = (
     "SubmitLine",
 )  # fmt: skip
 
+# The usage fields SynthConfig.usage adds (after NodeList: see fields_of).
+USAGE_FIELDS: tuple[str, ...] = ("TotalCPU", "CPUTimeRAW", "TRESUsageInTot", "TRESUsageInMax")
+
 # Ratio categories (cores per GPU) and their job shares per calibrated group. Each group's
 # cumulative shares put the target percentiles well inside one category (see module docstring).
 RATIOS = np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0])
@@ -112,6 +115,10 @@ class SynthConfig:
     odd_text_share: float = 0.0005  # '|', newline or non-UTF-8 bytes in free text
     array_share: float = 0.10
     het_share: float = 0.03
+    # what jobs used (TotalCPU, CPUTimeRAW, TRESUsageInTot / Max with gres/gpuutil and gpumem):
+    # extra fields after FIELDS, drawn from a generator of their own so that the other fields
+    # stay byte for byte what they are without them
+    usage: bool = False
 
 
 @dataclass(frozen=True)
@@ -321,7 +328,7 @@ WITH a AS (
     concat_ws('|', jobid, CAST(raw AS VARCHAR), cname, part, 'normal', acct, acct, uname,
       CAST(10000 + user AS VARCHAR), submit_txt, elig_txt, start_txt, end_txt, elapsed_txt,
       exit_code || ':0', state_txt, CAST(nnodes AS VARCHAR), CAST(cpus AS VARCHAR),
-      CAST(req_cpus AS VARCHAR), mem_gb || 'G', req_tres, alloc_tres, tl_txt, nodes_txt,
+      CAST(req_cpus AS VARCHAR), mem_gb || 'G', req_tres, alloc_tres, tl_txt, nodes_txt{{usage}},
       workdir, name_out, submit_line) AS line
   FROM d
   UNION ALL
@@ -334,7 +341,7 @@ WITH a AS (
       '', 'cpu=' || cpus || CASE WHEN kind >= 0 THEN ',gres/gpu:' || gres || '=' || gpus
                                  || ',gres/gpu=' || gpus ELSE '' END
           || ',mem=' || mem_gb || 'G,node=' || nnodes,
-      '', nodes_txt, '', s.suffix, '') AS line
+      '', nodes_txt{{step_usage}}, '', s.suffix, '') AS line
   FROM d JOIN steps s
     ON d.steps AND (
       (s.suffix = 'extern')
@@ -363,6 +370,61 @@ def _open_out(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
             yield raw, None
 
 
+# The usage columns of an allocation line (SynthConfig.usage): CPU seconds = elapsed x CPUs x
+# efficiency, as sacct's TotalCPU text; GPU utilisation summed over the job's GPUs in the total.
+_SQL_USAGE = r""",
+      CASE WHEN pending THEN '' ELSE
+        CASE WHEN cpu_s >= 86400 THEN CAST(floor(cpu_s / 86400) AS BIGINT) || '-' ELSE '' END
+        || lpad(CAST(CAST(floor(cpu_s / 3600) AS BIGINT) % 24 AS VARCHAR), 2, '0') || ':'
+        || lpad(CAST(CAST(floor(cpu_s / 60) AS BIGINT) % 60 AS VARCHAR), 2, '0') || ':'
+        || lpad(CAST(CAST(floor(cpu_s) AS BIGINT) % 60 AS VARCHAR), 2, '0') || '.'
+        || lpad(CAST(CAST(floor(cpu_s * 1000) AS BIGINT) % 1000 AS VARCHAR), 3, '0') END,
+      CASE WHEN pending THEN '' ELSE CAST(el * cpus AS VARCHAR) END,
+      CASE WHEN pending THEN '' ELSE 'cpu=' || elapsed_txt || ',energy=0,fs/disk=' || (raw % 9973) * 4096
+        || CASE WHEN kind >= 0 THEN ',gres/gpumem=' || gmem || 'M,gres/gpuutil=' || CAST(round(util * gpus) AS BIGINT)
+                ELSE '' END
+        || ',mem=' || mem_used || 'M,pages=0,vmem=' || mem_used * 2 || 'M' END,
+      CASE WHEN pending THEN '' ELSE 'cpu=' || elapsed_txt || ',energy=0,fs/disk=' || (raw % 9973) * 4096
+        || CASE WHEN kind >= 0 THEN ',gres/gpumem=' || gmem || 'M,gres/gpuutil=' || CAST(least(100, round(util * 1.1)) AS BIGINT)
+                ELSE '' END
+        || ',mem=' || mem_used || 'M,pages=0,vmem=' || mem_used * 2 || 'M' END"""
+
+
+def fields_of(cfg: SynthConfig) -> tuple[str, ...]:
+    """The header of ``cfg``'s output: FIELDS, with USAGE_FIELDS after NodeList when asked for
+    (the free-text fields stay last, as ``advisor ingest --sacct`` asks sacct for them)."""
+    if not cfg.usage:
+        return FIELDS
+    at = FIELDS.index("NodeList") + 1
+    return FIELDS[:at] + USAGE_FIELDS + FIELDS[at:]
+
+
+def _usage_draws(cfg: SynthConfig, d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """CPU efficiency, mean GPU utilisation (%), GPU and host memory used (MB) per allocation.
+
+    A job's CPU demand per GPU is drawn around 3 cores; with fewer cores than that its cores
+    saturate and its GPUs wait (utilisation falls with the shortfall), with more they idle.
+    """
+    rng = np.random.default_rng(cfg.seed + 7919)
+    n = cfg.records
+    gpus = np.maximum(d["gpus"], 1)
+    cpg = d["cpus"] / gpus
+    demand = rng.lognormal(np.log(3.0), 0.6, size=n)
+    eff = np.clip(
+        np.minimum(1.0, demand / np.maximum(cpg, 0.125)) * rng.uniform(0.85, 1.0, n), 0, 1
+    )
+    eff = np.where(d["kind"] >= 0, eff, rng.uniform(0.05, 1.0, n))
+    util = np.clip(95.0 * np.minimum(1.0, cpg / demand) - rng.uniform(0, 20, n), 0, 100)
+    return {
+        "cpu_s": d["elapsed"] * d["cpus"] * eff,
+        "util": util,
+        "gmem": rng.integers(1024, 80 * 1024, size=n),
+        "mem_used": np.maximum(
+            1, (d["mem_gb"] * 1024 * rng.uniform(0.05, 0.9, n)).astype(np.int64)
+        ),
+    }
+
+
 def generate(
     cfg: SynthConfig,
     out_path: str | Path,
@@ -384,6 +446,8 @@ def generate(
     d = _draw(cfg)
     raw, base, pos, het = _ids(d)
     cols = {k: v for k, v in d.items() if k != "ratio"}
+    if cfg.usage:
+        cols.update(_usage_draws(cfg, d))
     alloc = pa.table({"i": np.arange(cfg.records), "raw": raw, "base": base, "pos": pos,
                       "het": het, **cols})  # fmt: skip
     kinds = pa.table({
@@ -398,11 +462,14 @@ def generate(
         con.register("alloc", alloc)
         con.register("kinds", kinds)
         con.register("steps", steps)
-        reader = con.execute(_SQL_LINES).to_arrow_reader(200_000)
+        sql = _SQL_LINES.replace("{{usage}}", _SQL_USAGE if cfg.usage else "").replace(
+            "{{step_usage}}", ", '', '', '', ''" if cfg.usage else ""
+        )
+        reader = con.execute(sql).to_arrow_reader(200_000)
         lines = 0
         written = 0
         with _open_out(out) as (fh, compression):
-            header = ("|".join(FIELDS) + "\n").encode()
+            header = ("|".join(fields_of(cfg)) + "\n").encode()
             fh.write(header)
             written += len(header)
             for batch in reader:

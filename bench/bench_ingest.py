@@ -22,6 +22,7 @@ ratios, measured in one run, are the figures to compare.
     python bench/bench_ingest.py --records 500000   # quicker
     python bench/bench_ingest.py --fields 17        # the issue's file shape
     python bench/bench_ingest.py --statements       # then where the load's time goes
+    python bench/bench_ingest.py --usage            # with the usage fields (issue 23)
 """
 
 from __future__ import annotations
@@ -264,6 +265,9 @@ def main() -> None:
                     help="then load once more, timing each SQL statement of the load")  # fmt: skip
     ap.add_argument("--fields", type=int, choices=(17, 27), default=27,
                     help="27: every field synth writes; 17: the issue's file shape")  # fmt: skip
+    ap.add_argument("--usage", action="store_true",
+                    help="add the usage fields (TotalCPU, CPUTimeRAW, TRESUsageInTot/Max) synth "
+                         "can write: their cost to the load")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
         tmp = Path(tmpdir)
@@ -271,13 +275,17 @@ def main() -> None:
         if path is None:
             path = tmp / "sacct.txt"
             t0 = time.perf_counter()
-            res = generate(SynthConfig(records=args.records, seed=args.seed, step_share=0.0), path)
+            cfg = SynthConfig(
+                records=args.records, seed=args.seed, step_share=0.0, usage=args.usage
+            )
+            res = generate(cfg, path)
             if args.fields == 17:
                 full, path = path, tmp / "sacct17.txt"
                 keep_fields(full, path, FIELDS_17)
                 full.unlink()
             print(f"generated {res.lines:,} lines, {path.stat().st_size / 1e9:.2f} GB, "
-                  f"{args.fields} fields, in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+                  f"{args.fields} fields{' + usage' if args.usage else ''}, "
+                  f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
         print(
             f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared: noisy)"
         )

@@ -373,7 +373,8 @@ def test_jobs_command_lists_the_issue_columns_with_utc_iso_times_and_filters(
     rows = json.loads(out)
     assert list(rows[0]) == ["cluster", "job_id", "job_id_raw", "user", "account", "partition", "state",
                              "submit", "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type",
-                             "gpu_type_raw", "mem_mb"]  # fmt: skip
+                             "gpu_type_raw", "mem_mb", "cpu_efficiency", "gpu_util_mean_pct",
+                             "gpu_util_max_pct"]  # fmt: skip
     assert sorted(r["job_id"] for r in rows) == ["100", "101", "700+1", "802"]
     assert {r["job_id"]: r["submit"] for r in rows}["100"] == "2024-03-01T10:00:00Z"
     code, out, _ = cli(

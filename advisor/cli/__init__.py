@@ -14,7 +14,18 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from advisor.cli import bench, dashboard, db, export, ingest, metrics, model, ratios, report
+from advisor.cli import (
+    bench,
+    dashboard,
+    db,
+    export,
+    ingest,
+    metrics,
+    model,
+    ratios,
+    report,
+    usage,
+)
 from advisor.cli._output import run_guarded
 
 
@@ -83,7 +94,7 @@ def _root(
         raise typer.Exit(2)
 
 
-for _module in (db, ingest, ratios, bench, model, report, dashboard, export, metrics):
+for _module in (db, ingest, ratios, bench, model, report, dashboard, export, metrics, usage):
     _module.register(app)
 
 

@@ -62,6 +62,8 @@ def status_cmd(
         emit_json(status)
         return
     emit_rows(status.clusters, fmt, title="Data freshness (UTC)")
+    if fmt is OutputFormat.table and status.usage:
+        emit_rows(status.usage, fmt, title="Usage data: what GPU jobs used (advisor usage)")
 
 
 def register(app: typer.Typer) -> None:

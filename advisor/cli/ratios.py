@@ -132,6 +132,14 @@ def ratios_command(
             help="Print the jobs left out and why (reason, jobs) instead of the summary.",
         ),
     ] = False,
+    with_usage: Annotated[
+        bool,
+        typer.Option(
+            "--usage",
+            help="Add what the jobs used: CPU efficiency, busy cores and GPU utilisation, "
+            "share of GPU-hours likely CPU-starved (see advisor usage).",
+        ),
+    ] = False,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,
     parquet: ParquetOption = None,
@@ -169,9 +177,13 @@ def ratios_command(
             )
             return
         report = ratios.ratio_summary(con, q)
+        if with_usage:
+            from advisor import usage
+
+            usage_rows = usage.ratios_with_usage(con, q)
     finally:
         con.close()
-    rows = report.rows()
+    rows = usage_rows if with_usage else report.rows()
     if fmt is not OutputFormat.table:
         emit_rows(rows, fmt, columns=list(rows[0]) if rows else [*q.by, "jobs"])
         return
@@ -193,6 +205,12 @@ def ratios_command(
                 if q.weight is ratios.Weight.jobs
                 else r["share_gpu_hours_below_fair_share"]
             )
+        if with_usage:
+            t["CPU eff"] = _pct(r["cpu_efficiency"])
+            t["GPU util"] = _pct(
+                None if r["gpu_util_mean_pct"] is None else r["gpu_util_mean_pct"] / 100
+            )
+            t["starved GPU-h"] = _pct(r["share_gpu_hours_starved"])
         table.append(t)
     what = "jobs" if q.weight is ratios.Weight.jobs else "GPU-hours"
     emit_rows(

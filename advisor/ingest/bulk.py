@@ -31,7 +31,13 @@ import duckdb
 
 from advisor.ingest import detect, text
 from advisor.ingest import pipeline as pl
-from advisor.ingest.model import CANONICAL_FIELDS, KEY_COLUMNS, IngestOptions, IngestSummary
+from advisor.ingest.model import (
+    CANONICAL_FIELDS,
+    KEY_COLUMNS,
+    USAGE_FIELDS,
+    IngestOptions,
+    IngestSummary,
+)
 from advisor.progress import ProgressFn
 from advisor.store import query, quote_ident
 
@@ -44,6 +50,9 @@ _NEAR = dt.timedelta(days=1)
 _MAX_STEP_SHARE = 1 / 3
 _ID_FIELDS = ("jobid", "jobidraw", "cluster")
 _PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
+# Step lines are read with their ids and their usage (fold.sql adds it to an allocation line
+# that carries none); absent usage fields read as NULL at no cost.
+_STEP_FIELDS = (*_ID_FIELDS, *USAGE_FIELDS)
 
 
 def _tres_src() -> str:
@@ -111,7 +120,7 @@ def load(
     tails = early is not None and text.store_tail_fix(con, layout, early)
     text.drop_reject_tables(con)
     progress(label, 1, pl.STAGES)
-    ids = text.csv_src_sql(layout, keep_rejects=False, only=_ID_FIELDS)
+    ids = text.csv_src_sql(layout, keep_rejects=False, only=_STEP_FIELDS)
     pl.parse(con, _step_src(ids) if steps else f"{ids} LIMIT 0", "CAST(NULL AS VARCHAR)", {**base, **skip},
              create=True)  # fmt: skip
     if pl.count(con, "SELECT count(*) FROM parsed WHERE bad_field IS NOT NULL"):

@@ -30,6 +30,7 @@ _PRESENT = {
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "jobname",
     "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw", "timelimitraw",
     "nnodes", "reqcpus", "reqmem", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
+    "totalcpu", "tresusageintot", "tresusageinmax", "admincomment",
 }  # fmt: skip
 
 
@@ -64,6 +65,31 @@ def _tres(items: Any) -> str | None:
         key = f"{typ}/{name}" if name else str(typ)
         parts.append(f"{key}={count}M" if key == "mem" else f"{key}={count}")
     return ",".join(parts) if parts else ""
+
+
+def _usage_tres(items: Any) -> str | None:
+    """A step's consumed TRES (tres.consumed.total / .max) as sacct's TRESUsageIn* text: every
+    count as it is (mem and gres/gpumem in bytes, gres/gpuutil in percent)."""
+    if not isinstance(items, list):
+        return None
+    parts = []
+    for t in items:
+        if not isinstance(t, dict):
+            continue
+        typ, name, count = t.get("type"), t.get("name"), number(t.get("count"))
+        if typ and count is not None and count >= 0:
+            parts.append(f"{typ}/{name}={count}" if name else f"{typ}={count}")
+    return ",".join(parts) or None
+
+
+def _cpu_seconds(v: Any) -> str | None:
+    """time.total ({seconds, microseconds}): sacct's TotalCPU, as seconds text."""
+    if not isinstance(v, dict):
+        return None
+    sec, usec = number(v.get("seconds")), number(v.get("microseconds"))
+    if sec is None:
+        return None
+    return f"{sec + (usec or 0) / 1e6:.6f}"
 
 
 def _req_mem(req: dict[str, Any], requested: Any) -> str | None:
@@ -269,6 +295,8 @@ def _job_records(
         "nodelist": _text(job.get("nodes"), "nodes"),
         "submitline": _text(job.get("submit_line"), "submit_line"),
         "workdir": _text(job.get("working_directory"), "working_directory"),
+        "totalcpu": _cpu_seconds(t.get("total")),
+        "admincomment": _text((job.get("comment") or {}).get("administrator"), "comment"),
         "line_no": index,
         "_raw": json.dumps({k: job.get(k) for k in ("job_id", "name", "state", "tres")},
                            ensure_ascii=False)[:4000],
@@ -278,11 +306,17 @@ def _job_records(
         suffix = _step_suffix(step) if isinstance(step, dict) else None
         if suffix is None:
             continue
+        tres_s = step.get("tres")
+        consumed = tres_s.get("consumed") if isinstance(tres_s, dict) else None
+        consumed = consumed if isinstance(consumed, dict) else {}
         out.append(
             {
                 "jobid": f"{display}.{suffix}",
                 "jobidraw": f"{jid}.{suffix}",
                 "cluster": _text(job.get("cluster"), "cluster"),
+                "totalcpu": _cpu_seconds((step.get("time") or {}).get("total")),
+                "tresusageintot": _usage_tres(consumed.get("total")),
+                "tresusageinmax": _usage_tres(consumed.get("max")),
                 "line_no": index,
                 "_raw": "",
             }

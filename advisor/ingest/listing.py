@@ -23,7 +23,8 @@ _ALL_JOB_COLUMNS = (
     "timelimit_s", "nnodes", "cpus", "gpus", "gpu_type", "gpu_type_raw", "gpu_types",
     "mem_mb", "billing", "node_list", "req_cpus", "req_gpus", "req_mem_mb", "alloc_tres",
     "req_tres", "submit_line", "work_dir", "is_interactive", "interactive_evidence",
-    "exclusive", "ingest_id", "updated_at",
+    "exclusive", "ingest_id", "updated_at", "cpu_used_s", "cpu_time_alloc_s", "mem_used_max_mb",
+    "gpu_util_mean_pct", "gpu_util_max_pct", "gpu_mem_max_mb", "usage_source", "cpu_efficiency",
 )  # fmt: skip
 
 

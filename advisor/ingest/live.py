@@ -30,6 +30,8 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "User", "UID",
     "Submit", "Eligible", "Start", "End", "ElapsedRaw", "TimelimitRaw", "ExitCode", "State",
     "NNodes", "NCPUS", "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "NodeList", "WorkDir",
+    # what jobs used (issue 23; blank where the site gathers none, stored as NULL)
+    "TotalCPU", "CPUTimeRAW", "TRESUsageInTot", "TRESUsageInMax",
     "JobName", "SubmitLine",
 )  # fmt: skip
 _TIME = "%Y-%m-%dT%H:%M:%S"

@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 
 INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 
+# What a job used (issue 23): CPU seconds, CPU time allocated, peak and total TRES usage, and
+# Princeton jobstats' summary in AdminComment. Most sites export none of them (NULL columns).
+USAGE_FIELDS: tuple[str, ...] = (
+    "totalcpu", "cputimeraw", "tresusageintot", "tresusageinmax", "admincomment",
+)  # fmt: skip
+
 # Canonical (lower-case) sacct field names every parser maps its input to; the SQL sees exactly
 # these columns (absent ones as NULL). exclusive_hint carries JSON's / jobcomp's own flag.
 CANONICAL_FIELDS: tuple[str, ...] = (
@@ -20,7 +26,7 @@ CANONICAL_FIELDS: tuple[str, ...] = (
     "jobname", "state", "exitcode", "submit", "eligible", "start", "end", "elapsed",
     "elapsedraw", "timelimit", "timelimitraw", "nnodes", "ncpus", "alloccpus", "reqcpus",
     "reqmem", "reqtres", "alloctres", "allocgres", "reqgres", "nodelist", "submitline",
-    "workdir", "exclusive_hint",
+    "workdir", "exclusive_hint", *USAGE_FIELDS,
 )  # fmt: skip
 
 # Fields whose text is free (may hold the delimiter, newlines, non-UTF-8 bytes).
@@ -93,6 +99,13 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
     "submit_line": ("submitline",),
     "work_dir": ("workdir",),
     "exclusive": ("submitline", "exclusive_hint"),
+    "cpu_used_s": ("totalcpu", "admincomment"),
+    "cpu_time_alloc_s": ("cputimeraw",),
+    "mem_used_max_mb": ("tresusageinmax",),
+    "gpu_util_mean_pct": ("tresusageintot", "admincomment"),
+    "gpu_util_max_pct": ("tresusageinmax", "admincomment"),
+    "gpu_mem_max_mb": ("tresusageinmax", "admincomment"),
+    "usage_source": ("totalcpu", "tresusageintot", "tresusageinmax", "admincomment"),
 }
 # Per format, the columns of ``jobs`` it carries only as a request, not as the allocation:
 # jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt CPUs plus the requested
@@ -185,4 +198,6 @@ class JobFilter:
 JOB_COLUMNS: tuple[str, ...] = (
     "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state", "submit",
     "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type", "gpu_type_raw", "mem_mb",
+    # what the job used (issue 23; NULL where the site exports no usage)
+    "cpu_efficiency", "gpu_util_mean_pct", "gpu_util_max_pct",
 )  # fmt: skip

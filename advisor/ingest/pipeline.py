@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from advisor.errors import InputError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
-from advisor.ingest import archive, detect, keys, text
+from advisor.ingest import archive, detect, keys, text, usage
 from advisor.ingest.model import (
     CANONICAL_FIELDS,
     EVIDENCE_COLUMNS,
@@ -82,6 +82,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET preserve_insertion_order = true")
     con.execute(query("ingest/strict"))  # the number casts macros.sql builds on
     con.execute(query("ingest/macros"))
+    usage.register(con)  # ing_jobstats: jobstats' AdminComment summary (issue 23)
 
 
 class Hasher(threading.Thread):

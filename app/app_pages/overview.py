@@ -10,6 +10,7 @@ import streamlit as st
 
 from advisor.errors import AdvisorError
 from app import common
+from app.usage_block import show_usage_block
 
 st.title("CPU cores per GPU")
 key = common.db_key()
@@ -154,6 +155,7 @@ first = ["gpu_type", "jobs", "gpu_hours", "p25", "p50", "p90", "fair_share_cores
          "share_jobs_below_fair_share"]
 common.show_table(per_type, first)
 common.excluded_caption(report)
+show_usage_block(key, filters, "gpu_type")
 
 types = common.node_types(key)
 with st.expander(f"Node types and their fair share ({len(types)})"):

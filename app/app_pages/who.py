@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from app import common
+from app.usage_block import show_usage_block
 
 st.title("Who loses GPU time to too few cores")
 key = common.db_key()
@@ -49,6 +50,8 @@ else:
 q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
 # Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it.
 report = common.below_target(key, q, targets, fixed_target, top_n * 2)
+# what the jobs used, shown even when nothing ran below the allocation target
+show_usage_block(key, filters, who)
 if not report.groups_counted:
     common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:

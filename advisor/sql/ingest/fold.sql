@@ -8,7 +8,7 @@ WITH steps AS (
 ), alloc AS (
 {{alloc}}
 ), x AS (
-    SELECT alloc.*, steps.has_interactive, steps.has_batch,
+    SELECT alloc.*, steps.* EXCLUDE (cluster, job_id_raw),
         ing_cmd(submit_line) AS cmd
     FROM alloc LEFT JOIN steps USING (cluster, job_id_raw)
 )
@@ -27,7 +27,20 @@ SELECT
         AS is_interactive,
     ing_interactive_evidence(x.cmd, x.has_interactive, x.has_batch, x.job_name)
         AS interactive_evidence,
-    x.exclusive
+    x.exclusive,
+    -- usage (issue 23): the allocation line's, else its steps'. sacct's job line sums its
+    -- steps' TotalCPU, so the larger of the two never counts a step twice. The mean GPU
+    -- utilisation: jobstats' own per-GPU mean, else TRESUsageInTot's gpuutil (a sum over
+    -- tasks) per GPU, never above the peak.
+    greatest(x.cpu_used_s, x.steps_cpu_used_s) AS cpu_used_s,
+    x.cpu_time_alloc_s,
+    greatest(x.mem_used_max_mb, x.steps_mem_used_max_mb) AS mem_used_max_mb,
+    coalesce(x.js_util_mean_pct, x.steps_js_util_mean_pct,
+             least(greatest(x.gpu_util_tot_pct, x.steps_gpu_util_tot_pct) / nullif(x.gpus, 0),
+                   greatest(x.gpu_util_max_pct, x.steps_gpu_util_max_pct))) AS gpu_util_mean_pct,
+    greatest(x.gpu_util_max_pct, x.steps_gpu_util_max_pct) AS gpu_util_max_pct,
+    greatest(x.gpu_mem_max_mb, x.steps_gpu_mem_max_mb) AS gpu_mem_max_mb,
+    coalesce(x.usage_source, x.steps_usage_source) AS usage_source
 FROM x
 LEFT JOIN gmap g ON g.raw = x.gpu_type_raw
 -- the name map, joined only onto the rare rows with several GPU types

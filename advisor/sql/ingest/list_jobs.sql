@@ -1,5 +1,7 @@
 -- Allocation rows for `advisor jobs`; every filter is optional (NULL = no condition).
-SELECT * FROM jobs
+-- cpu_efficiency is derived on read (migration 012), never stored.
+SELECT *, usage_cpu_efficiency(cpu_used_s, elapsed_s, cpus, cpu_time_alloc_s) AS cpu_efficiency
+FROM jobs
 WHERE ($cluster IS NULL OR cluster = $cluster)
   AND ($since IS NULL OR submit >= $since)
   AND ($until IS NULL OR submit < $until)

@@ -156,3 +156,39 @@ CREATE OR REPLACE TEMP MACRO ing_interactive_evidence(cmd, has_interactive, has_
 -- Strength of interactive evidence (fold.sql): submit_line > step > job_name > none.
 CREATE OR REPLACE TEMP MACRO ing_evidence_rank(e) AS
     coalesce(list_position(['job_name', 'step', 'submit_line'], e), 0);
+-- Usage fields (issue 23). TotalCPU '[D-][HH:]MM:SS[.mmm]' (or plain seconds, as the JSON
+-- reader writes it) -> seconds, a DOUBLE: sacct prints milliseconds, and a sleeping job's few
+-- milliseconds are its evidence. Through DuckDB's INTERVAL cast (MM:SS gets its hours first),
+-- several times faster than splitting; NULL when blank or not such text (ing_cpu_bad names it).
+CREATE OR REPLACE TEMP MACRO ing_cpu_rest_s(r) AS
+    CASE length(r) - length(replace(r, ':', ''))
+        WHEN 0 THEN ing_udec(r)
+        WHEN 1 THEN epoch(TRY_CAST('00:' || r AS INTERVAL))
+        WHEN 2 THEN epoch(TRY_CAST(r AS INTERVAL)) END;
+CREATE OR REPLACE TEMP MACRO ing_cpu_s(x) AS
+    CASE WHEN ltrim(x, '0123456789:.-') <> '' OR x = '' THEN NULL
+         -- D-HH[:MM[:SS]]: after the day, a lone number is hours
+         WHEN contains(x, '-') THEN ing_uint(split_part(x, '-', 1)) * 86400
+             + ing_cpu_rest_s(split_part(x, '-', 2) || CASE length(x) - length(replace(x, ':', ''))
+                                                      WHEN 0 THEN ':00:00' WHEN 1 THEN ':00' ELSE '' END)
+         ELSE ing_cpu_rest_s(x) END;
+CREATE OR REPLACE TEMP MACRO ing_cpu_bad(x, v) AS
+    CASE WHEN v IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) END;
+-- A TRESUsageIn* value of key `key` (gres/gpuutil, gres/gpumem: names no other key ends in)
+-- from the raw string, without building a copy of it; ing_usage_mem: the `mem` key (not vmem,
+-- not gres/gpumem).
+CREATE OR REPLACE TEMP MACRO ing_usage_val(s, key) AS
+    nullif(split_part(split_part(s, key || '=', 2), ',', 1), '');
+CREATE OR REPLACE TEMP MACRO ing_usage_mem(s) AS
+    nullif(split_part(CASE WHEN starts_with(s, 'mem=') THEN s[5:] ELSE split_part(s, ',mem=', 2) END,
+                      ',', 1), '');
+-- A usage amount in MB: with a unit as sacct prints it (K/M/G/T, MB based), or a plain count
+-- of bytes (what --json's consumed TRES and sacct's sub-KiB values carry). A plain cast, not
+-- ing_udec: a measured amount is no key or count, and the strict check doubled its cost.
+CREATE OR REPLACE TEMP MACRO ing_usage_mb(v) AS
+    CASE right(v, 1)
+        WHEN 'M' THEN TRY_CAST(v[:-2] AS DOUBLE)
+        WHEN 'G' THEN TRY_CAST(v[:-2] AS DOUBLE) * 1024
+        WHEN 'K' THEN TRY_CAST(v[:-2] AS DOUBLE) / 1024
+        WHEN 'T' THEN TRY_CAST(v[:-2] AS DOUBLE) * 1048576
+        ELSE TRY_CAST(v AS DOUBLE) / 1048576 END;

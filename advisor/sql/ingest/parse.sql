@@ -51,7 +51,11 @@ WITH a0 AS (
         ing_count(alloccpus) AS alloccpus_v,
         ing_count(reqcpus) AS reqcpus_v,
         ing_uint(uid) AS uid_v,
-        split_part(state, ' ', 1) AS state_word
+        split_part(state, ' ', 1) AS state_word,
+        -- usage (issue 23; NULL constants when the source has none): jobstats' summary
+        -- is inflated in Python (advisor/ingest/usage.py), so only for 'JS1:' values
+        ing_cpu_s(totalcpu) AS cpu_v,
+        CASE WHEN starts_with(admincomment, 'JS1:') THEN ing_jobstats(admincomment) END AS js
     FROM a
 ), c AS (
     SELECT *,
@@ -114,6 +118,13 @@ WITH a0 AS (
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
+            WHEN totalcpu IS NOT NULL AND ing_cpu_bad(totalcpu, cpu_v) THEN 'TotalCPU'
+            WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw) AND ing_uint(cputimeraw) IS NULL
+                 THEN 'CPUTimeRAW'
+            WHEN CASE WHEN tresusageintot IS NULL THEN FALSE
+                      ELSE ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) IS NULL
+                           AND ing_usage_val(tresusageintot, 'gres/gpuutil') IS NOT NULL END
+                 THEN 'TRESUsageInTot'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
                  OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647 THEN 'AllocTRES'
             WHEN tr.no_pairs OR tr.cpu_bad OR tr.mem_bad OR tr.gpu_vals_bad OR tr.keys_bad
@@ -172,6 +183,17 @@ SELECT
     workdir AS work_dir,
     coalesce(contains(submitline, '--exclusive'), FALSE)
         OR coalesce(list_contains(['true', '1', 'yes'], lower(exclusive_hint)), FALSE) AS exclusive,
+    -- usage: what the job used (issue 23); fold.sql adds its steps' and derives the mean
+    coalesce(cpu_v, js[1]) AS cpu_used_s,
+    ing_uint(cputimeraw) AS cpu_time_alloc_s,
+    ing_usage_mb(ing_usage_mem(tresusageinmax)) AS mem_used_max_mb,
+    ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) AS gpu_util_tot_pct,
+    coalesce(js[3], ing_udec(ing_usage_val(tresusageinmax, 'gres/gpuutil'))) AS gpu_util_max_pct,
+    coalesce(js[4], ing_usage_mb(ing_usage_val(tresusageinmax, 'gres/gpumem'))) AS gpu_mem_max_mb,
+    js[2] AS js_util_mean_pct,
+    CASE WHEN js IS NOT NULL THEN 'jobstats'
+         WHEN cpu_v IS NOT NULL OR tresusageintot IS NOT NULL OR tresusageinmax IS NOT NULL
+         THEN 'sacct' END AS usage_source,
     bad_field,
     CASE WHEN bad_field IS NOT NULL THEN {{raw_text}} END AS raw_text
 FROM f

@@ -13,6 +13,8 @@ SELECT line_no, bad_field AS field,
         WHEN 'Start' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
         WHEN 'End' THEN CASE WHEN "end" < "start" THEN 'before Start'
                              ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
+        WHEN 'TotalCPU' THEN 'not a CPU time [D-][HH:]MM:SS[.mmm]'
+        WHEN 'TRESUsageInTot' THEN 'gres/gpuutil is not a number (percent)'
         ELSE 'not a whole number in range'
     END AS reason,
     raw_text

@@ -1,0 +1,59 @@
+-- usage/facts: every GPU job with an allocation that passes the filters (one row each), with
+-- what it was given (cores per GPU, GPU-seconds) and what it used (CPU efficiency, GPU
+-- utilisation), its group keys, and its verdict with the numbers behind it. Derived on read:
+-- nothing here is stored (issue 23).
+-- A job counts when it started with GPUs > 0 and CPUs > 0 (as ratios/jobs_facts.sql). The
+-- verdict needs usage: 'starved' when its cores were nearly saturated (cpu_efficiency >=
+-- $starved_cpu_eff) and its GPUs mostly idle (mean utilisation <= $starved_gpu_util_pct);
+-- 'over_provisioned' when idle cores per GPU (cores per GPU x (1 - efficiency)) reach
+-- $idle_cores_per_gpu; 'ok' otherwise; NULL without the figures it needs. A job shorter than
+-- $min_elapsed_s gets no verdict (start-up dominates it).
+-- Parameters as ratios/jobs_facts.sql: $start, $end, $states, $partitions, $clusters,
+-- $gpu_types, $accounts, $users, $min_gpus; and the thresholds above.
+WITH j AS (
+    SELECT j.*,
+        usage_cpu_efficiency(j.cpu_used_s, j.elapsed_s, j.cpus, j.cpu_time_alloc_s) AS cpu_efficiency,
+        j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
+        j.gpus::DOUBLE * greatest(coalesce(j.elapsed_s, 0), 0) / 3600 AS gpu_hours
+    FROM jobs AS j
+    WHERE j.start IS NOT NULL AND j.gpus > 0 AND j.cpus > 0
+      AND ($start::TIMESTAMP IS NULL OR j.start >= $start::TIMESTAMP)
+      AND ($end::TIMESTAMP IS NULL OR j.start < $end::TIMESTAMP)
+      AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], j.state))
+      AND (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], j."partition"))
+      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], j.cluster))
+      AND (len($gpu_types::VARCHAR[]) = 0
+           OR list_contains($gpu_types::VARCHAR[], coalesce(j.gpu_type, '(untyped)')))
+      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], j.account))
+      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], j."user"))
+      AND ($min_gpus::INTEGER IS NULL OR j.gpus >= $min_gpus::INTEGER)
+), v AS (
+    SELECT *,
+        cores_per_gpu * (1 - least(cpu_efficiency, 1)) AS idle_cores_per_gpu,
+        CASE
+            WHEN cpu_efficiency IS NULL OR coalesce(elapsed_s, 0) < $min_elapsed_s THEN NULL
+            WHEN cpu_efficiency >= $starved_cpu_eff AND gpu_util_mean_pct <= $starved_gpu_util_pct
+                THEN 'starved'
+            WHEN cores_per_gpu * (1 - least(cpu_efficiency, 1)) >= $idle_cores_per_gpu
+                THEN 'over_provisioned'
+            -- saturated cores, GPU use unknown: no verdict rather than a guess
+            WHEN cpu_efficiency >= $starved_cpu_eff AND gpu_util_mean_pct IS NULL THEN NULL
+            ELSE 'ok'
+        END AS verdict
+    FROM j
+)
+SELECT
+    cluster, job_id, job_id_raw, submit, start, state,
+    coalesce(gpu_type, '(untyped)') AS gpu_type,
+    "partition", account, "user",
+    strftime(start, '%Y-%m') AS month,
+    gpus AS gpu_count,
+    -- the power of two at or above the ratio: bins 1, 2, 4, 8, ... cores per GPU
+    CAST(pow(2, ceil(log2(greatest(cores_per_gpu, 1)))) AS INTEGER) AS cores_per_gpu_bin,
+    elapsed_s, cpus, gpus, cores_per_gpu, gpu_hours,
+    cpu_used_s, cpu_efficiency, idle_cores_per_gpu,
+    gpu_util_mean_pct, gpu_util_max_pct, gpu_mem_max_mb, usage_source,
+    cpu_efficiency IS NOT NULL AS has_cpu_usage,
+    gpu_util_mean_pct IS NOT NULL AS has_gpu_usage,
+    verdict
+FROM v

@@ -1,0 +1,534 @@
+"""What GPU jobs used, beside what they were given: evidence of CPU starvation (issue 23).
+
+Owns the per-job usage figures (CPU efficiency, GPU utilisation, the verdict *starved* /
+*over-provisioned* with its numbers), their summaries per group (GPU type, partition, account,
+month, cores-per-GPU bin, ...), the share and dollar value of GPU-hours in likely-starved jobs,
+which estimate an admin should trust for a cluster (usage or allocation), per-cluster coverage
+for ``advisor data status``, and the check of the model against measured efficiency.
+
+Everything is derived on read from the usage columns of ``jobs`` (migration 012) by
+``advisor/sql/usage/``. CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
+utilisation is a percent (mean over the job's GPUs and the peak of one). Most sites export no
+usage: the figures are then None and the verdict falls back to the allocation-based estimate.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from advisor.errors import UsageError
+from advisor.store import query, quote_ident
+
+# Group keys a usage summary can take (columns of usage/facts.sql).
+GROUP_KEYS: tuple[str, ...] = (
+    "gpu_type", "cluster", "partition", "account", "user", "month", "gpu_count",
+    "cores_per_gpu_bin",
+)  # fmt: skip
+VERDICTS = ("starved", "over_provisioned", "ok")
+
+
+@dataclass(frozen=True)
+class UsageThresholds:
+    """When a job's usage reads as starved or over-provisioned (docs/usage.md says why).
+
+    ``starved_cpu_eff``: CPU efficiency (0..1) at or above which its cores were saturated;
+    ``starved_gpu_util_pct``: mean GPU utilisation (percent) at or below which its GPUs were
+    mostly idle; ``idle_cores_per_gpu``: idle cores per GPU (cores per GPU x (1 - efficiency))
+    at or above which it was over-provisioned; ``min_elapsed_s``: shorter jobs get no verdict;
+    ``trust_coverage``: share of GPU-hours with CPU and GPU usage from which the usage-based
+    estimate is the one to trust.
+    """
+
+    starved_cpu_eff: float = 0.9
+    starved_gpu_util_pct: float = 50.0
+    idle_cores_per_gpu: float = 8.0
+    min_elapsed_s: int = 600
+    trust_coverage: float = 0.5
+
+    def check(self) -> None:
+        if not 0 < self.starved_cpu_eff <= 1:
+            raise UsageError("--starved-cpu-eff must be in (0, 1] (e.g. 0.9)")
+        if not 0 <= self.starved_gpu_util_pct <= 100:
+            raise UsageError("--starved-gpu-util must be a percent in [0, 100] (e.g. 50)")
+        if self.idle_cores_per_gpu <= 0:
+            raise UsageError("--idle-cores-per-gpu must be positive (e.g. 8)")
+        if self.min_elapsed_s < 0:
+            raise UsageError("--min-elapsed must be 0 or more seconds")
+        if not 0 < self.trust_coverage <= 1:
+            raise UsageError("trust coverage must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    """What to summarise: grouping, thresholds and filters (as :class:`advisor.ratios.RatioQuery`:
+    empty tuples and None mean no filter; start/end bound the job's start time, UTC)."""
+
+    by: tuple[str, ...] = ("gpu_type",)
+    thresholds: UsageThresholds = UsageThresholds()
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    states: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    min_gpus: int | None = None
+    # On-demand USD per GPU-hour by GPU type; empty: from the price book (advisor.pricing,
+    # with ``pricing_file`` as a site's overrides).
+    usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
+    pricing_file: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageGroup:
+    """One group: what its jobs were given and used. Shares are fractions (0..1) of GPU-hours;
+    efficiency and utilisation are None where no job of the group carries usage."""
+
+    keys: Mapping[str, Any]
+    jobs: int
+    gpu_hours: float
+    jobs_with_usage: int  # CPU usage known
+    share_gpu_hours_with_cpu_usage: float
+    share_gpu_hours_with_gpu_usage: float
+    mean_cores_per_gpu: float
+    cpu_efficiency: float | None  # CPU seconds used / core-seconds allocated, over the group
+    cpu_efficiency_p50: float | None  # the median job's
+    busy_cores_per_gpu: float | None  # CPU seconds used per GPU-second
+    gpu_util_mean_pct: float | None  # GPU-hour weighted
+    gpu_util_peak_pct: float | None
+    starved_jobs: int
+    starved_gpu_hours: float
+    share_gpu_hours_starved: float | None  # of the GPU-hours that have a verdict
+    starved_usd: float | None  # starved GPU-hours at the GPU type's on-demand price
+    over_provisioned_jobs: int
+    over_provisioned_gpu_hours: float
+    idle_core_hours: float
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        keys = d.pop("keys")
+        return {**keys, **d}
+
+
+@dataclass(frozen=True)
+class TrustAdvice:
+    """Which estimate of starvation to trust for the data selected, and why."""
+
+    trust: str  # 'usage' | 'allocation'
+    share_gpu_hours_with_usage: float  # CPU and GPU usage both known
+    reason: str
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """A usage summary: groups, the overall group, the advice, and where efficiency saturates
+    against cores per GPU (None when the data cannot say)."""
+
+    by: tuple[str, ...]
+    groups: tuple[UsageGroup, ...]
+    overall: UsageGroup
+    advice: TrustAdvice
+    thresholds: UsageThresholds
+    by_cores_per_gpu: tuple[UsageGroup, ...] = ()  # efficiency against cores per GPU
+    saturates_at_cores_per_gpu: int | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [g.row() for g in self.groups]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "by": list(self.by),
+            "thresholds": asdict(self.thresholds),
+            "advice": asdict(self.advice),
+            "overall": self.overall.row(),
+            "saturates_at_cores_per_gpu": self.saturates_at_cores_per_gpu,
+            "by_cores_per_gpu": [g.row() for g in self.by_cores_per_gpu],
+            "groups": self.rows(),
+        }
+
+
+def _params(q: UsageQuery) -> dict[str, Any]:
+    t = q.thresholds
+    return {
+        "start": q.start,
+        "end": q.end,
+        "states": [s.upper() for s in q.states],
+        "partitions": list(q.partitions),
+        "clusters": list(q.clusters),
+        "gpu_types": list(q.gpu_types),
+        "accounts": list(q.accounts),
+        "users": list(q.users),
+        "min_gpus": q.min_gpus,
+        "starved_cpu_eff": t.starved_cpu_eff,
+        "starved_gpu_util_pct": t.starved_gpu_util_pct,
+        "idle_cores_per_gpu": t.idle_cores_per_gpu,
+        "min_elapsed_s": t.min_elapsed_s,
+    }
+
+
+def _check(q: UsageQuery) -> None:
+    q.thresholds.check()
+    bad = [k for k in q.by if k not in GROUP_KEYS]
+    if bad:
+        raise UsageError(
+            f"--by {', '.join(bad)}: not a group key; use one of {', '.join(GROUP_KEYS)}"
+        )
+
+
+def _fnum(v: Any) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _groups(con: duckdb.DuckDBPyConnection, q: UsageQuery, by: Sequence[str]) -> list[UsageGroup]:
+    keys = ", ".join(quote_ident(k) for k in by)
+    sql = (
+        query("usage/summary")
+        .replace("{{facts}}", query("usage/facts"))
+        .replace("{{keys}}", keys + "," if keys else "")
+        .replace("{{group}}", "GROUP BY " + keys if keys else "")
+        .replace("{{order}}", keys if keys else "1")
+    )
+    prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
+    params = {**_params(q), "price_types": list(prices), "price_usd": list(prices.values())}
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description or []]
+    out = []
+    for row in cur.fetchall():
+        r = dict(zip(names, row, strict=True))
+        out.append(
+            UsageGroup(
+                keys={k: r[k] for k in by},
+                jobs=int(r["jobs"]),
+                gpu_hours=float(r["gpu_hours"] or 0.0),
+                jobs_with_usage=int(r["jobs_with_usage"] or 0),
+                share_gpu_hours_with_cpu_usage=float(r["share_cpu"] or 0.0),
+                share_gpu_hours_with_gpu_usage=float(r["share_gpu"] or 0.0),
+                mean_cores_per_gpu=float(r["mean_cores_per_gpu"] or 0.0),
+                cpu_efficiency=_fnum(r["cpu_efficiency"]),
+                cpu_efficiency_p50=_fnum(r["cpu_efficiency_p50"]),
+                busy_cores_per_gpu=_fnum(r["busy_cores_per_gpu"]),
+                gpu_util_mean_pct=_fnum(r["gpu_util_mean_pct"]),
+                gpu_util_peak_pct=_fnum(r["gpu_util_peak_pct"]),
+                starved_jobs=int(r["starved_jobs"] or 0),
+                starved_gpu_hours=float(r["starved_gpu_hours"] or 0.0),
+                share_gpu_hours_starved=_fnum(r["share_starved"]),
+                starved_usd=_fnum(r["starved_usd"]) if r["all_priced"] else None,
+                over_provisioned_jobs=int(r["over_jobs"] or 0),
+                over_provisioned_gpu_hours=float(r["over_gpu_hours"] or 0.0),
+                idle_core_hours=float(r["idle_core_hours"] or 0.0),
+            )
+        )
+    return out
+
+
+def _prices(pricing_file: str | None) -> dict[str, float]:
+    """USD per GPU-hour of each GPU type's reference instance (the first of its type)."""
+    from advisor.pricing import load_pricing
+
+    return prices_of(load_pricing(pricing_file))
+
+
+def prices_of(book: Any) -> dict[str, float]:
+    """USD per GPU-hour by GPU type (upper case) of a :class:`advisor.pricing.PriceBook`."""
+    out: dict[str, float] = {}
+    for inst in book.instances:
+        out.setdefault(inst.gpu_type.upper(), inst.usd_per_gpu_hour)
+    return out
+
+
+def _empty_group() -> UsageGroup:
+    return UsageGroup({}, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None, None, None, None, 0, 0.0, None,
+                      None, 0, 0.0, 0.0)  # fmt: skip
+
+
+def advice(overall: UsageGroup, thresholds: UsageThresholds) -> TrustAdvice:
+    """Trust usage when CPU and GPU usage cover at least ``trust_coverage`` of the GPU-hours:
+    then starvation is seen (saturated cores with idle GPUs), not inferred from cores given.
+    Else the allocation-based estimate (cores per GPU against the model) is all there is."""
+    both = min(overall.share_gpu_hours_with_cpu_usage, overall.share_gpu_hours_with_gpu_usage)
+    need = thresholds.trust_coverage
+    if overall.gpu_hours <= 0:
+        return TrustAdvice("allocation", 0.0, "no GPU-hours selected")
+    if both >= need:
+        return TrustAdvice(
+            "usage",
+            both,
+            f"{100 * both:.0f}% of GPU-hours carry CPU and GPU usage (at least "
+            f"{100 * need:.0f}%): starvation is measured, not inferred from the allocation",
+        )
+    if overall.share_gpu_hours_with_cpu_usage >= need:
+        why = (
+            f"CPU usage covers {100 * overall.share_gpu_hours_with_cpu_usage:.0f}% of GPU-hours "
+            f"but GPU utilisation only {100 * overall.share_gpu_hours_with_gpu_usage:.0f}%: "
+            "saturated cores are seen, idle GPUs are not (enable gres/gpuutil in "
+            "AccountingStorageTRES, or jobstats)"
+        )
+    elif overall.share_gpu_hours_with_cpu_usage > 0:
+        why = (
+            f"usage covers only {100 * both:.0f}% of GPU-hours (under {100 * need:.0f}%): "
+            "too few jobs to speak for the cluster"
+        )
+    else:
+        why = (
+            "no usage fields loaded (TotalCPU, TRESUsageInTot/Max, jobstats AdminComment): "
+            "only what jobs were given is known"
+        )
+    return TrustAdvice("allocation", both, why)
+
+
+def usage_summary(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> UsageReport:
+    """Usage per group of ``q.by`` (and overall), with the trust advice."""
+    _check(q)
+    groups = _groups(con, q, q.by)
+    overall_rows = _groups(con, q, ())
+    overall = overall_rows[0] if overall_rows else _empty_group()
+    bins = groups if q.by == ("cores_per_gpu_bin",) else _groups(con, q, ("cores_per_gpu_bin",))
+    return UsageReport(
+        q.by,
+        tuple(groups),
+        overall,
+        advice(overall, q.thresholds),
+        q.thresholds,
+        tuple(bins),
+        saturation_cores_per_gpu(bins),
+    )
+
+
+def job_usage(
+    con: duckdb.DuckDBPyConnection,
+    q: UsageQuery,
+    *,
+    verdict: str | None = None,
+    limit: int | None = 100,
+) -> list[dict[str, Any]]:
+    """Per job: what it was given and used, its verdict and the evidence (a sentence with the
+    numbers). ``verdict`` selects one of VERDICTS; jobs with the most GPU-hours first."""
+    _check(q)
+    if verdict is not None and verdict not in VERDICTS:
+        raise UsageError(f"--verdict {verdict!r}: use one of {', '.join(VERDICTS)}")
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be 0 or more")
+    sql = (
+        f"SELECT * FROM ({query('usage/facts')}) AS f"  # noqa: S608
+        " WHERE ($verdict IS NULL OR verdict = $verdict)"
+        " ORDER BY gpu_hours DESC, cluster, job_id_raw LIMIT coalesce($lim, 9223372036854775807)"
+    )
+    cur = con.execute(sql, {**_params(q), "verdict": verdict, "lim": limit})
+    names = [d[0] for d in cur.description or []]
+    out = []
+    for row in cur.fetchall():
+        r = dict(zip(names, row, strict=True))
+        for k in ("submit", "start"):
+            if isinstance(r[k], dt.datetime):
+                r[k] = r[k].isoformat(timespec="seconds") + "Z"
+        r["evidence"] = evidence(r, q.thresholds)
+        out.append(r)
+    return out
+
+
+def evidence(r: Mapping[str, Any], t: UsageThresholds) -> str:
+    """The numbers behind a job's verdict, as one sentence."""
+    eff, util = r.get("cpu_efficiency"), r.get("gpu_util_mean_pct")
+    cpg = r.get("cores_per_gpu") or 0.0
+    if eff is None:
+        return "no CPU usage recorded"
+    parts = [f"{100 * eff:.0f}% of {r.get('cpus')} cores busy ({cpg:g} per GPU)"]
+    if util is not None:
+        peak = r.get("gpu_util_max_pct")
+        parts.append(
+            f"GPUs {util:.0f}% busy on average"
+            + (f", {peak:.0f}% at peak" if peak is not None else "")
+        )
+    else:
+        parts.append("GPU utilisation not recorded")
+    v = r.get("verdict")
+    if v == "starved":
+        parts.append(
+            f"cores at or above {100 * t.starved_cpu_eff:.0f}% with GPUs at or below "
+            f"{t.starved_gpu_util_pct:g}%: likely CPU-starved"
+        )
+    elif v == "over_provisioned":
+        idle = r.get("idle_cores_per_gpu") or 0.0
+        parts.append(
+            f"{idle:.1f} idle cores per GPU (>= {t.idle_cores_per_gpu:g}): over-provisioned"
+        )
+    elif v is None and (r.get("elapsed_s") or 0) < t.min_elapsed_s:
+        parts.append(f"shorter than {t.min_elapsed_s} s: no verdict")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class ClusterUsage:
+    """Which usage a cluster's GPU jobs carry, and from when (times UTC)."""
+
+    cluster: str
+    gpu_jobs: int
+    jobs_with_cpu_usage: int
+    jobs_with_gpu_usage: int
+    share_gpu_hours_with_cpu_usage: float
+    share_gpu_hours_with_gpu_usage: float
+    first_start_with_usage: dt.datetime | None
+    last_start_with_usage: dt.datetime | None
+    sources: tuple[str, ...]
+    note: str
+
+
+def usage_coverage(con: duckdb.DuckDBPyConnection) -> list[ClusterUsage]:
+    """Per cluster: GPU jobs with usage data, their share of GPU-hours, and the span they cover."""
+    out = []
+    for r in con.execute(query("usage/coverage")).fetchall():
+        cluster, gpu_jobs, n_cpu, n_gpu, s_cpu, s_gpu, first, last, sources = r
+        if not n_cpu and not n_gpu:
+            note = "no usage data: CPU efficiency and starvation evidence unavailable (NULL)"
+        elif not n_gpu:
+            note = "CPU usage only: no GPU utilisation (gres/gpuutil or jobstats)"
+        else:
+            note = "CPU and GPU usage"
+        out.append(
+            ClusterUsage(
+                str(cluster),
+                int(gpu_jobs),
+                int(n_cpu),
+                int(n_gpu),
+                float(s_cpu or 0.0),
+                float(s_gpu or 0.0),
+                first,
+                last,
+                tuple(sources or ()),
+                note,
+            )
+        )
+    return out
+
+
+def saturation_cores_per_gpu(groups: Sequence[UsageGroup], gain: float = 0.1) -> int | None:
+    """Where busy cores per GPU stop growing with cores given: the first cores-per-GPU bin
+    whose next bin adds less than ``gain`` (a fraction) of busy cores per GPU. ``groups`` are
+    grouped by ``cores_per_gpu_bin`` alone; None when fewer than two bins carry usage."""
+    pts = sorted(
+        (int(g.keys["cores_per_gpu_bin"]), g.busy_cores_per_gpu)
+        for g in groups
+        if g.busy_cores_per_gpu is not None and g.keys.get("cores_per_gpu_bin") is not None
+    )
+    if len(pts) < 2:
+        return None
+    for (c0, b0), (_c1, b1) in zip(pts, pts[1:], strict=False):
+        if b1 < b0 * (1 + gain):
+            return c0
+    return None
+
+
+# --- closing the loop with the model -------------------------------------------------------
+
+ModelFn = Callable[[str, int, float], bool | None]
+
+
+def model_needs_more_cores(gpu_type: str, gpus: int, cores_per_gpu: float) -> bool | None:
+    """The adapter to the model: whether it predicts that a job of ``gpus`` ``gpu_type`` GPUs
+    with ``cores_per_gpu`` cores is short of CPU (its recommendation is above what it has), or
+    None when the model cannot say (unknown GPU type, no fitted curve, a changed API)."""
+    try:
+        from advisor import recommend
+
+        rec = recommend.recommend_job(
+            recommend.JobQuery(gpu_type=gpu_type, gpus=gpus, current_cpus_per_gpu=cores_per_gpu)
+        )
+        wanted = getattr(rec, "cpus_per_gpu", None)
+        if wanted is None:
+            return None
+        return float(wanted) > float(cores_per_gpu)
+    except Exception:  # noqa: BLE001 (the model is being rewritten: no answer, not a crash)
+        return None
+
+
+@dataclass(frozen=True)
+class ModelAgreement:
+    """Per GPU type: how often the model's verdict at a job's allocation (short of CPU or not)
+    matches the job's measured saturation (CPU efficiency >= the starved threshold)."""
+
+    gpu_type: str
+    jobs: int  # jobs with CPU usage and a model answer
+    agree: int
+    both_short: int  # model short of CPU, cores measured saturated
+    model_only: int  # model short of CPU, cores not saturated
+    measured_only: int  # cores saturated, model not short of CPU
+    share_agree: float | None
+    no_model_answer: int
+
+
+def model_agreement(
+    con: duckdb.DuckDBPyConnection, q: UsageQuery, model: ModelFn = model_needs_more_cores
+) -> list[ModelAgreement]:
+    """Compare the model with measured CPU efficiency, per GPU type, over jobs with usage.
+    The model is asked once per distinct (GPU type, GPUs, cores per GPU)."""
+    _check(q)
+    sql = query("usage/model_cells").replace("{{facts}}", query("usage/facts"))
+    cells = con.execute(sql, _params(q)).fetchall()
+    answers: dict[tuple[str, int, float], bool | None] = {}
+    acc: dict[str, list[int]] = {}
+    for gpu_type, gpus, cpg, saturated, n in cells:
+        key = (str(gpu_type), int(gpus), float(cpg))
+        if key not in answers:
+            answers[key] = model(*key)
+        a = acc.setdefault(str(gpu_type), [0, 0, 0, 0, 0, 0])
+        says = answers[key]
+        if says is None:
+            a[5] += n
+            continue
+        a[0] += n
+        a[1] += n if says == bool(saturated) else 0
+        a[2] += n if says and saturated else 0
+        a[3] += n if says and not saturated else 0
+        a[4] += n if saturated and not says else 0
+    return [
+        ModelAgreement(t, a[0], a[1], a[2], a[3], a[4], a[1] / a[0] if a[0] else None, a[5])
+        for t, a in sorted(acc.items())
+    ]
+
+
+# Usage columns ``advisor ratios --usage`` adds to each ratio group.
+RATIO_USAGE_COLUMNS: tuple[str, ...] = (
+    "share_gpu_hours_with_cpu_usage", "cpu_efficiency", "busy_cores_per_gpu",
+    "gpu_util_mean_pct", "share_gpu_hours_starved", "starved_usd", "over_provisioned_jobs",
+)  # fmt: skip
+
+
+def ratios_with_usage(
+    con: duckdb.DuckDBPyConnection, rq: Any, thresholds: UsageThresholds = UsageThresholds()
+) -> list[dict[str, Any]]:
+    """The rows of :func:`advisor.ratios.ratio_summary` for ``rq`` (a RatioQuery), each with
+    the usage figures of the same group (RATIO_USAGE_COLUMNS; None where no job carries usage)."""
+    from advisor import ratios
+
+    bad = [k for k in rq.by if k not in GROUP_KEYS]
+    if bad:
+        raise UsageError(
+            f"--usage cannot group by {', '.join(bad)}; group by {', '.join(GROUP_KEYS)}"
+        )
+    uq = UsageQuery(
+        by=tuple(rq.by),
+        thresholds=thresholds,
+        start=rq.start,
+        end=rq.end,
+        states=tuple(rq.states),
+        partitions=tuple(rq.partitions),
+        clusters=tuple(rq.clusters),
+        gpu_types=tuple(rq.gpu_types),
+        accounts=tuple(rq.accounts),
+        users=tuple(rq.users),
+        min_gpus=rq.min_gpus,
+    )
+    _check(uq)
+    by_key = {tuple(g.keys[k] for k in uq.by): g.row() for g in _groups(con, uq, uq.by)}
+    out = []
+    for r in ratios.ratio_summary(con, rq).rows():
+        u = by_key.get(tuple(r[k] for k in uq.by), {})
+        out.append({**r, **{c: u.get(c) for c in RATIO_USAGE_COLUMNS}})
+    return out

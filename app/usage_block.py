@@ -1,0 +1,81 @@
+"""The usage block of the Overview and Who pages: what GPU jobs used (CPU efficiency, GPU
+utilisation, likely CPU-starved GPU-hours and their value) beside the allocation-based figures,
+and which of the two an admin should trust for the data selected (advisor.usage)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from app import common
+
+
+def _query(filters: common.Filters, by: tuple[str, ...]) -> Any:
+    from advisor import usage
+
+    return usage.UsageQuery(
+        by=by,
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+    )
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.0f}%"
+
+
+def show_usage_block(key: common.DbKey, filters: common.Filters, by: str = "gpu_type") -> None:
+    """A compact block: the trust advice, four figures and, when usage exists, the ``by`` groups
+    with the most likely-starved GPU-hours (names through the privacy setting)."""
+    from advisor import usage
+
+    rep = common.guarded(
+        lambda: common.cached_core(
+            "usage_summary", key, usage.usage_summary, _query(filters, (by,))
+        )
+    )
+    st.subheader("What the jobs used (usage data)")
+    text = f"Trust the **{rep.advice.trust}-based** estimate here: {rep.advice.reason}."
+    if rep.advice.trust == "usage":
+        st.success(text)
+    else:
+        st.info(text)
+    o = rep.overall
+    if not o.jobs_with_usage:
+        return
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("GPU-hours with usage", _pct(o.share_gpu_hours_with_cpu_usage))
+    c2.metric("CPU efficiency", _pct(o.cpu_efficiency))
+    util = "–" if o.gpu_util_mean_pct is None else f"{o.gpu_util_mean_pct:.0f}%"
+    c3.metric("GPU utilisation (mean)", util)
+    usd = "" if o.starved_usd is None else f" · ${o.starved_usd:,.0f}"
+    c4.metric("GPU-hours likely CPU-starved", _pct(o.share_gpu_hours_starved), usd.strip(" ·"),
+              delta_color="off", delta_arrow="off")  # fmt: skip
+    rows = sorted(rep.groups, key=lambda g: -g.starved_gpu_hours)[:10]
+    table = pd.DataFrame(
+        [
+            {
+                by: common.display_name(str(g.keys[by]))
+                if by in ("account", "user")
+                else g.keys[by],
+                "jobs": g.jobs,
+                "CPU efficiency": g.cpu_efficiency,
+                "GPU util %": g.gpu_util_mean_pct,
+                "starved GPU-hours": g.starved_gpu_hours,
+                "starved $": g.starved_usd,
+                "over-provisioned jobs": g.over_provisioned_jobs,
+            }
+            for g in rows
+        ]
+    )
+    st.dataframe(table, hide_index=True)
+    st.caption(
+        f"Likely CPU-starved: cores at least {100 * rep.thresholds.starved_cpu_eff:.0f}% busy "
+        f"while GPUs are at most {rep.thresholds.starved_gpu_util_pct:g}% busy; the jobs and "
+        "their numbers: `advisor usage --jobs --verdict starved`."
+    )
