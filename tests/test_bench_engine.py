@@ -202,6 +202,7 @@ def _cfg(tmp_path: Path, model: Path, *stub_args: str, **kw) -> BenchConfig:
         start_timeout_s=20,
         tokenize_probe=False,
         warmup_requests=1,
+        noload_s=0.0,  # the no-load phase is tested in test_bench_protocol.py
         engine_env=(("PYTHONPATH", str(ROOT)),),
     )
     base.update(kw)

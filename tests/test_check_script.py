@@ -72,12 +72,16 @@ def test_the_plan_matches_this_machine_root_and_slurm_start_it_else_say_how():
         assert "To run them:" in notices[0] and "scripts/check" in notices[0]
 
 
-def test_without_slurm_programs_on_the_path_it_names_dev_setup_as_the_fix():
+def test_without_slurm_programs_on_the_path_it_names_dev_setup_as_the_fix(readable_dir):
     if os.geteuid() != 0:
         pytest.skip("as a normal user the not-root notice comes first (tested below)")
     # /usr/sbin holds slurmctld, slurmdbd, mariadbd and munged on Debian; without it they are
-    # as absent to the script as on a machine where dev-setup never installed them.
-    decision, notices = _plan(PATH="/usr/local/bin:/usr/bin:/bin")
+    # as absent to the script as on a machine where dev-setup never installed them. A stand-in
+    # sandbox that does not answer: the checkout's own may be running (scripts/check runs this).
+    decision, notices = _plan(
+        check=_copy_scripts(readable_dir, sandbox_status_rc=1) / "scripts" / "check",
+        PATH="/usr/local/bin:/usr/bin:/bin",
+    )
     assert decision == "skip"
     (notice,) = notices
     assert "Slurm is not installed" in notice and "slurmctld" in notice
