@@ -666,8 +666,16 @@ def _merge_parts(
         else:
             expr = f"s.{q}"
         if c in TRES_COLUMNS:  # the same items in another order are no change
-            new.append(f"list_sort(string_split({expr}, ','))")
-            old.append(f"list_sort(string_split(j.{q}, ','))")
+            new_items = f"list_sort(string_split({expr}, ','))"
+            old_items = f"list_sort(string_split(j.{q}, ','))"
+            new.append(new_items)
+            old.append(old_items)
+            # and a row updated for another column keeps the stored spelling of equal TRES
+            replaced = [r for r in replaced if not r.endswith(f" AS {q}")]
+            replaced.append(
+                f"CASE WHEN {new_items} IS NOT DISTINCT FROM {old_items} THEN j.{q}"
+                f" ELSE {expr} END AS {q}"
+            )
             continue
         new.append(expr)
         old.append(f"j.{q}")
