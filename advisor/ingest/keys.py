@@ -128,23 +128,48 @@ def raw_by_id(
         f"SELECT ing_id_text(jobid, jobidraw) AS id, {text.raw_text_expr(layout)} AS raw"  # noqa: S608
         f" FROM ({src}) AS s WHERE list_contains($ids, ing_id_text(jobid, jobidraw))"
     )
+    params = {
+        **text.csv_params(loaded.path, loaded.compression, layout, keep_rejects=False),
+        "ids": ids,
+    }
+    try:
+        rows = con.execute(sql, params).fetchall()
+    except duckdb.InvalidInputException:
+        # a bare CR makes DuckDB's strict reader give up on the whole file: read the lines as
+        # the load itself then did (text.read_by_line), not with DuckDB's lenient reader
+        return _raw_by_id_by_line(loaded, set(ids))
     out: dict[str, list[str]] = {}
-    # strict first, as the load itself reads; a bare CR makes DuckDB's strict reader give up on
-    # the whole file, and the lenient one then reads the same lines (the load did the same)
-    for strict in (True, False):
-        params = {
-            **text.csv_params(loaded.path, loaded.compression, layout, strict, keep_rejects=False),
-            "ids": ids,
-        }
-        try:
-            rows = con.execute(sql, params).fetchall()
-        except duckdb.InvalidInputException:
-            if not strict:
-                raise
-            continue
-        for key, raw in rows:
-            out.setdefault(str(key), []).append(str(raw))
-        break
+    for key, raw in rows:
+        out.setdefault(str(key), []).append(str(raw))
+    return out
+
+
+def _raw_by_id_by_line(loaded: Loaded, ids: set[str]) -> dict[str, list[str]]:
+    """:func:`raw_by_id` in Python: a line is a record when it decodes as UTF-8 and has the
+    layout's field count (the rule of text.read_by_line); its id is JobID, else JobIDRaw."""
+    from advisor.ingest.detect import open_decompressed
+
+    layout = loaded.layout
+    assert layout is not None and loaded.path is not None
+    cols = list(layout.columns)
+    at = {c: cols.index(c) for c in ("jobid", "jobidraw") if c in cols}
+    out: dict[str, list[str]] = {}
+    with open_decompressed(loaded.path, loaded.compression) as fh:
+        for n, line in enumerate(fh, start=1):
+            if n == 1 and layout.has_header:
+                continue
+            try:
+                record = line.rstrip(b"\n").rstrip(b"\r").decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            fields = record.split(layout.delimiter)
+            if len(fields) != len(cols):
+                continue
+            key = (fields[at["jobid"]] if "jobid" in at else "") or (
+                fields[at["jobidraw"]] if "jobidraw" in at else ""
+            )
+            if key in ids:
+                out.setdefault(key, []).append(record)
     return out
 
 
