@@ -289,8 +289,10 @@ def test_table_counts_get_thousands_separators_while_csv_and_json_stay_raw(cli, 
     ingest_files(db_path, [FIX / "edge.txt"])
     code, table, _ = cli("jobs", "--db", str(db_path), "--limit", "0")
     assert code == 0
+    header = next(line for line in table.splitlines() if "mem_mb" in line)
     row = next(line for line in table.splitlines() if "│ 804 " in line)
-    assert [c.strip() for c in row.split("│")][-2] == "16,384"  # mem_mb, the last column
+    names = [c.strip() for c in header.split("┃")]
+    assert [c.strip() for c in row.split("│")][names.index("mem_mb")] == "16,384"
     code, csv_out, _ = cli("jobs", "--db", str(db_path), "--limit", "0", "-f", "csv")
     assert "alpha,804,804," in csv_out and ",16384" in csv_out and "16,384" not in csv_out
     code, json_out, _ = cli("jobs", "--db", str(db_path), "--limit", "0", "-f", "json")
