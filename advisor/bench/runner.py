@@ -464,6 +464,32 @@ def _engine_spec(
     )
 
 
+def _target(cfg: BenchConfig, spec: eng.EngineSpec) -> Target:
+    """Where the load goes: the started engine, under the model name requests carry."""
+    return Target(
+        spec.host,
+        spec.port,
+        cfg.model_name or cfg.model,
+        ignore_eos=cfg.engine in IGNORE_EOS_ENGINES,
+    )
+
+
+def _row_of_run(p: Point, run: dict[str, Any]) -> RunRow:
+    """The CLI's row of a run just written (from the run itself, not read back from disk)."""
+    return RunRow(
+        p.run_id,
+        p.cores,
+        p.load.workload,
+        p.load.attacker_rps,
+        p.repeat,
+        run["status"],
+        run["victim_ttft_p50_ms"],
+        run["attacker_ttft_p50_ms"],
+        run["requests_timed_out"],
+        str(p.path),
+    )
+
+
 def _row_from_file(p: Point, status: str) -> RunRow:
     try:
         run = json.loads(p.path.read_text())["run"]
@@ -528,12 +554,7 @@ def _run_one_start(
                 concurrency=max(2, min(16, int(round(first.attacker_rps)))),
             )
         ]
-    target = Target(
-        spec.host,
-        spec.port,
-        cfg.model_name or cfg.model,
-        ignore_eos=cfg.engine in IGNORE_EOS_ENGINES,
-    )
+    target = _target(cfg, spec)
     rows: list[RunRow] = []
     own_affinity = os.sched_getaffinity(0)
     with eng.EngineProcess(spec) as engine:
@@ -560,20 +581,7 @@ def _run_one_start(
                 records = _phase(cfg, pt, target, factory, engine, split, run, st)
             run["finished_at"] = _now()
             _write(pt.path, RunResult(run, tuple(records)))
-            rows.append(
-                RunRow(
-                    pt.run_id,
-                    pt.cores,
-                    pt.load.workload,
-                    pt.load.attacker_rps,
-                    pt.repeat,
-                    run["status"],
-                    run["victim_ttft_p50_ms"],
-                    run["attacker_ttft_p50_ms"],
-                    run["requests_timed_out"],
-                    str(pt.path),
-                )
-            )
+            rows.append(_row_of_run(pt, run))
             progress(label, i + 1, total)
         st.survivors = engine.stop()
     os.sched_setaffinity(0, own_affinity)
@@ -859,12 +867,7 @@ def _run_repinned(
         st.start_no, st.most_cores = s + 1, most
         first = loads[0]
         factory = PromptFactory(Path(cfg.model), seed=first.seed + s)
-        target = Target(
-            spec.host,
-            spec.port,
-            cfg.model_name or cfg.model,
-            ignore_eos=cfg.engine in IGNORE_EOS_ENGINES,
-        )
+        target = _target(cfg, spec)
         label = f"start {s + 1}/{cfg.starts}"
         with eng.EngineProcess(spec) as engine:
             ready = engine.wait_ready(cfg.start_timeout_s)
@@ -905,7 +908,7 @@ def _run_repinned(
                     records = _phase(cfg, pt, target, factory, engine, now, run, st)
                 run["finished_at"] = _now()
                 _write(pt.path, RunResult(run, tuple(records)))
-                rows.append(_row_from_file(pt, run["status"]))
+                rows.append(_row_of_run(pt, run))
                 progress(label, i + 1, len(todo))
             st.survivors = engine.stop()
     return rows
