@@ -67,6 +67,33 @@ def query(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+_PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
+
+
+def placeholders(sql: str) -> set[str]:
+    """The ``{{name}}`` placeholders left in a statement's text."""
+    return set(_PLACEHOLDER_RE.findall(sql))
+
+
+def render(name: str, **parts: str) -> str:
+    """The named statement with each ``{{part}}`` replaced by the SQL text given for it.
+
+    Parts are pieces of SQL chosen by the code (a column list, a sub-query), never values:
+    values are bound as parameters. Every placeholder must be given and every part given must
+    be used, so a renamed placeholder fails here instead of reaching DuckDB as ``{{...}}``.
+    """
+    sql = query(name)
+    wanted = placeholders(sql)
+    missing = sorted(wanted - parts.keys())
+    unused = sorted(parts.keys() - wanted)
+    if missing or unused:
+        raise StoreError(
+            f"advisor/sql/{name}.sql: placeholders not filled: {missing or 'none'}; "
+            f"parts that fill nothing: {unused or 'none'}"
+        )
+    return _PLACEHOLDER_RE.sub(lambda m: parts[m.group(1)], sql)
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, SQL) of every migration, in order."""
     found = []
