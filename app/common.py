@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import duckdb
 import streamlit as st
@@ -785,7 +785,7 @@ def month_label(value: Any) -> str:
 
 def show_table(
     frame: Any, columns: list[str] | None = None, labels: dict[str, str] | None = None,
-    height: int | str = "auto",
+    height: int | Literal["auto", "stretch", "content"] = "auto",
 ) -> None:
     """A table for people: the ``columns`` given first (else all), labelled and formatted by
     :data:`COLUMNS`, months as ``2024-01``, as wide as the page (never cut off at the right)."""
