@@ -605,7 +605,7 @@ class FitReport:
 
 
 def _estimator(cfg: FitConfig, n_bootstrap: int) -> Any:
-    from advisor.model import CoreSlowdownRegressor
+    from advisor.estimator import CoreSlowdownRegressor
 
     return CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
                                  censored_weight=cfg.censored_weight,

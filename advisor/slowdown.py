@@ -2,7 +2,7 @@
 
 This is the part of the model that the job-submit path needs, so it imports numpy and nothing
 heavier (scikit-learn's import alone costs about half a second). The scikit-learn estimator in
-:mod:`advisor.model` fits the parameters; the recommend path loads the same parameters from JSON
+:mod:`advisor.estimator` fits the parameters; the recommend path loads the same parameters from JSON
 (:func:`load_params`) and calls the same functions.
 
 The mechanism (vLLM V1's CPU critical path; docs/model.md):

@@ -25,10 +25,9 @@ from advisor.errors import LockedError, NotFoundError, StoreError
 
 DEFAULT_DB = "advisor.duckdb"
 DB_ENV = "ADVISOR_DB"
-# The storage format of a database file this code creates (an existing file keeps its own).
-# v1.3.0 brings DICT_FSST string compression: writing the 4.65M-row jobs table takes about
-# 9 CPU-s instead of about 13, in a file of the same size (bench/bench_ingest.py); DuckDB
-# before 1.3 cannot open such a file, hence the duckdb>=1.3 pin.
+# The storage format of a database file this code creates (an existing file keeps its own):
+# v1.3.0 brings DICT_FSST string compression, which makes writing the jobs table cheaper
+# (docs/ingest.md, "Speed"); DuckDB before 1.3 cannot open such a file, hence the duckdb>=1.3 pin.
 STORAGE_VERSION = "v1.3.0"
 
 _MIGRATION_RE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")

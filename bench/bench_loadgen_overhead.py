@@ -1,6 +1,6 @@
 """How much the load generator adds to the TTFT it reports, at 16 requests/s.
 
-Against a local stub server that answers at once (advisor.bench.stubserver, a real process),
+Against a local stub server that answers at once (advisor.harness.stubserver, a real process),
 three clients send the same streamed completion request and time the first token:
 
 - baseline: a minimal blocking socket client, one request at a time (the floor: kernel,
@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from advisor.bench import engine as eng  # noqa: E402
-from advisor.bench.httpclient import build_request  # noqa: E402
-from advisor.bench.loadgen import (  # noqa: E402
+from advisor.harness import engine as eng  # noqa: E402
+from advisor.harness.httpclient import build_request  # noqa: E402
+from advisor.harness.loadgen import (  # noqa: E402
     PlannedRequest,
     Target,
     arrival_times,
@@ -100,7 +100,7 @@ def main() -> None:
     client_cores = set(cpus[1:]) or set(cpus)
     port = eng.free_port()
     spec = eng.spec_from(
-        "{python} -m advisor.bench.stubserver --host {host} --port {port}",
+        "{python} -m advisor.harness.stubserver --host {host} --port {port}",
         model="m",
         tp=1,
         cores=server_cores,

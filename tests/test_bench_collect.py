@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from advisor.bench.collect import calibration_points, collect, list_runs, read_result
 from advisor.errors import InputError
+from advisor.harness.collect import calibration_points, collect, list_runs, read_result
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "data" / "bench" / "h200-2026-11-29"

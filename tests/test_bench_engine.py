@@ -1,6 +1,6 @@
 """The launcher and the load generator against real server processes.
 
-``advisor.bench.stubserver`` is a real process speaking the streamed completions API with
+``advisor.harness.stubserver`` is a real process speaking the streamed completions API with
 scripted behaviour (a fixed delay before the first token, hanging, dying, never becoming
 ready): the cases a real engine cannot be made to show on demand. The end-to-end test runs
 ``transformers serve`` (a real OpenAI-compatible engine) on a tiny random-weight Llama on CPU.
@@ -18,22 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from advisor.bench import engine as eng
-from advisor.bench.httpclient import build_request
-from advisor.bench.loadgen import PlannedRequest, Target, completion_payload, run_phase
-from advisor.bench.pinning import check_pinning
-from advisor.bench.records import LoadSpec
-from advisor.bench.runner import BenchConfig, run_bench
+from advisor.harness import engine as eng
+from advisor.harness.httpclient import build_request
+from advisor.harness.loadgen import PlannedRequest, Target, completion_payload, run_phase
+from advisor.harness.pinning import check_pinning
+from advisor.harness.records import LoadSpec
+from advisor.harness.runner import BenchConfig, run_bench
 
 ROOT = Path(__file__).resolve().parent.parent
-STUB = "{python} -m advisor.bench.stubserver --host {host} --port {port}"
+STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
 CPUS = sorted(os.sched_getaffinity(0))
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``bench make-model --arch tiny --weights``: a real random-weight Llama and tokenizer."""
-    from advisor.bench.makemodel import MakeModelConfig, make_model
+    from advisor.harness.modeldir import MakeModelConfig, make_model
 
     out = tmp_path_factory.mktemp("tiny-model")
     make_model(MakeModelConfig("tiny", out, weights=True))
@@ -123,7 +123,7 @@ def test_a_crash_at_start_is_told_apart_from_a_start_that_never_ends(tmp_path: P
 def test_stop_ends_the_engines_whole_process_group(tmp_path: Path):
     port = eng.free_port()
     template = (
-        'bash -c \'sleep 300 & sleep 300 & exec "$0" -m advisor.bench.stubserver '
+        'bash -c \'sleep 300 & sleep 300 & exec "$0" -m advisor.harness.stubserver '
         '--port "$1"\' {python} {port}'
     )
     spec = eng.spec_from(
@@ -262,7 +262,7 @@ def test_dry_run_lists_points_and_pinned_commands_and_starts_nothing(
     rows = run_bench(_cfg(tmp_path, tiny_model, dry_run=True, repeats=2))
     assert [r.status for r in rows] == ["planned", "planned"]
     assert rows[0].command.startswith(f"taskset -c {CPUS[0]} ")
-    assert "advisor.bench.stubserver" in rows[0].command
+    assert "advisor.harness.stubserver" in rows[0].command
     assert not (tmp_path / "out").exists()
 
 
@@ -327,7 +327,7 @@ def test_a_real_engine_on_cpu_runs_pinned_end_to_end_and_its_results_load(
         assert set(tok) == {"parallelism-on", "parallelism-off", "rayon-2-threads"}
         assert all(t["error"] is None and t["attacker_encode_ms"] > 0 for t in tok.values())
         assert run["extra"].get("stop_survivors") is None
-    from advisor.bench.collect import collect, list_runs
+    from advisor.harness.collect import collect, list_runs
 
     result = collect([tmp_path / "out"], db_path)
     assert (result.runs_loaded, result.problems) == (2, ())

@@ -15,23 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from advisor.bench.collect import calibration_points, collect, list_runs, propagate_series_flags
-from advisor.bench.loadgen import Target, plan_phase
-from advisor.bench.metrics import RunChecks, bootstrap_ci, run_flags, vllm_deltas
-from advisor.bench.pinning import check_pinning, repin
-from advisor.bench.prompts import PromptFactory, SharedDocument
-from advisor.bench.records import LoadSpec
-from advisor.bench.runner import BenchConfig, check_context, max_model_len, run_bench
 from advisor.errors import UsageError
+from advisor.harness.collect import calibration_points, collect, list_runs, propagate_series_flags
+from advisor.harness.loadgen import Target, plan_phase
+from advisor.harness.metrics import RunChecks, bootstrap_ci, run_flags, vllm_deltas
+from advisor.harness.pinning import check_pinning, repin
+from advisor.harness.prompts import PromptFactory, SharedDocument
+from advisor.harness.records import LoadSpec
+from advisor.harness.runner import BenchConfig, check_context, max_model_len, run_bench
 
 ROOT = Path(__file__).resolve().parent.parent
-STUB = "{python} -m advisor.bench.stubserver --host {host} --port {port}"
+STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
 CPUS = sorted(os.sched_getaffinity(0))
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from advisor.bench.makemodel import MakeModelConfig, make_model
+    from advisor.harness.modeldir import MakeModelConfig, make_model
 
     out = tmp_path_factory.mktemp("tiny-model")
     make_model(MakeModelConfig("tiny", out))
@@ -338,7 +338,7 @@ def test_bench_runs_lists_each_runs_flags_with_their_reasons(tmp_path: Path, db_
 
 
 def test_runs_with_more_tokenizer_workers_form_their_own_series():
-    from advisor.bench.collect import workload_label
+    from advisor.harness.collect import workload_label
 
     argv = ["python", "-m", "vllm", "serve", "--renderer-num-workers", "4"]
     assert workload_label(_run(2, extra={"engine_argv": argv})) == "unique/rw4"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.bench.collect import collect, list_runs
-from advisor.bench.sweep import SweepConfig, make_sweep
+from advisor.harness.collect import collect, list_runs
+from advisor.harness.sweep import SweepConfig, make_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOX_CONF = ROOT / ".slurm-sandbox" / "etc" / "slurm.conf"
@@ -46,7 +46,7 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_submitted_sweep_runs_one_bench_per_core_count_inside_slurm(
     sandbox: None, tmp_path: Path, db_path: Path
 ):
-    from advisor.bench.makemodel import MakeModelConfig, make_model
+    from advisor.harness.modeldir import MakeModelConfig, make_model
 
     model = tmp_path / "model"
     make_model(MakeModelConfig("tiny", model))

@@ -212,10 +212,10 @@ def run_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
-    from advisor.bench.metrics import RunChecks
-    from advisor.bench.records import LoadSpec
-    from advisor.bench.runner import BenchConfig, run_bench
     from advisor.errors import UsageError
+    from advisor.harness.metrics import RunChecks
+    from advisor.harness.records import LoadSpec
+    from advisor.harness.runner import BenchConfig, run_bench
 
     tmin, tmax = _range(attacker_tokens, "--attacker-tokens")
     env = []
@@ -302,7 +302,7 @@ def make_model_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write config.json, generation_config.json and a BPE tokenizer trained on local text."""
-    from advisor.bench.makemodel import MakeModelConfig, make_model
+    from advisor.harness.modeldir import MakeModelConfig, make_model
 
     with RichProgress() as progress:
         made = make_model(MakeModelConfig(arch, out, weights=weights, seed=seed), progress)
@@ -327,8 +327,8 @@ def collect_cmd(
 
     Each PATH is a result folder or a run's JSON file (.json, .json.gz).
     """
-    from advisor.bench.collect import collect
     from advisor.errors import InputError
+    from advisor.harness.collect import collect
 
     with RichProgress() as progress:
         result = collect(paths, db, progress, calibration_csv=calibration_csv)
@@ -367,7 +367,7 @@ def runs_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List collected benchmark runs (or, with --by-point, their repeats folded)."""
-    from advisor.bench.collect import list_runs, summarise_points
+    from advisor.harness.collect import list_runs, summarise_points
 
     if by_point:
         emit_rows(summarise_points(db, platform=platform), fmt, title="bench points")
@@ -421,7 +421,7 @@ def sweep_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write (and with --submit, submit) an sbatch job array: one task per core count."""
-    from advisor.bench.sweep import SweepConfig, make_sweep
+    from advisor.harness.sweep import SweepConfig, make_sweep
 
     cfg = SweepConfig(
         model=model,

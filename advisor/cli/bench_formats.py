@@ -1,6 +1,6 @@
 """CLI commands ``bench import`` and ``bench export``: other tools' result files in, llm-d
-benchmark reports out. Each parses, calls one core function (advisor/bench/foreign.py,
-advisor/bench/llmd.py), formats; ``bench.py`` adds them to the bench group.
+benchmark reports out. Each parses, calls one core function (advisor/harness/foreign.py,
+advisor/harness/llmd.py), formats; ``bench.py`` adds them to the bench group.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def import_cmd(
     Each FILE is a result of `vllm bench serve` (its saved JSON), a GuideLLM report or an
     NVIDIA AIPerf profile export.
     """
-    from advisor.bench.foreign import ImportContext, import_results
     from advisor.errors import InputError
+    from advisor.harness.foreign import ImportContext, import_results
 
     ctx = ImportContext(
         cores=cores,
@@ -119,8 +119,8 @@ def export_cmd(
 
     Each PATH is a run folder or a run JSON file (.json, .json.gz) of `advisor bench run`.
     """
-    from advisor.bench.llmd import FORMATS, export_runs
     from advisor.errors import InputError, UsageError
+    from advisor.harness.llmd import FORMATS, export_runs
 
     if fmt in FORMATS:
         report_fmt, shown = fmt, OutputFormat.table

@@ -1,4 +1,4 @@
--- One benchmark run (advisor.bench.records.RunResult.run), JSON columns given as JSON text.
+-- One benchmark run (advisor.harness.records.RunResult.run), JSON columns given as JSON text.
 INSERT INTO bench_runs (
     run_id, started_at, finished_at, status, engine, engine_version, model, model_params_b,
     platform, gpu_name, cpu_model, gpus, tp, cores, cores_per_gpu, core_list, workload,

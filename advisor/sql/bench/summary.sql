@@ -1,7 +1,7 @@
 -- Repeats of one point folded: median victim TTFT p50 with its range over repeats, and the
 -- speedup of the point's median against the fewest cores of its series (same platform, engine,
 -- version, model, TP, workload, load). Runs that did not end ok, or that carry a flag (see
--- advisor.bench.metrics.run_flags), are counted, not averaged.
+-- advisor.harness.metrics.run_flags), are counted, not averaged.
 WITH marked AS (
     SELECT
         *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from advisor.model import CoreSlowdownRegressor
+from advisor.estimator import CoreSlowdownRegressor
 
 
 @parametrize_with_checks([CoreSlowdownRegressor(n_bootstrap=3, random_state=0)])

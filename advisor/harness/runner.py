@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.bench import engine as eng
-from advisor.bench.loadgen import Target, plan_phase, run_phase, warmup
-from advisor.bench.metrics import (
+from advisor.errors import InputError, UsageError
+from advisor.harness import engine as eng
+from advisor.harness.loadgen import Target, plan_phase, run_phase, warmup
+from advisor.harness.metrics import (
     RunChecks,
     bootstrap_ci,
     cpu_percent,
@@ -33,7 +34,7 @@ from advisor.bench.metrics import (
     summarise,
     vllm_deltas,
 )
-from advisor.bench.pinning import (
+from advisor.harness.pinning import (
     CoreSplit,
     PinningReport,
     available_cpus,
@@ -43,9 +44,8 @@ from advisor.bench.pinning import (
     gpu_numa_cpus,
     repin,
 )
-from advisor.bench.prompts import PromptFactory
-from advisor.bench.records import SCHEMA, WORKLOADS, LoadSpec, Platform, RequestRecord, RunResult
-from advisor.errors import InputError, UsageError
+from advisor.harness.prompts import PromptFactory
+from advisor.harness.records import SCHEMA, WORKLOADS, LoadSpec, Platform, RequestRecord, RunResult
 from advisor.progress import ProgressFn, no_progress
 
 # Engines that take vLLM's sampling extensions (fixed output length through ignore_eos).
@@ -70,7 +70,7 @@ class BenchConfig:
     loads: tuple[LoadSpec, ...]
     out_dir: Path
     engine: str = "vllm"
-    engine_cmd: str | None = None  # template; see advisor.bench.engine
+    engine_cmd: str | None = None  # template; see advisor.harness.engine
     engine_args: tuple[str, ...] = ()
     engine_env: tuple[tuple[str, str], ...] = ()
     tp: int = 1
@@ -87,7 +87,7 @@ class BenchConfig:
     tag: str = ""  # added to run ids, to tell apart series with the same settings
     model_name: str | None = None  # the name sent in requests (default: ``model``)
     # One engine start serves every core count: the live process tree is re-pinned before each
-    # phase (see advisor.bench.pinning.repin); ``starts`` starts spread the repeats.
+    # phase (see advisor.harness.pinning.repin); ``starts`` starts spread the repeats.
     repin: bool = False
     starts: int = 1
     order: str = "random"  # random | given: the order of core counts within a start
@@ -133,7 +133,7 @@ def _slug(text: str) -> str:
 
 def model_label(model: str) -> str:
     """The model's name in results: ``advisor-model.json``'s (make-model), else the folder's."""
-    from advisor.bench.makemodel import MODEL_INFO
+    from advisor.harness.modeldir import MODEL_INFO
 
     try:
         name = json.loads((Path(model) / MODEL_INFO).read_text()).get("name")
@@ -386,7 +386,7 @@ def _pinning_dict(report: PinningReport) -> dict[str, Any]:
 
 def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunRow]:
     """Run (or with ``dry_run`` only plan) every point; return one row per point."""
-    from advisor.bench.platform import detect_platform
+    from advisor.harness.platform import detect_platform
 
     engine_env = dict(cfg.engine_env)
     template = eng.engine_template(cfg.engine, cfg.engine_cmd)
@@ -530,7 +530,7 @@ def _run_one_start(
     factory = PromptFactory(model_dir, seed=todo[0].load.seed)
     first = todo[0].load
     if cfg.tokenize_probe:
-        from advisor.bench.tokenize_probe import measure_tokenization
+        from advisor.harness.tokenize_probe import measure_tokenization
 
         victims = [factory.unique(first.victim_tokens, f"tok-v{i}").text for i in range(16)]
         attackers = [
@@ -604,7 +604,7 @@ def _phase(
     run: dict[str, Any],
     st: _StartState,
 ) -> list[RequestRecord]:
-    from advisor.bench.platform import GpuSampler
+    from advisor.harness.platform import GpuSampler
 
     load: LoadSpec = pt.load
     planned = plan_phase(
@@ -785,7 +785,7 @@ def find_rate(
     victims' median TTFT passes ``saturation_factor`` times its no-load value, the GPU is near
     full (90 %), or more than 1 % of requests fail. The highest rate below that is the knee of
     the load axis; the phases then run at stated fractions of it."""
-    from advisor.bench.platform import GpuSampler
+    from advisor.harness.platform import GpuSampler
 
     steps: list[dict[str, Any]] = []
     best: float | None = None

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.bench.records import RequestRecord
+from advisor.harness.records import RequestRecord
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -183,7 +183,7 @@ def run_flags(
       ``gpu_bound_factor`` times its no-load value: the engine is saturated by GPU work, so no
       core count can show the CPU effect.
     """
-    from advisor.bench.records import EXPECTED_PREFIX_HIT
+    from advisor.harness.records import EXPECTED_PREFIX_HIT
 
     flags = []
     if sent and failed / sent > checks.max_failed_share:

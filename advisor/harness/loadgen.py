@@ -15,10 +15,10 @@ import random
 import time
 from dataclasses import dataclass
 
-from advisor.bench.httpclient import StreamOutcome, build_request, stream_completion
-from advisor.bench.prompts import Conversations, PromptFactory, SharedDocument
-from advisor.bench.records import WORKLOADS, LoadSpec, RequestRecord
 from advisor.errors import UsageError
+from advisor.harness.httpclient import StreamOutcome, build_request, stream_completion
+from advisor.harness.prompts import Conversations, PromptFactory, SharedDocument
+from advisor.harness.records import WORKLOADS, LoadSpec, RequestRecord
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """``advisor bench collect`` and ``bench runs``: run JSONs into DuckDB, calibration points.
 
-The only module of :mod:`advisor.bench` that imports duckdb (the GPU machines have none): it
+The only module of :mod:`advisor.harness` that imports duckdb (the GPU machines have none): it
 reads the self-describing run files that ``bench run`` writes (plain ``.json`` or compressed
 ``.json.gz``), validates them, and loads each run in its own transaction into ``bench_runs``
 and ``bench_requests`` (a run loaded again replaces itself, so collecting twice changes
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.bench.records import RUN_STATUSES, SCHEMA
 from advisor.errors import InputError, NotFoundError
+from advisor.harness.records import RUN_STATUSES, SCHEMA
 from advisor.progress import ProgressFn, no_progress
 
 CALIBRATION_COLUMNS = (
@@ -119,7 +119,7 @@ def _is_ladder(name: str) -> bool:
 
 def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Every ``*.json`` / ``*.json.gz`` run file under the given files and folders, sorted; a
-    folder's rate-ladder records (``rate-*.json``, see advisor.bench.runner.find_rate) are not
+    folder's rate-ladder records (``rate-*.json``, see advisor.harness.runner.find_rate) are not
     runs and are left out."""
     out: list[Path] = []
     for p in map(Path, paths):
@@ -183,7 +183,7 @@ def read_result(path: Path) -> dict[str, Any]:
     return data
 
 
-# Flags that keep a run out of the fit (advisor.bench.metrics.run_flags); ``timeouts`` instead
+# Flags that keep a run out of the fit (advisor.harness.metrics.run_flags); ``timeouts`` instead
 # turns the run into a censored point.
 NOT_FITTED = frozenset({"failed-requests", "prefix-hit", "gpu-bound"})
 PROCESS_METRICS = {
@@ -322,7 +322,7 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
     extra = run.get("extra") or {}
     flags = {f.get("flag") for f in extra.get("flags") or [] if isinstance(f, dict)}
     if flags & NOT_FITTED:
-        return []  # the run did not measure what it claims (see advisor.bench.metrics.run_flags)
+        return []  # the run did not measure what it claims (see advisor.harness.metrics.run_flags)
     if status == "ok" and "timeouts" in flags:
         add("timeout", run.get("timeout_s"), "s", "requests timed out: censored at the timeout")
         return out

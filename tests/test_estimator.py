@@ -13,7 +13,7 @@ import pytest
 from advisor import slowdown
 from advisor.calibration import COLUMNS, FitConfig, fit_model, load_points, training_set, validate
 from advisor.errors import InputError
-from advisor.model import CoreSlowdownRegressor
+from advisor.estimator import CoreSlowdownRegressor
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from advisor.bench.records import Platform
 from advisor.gputypes import canonical_gpu_type
+from advisor.harness.records import Platform
 
 
 @dataclass(frozen=True)
