@@ -31,7 +31,7 @@ from typing import Any
 
 from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
-from advisor.recommend import PartitionQuery, Workload
+from advisor.recommend import PartitionQuery, RecommendContext, Workload
 
 POLICY_VERSION = 1
 WILDCARD = "*"
@@ -90,28 +90,32 @@ def _version() -> str:
         return "advisor"
 
 
-def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Policy:
-    """Rules from the recommendations (see the module doc), most specific first."""
-    from advisor.pricing import load_pricing
-    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
-    from advisor.slowdown import load_params
-    from advisor.store import resolve_db_path
-
+def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress,
+                 ctx: RecommendContext | None = None) -> Policy:
+    """Rules from the recommendations (see the module doc), most specific first. Without
+    ``ctx``, the configuration's own files are loaded once for the whole build."""
     if not isinstance(cfg.mode, Mode):
         raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
     if not 0 < cfg.tolerance <= cfg.min_tolerance:
         raise UsageError("need 0 < tolerance <= min tolerance (the default is never below the "
                          f"minimum); got {cfg.tolerance} and {cfg.min_tolerance}")
+    if ctx is None:
+        with RecommendContext.open(db=cfg.db, fit_file=cfg.model_file,
+                                   pricing_file=cfg.pricing_file) as own:
+            return build_policy(cfg, progress, own)
+    return _build_policy(cfg, progress, ctx)
+
+
+def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext) -> Policy:
+    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
+
     rules: dict[tuple[str, str], PolicyRule] = {}
-    params = load_params(cfg.model_file)
-    book = load_pricing(cfg.pricing_file)
+    params, book = ctx.params, ctx.book
 
     def job_rule(partition: str, gres: str, gpu_type: str | None, gpus: int) -> PolicyRule:
         if gpu_type is not None:
             rec = recommend_job(JobQuery(gpu_type=gpu_type, gpus=gpus, workload=cfg.workload,
-                                         tolerance=cfg.tolerance, db=cfg.db,
-                                         pricing_file=cfg.pricing_file,
-                                         model_file=cfg.model_file))
+                                         tolerance=cfg.tolerance), ctx)
             dflt, cap = rec.cpus_per_gpu, rec.max_cpus_per_gpu
             platform: str | None = gpu_type
         else:
@@ -128,13 +132,11 @@ def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Polic
         rules[(WILDCARD, gres)] = job_rule(WILDCARD, gres, fam, cfg.fallback_gpus)
     rules[(WILDCARD, WILDCARD)] = job_rule(WILDCARD, WILDCARD, None, cfg.fallback_gpus)
 
-    db_path = resolve_db_path(cfg.db)
-    if db_path.exists():
+    if ctx.has_db:
         report = recommend_partitions(
-            PartitionQuery(db=str(db_path), workload=cfg.workload, tolerance=cfg.tolerance,
-                           min_tolerance=cfg.min_tolerance, pricing_file=cfg.pricing_file,
-                           model_file=cfg.model_file),
-            progress,
+            PartitionQuery(db=str(ctx.db_path), workload=cfg.workload, tolerance=cfg.tolerance,
+                           min_tolerance=cfg.min_tolerance),
+            progress, ctx,
         )
         for r in report.rows:
             if not r.partition:

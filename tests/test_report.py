@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from advisor import report, store
-from advisor.report import render
 from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.ratios import RatioQuery, ratio_summary
+from advisor.report import render
 from tests.test_report_data import GAP, OCT_DAYS, SEPT_H100_CPUS, build_db
 
 NOW = dt.datetime(2024, 11, 2, 3, 4, 5)

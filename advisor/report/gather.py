@@ -433,18 +433,14 @@ class ReportInputs:
 
 def load_inputs(config: ReportConfig, db: str | os.PathLike[str] | None = None) -> ReportInputs:
     """Recommendations over every job in the database, the model, the prices and the policy."""
-    from advisor.pricing import load_pricing
-    from advisor.recommend import PartitionQuery, recommend_partitions
-    from advisor.slowdown import load_params
+    from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
 
     path = store.resolve_db_path(db)
     model_file = str(config.model_file) if config.model_file else None
     pricing_file = str(config.pricing_file) if config.pricing_file else None
-    params = load_params(model_file)
-    prices = load_pricing(pricing_file)
-    recs = recommend_partitions(
-        PartitionQuery(db=str(path), pricing_file=pricing_file, model_file=model_file)
-    )
+    with RecommendContext.open(db=path, fit_file=model_file, pricing_file=pricing_file) as ctx:
+        params, prices = ctx.params, ctx.book
+        recs = recommend_partitions(PartitionQuery(db=str(path)), ctx=ctx)
     # The report prices the month itself, so recommend's per-month scaling does not apply.
     assumptions = tuple(
         f"{k.replace('_', ' ')}: {_assumption_text(v)}"
@@ -529,15 +525,13 @@ def starvation_estimates(
     """Per (partition, GPU type): GPU time the month's jobs below the recommendation lost to
     CPU starvation, and what the missing cores would have cost.
 
-    The formula is :func:`advisor.recommend.recommend_partitions`' (which the tests check):
-    a job's lost GPU-hours are its GPU-hours x (1 - slowdown(recommended) / slowdown(its own
-    cores per GPU)) from the fitted model at its own GPU count; the fix is (recommended x GPUs
-    - CPUs) x elapsed hours of the jobs below, at the per-vCPU price; the loss is priced at
-    the reference instance's $ per GPU-hour.
+    The loss and the missing cores are :func:`advisor.recommend.starvation`'s, the formula
+    of :func:`advisor.recommend.recommend_partitions`; the fix is priced at the per-vCPU
+    price, the loss at the reference instance's $ per GPU-hour.
     """
     import numpy as np
 
-    from advisor import slowdown
+    from advisor.recommend import starvation
 
     recs = _rec_index(inputs)
     if not recs or inputs.params is None or inputs.prices is None:
@@ -558,22 +552,15 @@ def starvation_estimates(
         partition, gpu_type = key
         dflt = float(rec.def_cpu_per_gpu)
         platform = None if gpu_type == "(untyped)" else gpu_type
-        cores = np.array([m[2] / m[3] for m in members], dtype=float)
-        X_job = np.array([slowdown.feature_row(c, gpus=float(m[3]), platform=platform)
-                          for c, m in zip(cores, members, strict=True)])  # fmt: skip
-        X_rec = X_job.copy()
-        X_rec[:, 0] = dflt
-        s_job, _ = slowdown.evaluate(params, X_job)
-        s_rec, _ = slowdown.evaluate(params, X_rec)
-        below = cores < dflt
+        gpu_h = np.array([float(m[6]) for m in members])
+        starved = starvation(params, cpus=[m[2] for m in members], gpus=[m[3] for m in members],
+                             gpu_hours=gpu_h, elapsed_s=[m[5] for m in members],
+                             recommended_cores_per_gpu=dflt, platform=platform)
+        below = starved.below
         if not below.any():
             continue
-        gpu_h = np.array([float(m[6]) for m in members])
-        elapsed_h = np.array([float(m[5]) for m in members]) / 3600.0
-        lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
-        deficit = np.array([dflt * m[3] - m[2] for m in members], dtype=float)
-        extra = float(np.sum(np.where(below, deficit * elapsed_h, 0.0)))
-        lost = float(np.sum(gpu_h * lost_frac))
+        extra = starved.fix_vcpu_hours
+        lost = starved.gpu_hours_lost
         try:
             usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
         except AdvisorError:
