@@ -30,6 +30,7 @@ from advisor.report.gather import (
     available_months,
     below_recommendation,
     build_report,
+    check_cluster,
     data_quality,
     gpu_type_months,
     load_inputs,
@@ -50,7 +51,13 @@ from advisor.report.publish import (
     run_reports,
     write_report,
 )
-from advisor.report.render import ReportChart, inline_json, render_html, report_charts
+from advisor.report.render import (
+    ReportChart,
+    inline_json,
+    render_html,
+    render_index,
+    report_charts,
+)
 
 __all__ = [
     "CHROMIUM_ENV",
@@ -77,6 +84,7 @@ __all__ = [
     "available_months",
     "below_recommendation",
     "build_report",
+    "check_cluster",
     "data_quality",
     "gpu_type_months",
     "inline_json",
@@ -88,6 +96,7 @@ __all__ = [
     "ratio_query",
     "read_policy",
     "render_html",
+    "render_index",
     "report_as_dict",
     "report_charts",
     "report_dir_name",

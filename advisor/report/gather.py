@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 
 from advisor import store
-from advisor.errors import AdvisorError, UsageError
+from advisor.errors import AdvisorError, NotFoundError, UsageError
 from advisor.policy import Policy, read_policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
@@ -90,6 +90,15 @@ def resolve_month(text: str, now: dt.datetime | None = None) -> Month:
             today = today.astimezone(dt.UTC)
         return parse_month(f"{today.year:04d}-{today.month:02d}").previous()
     return parse_month(text)
+
+
+def check_cluster(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
+    """Raise NotFoundError, naming the clusters there are, when ``cluster`` has no jobs."""
+    known = {name: int(jobs) for name, jobs in _rows(con, "clusters", [])}
+    if not known.get(cluster):
+        raise NotFoundError(
+            f"--cluster {cluster!r}: no such cluster in the database; have {sorted(known)}"
+        )
 
 
 def available_months(con: duckdb.DuckDBPyConnection, cluster: str | None = None) -> list[Month]:

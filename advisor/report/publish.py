@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from advisor import store
 from advisor.errors import ExternalToolError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
@@ -31,13 +29,13 @@ from advisor.report.gather import (
     MonthlyReport,
     ReportConfig,
     ReportResult,
-    _rows,
     available_months,
     build_report,
+    check_cluster,
     load_inputs,
     resolve_month,
 )
-from advisor.report.render import _template, render_html, report_charts
+from advisor.report.render import render_html, render_index, report_charts
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -229,7 +227,7 @@ def _write_index(out_dir: Path, results: Iterable[ReportResult]) -> None:
     tmp.replace(index_path)
     # and a page for people: newest month first
     newest = sorted(data["reports"], key=lambda e: (e["month"], e["cluster"] or ""), reverse=True)
-    page = _template("index.html.j2").render(entries=newest)
+    page = render_index(newest)
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(str(page), encoding="utf-8")
     tmp.replace(out_dir / "index.html")
@@ -267,7 +265,7 @@ def run_reports(
         else:
             months = [resolve_month(config.month or "", now)]
             if config.cluster is not None:
-                _check_cluster(con, config.cluster)
+                check_cluster(con, config.cluster)
         results = []
         for i, month in enumerate(months):
             report = build_report(con, month, config.cluster, inputs, top_n=config.top_n,
@@ -283,10 +281,3 @@ def run_reports(
     finally:
         con.close()
 
-
-def _check_cluster(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
-    known = {name: int(jobs) for name, jobs in _rows(con, "clusters", [])}
-    if not known.get(cluster):
-        raise NotFoundError(
-            f"--cluster {cluster!r}: no such cluster in the database; have {sorted(known)}"
-        )

@@ -241,6 +241,11 @@ def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = No
     )  # fmt: skip
 
 
+def render_index(entries: Sequence[dict[str, Any]]) -> str:
+    """The page listing every report (``index.html``), entries in the order given."""
+    return str(_template("index.html.j2").render(entries=entries))
+
+
 def _usage_html(report: MonthlyReport) -> Any:
     """The usage section (its own template: usage_section.html.j2), or nothing."""
     import markupsafe
