@@ -45,16 +45,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from advisor import slowdown
 from advisor.dbpath import resolve_db_path
 from advisor.errors import UsageError
 from advisor.pricing import CostDelta, PriceBook, cost_delta, load_pricing
 from advisor.progress import ProgressFn, no_progress
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 DEFAULT_MAX_CPUS_PER_GPU = 64
 DAYS_PER_MONTH = 30.4375
