@@ -271,7 +271,7 @@ def data_status(con: duckdb.DuckDBPyConnection, limit: int = 20) -> DataStatus:
     clusters = freshness(con)
     types = gpu_type_counts(con)
     reasons = reject_reasons(con, limit)
-    total_rejects = con.execute("SELECT count(*) FROM rejects").fetchone()
+    total_rejects = con.execute(query("datainfo/rejected_records")).fetchone()
     return DataStatus(
         jobs=sum(c.jobs for c in clusters),
         gpu_jobs=sum(c.gpu_jobs for c in clusters),

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.recommend import PartitionQuery, PartitionRecommendation, Workload
+from advisor.recommend import (
+    PartitionQuery,
+    PartitionRecommendation,
+    RecommendContext,
+    Workload,
+)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,19 @@ def settings_for(
     return ClusterFix(cluster, conf, policy.to_lua(pol))
 
 
+def _partition_query(q: FixQuery, cluster: str) -> PartitionQuery:
+    return PartitionQuery(
+        db=q.db,
+        clusters=(cluster,),
+        start=q.start,
+        end=q.end,
+        gpu_type=q.gpu_types[0] if len(q.gpu_types) == 1 else None,
+        partition=q.partitions[0] if len(q.partitions) == 1 else None,
+        workload=q.workload,
+        tolerance=q.tolerance,
+    )
+
+
 def fix_plan(q: FixQuery) -> FixPlan:
     """Per cluster and (partition, GPU type): the loss, its value, the fix and its cost."""
     from advisor.recommend import recommend_partitions
@@ -129,21 +147,16 @@ def fix_plan(q: FixQuery) -> FixPlan:
     rows: list[FixRow] = []
     settings: list[ClusterFix] = []
     assumptions: dict[str, Any] = {}
-    for cluster in clusters:
-        report = recommend_partitions(
-            PartitionQuery(
-                db=q.db,
-                clusters=(cluster,),
-                start=q.start,
-                end=q.end,
-                gpu_type=q.gpu_types[0] if len(q.gpu_types) == 1 else None,
-                partition=q.partitions[0] if len(q.partitions) == 1 else None,
-                workload=q.workload,
-                tolerance=q.tolerance,
-                pricing_file=q.pricing_file,
-                model_file=q.model_file,
-            )
-        )
+    reports = []
+    if clusters:  # the curve and the prices once for every cluster's recommendation
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as ctx:
+            reports = [
+                (cluster, recommend_partitions(_partition_query(q, cluster), ctx=ctx))
+                for cluster in clusters
+            ]
+    for cluster, report in reports:
         assumptions = report.assumptions
         recs = [
             r

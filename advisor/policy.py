@@ -13,7 +13,8 @@ where the most specific match wins. :func:`build_policy` makes the rules from re
   recommendation at the configured workload (4 GPUs for the fallback).
 
 Renderers: :func:`to_lua` (a Lua 5.1 chunk returning the table), :func:`to_json`, and
-:func:`to_slurm_conf` (``PartitionName=... DefCpuPerGPU=N`` lines for the partitions).
+:func:`to_slurm_conf` (``PartitionName=... DefCpuPerGPU=N`` lines for the partitions). The
+reader, :func:`read_policy`, takes either export back (the report checks compliance with it).
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-from advisor.errors import UsageError
+from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
-from advisor.recommend import PartitionQuery, Workload
+from advisor.recommend import PartitionQuery, RecommendContext, Workload
 
 POLICY_VERSION = 1
 WILDCARD = "*"
@@ -87,28 +90,32 @@ def _version() -> str:
         return "advisor"
 
 
-def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Policy:
-    """Rules from the recommendations (see the module doc), most specific first."""
-    from advisor.pricing import load_pricing
-    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
-    from advisor.slowdown import load_params
-    from advisor.store import resolve_db_path
-
+def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress,
+                 ctx: RecommendContext | None = None) -> Policy:
+    """Rules from the recommendations (see the module doc), most specific first. Without
+    ``ctx``, the configuration's own files are loaded once for the whole build."""
     if not isinstance(cfg.mode, Mode):
         raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
     if not 0 < cfg.tolerance <= cfg.min_tolerance:
         raise UsageError("need 0 < tolerance <= min tolerance (the default is never below the "
                          f"minimum); got {cfg.tolerance} and {cfg.min_tolerance}")
+    if ctx is None:
+        with RecommendContext.open(db=cfg.db, fit_file=cfg.model_file,
+                                   pricing_file=cfg.pricing_file) as own:
+            return build_policy(cfg, progress, own)
+    return _build_policy(cfg, progress, ctx)
+
+
+def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext) -> Policy:
+    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
+
     rules: dict[tuple[str, str], PolicyRule] = {}
-    params = load_params(cfg.model_file)
-    book = load_pricing(cfg.pricing_file)
+    params, book = ctx.params, ctx.book
 
     def job_rule(partition: str, gres: str, gpu_type: str | None, gpus: int) -> PolicyRule:
         if gpu_type is not None:
             rec = recommend_job(JobQuery(gpu_type=gpu_type, gpus=gpus, workload=cfg.workload,
-                                         tolerance=cfg.tolerance, db=cfg.db,
-                                         pricing_file=cfg.pricing_file,
-                                         model_file=cfg.model_file))
+                                         tolerance=cfg.tolerance), ctx)
             dflt, cap = rec.cpus_per_gpu, rec.max_cpus_per_gpu
             platform: str | None = gpu_type
         else:
@@ -125,13 +132,11 @@ def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress) -> Polic
         rules[(WILDCARD, gres)] = job_rule(WILDCARD, gres, fam, cfg.fallback_gpus)
     rules[(WILDCARD, WILDCARD)] = job_rule(WILDCARD, WILDCARD, None, cfg.fallback_gpus)
 
-    db_path = resolve_db_path(cfg.db)
-    if db_path.exists():
+    if ctx.has_db:
         report = recommend_partitions(
-            PartitionQuery(db=str(db_path), workload=cfg.workload, tolerance=cfg.tolerance,
-                           min_tolerance=cfg.min_tolerance, pricing_file=cfg.pricing_file,
-                           model_file=cfg.model_file),
-            progress,
+            PartitionQuery(db=str(ctx.db_path), workload=cfg.workload, tolerance=cfg.tolerance,
+                           min_tolerance=cfg.min_tolerance),
+            progress, ctx,
         )
         for r in report.rows:
             if not r.partition:
@@ -263,3 +268,211 @@ def to_slurm_conf(policy: Policy) -> str:
         else:  # ascii() keeps a newline or control character in the name out of the file
             lines.append(f"# skipped partition {ascii(name)}: slurm.conf cannot carry its name")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Reading an export back
+
+
+def read_policy(path: str | os.PathLike[str]) -> Policy:
+    """An exported policy, in either of its forms (docs/policy-format.md): the JSON export
+    (``advisor policy export --format json``) or the Lua chunk the Slurm plugins load
+    (``--format lua``, e.g. ``/etc/slurm/advisor-policy.lua``). Bad content names the file,
+    line and field."""
+    p = Path(path)
+    src = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{p}: no such policy file; export one with "
+                            "`advisor policy export`") from exc  # fmt: skip
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", source=src) from exc
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", source=src, line=exc.lineno) from exc
+        key = '"{}"'  # how a field's name appears in the text, to find its line
+    else:
+        data = _lua_policy(text, src)
+        key = "{} ="
+    if not isinstance(data, dict):
+        raise InputError("must be a table/object with version and rules", source=src, line=1)
+    version = data.get("version")
+    if isinstance(version, float) and version.is_integer():
+        version = int(version)
+    if not isinstance(version, int) or version != POLICY_VERSION:
+        raise InputError(f"version {version!r} is not {POLICY_VERSION}", source=src,
+                         line=_line_of(text, key.format("version")), field="version")  # fmt: skip
+    raw_rules = data.get("rules")
+    if raw_rules == {}:
+        raw_rules = []  # an empty Lua table
+    if not isinstance(raw_rules, list):
+        raise InputError("must be a list of rules", source=src,
+                         line=_line_of(text, key.format("rules")), field="rules")  # fmt: skip
+    rules = []
+    seen: set[tuple[str, str]] = set()
+    for i, r in enumerate(raw_rules):
+        where = f"rules[{i}]"
+        line = _line_of(text, key.format("partition"), i)
+        if not isinstance(r, dict):
+            raise InputError("must be an object", source=src, line=line, field=where)
+        for name in ("partition", "gpu_type", "mode"):
+            if not isinstance(r.get(name), str) or not r.get(name):
+                raise InputError("must be a non-empty string", source=src, line=line,
+                                 field=f"{where}.{name}")  # fmt: skip
+        for name in ("min_cpus_per_gpu", "default_cpus_per_gpu"):
+            v = r.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise InputError(f"{v!r} is not a number of cores per GPU (0 or more)",
+                                 source=src, line=line, field=f"{where}.{name}")  # fmt: skip
+        try:
+            mode = Mode(r["mode"])
+        except ValueError:
+            raise InputError(f"{r['mode']!r} is not one of {', '.join(m.value for m in Mode)}",
+                             source=src, line=line, field=f"{where}.mode") from None  # fmt: skip
+        rule_key = (r["partition"], r["gpu_type"].lower())
+        if rule_key in seen:
+            raise InputError(
+                f"a second rule for partition {rule_key[0]!r}, gpu_type {rule_key[1]!r}",
+                source=src, line=line, field=where,
+            )  # fmt: skip
+        seen.add(rule_key)
+        rules.append(PolicyRule(rule_key[0], rule_key[1], _whole(r["min_cpus_per_gpu"]),
+                                _whole(r["default_cpus_per_gpu"]), mode))  # fmt: skip
+    return Policy(version, str(data.get("generated_at") or ""), str(data.get("source") or ""),
+                   tuple(rules))  # fmt: skip
+
+
+def _whole(v: float) -> Any:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+_LUA_TOKEN = re.compile(
+    r"""(?P<ws>\s+)
+      | (?P<comment>--(?!\[\[)[^\n]*)
+      | (?P<str>"(?:[^"\\\n]|\\.)*")
+      | (?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
+      | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<punct>[{}=,;])""",
+    re.VERBOSE,
+)
+_LUA_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'"}
+
+
+def _lua_string(token: str, src: str, line: int) -> str:
+    """The value of a double-quoted Lua 5.1 string literal (escapes, decimal ``\\ddd`` bytes)."""
+    out = bytearray()
+    body = token[1:-1]
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out += ch.encode("utf-8")
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt.isdigit():
+            digits = re.match(r"\d{1,3}", body[i + 1 :])
+            assert digits is not None
+            value = int(digits.group())
+            if value > 255:
+                raise InputError(f"escape \\{digits.group()} is not a byte", source=src, line=line)
+            out.append(value)
+            i += 1 + len(digits.group())
+        elif nxt in _LUA_ESCAPES:
+            out += _LUA_ESCAPES[nxt].encode("utf-8")
+            i += 2
+        else:
+            raise InputError(f"unknown escape \\{nxt} in a string", source=src, line=line)
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("a string is not UTF-8", source=src, line=line) from exc
+
+
+def _lua_policy(text: str, src: str) -> Any:
+    """The value a ``return { ... }`` Lua chunk returns, for the subset policy export writes:
+    tables (``name = value`` fields or a list), double-quoted strings, numbers, booleans."""
+    tokens: list[tuple[str, str, int]] = []
+    pos, line = 0, 1
+    while pos < len(text):
+        m = _LUA_TOKEN.match(text, pos)
+        if m is None:
+            raise InputError(f"cannot read {text[pos:pos + 20]!r}: not the Lua table that "
+                             "`advisor policy export --format lua` writes", source=src,
+                             line=line)  # fmt: skip
+        kind = m.lastgroup or ""
+        if kind not in ("ws", "comment"):
+            tokens.append((kind, m.group(), line))
+        line += m.group().count("\n")
+        pos = m.end()
+    at = 0
+
+    def peek() -> tuple[str, str, int]:
+        # past the end: report the line of the last thing read, not the empty line after it
+        return tokens[at] if at < len(tokens) else ("eof", "", tokens[-1][2] if tokens else 1)
+
+    def take(expected: str | None = None) -> tuple[str, str, int]:
+        nonlocal at
+        tok = peek()
+        if expected is not None and tok[1] != expected:
+            found = tok[1] or "the end of the file"
+            raise InputError(f"expected {expected!r}, found {found!r}", source=src, line=tok[2])
+        at += 1
+        return tok
+
+    def value() -> Any:
+        kind, tok, ln = peek()
+        if tok == "{":
+            return table()
+        take()
+        if kind == "str":
+            return _lua_string(tok, src, ln)
+        if kind == "num":
+            number = float(tok)
+            return int(number) if re.fullmatch(r"-?\d+", tok) else number
+        if tok in ("true", "false"):
+            return tok == "true"
+        raise InputError(f"unexpected {tok or 'end of file'!r}", source=src, line=ln)
+
+    def table() -> Any:
+        take("{")
+        named: dict[str, Any] = {}
+        listed: list[Any] = []
+        while peek()[1] != "}":
+            kind, tok, _ = peek()
+            if kind == "eof":
+                take("}")  # says what is missing, and where the file ended
+            if kind == "name" and at + 1 < len(tokens) and tokens[at + 1][1] == "=":
+                take()
+                take("=")
+                named[tok] = value()
+            else:
+                listed.append(value())
+            if peek()[1] in (",", ";"):
+                take()
+            elif peek()[1] != "}":
+                take("}")
+        take("}")
+        if named and listed:
+            raise InputError("a table mixes named fields and a list", source=src, line=peek()[2])
+        return named if named or not listed else listed
+
+    take("return")
+    result = table()
+    if at != len(tokens):
+        raise InputError(f"unexpected {tokens[at][1]!r} after the table", source=src,
+                         line=tokens[at][2])  # fmt: skip
+    return result
+
+
+def _line_of(text: str, needle: str, nth: int = 0) -> int | None:
+    """The 1-based line of the ``nth`` occurrence of ``needle`` in ``text`` (None if absent)."""
+    pos = -1
+    for _ in range(nth + 1):
+        pos = text.find(needle, pos + 1)
+        if pos < 0:
+            return None
+    return text.count("\n", 0, pos) + 1

@@ -18,7 +18,11 @@ estimated lost to CPU starvation, and what fixing it costs per month. Distributi
 (``sql/recommend/job_mix.sql``, the job mix by partition, GPU family, CPUs and GPUs) with the
 definitions of :mod:`advisor.ratios` (the same eligible jobs, job-weighted percentiles with
 linear interpolation); a test checks they equal :func:`advisor.ratios.ratio_summary`'s. Calling
-that too would read 4.65M jobs a second time (about 1.2 s more on this machine).
+that too would read every job a second time.
+
+The curve, the price book and the database connection come once per run through a
+:class:`RecommendContext`; the lost GPU time of jobs below a recommendation is
+:func:`starvation`, shared with the monthly report.
 
 Assumptions (also returned with every answer):
 
@@ -40,14 +44,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from advisor import slowdown
+from advisor.dbpath import resolve_db_path
 from advisor.errors import UsageError
-from advisor.pricing import CostDelta, cost_delta, load_pricing
+from advisor.pricing import CostDelta, PriceBook, cost_delta, load_pricing
 from advisor.progress import ProgressFn, no_progress
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 DEFAULT_MAX_CPUS_PER_GPU = 64
 DAYS_PER_MONTH = 30.4375
@@ -196,26 +205,67 @@ class JobRecommendation:
     assumptions: dict[str, Any] = field(default_factory=dict)
 
 
-def _db_path(db: str | None) -> Path | None:
-    """The database file if one exists (same rule as :func:`advisor.store.resolve_db_path`,
-    repeated here so that the job-submit path does not import DuckDB when there is none)."""
-    path = Path(db) if db else Path(os.environ.get("ADVISOR_DB") or "advisor.duckdb")
-    return path if path.exists() else None
+class RecommendContext:
+    """What every recommendation of one run reads, loaded once: the fitted curve, the price
+    book and the database (opened read-only on first use, so that the job-submit path imports
+    DuckDB only when there is a database).
+
+    Use as a context manager (``with RecommendContext.open(db=...) as ctx:``) or call
+    :meth:`close`; a :class:`JobQuery`'s or :class:`PartitionQuery`'s own ``db``,
+    ``pricing_file`` and ``model_file`` are not read when a context is given.
+    """
+
+    def __init__(self, params: slowdown.CurveParams, book: PriceBook, db_path: Path,
+                 model_file: str | None = None) -> None:
+        self.params = params
+        self.book = book
+        self.db_path = db_path  # resolved; it may not exist
+        self.model_file = model_file
+        self._con: Any = None
+
+    @classmethod
+    def open(cls, *, db: str | os.PathLike[str] | None = None, fit_file: str | None = None,
+             pricing_file: str | None = None) -> RecommendContext:
+        """Load the curve (``fit_file``, else ``$ADVISOR_MODEL``, else the shipped one) and
+        the prices (``pricing_file`` over the built-in ones) for the database ``db``."""
+        return cls(slowdown.load_params(fit_file), load_pricing(pricing_file),
+                   resolve_db_path(db), fit_file)
+
+    @property
+    def has_db(self) -> bool:
+        return self.db_path.exists()
+
+    def connection(self) -> Any:
+        """The read-only connection to the database (opened once), or None without one."""
+        if self._con is None and self.has_db:
+            from advisor.store import connect
+
+            self._con = connect(self.db_path, read_only=True)
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> RecommendContext:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
-def node_cap(db: str | None, gpu_type: str, partition: str | None) -> tuple[int, int] | None:
+def node_cap(ctx: RecommendContext, gpu_type: str,
+             partition: str | None) -> tuple[int, int] | None:
     """(cores per GPU every node of the type can give, nodes) from the inventory, or None."""
-    path = _db_path(db)
-    if path is None:
+    con = ctx.connection()
+    if con is None:
         return None
-    from advisor.store import connect, query
+    from advisor.store import query
 
-    con = connect(path, read_only=True)
-    try:
-        row = con.execute(query("recommend/node_cap"),
-                          {"gpu_type": gpu_type, "partition": partition}).fetchone()
-    finally:
-        con.close()
+    row = con.execute(query("recommend/node_cap"),
+                      {"gpu_type": gpu_type, "partition": partition}).fetchone()
     if not row or row[0] is None or int(row[1]) == 0:
         return None
     return int(row[0]), int(row[1])
@@ -341,9 +391,9 @@ def _measured_below(evidence: Sequence[dict[str, Any]]) -> tuple[float, float, s
     return None
 
 
-def recommend_job(q: JobQuery) -> JobRecommendation:
+def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
     """The ``--cpus-per-gpu`` for one job: the knee, never below the floor (see the module
-    doc)."""
+    doc). Without ``ctx``, the query's own files are loaded for this one call."""
     if q.gpus < 1:
         raise UsageError(f"--gpus must be at least 1, got {q.gpus}")
     if q.tp is not None and not 1 <= q.tp <= q.gpus:
@@ -353,8 +403,11 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
     if q.current_cpus_per_gpu is not None and q.current_cpus_per_gpu <= 0:
         raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
     q.workload.check()
-    params = slowdown.load_params(q.model_file)
-    book = load_pricing(q.pricing_file)
+    if ctx is None:
+        with RecommendContext.open(db=q.db, fit_file=q.model_file,
+                                   pricing_file=q.pricing_file) as own:
+            return recommend_job(q, own)
+    params, book = ctx.params, ctx.book
     platform = _canonical(q.gpu_type)
     instance = book.instance_for(platform)
     warnings = slowdown.coverage_warnings(params, platform=platform, gpus=q.gpus)
@@ -365,7 +418,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
             raise UsageError(f"--max-cpus-per-gpu must be at least 1, got {q.max_cpus_per_gpu}")
         cap, cap_source = q.max_cpus_per_gpu, "--max-cpus-per-gpu"
     else:
-        inv = node_cap(q.db, platform, q.partition)
+        inv = node_cap(ctx, platform, q.partition)
         if inv is not None:
             cap, n = inv
             cap_source = f"node inventory: {n} {platform} node(s)" + (
@@ -502,7 +555,7 @@ def recommend_job(q: JobQuery) -> JobRecommendation:
         "target": f"TTFT within {q.tolerance:.0%} of TTFT with ample cores, and at least "
                   f"vLLM's 2 + N cores ({floor})",
         "model": {
-            "file": str(q.model_file or os.environ.get(slowdown.MODEL_ENV)
+            "file": str(ctx.model_file or os.environ.get(slowdown.MODEL_ENV)
                         or slowdown.shipped_model_path().name),
             "fitted_at": params.meta.get("fitted_at"),
             "validation_error": validation.get("model"),
@@ -656,29 +709,89 @@ def job_percentile(values: Sequence[float], counts: Sequence[int], q: float) -> 
     return float(x_lo + (h - lo) * (x_hi - x_lo))
 
 
-def recommend_partitions(
-    q: PartitionQuery, progress: ProgressFn = no_progress
-) -> PartitionReport:
-    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect."""
-    from advisor.errors import NotFoundError
-    from advisor.store import connect, query, resolve_db_path
+@dataclass(frozen=True)
+class Starvation:
+    """What a group of jobs loses to too few cores per GPU against a recommendation."""
 
-    path = resolve_db_path(q.db)
-    if not path.exists():
+    below: np.ndarray  # per job row: its cores per GPU are under the recommendation
+    gpu_hours_lost: float
+    fix_vcpu_hours: float  # the missing cores x elapsed hours of the rows below
+
+
+def starvation(
+    params: slowdown.CurveParams, *, cpus: ArrayLike, gpus: ArrayLike, gpu_hours: ArrayLike,
+    elapsed_s: ArrayLike, recommended_cores_per_gpu: float,
+    platform: str | None, workload: Workload = Workload(),
+) -> Starvation:
+    """The GPU time lost to CPU starvation by job rows (CPUs, GPUs, GPU-hours, elapsed
+    seconds each), the one formula behind a partition's recommendation and the report.
+
+    A row below the recommendation loses GPU-hours x (1 - slowdown(recommended) /
+    slowdown(its own cores per GPU)), from the curve at its own GPU count; the fix is
+    (recommended x GPUs - CPUs) x its elapsed hours. Rows at or above it lose nothing.
+    """
+    cpus_a = np.asarray(cpus, dtype=float)
+    gpus_a = np.asarray(gpus, dtype=float)
+    cores = cpus_a / gpus_a
+    X_job = np.array([
+        slowdown.feature_row(c, gpus=g, model_params_b=workload.model_params_b,
+                             load_rps=workload.load_rps, prompt_tokens=workload.prompt_tokens,
+                             platform=platform, prefix_hit=workload.hit(),
+                             renderer_workers=workload.renderers())
+        for c, g in zip(cores, gpus_a, strict=True)
+    ])
+    X_rec = X_job.copy()
+    X_rec[:, 0] = recommended_cores_per_gpu
+    s_job, _ = slowdown.evaluate(params, X_job)
+    s_rec, _ = slowdown.evaluate(params, X_rec)
+    below = cores < recommended_cores_per_gpu
+    lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
+    deficit = recommended_cores_per_gpu * gpus_a - cpus_a
+    elapsed_h = np.asarray(elapsed_s, dtype=float) / 3600.0
+    return Starvation(
+        below=below,
+        gpu_hours_lost=float(np.sum(np.asarray(gpu_hours, dtype=float) * lost_frac)),
+        fix_vcpu_hours=float(np.sum(np.where(below, deficit * elapsed_h, 0.0))),
+    )
+
+
+def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
+    """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
+    elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
+    from advisor.store import query
+
+    return con.execute(query("recommend/job_mix"), {
+        "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
+        "start": _utc_naive(q.start), "end": _utc_naive(q.end),
+    }).fetchall()
+
+
+def recommend_partitions(
+    q: PartitionQuery, progress: ProgressFn = no_progress, ctx: RecommendContext | None = None,
+) -> PartitionReport:
+    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect. Without
+    ``ctx``, the query's own files are loaded for this one call."""
+    from advisor.errors import NotFoundError
+    from advisor.store import query
+
+    if ctx is None:
+        path = resolve_db_path(q.db)
+        if not path.exists():  # before loading the curve, as the message is about the jobs
+            raise NotFoundError(f"{path}: no such database; a partition recommendation needs "
+                                f"the observed jobs: load them first with `advisor ingest FILE "
+                                f"--db {path}`")
+        with RecommendContext.open(db=q.db, fit_file=q.model_file,
+                                   pricing_file=q.pricing_file) as own:
+            return recommend_partitions(q, progress, own)
+    path = ctx.db_path
+    con = ctx.connection()
+    if con is None:
         raise NotFoundError(f"{path}: no such database; a partition recommendation needs the "
                             f"observed jobs: load them first with `advisor ingest FILE --db {path}`")
-    params = slowdown.load_params(q.model_file)
-    book = load_pricing(q.pricing_file)
-    con = connect(path, read_only=True)
-    try:
-        mix = con.execute(query("recommend/job_mix"), {
-            "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
-            "start": _utc_naive(q.start), "end": _utc_naive(q.end),
-        }).fetchall()
-        caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
-                for r in con.execute(query("recommend/partition_caps")).fetchall()}
-    finally:
-        con.close()
+    params, book = ctx.params, ctx.book
+    mix = _job_mix(con, q)
+    caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
+            for r in con.execute(query("recommend/partition_caps")).fetchall()}
     buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in mix:
         buckets[(r[0], r[1])].append(r)
@@ -711,26 +824,14 @@ def recommend_partitions(
             warnings.append("no node inventory for this partition and GPU type; "
                             f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU")
         cores_job = [r[3] / r[4] for r in rows]
-        gpus_job = [float(r[4]) for r in rows]
-        X_job = np.array([
-            slowdown.feature_row(c, gpus=g, model_params_b=q.workload.model_params_b,
-                                 load_rps=q.workload.load_rps,
-                                 prompt_tokens=q.workload.prompt_tokens, platform=platform,
-                                 prefix_hit=q.workload.hit(),
-                                 renderer_workers=q.workload.renderers())
-            for c, g in zip(cores_job, gpus_job, strict=True)
-        ])
-        X_rec = X_job.copy()
-        X_rec[:, 0] = dflt
-        s_job, _ = slowdown.evaluate(params, X_job)
-        s_rec, _ = slowdown.evaluate(params, X_rec)
-        below = np.array(cores_job) < dflt
         gpu_h = np.array([float(r[7]) for r in rows])
-        elapsed_h = np.array([float(r[6]) for r in rows]) / 3600.0
-        lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
-        lost = float(np.sum(gpu_h * lost_frac))
-        deficit_vcpu = np.array([dflt * r[4] - r[3] for r in rows], dtype=float)
-        fix_vcpu_h = float(np.sum(np.where(below, deficit_vcpu * elapsed_h, 0.0)))
+        starved = starvation(params, cpus=[r[3] for r in rows], gpus=[r[4] for r in rows],
+                             gpu_hours=gpu_h, elapsed_s=[r[6] for r in rows],
+                             recommended_cores_per_gpu=dflt, platform=platform,
+                             workload=q.workload)
+        below = starved.below
+        lost = starved.gpu_hours_lost
+        fix_vcpu_h = starved.fix_vcpu_hours
         first = min(r[8] for r in rows)
         last = max(r[9] for r in rows)
         days = max((last - first).total_seconds() / 86400.0, 1.0)

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import duckdb
 
+from advisor.dbpath import DB_ENV as DB_ENV  # re-exported: their home is duckdb-free
+from advisor.dbpath import DEFAULT_DB as DEFAULT_DB
+from advisor.dbpath import resolve_db_path as resolve_db_path
 from advisor.errors import LockedError, NotFoundError, StoreError
 
-DEFAULT_DB = "advisor.duckdb"
-DB_ENV = "ADVISOR_DB"
 # The storage format of a database file this code creates (an existing file keeps its own):
 # v1.3.0 brings DICT_FSST string compression, which makes writing the jobs table cheaper
 # (docs/ingest.md, "Speed"); DuckDB before 1.3 cannot open such a file, hence the duckdb>=1.3 pin.
@@ -41,16 +42,6 @@ _LOCK_RETRY_S = 0.1
 _LOCK_HOLDER_RE = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
 log = logging.getLogger(__name__)
-
-
-def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
-    """The database file: ``db`` if given, else ``$ADVISOR_DB``, else ``./advisor.duckdb``."""
-    if db is not None and str(db) != "":
-        return Path(db)
-    env = os.environ.get(DB_ENV)
-    if env:
-        return Path(env)
-    return Path(DEFAULT_DB)
 
 
 def _sql_root() -> resources.abc.Traversable:

@@ -113,3 +113,17 @@ def test_slurm_conf_skips_a_partition_name_that_would_inject_options_and_keeps_t
     lines = to_slurm_conf(policy).splitlines()
     assert "PartitionName=gpu DefCpuPerGPU=4" in lines
     assert not [ln for ln in lines if "MaxTime" in ln and not ln.startswith("#")]
+
+
+def test_a_policy_built_on_one_context_has_the_rules_of_one_built_on_its_own(tmp_path: Path):
+    from advisor.policy import PolicyConfig, build_policy
+    from advisor.recommend import RecommendContext
+
+    db = tmp_path / "advisor.duckdb"
+    _cluster_db(db)
+    cfg = PolicyConfig(db=str(db))
+    alone = build_policy(cfg)
+    with RecommendContext.open(db=db) as ctx:
+        shared = build_policy(cfg, ctx=ctx)
+    assert shared.rules == alone.rules
+    assert ("gpu", "h100_80gb") in {(r.partition, r.gpu_type) for r in shared.rules}

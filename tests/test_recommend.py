@@ -406,3 +406,70 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_starvation_is_gpu_hours_times_the_slowdown_gap_for_rows_below_the_recommendation():
+    import numpy as np
+
+    from advisor import slowdown
+    from advisor.recommend import starvation
+
+    params = slowdown.load_params()
+
+    def slow(cores_per_gpu: float, w: Workload | None = None) -> float:
+        w = w or Workload()
+        row = slowdown.feature_row(cores_per_gpu, gpus=4, platform="H100",
+                                   model_params_b=w.model_params_b, prefix_hit=w.hit())
+        return float(slowdown.evaluate(params, np.array([row]))[0][0])
+
+    # 4 GPUs each: 8 CPUs (2 per GPU, below 6) for 10 GPU-h over 2.5 h; 32 CPUs (8, above) for 5
+    got = starvation(params, cpus=[8, 32], gpus=[4, 4], gpu_hours=[10.0, 5.0],
+                     elapsed_s=[9000, 3600], recommended_cores_per_gpu=6, platform="H100")
+    assert got.below.tolist() == [True, False]
+    assert slow(2) > slow(6), "2 cores per GPU must be starved for the check to mean anything"
+    assert got.gpu_hours_lost == pytest.approx(10.0 * (1.0 - slow(6) / slow(2)), rel=1e-12)
+    assert got.fix_vcpu_hours == (6 * 4 - 8) * 2.5  # the missing 16 cores for 2.5 hours
+    # a larger model at the same cores: the workload reaches the curve
+    big = Workload(model_params_b=70.0)
+    got70 = starvation(params, cpus=[8], gpus=[4], gpu_hours=[10.0], elapsed_s=[9000],
+                       recommended_cores_per_gpu=6, platform="H100", workload=big)
+    assert got70.gpu_hours_lost == pytest.approx(
+        10.0 * (1.0 - slow(6, big) / slow(2, big)), rel=1e-12)
+    # nobody below: nothing lost, nothing to fix
+    none = starvation(params, cpus=[32], gpus=[4], gpu_hours=[5.0], elapsed_s=[3600],
+                      recommended_cores_per_gpu=6, platform="H100")
+    assert (none.gpu_hours_lost, none.fix_vcpu_hours) == (0.0, 0.0)
+
+
+def test_one_context_answers_as_separate_calls_do_and_closes_its_connection(db_path: Path):
+    import duckdb
+
+    from advisor.recommend import RecommendContext
+
+    connect(db_path).close()
+    _add_nodes(db_path, "H100", 64, 4, ["gpu"])
+    _add_jobs(db_path, "gpu", "H100", [(4, 4, 10), (8, 4, 5), (32, 4, 2)])
+    job = JobQuery(gpu_type="H100", gpus=4, partition="gpu", db=str(db_path))
+    part = PartitionQuery(db=str(db_path))
+    with RecommendContext.open(db=db_path) as ctx:
+        assert recommend_job(job, ctx) == recommend_job(job)
+        assert recommend_partitions(part, ctx=ctx) == recommend_partitions(part)
+        con = ctx.connection()
+        assert con is ctx.connection()  # one connection for every call
+        assert recommend_job(job, ctx).max_cpus_per_gpu_source.startswith("node inventory")
+    with pytest.raises(duckdb.ConnectionException):
+        con.execute("SELECT 1")
+
+
+def test_a_context_without_a_database_leaves_duckdb_unimported(tmp_path: Path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from advisor.recommend import JobQuery, RecommendContext, recommend_job; "
+            "ctx = RecommendContext.open(db='missing.duckdb'); "
+            "print(ctx.connection(), recommend_job(JobQuery(gpu_type='H100', gpus=4), ctx)"
+            ".max_cpus_per_gpu_source.startswith('no node inventory'), 'duckdb' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "True", "False"]

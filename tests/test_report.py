@@ -16,6 +16,7 @@ import pytest
 from advisor import report, store
 from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.ratios import RatioQuery, ratio_summary
+from advisor.report import render
 from tests.test_report_data import GAP, OCT_DAYS, SEPT_H100_CPUS, build_db
 
 NOW = dt.datetime(2024, 11, 2, 3, 4, 5)
@@ -333,18 +334,18 @@ def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
 
 
 def test_one_number_format_per_kind():
-    assert report._fmt(1234.56, "hours") == "1,235" and report._fmt(12.4, "hours") == "12"
-    assert report._fmt(0.25, "cores") == "0.25" and report._fmt(8, "cores") == "8.00"
-    assert report._fmt(1234.5, "usd") == "$1,234" and report._fmt(3.456, "price") == "$3.46"
-    assert report._fmt(None, "usd") == "–"
+    assert render._fmt(1234.56, "hours") == "1,235" and render._fmt(12.4, "hours") == "12"
+    assert render._fmt(0.25, "cores") == "0.25" and render._fmt(8, "cores") == "8.00"
+    assert render._fmt(1234.5, "usd") == "$1,234" and render._fmt(3.456, "price") == "$3.46"
+    assert render._fmt(None, "usd") == "–"
 
 
 def test_numbers_render_readably_and_missing_ones_as_a_dash():
-    assert report._num(None) == "–" and report._num(math.nan) == "–"
-    assert report._num(1234.5) == "1,234"  # round half to even
-    assert report._num(0.25) == "0.25" and report._num(0.0504) == "0.0504"
-    assert report._num(2.0) == "2.00" and report._num(12345) == "12,345"
-    assert report._num(0.5) == "0.50"
+    assert render._num(None) == "–" and render._num(math.nan) == "–"
+    assert render._num(1234.5) == "1,234"  # round half to even
+    assert render._num(0.25) == "0.25" and render._num(0.0504) == "0.0504"
+    assert render._num(2.0) == "2.00" and render._num(12345) == "12,345"
+    assert render._num(0.5) == "0.50"
 
 
 # -- recommendations, starvation, policy -------------------------------------------------------

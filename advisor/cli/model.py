@@ -169,15 +169,13 @@ def recommend_cmd(
 
             raise UsageError("give --gpus N (a job) or --partition NAME|'*' (a partition's jobs)")
         from advisor.cli._output import RichProgress
-        from advisor.recommend import PartitionQuery, recommend_partitions
+        from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
 
-        with RichProgress() as progress:
-            report = recommend_partitions(
-                PartitionQuery(db=db, partition=None if partition == "*" else partition,
-                               gpu_type=gpu_type, workload=workload, tolerance=tolerance,
-                               pricing_file=pricing, model_file=fit_file),
-                progress,
-            )
+        query = PartitionQuery(db=db, partition=None if partition == "*" else partition,
+                               gpu_type=gpu_type, workload=workload, tolerance=tolerance)
+        with RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx, \
+                RichProgress() as progress:
+            report = recommend_partitions(query, progress, ctx)
         for row in report.rows:
             _warn(f"{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
         if fmt is OutputFormat.json:
@@ -258,15 +256,16 @@ def policy_export_cmd(
     """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
     from advisor.cli._output import RichProgress
     from advisor.policy import Mode, PolicyConfig, build_policy, to_json, to_lua, to_slurm_conf
-    from advisor.recommend import Workload, parse_model_size
+    from advisor.recommend import RecommendContext, Workload, parse_model_size
 
-    with RichProgress() as progress:
-        policy = build_policy(PolicyConfig(
-            mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
-            workload=Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
-                              workload_name), db=db,
-            pricing_file=pricing, model_file=fit_file,
-        ), progress)
+    config = PolicyConfig(
+        mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
+        workload=Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
+                          workload_name), db=db,
+    )
+    with RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx, \
+            RichProgress() as progress:
+        policy = build_policy(config, progress, ctx)
     render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
               PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
     text = render(policy)
@@ -310,8 +309,8 @@ def calibration_list_cmd(
 
 
 # The job-submit path: `recommend --gpu-type T --gpus N ... --format json` answered without
-# building the typer app (typer builds pydantic adapters for the options it parses, ~0.2 s of a
-# 0.5 s budget). Same core call, same JSON, same errors; anything else (help, table output,
+# building the typer app (typer's pydantic adapters for the options take much of the start-up
+# budget: docs/model.md). Same core call, same JSON, same errors; anything else (help, table output,
 # a partition, an option it does not know, a value it cannot convert) is left to typer.
 _FAST_OPTIONS: dict[str, type] = {
     "--gpu-type": str, "--gpus": int, "--model-size": str, "--rps": float,

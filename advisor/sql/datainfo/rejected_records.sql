@@ -1,0 +1,2 @@
+-- How many rejected records the database keeps, over every load.
+SELECT count(*) FROM rejects
