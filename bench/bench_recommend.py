@@ -3,7 +3,7 @@
 Prints the median wall time of N runs of the recommend command next to the median of
 ``python -c pass`` measured in the same run (the interpreter's own start), their difference
 and ratio, and the target (< 0.5 s); and the same for the job-submit fast path
-(``advisor.cli.model.fast_recommend``, which answers without building the typer app). Also lists the heaviest modules that the command imports
+(``advisor.cli.recommend.fast_recommend``, which answers without building the typer app). Also lists the heaviest modules that the command imports
 (``python -X importtime``), to find what to make lazy.
 
     python bench/bench_recommend.py [--runs 15]
@@ -33,8 +33,8 @@ ARGS = ["recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b", 
         "--prompt-tokens", "32000", "--format", "json"]
 COMMAND = ["-m", "advisor", *ARGS]
 # What `advisor` would do with the job-submit fast path hooked into advisor.cli.main (see
-# advisor.cli.model.fast_recommend): the same package import, the same core call, no typer app.
-FAST = ["-c", "import sys; from advisor.cli.model import fast_recommend; "
+# advisor.cli.recommend.fast_recommend): the same package import, the same core call, no typer app.
+FAST = ["-c", "import sys; from advisor.cli.recommend import fast_recommend; "
         f"sys.exit(fast_recommend({ARGS!r}))"]
 
 

@@ -184,7 +184,7 @@ def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
     ["--current-cpus-per-gpu=2", "--max-cpus-per-gpu", "12", "--ample-ttft-ms", "180"],
 ])
 def test_the_fast_job_submit_path_answers_exactly_as_the_typer_command(cli, no_db, capsys, extra):
-    from advisor.cli.model import fast_recommend
+    from advisor.cli.recommend import fast_recommend
 
     args = ["recommend", "--gpu-type", "H200", "--gpus", "8", *extra, "--format", "json"]
     code, typer_out, err = cli(*args)
@@ -197,7 +197,7 @@ def test_the_fast_job_submit_path_answers_exactly_as_the_typer_command(cli, no_d
 
 
 def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(no_db, capsys):
-    from advisor.cli.model import fast_recommend
+    from advisor.cli.recommend import fast_recommend
 
     assert fast_recommend(["recommend", "--gpu-type", "Z9", "--gpus", "2", "-f", "json"]) == 4
     assert "Error: no instance price for GPU type 'Z9'" in capsys.readouterr().err

@@ -16,13 +16,17 @@ from typer.core import TyperGroup
 
 from advisor.cli import (
     bench,
+    calibration,
     dashboard,
     db,
     export,
+    fit,
     ingest,
     metrics,
-    model,
+    nodes,
+    policy,
     ratios,
+    recommend,
     report,
     usage,
 )
@@ -94,7 +98,8 @@ def _root(
         raise typer.Exit(2)
 
 
-for _module in (db, ingest, ratios, bench, model, report, dashboard, export, metrics, usage):
+for _module in (db, ingest, ratios, nodes, bench, fit, recommend, policy, calibration, report, dashboard,
+                export, metrics, usage):
     _module.register(app)
 
 
@@ -105,7 +110,7 @@ def main() -> None:
     without building the typer app, whose option adapters alone cost about 0.1 s.
     """
     try:
-        fast = model.fast_recommend(sys.argv[1:])
+        fast = recommend.fast_recommend(sys.argv[1:])
         code = run_guarded(app) if fast is None else fast
         sys.stdout.flush()
     except BrokenPipeError:
