@@ -48,6 +48,7 @@ from advisor import slowdown
 from advisor.errors import UsageError
 from advisor.pricing import CostDelta, cost_delta, load_pricing
 from advisor.progress import ProgressFn, no_progress
+from advisor.quantiles import job_percentile
 
 DEFAULT_MAX_CPUS_PER_GPU = 64
 DAYS_PER_MONTH = 30.4375
@@ -639,21 +640,6 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
     w = np.asarray(weights, dtype=float)[order]
     cum = np.cumsum(w)
     return float(v[int(np.searchsorted(cum, 0.5 * cum[-1]))])
-
-
-def job_percentile(values: Sequence[float], counts: Sequence[int], q: float) -> float:
-    """The q-quantile of values repeated counts times, with linear interpolation between order
-    statistics (numpy's default; the definition :mod:`advisor.ratios` uses for job-weighted
-    percentiles), computed from the counts without expanding them."""
-    order = np.argsort(values, kind="stable")
-    v = np.asarray(values, dtype=float)[order]
-    cum = np.cumsum(np.asarray(counts, dtype=np.int64)[order])
-    n = int(cum[-1])
-    h = (n - 1) * q
-    lo = int(math.floor(h))
-    x_lo = v[int(np.searchsorted(cum, lo + 1))]
-    x_hi = v[int(np.searchsorted(cum, min(lo + 2, n)))]
-    return float(x_lo + (h - lo) * (x_hi - x_lo))
 
 
 def recommend_partitions(

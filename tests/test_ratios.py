@@ -13,7 +13,7 @@ import pytest
 
 from advisor import ratios, store
 from advisor.errors import StoreError, UsageError
-from advisor.ratios import RatioQuery, Weight
+from advisor.ratios import RatioQuery, Weight, planning
 
 T0 = dt.datetime(2024, 1, 1)
 
@@ -397,7 +397,7 @@ def test_group_numbers_past_32_bits_are_exact(con, q):
         ],
     )  # fmt: skip
     got = ratios.ratio_summary(con, q)
-    assert ratios._people_digits(con, q) is not None  # numbered on the people cube
+    assert planning.people_digits(con, q) is not None  # numbered on the people cube
     want = ratios.ratio_summary(con, q, use_cube=False)
     assert len(got.groups) == len(want.groups) == 2000
     for a, b in zip(got.groups, want.groups, strict=True):
@@ -581,9 +581,9 @@ def test_groups_numbered_past_a_bigint_are_summarised_by_name_with_the_same_resu
     ratios.refresh_ratio_cube(con)
     queries = [RatioQuery(by=("user", "month")), RatioQuery(by=("account", "partition"))]
     expected = [ratios.ratio_summary(con, q, use_cube=False) for q in queries]
-    monkeypatch.setattr(ratios, "_BIGINT_GROUPS", 2)
+    monkeypatch.setattr(planning, "_BIGINT_GROUPS", 2)
     for q, want in zip(queries, expected, strict=True):
-        assert ratios._people_digits(con, q) is None
+        assert planning.people_digits(con, q) is None
         got = ratios.ratio_summary(con, q, use_cube=True)
         assert got.excluded == want.excluded
         assert len(got.groups) == len(want.groups) > 1
@@ -813,7 +813,7 @@ def test_below_target_breaks_ties_by_the_key_values_with_missing_ones_last(con, 
     assert got.groups_counted == 4
     assert ratios.below_target(con, tq, use_cube=False) == got
     # numbers too large for a BIGINT are HUGEINTs, in the same order
-    monkeypatch.setattr(ratios, "_BIGINT_GROUPS", 2)
+    monkeypatch.setattr(planning, "_BIGINT_GROUPS", 2)
     assert ratios.below_target(con, tq) == got
 
 
