@@ -647,6 +647,7 @@ def recommend_partitions(
 ) -> PartitionReport:
     """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect."""
     from advisor.errors import NotFoundError
+    from advisor.ratios.cube import job_mix
     from advisor.store import connect, query, resolve_db_path
 
     path = resolve_db_path(q.db)
@@ -657,10 +658,10 @@ def recommend_partitions(
     book = load_pricing(q.pricing_file)
     con = connect(path, read_only=True)
     try:
-        mix = con.execute(query("recommend/job_mix"), {
+        mix = job_mix(con, {
             "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
             "start": _utc_naive(q.start), "end": _utc_naive(q.end),
-        }).fetchall()
+        })
         caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
                 for r in con.execute(query("recommend/partition_caps")).fetchall()}
     finally:

@@ -598,13 +598,13 @@ def test_month_summaries_of_people_read_the_cube_summed_over_states(con):
     assert [type(v) for v in first.groups[0].keys.values()] == [str, str]
     assert first.groups[0].keys["month"] == "2024-01"
     # the cube holds what ratio_cube_people_months holds, states and labels summed away
-    totals = "SELECT pid, month, sum(n), sum(w) FROM {} GROUP BY ALL ORDER BY ALL"
+    totals = "SELECT pid, month, sum(jobs), sum(gpu_seconds) FROM {} GROUP BY ALL ORDER BY ALL"
     assert (
         con.execute(totals.format("ratio_cube_people_month_ratios")).fetchall()
         == con.execute(totals.format("ratio_cube_people_months")).fetchall()
     )
     # it is what answers: doubled counts there double the report's, and nothing else changes
-    con.execute("UPDATE ratio_cube_people_month_ratios SET n = 2 * n")
+    con.execute("UPDATE ratio_cube_people_month_ratios SET jobs = 2 * jobs")
     doubled = ratios.ratio_summary(con, q)
     assert [g.jobs for g in doubled.groups] == [2 * g.jobs for g in first.groups]
     assert doubled.excluded == {r: 2 * n for r, n in first.excluded.items()}

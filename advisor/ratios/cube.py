@@ -17,10 +17,9 @@ import duckdb
 from advisor.errors import StoreError
 from advisor.store import query, render
 
-CUBE_RULES_VERSION = 5
-"""Bumped whenever the rules or the schema the cubes are built with change, so that an old
-cube reads stale and is rebuilt."""
-
+CUBE_RULES_VERSION = 6
+"""Bumped whenever the rules or the schema the cubes are built with change: the derived tables
+are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
 
 _CUBE_TABLES: tuple[str, ...] = (
     "ratio_cube",
@@ -28,6 +27,7 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_cube_people",
     "ratio_cube_people_months",
     "ratio_cube_people_month_ratios",
+    "job_mix_months",
     "ratio_cube_people_months_state",
     "ratio_cube_state",
 )
@@ -40,6 +40,57 @@ _MONTHS_TABLES: tuple[str, ...] = (
     "ratio_cube_people_months_state",
 )
 
+_SCHEMA_TABLE = "ratio_cube_schema"
+
+_RETIRED_TABLES: tuple[str, ...] = ()
+"""Derived tables of earlier rules versions that no version creates any more (dropped too)."""
+
+
+def _stored_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The rules version the derived tables visible to ``con`` were created under (a TEMP copy
+    shadows the stored one), None when they were never created by this module."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [_SCHEMA_TABLE]
+    ).fetchone()
+    if not row or not row[0]:
+        return None
+    got = con.execute(f"SELECT max(rules_version) FROM {_SCHEMA_TABLE}").fetchone()  # noqa: S608 - fixed name
+    return None if got is None or got[0] is None else int(got[0])
+
+
+def _create(con: duckdb.DuckDBPyConnection, tables: Sequence[str], *, temporary: bool) -> None:
+    """Create ``tables`` (the version table too) from advisor/sql/ratios/cube/, empty; TEMP ones
+    shadow the stored ones for this connection only."""
+    create = "CREATE OR REPLACE TEMP TABLE" if temporary else "CREATE TABLE"
+    for table in (*tables, _SCHEMA_TABLE):
+        con.execute(render(f"ratios/cube/{table}", create=create))
+    con.execute(f"INSERT INTO {_SCHEMA_TABLE} VALUES (?)", [CUBE_RULES_VERSION])  # noqa: S608 - fixed name
+
+
+def ensure_cube_schema(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> bool:
+    """Make the stored derived tables those of :data:`CUBE_RULES_VERSION`: when the file holds
+    none, or another version's (the tables an older advisor made, migrations included), drop
+    them all and create them empty, so that they read stale until rebuilt. Returns whether the
+    stored tables are now of this version (never on a read-only connection that found others).
+    ``in_transaction`` as in :func:`refresh_ratio_cube`."""
+    if _stored_rules_version(con) == CUBE_RULES_VERSION:
+        return True
+    if is_read_only(con):
+        return False
+    if not in_transaction:
+        con.execute("BEGIN TRANSACTION")
+    try:
+        for table in (*_CUBE_TABLES, *_RETIRED_TABLES, _SCHEMA_TABLE):
+            con.execute(f"DROP TABLE IF EXISTS main.{table}")
+        _create(con, _CUBE_TABLES, temporary=False)
+        if not in_transaction:
+            con.execute("COMMIT")
+    except Exception:
+        if not in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return True
+
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     row = con.execute(query("ratios/cube_fingerprint")).fetchone()
@@ -48,6 +99,8 @@ def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
 
 
 def _cube_state(con: duckdb.DuckDBPyConnection, table: str = "ratio_cube_state") -> Any:
+    if _stored_rules_version(con) != CUBE_RULES_VERSION:
+        return None  # no derived tables, or another version's: stale
     row = con.execute(
         f"SELECT jobs_rows, ingest_id, finished_at, rules_version FROM {table} LIMIT 1"  # noqa: S608 - fixed names
     ).fetchone()
@@ -81,11 +134,8 @@ def _write_state(con: duckdb.DuckDBPyConnection, table: str, fp: tuple[Any, ...]
 
 
 def _temp_copies(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:
-    for table in tables:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {table} AS "  # noqa: S608 - fixed names
-            f"SELECT * FROM main.{table} LIMIT 0"
-        )
+    """Empty TEMP copies of ``tables`` that shadow the stored ones for this connection."""
+    _create(con, tables, temporary=True)
 
 
 def refresh_ratio_cube(
@@ -106,6 +156,8 @@ def refresh_ratio_cube(
     fp = _fingerprint(con)
     if temporary:
         _temp_copies(con, _CUBE_TABLES)
+    else:
+        ensure_cube_schema(con, in_transaction=in_transaction)
     own = not in_transaction
     if own:
         con.execute("BEGIN TRANSACTION")
@@ -117,6 +169,7 @@ def refresh_ratio_cube(
         con.execute(query("ratios/cube_refresh"))
         con.execute(query("ratios/cube_people_refresh"))
         con.execute("DROP TABLE _ratio_fine")
+        con.execute(query("ratios/cube_job_mix_refresh"))
         _write_state(con, "ratio_cube_state", fp)
         if own:
             con.execute("COMMIT")
@@ -135,8 +188,8 @@ def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = F
     the first one's row count. ``temporary`` as in :func:`refresh_ratio_cube`.
 
     Called by the first account/user query with a month or interactive key, a state filter or
-    month bounds (a stale one is never read), not by every ingest: for 4.65M synthetic jobs it
-    holds 1.7M rows and takes longer to build than all the other cubes together.
+    month bounds (a stale one is never read), not by every ingest: it is the largest cube and
+    takes longer to build than all the others together.
     """
     if not cube_is_fresh(con):
         refresh_ratio_cube(con, temporary=temporary)
@@ -188,3 +241,26 @@ def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
         return False
     refresh_ratio_cube(con, temporary=is_read_only(con))
     return True
+
+
+def job_mix(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, Any],
+    *,
+    use_table: bool | None = None,
+) -> list[tuple[Any, ...]]:
+    """The rows of recommend/job_mix for ``params`` ($partition, $gpu_type, $clusters, $start,
+    $end): from ``job_mix_months`` when the bounds are open or month-aligned and the cubes are
+    fresh (``use_table`` None), else from ``jobs``; ``use_table`` True or False forces one
+    (True requires month-aligned bounds). The rows are the same either way."""
+    aligned = all(_month_start(params.get(k)) for k in ("start", "end"))
+    if use_table is None:
+        use_table = aligned and cube_is_fresh(con)
+    elif use_table and not aligned:
+        raise StoreError("job_mix_months answers only month-aligned bounds")
+    name = "recommend/job_mix_months" if use_table else "recommend/job_mix"
+    return con.execute(query(name), params).fetchall()
+
+
+def _month_start(t: Any) -> bool:
+    return t is None or (t.day == 1 and t.hour == t.minute == t.second == t.microsecond == 0)

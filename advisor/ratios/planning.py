@@ -275,7 +275,11 @@ def people_summary_cube(q: RatioQuery) -> tuple[str, str, str]:
         and q.min_gpus is None
         and not {"interactive", "gpu_count"} & set(q.by)
     ):
-        return "ratio_cube_people_month_ratios", query("ratios/people_months_where"), "c.v"
+        return (
+            "ratio_cube_people_month_ratios",
+            query("ratios/people_months_where"),
+            "c.cores_per_gpu",
+        )
     over_time = people_over_time(q)
     where = query("ratios/people_over_time_where" if over_time else "ratios/people_all_time_where")
     return (

@@ -1,5 +1,5 @@
 -- ratios/cube_facts: the columns of ratios/jobs_facts, read from the pre-aggregated
--- ratio_cube (one row per distinct combination, n jobs, w GPU-seconds). Only for queries
+-- ratio_cube (one row per distinct combination with its jobs and GPU-seconds). Only for queries
 -- without user/account keys or filters, and with month-aligned time bounds (advisor.ratios
 -- decides); $start/$end are then the first instants of months.
 SELECT
@@ -13,8 +13,8 @@ SELECT
     gpus AS gpu_count,
     interactive,
     cpus::DOUBLE / gpus AS v,
-    n,
-    w,
+    jobs AS n,
+    gpu_seconds AS w,
     excluded_reason,
     fair.fs
 FROM ratio_cube

@@ -6,8 +6,8 @@
 --   people = TRUE: per (cluster, GPU type, partition, account, user, GPUs, CPUs, exclusion
 --     reason), what ratio_people and ratio_cube_people are made of.
 -- GROUPING SETS scan jobs once into two small hash tables; grouping by all of those columns at
--- once (what the per-month people cube needs: 1.7M groups for 4.65M synthetic jobs) cost 2-3x
--- more, so that cube is built on first use instead (ratios/cube_people_months_refresh).
+-- once (what the per-month people cube needs) costs several times more, so that cube is built
+-- on first use instead (ratios/cube_people_months_refresh).
 CREATE OR REPLACE TEMP TABLE _ratio_fine AS
 WITH j AS (
 {{jobs}}

@@ -33,7 +33,7 @@ pid_gid AS (
 per_gid AS (
     SELECT g.gid, {{month}} AS month, {{gpu_count}} AS gpu_count,
            {{interactive}} AS interactive, c.cpus::DOUBLE / c.gpus AS v, c.excluded_reason,
-           sum(c.n) AS n, sum(c.w) AS w
+           sum(c.jobs) AS n, sum(c.gpu_seconds) AS w
     FROM {{cube}} AS c
     JOIN pid_gid AS g USING (pid)
     WHERE {{over_time}}

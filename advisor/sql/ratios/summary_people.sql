@@ -27,7 +27,7 @@ WITH people AS (
 SELECT CASE WHEN c.excluded_reason IS NULL THEN {{key}} END AS k,
        CASE WHEN c.excluded_reason IS NULL THEN {{v}}
             ELSE -list_position($reasons::VARCHAR[], c.excluded_reason) END AS v{{fs_column}},
-       sum(c.n)::BIGINT AS n, sum(c.w)::BIGINT AS w
+       sum(c.jobs)::BIGINT AS n, sum(c.gpu_seconds)::BIGINT AS w
 FROM {{cube}} AS c
 JOIN people AS g USING (pid)
 WHERE {{conditions}}
