@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
-from advisor.store import query, quote_ident
+from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
 GROUP_KEYS: tuple[str, ...] = (
@@ -188,12 +188,12 @@ def _fnum(v: Any) -> float | None:
 
 def _groups(con: duckdb.DuckDBPyConnection, q: UsageQuery, by: Sequence[str]) -> list[UsageGroup]:
     keys = ", ".join(quote_ident(k) for k in by)
-    sql = (
-        query("usage/summary")
-        .replace("{{facts}}", query("usage/facts"))
-        .replace("{{keys}}", keys + "," if keys else "")
-        .replace("{{group}}", "GROUP BY " + keys if keys else "")
-        .replace("{{order}}", keys if keys else "1")
+    sql = render(
+        "usage/summary",
+        facts=query("usage/facts"),
+        keys=keys + "," if keys else "",
+        group="GROUP BY " + keys if keys else "",
+        order=keys if keys else "1",
     )
     prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
     params = {**_params(q), "price_types": list(prices), "price_usd": list(prices.values())}
@@ -469,7 +469,7 @@ def model_agreement(
     """Compare the model with measured CPU efficiency, per GPU type, over jobs with usage.
     The model is asked once per distinct (GPU type, GPUs, cores per GPU)."""
     _check(q)
-    sql = query("usage/model_cells").replace("{{facts}}", query("usage/facts"))
+    sql = render("usage/model_cells", facts=query("usage/facts"))
     cells = con.execute(sql, _params(q)).fetchall()
     answers: dict[tuple[str, int, float], bool | None] = {}
     acc: dict[str, list[int]] = {}
