@@ -33,7 +33,7 @@ CREATE TABLE ratio_cube_schema(rules_version INTEGER NOT NULL);
 
 CREATE TABLE ratio_cube_state(jobs_rows BIGINT NOT NULL, ingest_id BIGINT NOT NULL, finished_at TIMESTAMP, rules_version INTEGER, built_at TIMESTAMP NOT NULL);
 
-CREATE VIEW ratio_fair_share AS SELECT "cluster", COALESCE(gpu_type, '(untyped)') AS gpu_type, min((CAST(COALESCE(cpus_effective, cpus) AS "DOUBLE") / gpus)) AS fs FROM nodes WHERE ((gpus > 0) AND (COALESCE(cpus_effective, cpus) > 0)) GROUP BY ALL;
+CREATE VIEW ratio_fair_share AS SELECT "cluster", COALESCE(gpu_type, '(untyped)') AS gpu_type, min((CAST(COALESCE(cpus_effective, cpus) AS "DOUBLE") / gpus)) AS fair_share_cores_per_gpu FROM nodes WHERE ((gpus > 0) AND (COALESCE(cpus_effective, cpus) > 0)) GROUP BY ALL;
 
 CREATE TABLE ratio_people(pid INTEGER NOT NULL, "cluster" VARCHAR, gpu_type VARCHAR, "partition" VARCHAR, account VARCHAR, "user" VARCHAR, cluster_id INTEGER, gpu_type_id INTEGER, partition_id INTEGER, account_id INTEGER, user_id INTEGER);
 

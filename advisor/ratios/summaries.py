@@ -158,12 +158,17 @@ def _summary_people(
         people_where=query("ratios/people_where"),
         cube=cube,
         conditions=conditions,
-        v=ratio,
+        ratio=ratio,
         key=key,
         gid=f"({gid})::{kind}",
         pids=pids_condition("pids" in extra),
-        fs=", fair.fs" if fs else "",
-        fs_column=", CASE WHEN c.excluded_reason IS NULL THEN g.fs END AS fs" if fs else "",
+        fs=", fair.fair_share_cores_per_gpu" if fs else "",
+        fs_column=(
+            ", CASE WHEN c.excluded_reason IS NULL THEN g.fair_share_cores_per_gpu END"
+            " AS fair_share_cores_per_gpu"
+            if fs
+            else ""
+        ),
     )
     params = {**query_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
     labels = next((d.labels for d in digits if d.key == "interactive"), None)
@@ -211,15 +216,15 @@ def _people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
 
 
 def _split_excluded(rows: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
-    """How many leading rows of a summary's result are counted rows (a ratio, v > 0), and the
-    jobs of the trailing ones (v = minus the position of the reason in EXCLUSION_REASONS) by
+    """How many leading rows of a summary's result are counted rows (a ratio, cores_per_gpu > 0), and the
+    jobs of the trailing ones (cores_per_gpu = minus the position of the reason in EXCLUSION_REASONS) by
     exclusion reason."""
-    v = np.ma.filled(np.ma.asarray(rows["v"]).astype(np.float64), np.nan)
+    v = np.ma.filled(np.ma.asarray(rows["cores_per_gpu"]).astype(np.float64), np.nan)
     counted = int(np.count_nonzero(v > 0))
     codes = v[counted:]
     if np.isnan(codes).any():  # a reason missing from EXCLUSION_REASONS: never drop its jobs
         raise StoreError("a ratio cube holds an exclusion reason advisor does not know")
-    n = np.ma.getdata(rows["n"][counted:]).tolist()
+    n = np.ma.getdata(rows["jobs"][counted:]).tolist()
     reasons = zip([EXCLUSION_REASONS[int(-c) - 1] for c in codes.tolist()], n, strict=True)
     return counted, dict(sorted(reasons))  # by reason, as they are reported
 
@@ -242,9 +247,9 @@ def _table(
     - shares below a threshold count ratios strictly below it.
     """
     thresholds = tuple(sorted({float(t) for t in q.thresholds_cores_per_gpu}))
-    v = np.ma.getdata(rows["v"][:counted]).astype(np.float64, copy=False)
-    n = np.ma.getdata(rows["n"][:counted]).astype(np.int64, copy=False)
-    w = np.ma.getdata(rows["w"][:counted]).astype(np.int64, copy=False)
+    v = np.ma.getdata(rows["cores_per_gpu"][:counted]).astype(np.float64, copy=False)
+    n = np.ma.getdata(rows["jobs"][:counted]).astype(np.int64, copy=False)
+    w = np.ma.getdata(rows["gpu_seconds"][:counted]).astype(np.int64, copy=False)
     size = len(starts)  # none: every figure is an empty array
     ends = np.append(starts[1:], counted).astype(np.int64)
     jobs = np.add.reduceat(n, starts)
@@ -278,8 +283,11 @@ def _table(
         for j, t in enumerate(thresholds):
             n_below[:, j] = np.add.reduceat(np.where(v < t, n, 0), starts)
             w_below[:, j] = np.add.reduceat(np.where(v < t, w, 0), starts)
-        if "fs" in rows:  # the fair share, where the node inventory knows the job's node type
-            fs = np.ma.filled(np.ma.asarray(rows["fs"][:counted]).astype(np.float64), np.nan)
+        if (
+            "fair_share_cores_per_gpu" in rows
+        ):  # the fair share, where the node inventory knows the job's node type
+            fs = np.ma.asarray(rows["fair_share_cores_per_gpu"][:counted]).astype(np.float64)
+            fs = np.ma.filled(fs, np.nan)
             below_fs = v < fs  # False where it is unknown
             n_fs = np.add.reduceat(np.where(np.isnan(fs), 0, n), starts)
             w_fs = np.add.reduceat(np.where(np.isnan(fs), 0, w), starts).astype(np.float64)

@@ -12,11 +12,11 @@ SELECT
     strftime(month, '%Y-%m') AS month,
     gpus AS gpu_count,
     interactive,
-    cpus::DOUBLE / gpus AS v,
-    jobs AS n,
-    gpu_seconds AS w,
+    cpus::DOUBLE / gpus AS cores_per_gpu,
+    jobs,
+    gpu_seconds,
     excluded_reason,
-    fair.fs
+    fair.fair_share_cores_per_gpu
 FROM ratio_cube
 LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
 WHERE ($start::TIMESTAMP IS NULL OR month >= $start::TIMESTAMP)

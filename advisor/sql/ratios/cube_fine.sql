@@ -1,6 +1,6 @@
 -- ratios/cube_fine: one pass over jobs into the two groupings the rebuilt cubes are made of, as a
--- TEMP table of this connection (dropped after the rebuild), each row with its job count n and
--- GPU-seconds w:
+-- TEMP table of this connection (dropped after the rebuild), each row with its job count and
+-- GPU-seconds:
 --   people = FALSE: per (cluster, GPU type, partition, month, state, interactive, GPUs, CPUs,
 --     exclusion reason), ratio_cube's rows;
 --   people = TRUE: per (cluster, GPU type, partition, account, user, GPUs, CPUs, exclusion
@@ -14,7 +14,7 @@ WITH j AS (
 )
 SELECT grouping(account) = 0 AS people,
        cluster, gpu_type, "partition", account, "user", month, state, interactive, gpus, cpus,
-       excluded_reason, count(*) AS n, coalesce(sum(w), 0) AS w
+       excluded_reason, count(*) AS jobs, coalesce(sum(gpu_seconds), 0) AS gpu_seconds
 FROM j
 GROUP BY GROUPING SETS (
     (cluster, gpu_type, "partition", month, state, interactive, gpus, cpus, excluded_reason),

@@ -7,7 +7,7 @@
 -- by the five names as well (figures: docs/ratios.md).
 INSERT INTO ratio_cube_people_months
 SELECT p.pid, j.month, j.state, j.interactive, j.gpus, j.cpus, j.excluded_reason,
-       count(*), coalesce(sum(j.w), 0)
+       count(*), coalesce(sum(j.gpu_seconds), 0)
 FROM (
 {{jobs}}
 ) AS j
