@@ -121,6 +121,20 @@ RENUMBERED: dict[str, int] = {
 """The migrations of a file written before they were numbered in one line: by the name it
 recorded, each one's version now."""
 
+# an old file's highest version, read as today's (its cube migrations 021-028 add no base data)
+_OLD_NUMBERS: dict[int, int] = {
+    **{1: 1, 10: 2, 11: 3, 20: 4, 26: 5, 31: 6, 32: 7},
+    **dict.fromkeys((21, 22, 23, 24, 25), 4),
+    **dict.fromkeys((27, 28), 5),
+}
+
+
+def renumbered(version: int) -> int:
+    """Today's number of a schema version that an older advisor recorded elsewhere (an
+    exported dataset's metadata), where it is above every version of today's line."""
+    return _OLD_NUMBERS.get(version, version) if version > len(migrations()) else version
+
+
 DERIVED: frozenset[str] = frozenset(
     {
         "021_ratio_cube.sql",

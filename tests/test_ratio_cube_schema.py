@@ -174,3 +174,11 @@ def test_docs_schema_sql_is_the_schema_of_a_fresh_database():
 
     text = (ROOT / "docs" / "schema.sql").read_text(encoding="utf-8")
     assert text == schema_sql(), "regenerate: python -m advisor.schema > docs/schema.sql"
+
+
+def test_a_schema_version_of_the_old_numbering_reads_as_todays():
+    """An exported dataset records its database's version: one written before the one-line
+    numbering (032 at most) is not newer than this advisor."""
+    assert store.renumbered(32) == 7 and store.renumbered(28) == 5 and store.renumbered(11) == 3
+    assert store.renumbered(3) == 3
+    assert store.renumbered(999) == 999  # newer than any: still refused
