@@ -6,9 +6,7 @@
 -- by (gid: arithmetic on ratio_people's per-column ids, so that numbers sort as the names do),
 -- combined by mixed radix with the cube's own key columns the query groups by (month, GPU
 -- count, interactive label). advisor.ratios decodes it and names the groups afterwards, once
--- per id. Summing cube rows on integers is what keeps 24,000 user-month groups fast: grouping
--- the facts by names took several times longer, and grouping and sorting on one number instead
--- of one column per key saved another fifth.
+-- per id: summing on one integer is cheaper than grouping on names, or on one column per key.
 -- Placeholders, fixed text chosen in advisor.ratios: people_where (ratios/people_where); gid
 -- (cast to the type every group number fits, INTEGER or BIGINT); key (the expression of k
 -- over gid and the cube's columns); cube (a people cube) and conditions (its month, state and
