@@ -156,7 +156,8 @@ def _applied(con: duckdb.DuckDBPyConnection) -> list[tuple[int, str]]:
         return []
     rows = con.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
     return sorted(
-        (RENUMBERED.get(name, int(version)), str(name)) for version, name in rows
+        (RENUMBERED.get(name, int(version)), str(name))
+        for version, name in rows
         if name not in DERIVED
     )
 

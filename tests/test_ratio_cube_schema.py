@@ -62,8 +62,10 @@ def _old_database(path: Path, source: Path) -> None:
     for table in ("ingests", "jobs", "nodes"):
         con.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")  # noqa: S608 - fixed names
     # an old cube that would be wrong if read: one bogus row under a matching fingerprint
-    con.execute("INSERT INTO ratio_cube (cluster, gpu_type, gpus, cpus, n, w) "
-                "VALUES ('bogus', 'H100', 1, 1, 999, 999)")  # fmt: skip
+    con.execute(
+        "INSERT INTO ratio_cube (cluster, gpu_type, gpus, cpus, n, w) "
+        "VALUES ('bogus', 'H100', 1, 1, 999, 999)"
+    )
     con.execute(
         "INSERT INTO ratio_cube_state SELECT (SELECT count(*) FROM jobs), "
         "(SELECT max(ingest_id) FROM ingests WHERE format <> 'scontrol-node'), "
@@ -137,8 +139,14 @@ def test_the_job_mix_table_gives_the_rows_and_partition_report_of_the_jobs_table
     con = store.connect(path)
     ratios.refresh_ratio_cube(con)
     for window in WINDOWS:
-        params = {"partition": None, "gpu_type": None, "clusters": [], "start": None,
-                  "end": None, **window}  # fmt: skip
+        params = {
+            "partition": None,
+            "gpu_type": None,
+            "clusters": [],
+            "start": None,
+            "end": None,
+            **window,
+        }
         from_table = cube.job_mix(con, params, use_table=True)
         assert from_table, window
         assert from_table == cube.job_mix(con, params, use_table=False), window
@@ -158,8 +166,13 @@ def test_the_job_mix_table_gives_the_rows_and_partition_report_of_the_jobs_table
 
 def test_a_window_not_on_month_boundaries_reads_the_jobs_table(sample_db):
     con = store.connect(sample_db, read_only=True)
-    params = {"partition": None, "gpu_type": None, "clusters": [],
-              "start": dt.datetime(2024, 2, 10), "end": None}  # fmt: skip
+    params = {
+        "partition": None,
+        "gpu_type": None,
+        "clusters": [],
+        "start": dt.datetime(2024, 2, 10),
+        "end": None,
+    }
     assert (
         cube.job_mix(con, params)
         == con.execute(store.query("recommend/job_mix"), params).fetchall()
