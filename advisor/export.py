@@ -181,7 +181,7 @@ def load_dataset(con: duckdb.DuckDBPyConnection, source: str) -> int:
             if not str(version).isdigit():
                 raise InputError(f"advisor_schema_version {version!r} is not a number",
                                  source=files)  # fmt: skip
-            if int(version) > current:
+            if store.renumbered(int(version)) > current:
                 raise StoreError(
                     f"{files}: {n} files were written with schema version {version}, newer than "
                     f"this advisor's {current}; upgrade advisor to read them"

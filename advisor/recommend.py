@@ -54,6 +54,7 @@ from advisor.dbpath import resolve_db_path
 from advisor.errors import UsageError
 from advisor.pricing import CostDelta, PriceBook, cost_delta, load_pricing
 from advisor.progress import ProgressFn, no_progress
+from advisor.quantiles import job_percentile
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -694,21 +695,6 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
     return float(v[int(np.searchsorted(cum, 0.5 * cum[-1]))])
 
 
-def job_percentile(values: Sequence[float], counts: Sequence[int], q: float) -> float:
-    """The q-quantile of values repeated counts times, with linear interpolation between order
-    statistics (numpy's default; the definition :mod:`advisor.ratios` uses for job-weighted
-    percentiles), computed from the counts without expanding them."""
-    order = np.argsort(values, kind="stable")
-    v = np.asarray(values, dtype=float)[order]
-    cum = np.cumsum(np.asarray(counts, dtype=np.int64)[order])
-    n = int(cum[-1])
-    h = (n - 1) * q
-    lo = int(math.floor(h))
-    x_lo = v[int(np.searchsorted(cum, lo + 1))]
-    x_hi = v[int(np.searchsorted(cum, min(lo + 2, n)))]
-    return float(x_lo + (h - lo) * (x_hi - x_lo))
-
-
 @dataclass(frozen=True)
 class Starvation:
     """What a group of jobs loses to too few cores per GPU against a recommendation."""
@@ -758,12 +744,12 @@ def starvation(
 def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
     """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
     elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
-    from advisor.store import query
+    from advisor.ratios.cube import job_mix
 
-    return con.execute(query("recommend/job_mix"), {
+    return job_mix(con, {
         "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
         "start": _utc_naive(q.start), "end": _utc_naive(q.end),
-    }).fetchall()
+    })
 
 
 def recommend_partitions(

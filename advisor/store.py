@@ -2,7 +2,9 @@
 and the loader for the SQL kept under ``advisor/sql/``.
 
 All SQL of the project lives in ``advisor/sql/``: numbered migrations in ``migrations/``
-(``NNN_name.sql``, applied in order, each once, recorded in ``schema_version``) and named
+(``NNN_name.sql``, numbered 1, 2, 3 ... in one line and applied strictly in that order, each
+once, recorded in ``schema_version``; base data only, derived tables are built by their own
+module) and named
 queries in ``<domain>/<name>.sql``, loaded with :func:`query`. Values are always bound as
 parameters; identifiers that vary go through :func:`quote_ident`.
 
@@ -85,7 +87,7 @@ def render(name: str, **parts: str) -> str:
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(version, file name, SQL) of every migration, in order."""
+    """(version, file name, SQL) of every migration, in order: versions 1, 2, 3 ... in one line."""
     found = []
     for entry in _sql_root().joinpath("migrations").iterdir():
         m = _MIGRATION_RE.match(entry.name)
@@ -93,43 +95,130 @@ def migrations() -> list[tuple[int, str, str]]:
             found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
     found.sort()
     versions = [v for v, _, _ in found]
-    if len(set(versions)) != len(versions):
-        raise StoreError(f"two migrations share a version number: {versions}")
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migrations are not numbered 1, 2, 3 ... in one line: {versions}")
     return found
+
+
+RENUMBERED: dict[str, int] = {
+    "010_ingest_windows.sql": 2,
+    "011_jobs_key_unenforced.sql": 3,
+    "020_nodes_cpus_effective.sql": 4,
+    "026_ratio_fair_share.sql": 5,
+    "031_bench_runs_where.sql": 6,
+    "032_jobs_usage.sql": 7,
+}
+"""The migrations of a file written before they were numbered in one line: by the name it
+recorded, each one's version now."""
+
+# an old file's highest version, read as today's (its cube migrations 021-028 add no base data)
+_OLD_NUMBERS: dict[int, int] = {
+    **{1: 1, 10: 2, 11: 3, 20: 4, 26: 5, 31: 6, 32: 7},
+    **dict.fromkeys((21, 22, 23, 24, 25), 4),
+    **dict.fromkeys((27, 28), 5),
+}
+
+
+def renumbered(version: int) -> int:
+    """Today's number of a schema version that an older advisor recorded elsewhere (an
+    exported dataset's metadata), where it is above every version of today's line."""
+    return _OLD_NUMBERS.get(version, version) if version > len(migrations()) else version
+
+
+DERIVED: frozenset[str] = frozenset(
+    {
+        "021_ratio_cube.sql",
+        "022_ratio_cube_people.sql",
+        "023_ratio_cube_rules.sql",
+        "024_ratio_people_months.sql",
+        "025_ratio_people_months_lazy.sql",
+        "027_ratio_people_ids.sql",
+        "028_ratio_people_month_ratios.sql",
+    }
+)
+"""Migrations of such a file that made derived tables: no longer migrations (the ratio cubes
+own their schema and drop these tables when they find them; see advisor.ratios.cube)."""
+
+
+def _applied(con: duckdb.DuckDBPyConnection) -> list[tuple[int, str]]:
+    """(version, name) of each migration recorded in the file, old numbers read as today's."""
+    if not _has_schema_version(con):
+        return []
+    rows = con.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
+    return sorted(
+        (RENUMBERED.get(name, int(version)), str(name))
+        for version, name in rows
+        if name not in DERIVED
+    )
+
+
+def _has_schema_version(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _check_history(applied: list[tuple[int, str]]) -> int:
+    """The newest version applied; a gap below it (a migration recorded out of order, or a
+    file changed by hand) is an error, since migrations apply strictly in order."""
+    versions = [v for v, _ in applied]
+    if versions and versions != list(range(1, len(versions) + 1)):
+        missing = sorted(set(range(1, max(versions) + 1)) - set(versions))
+        raise StoreError(
+            f"schema_version records migrations {versions}: {missing} missing below "
+            f"{max(versions)}, so this file's schema is unknown; rebuild it with `advisor ingest`"
+        )
+    return max(versions, default=0)
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The highest migration applied to this database (0 for a new one)."""
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
-    ).fetchone()
-    if not exists or exists[0] == 0:
-        return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
-    return int(row[0]) if row else 0
+    return max((v for v, _ in _applied(con)), default=0)
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """The migrations not applied to this database yet (a number below the highest applied one
-    can be new too)."""
-    applied = {0}
-    if schema_version(con):
-        applied |= {int(r[0]) for r in con.execute("SELECT version FROM schema_version").fetchall()}
-    return [v for v, _, _ in migrations() if v not in applied]
+    """The migrations not applied to this database yet: those above its newest, in order (a
+    file written before the one-line numbering is read by :data:`RENUMBERED`)."""
+    newest = _check_history(_applied(con))
+    return [v for v, _, _ in migrations() if v > newest]
+
+
+def _renumber(con: duckdb.DuckDBPyConnection) -> None:
+    """Record a file's migrations under today's numbers and forget the derived ones, once."""
+    rows = con.execute("SELECT version, name, applied_at FROM schema_version").fetchall()
+    old = [r for r in rows if r[1] in RENUMBERED or r[1] in DERIVED]
+    if not old:
+        return
+    names = {v: name for v, name, _ in migrations()}
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for version, name, applied_at in old:
+            con.execute("DELETE FROM schema_version WHERE version = ?", [version])
+            if name in RENUMBERED:
+                new = RENUMBERED[name]
+                con.execute(
+                    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+                    [new, names[new], applied_at],
+                )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply every migration not yet applied, each in its own transaction; return those applied."""
+    """Apply every migration not yet applied, in order, each in its own transaction; return
+    those applied."""
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_version ("
         " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
         " applied_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'))"
     )
-    applied = {r[0] for r in con.execute("SELECT version FROM schema_version").fetchall()}
+    _renumber(con)
     done = []
-    for version, name, sql in migrations():
-        if version in applied:
-            continue
+    for version in pending(con):
+        _, name, sql = migrations()[version - 1]
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(sql)

@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
-from advisor.store import query, quote_ident
+from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
 GROUP_KEYS: tuple[str, ...] = (
@@ -187,21 +187,43 @@ def _fnum(v: Any) -> float | None:
 
 
 def _groups(con: duckdb.DuckDBPyConnection, q: UsageQuery, by: Sequence[str]) -> list[UsageGroup]:
-    keys = ", ".join(quote_ident(k) for k in by)
-    sql = (
-        query("usage/summary")
-        .replace("{{facts}}", query("usage/facts"))
-        .replace("{{keys}}", keys + "," if keys else "")
-        .replace("{{group}}", "GROUP BY " + keys if keys else "")
-        .replace("{{order}}", keys if keys else "1")
+    """Usage per group of ``by``."""
+    return _group_sets(con, q, [tuple(by)])[0]
+
+
+def _group_sets(
+    con: duckdb.DuckDBPyConnection, q: UsageQuery, sets: Sequence[tuple[str, ...]]
+) -> list[list[UsageGroup]]:
+    """Usage per group of each grouping in ``sets`` (distinct), in one pass over the facts."""
+    columns = list(dict.fromkeys(k for by in sets for k in by))
+    quoted = [quote_ident(k) for k in columns]
+    # grouping() sets a column's bit (the first column's highest) where a row sums it away
+    masks = [
+        sum(1 << (len(columns) - 1 - i) for i, k in enumerate(columns) if k not in by)
+        for by in sets
+    ]
+    sql = render(
+        "usage/summary",
+        facts=query("usage/facts"),
+        keys="".join(f"{c}, " for c in quoted),
+        sets=", ".join("(" + ", ".join(quote_ident(k) for k in by) + ")" for by in sets),
+        grouping=f"grouping({', '.join(quoted)})" if quoted else "0",
+        order="".join(f", {c}" for c in quoted),
     )
     prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
     params = {**_params(q), "price_types": list(prices), "price_usd": list(prices.values())}
     cur = con.execute(sql, params)
     names = [d[0] for d in cur.description or []]
+    rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return [
+        _usage_groups([r for r in rows if r["_set"] == mask], by)
+        for by, mask in zip(sets, masks, strict=True)
+    ]
+
+
+def _usage_groups(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> list[UsageGroup]:
     out = []
-    for row in cur.fetchall():
-        r = dict(zip(names, row, strict=True))
+    for r in rows:
         out.append(
             UsageGroup(
                 keys={k: r[k] for k in by},
@@ -286,10 +308,12 @@ def advice(overall: UsageGroup, thresholds: UsageThresholds) -> TrustAdvice:
 def usage_summary(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> UsageReport:
     """Usage per group of ``q.by`` (and overall), with the trust advice."""
     _check(q)
-    groups = _groups(con, q, q.by)
-    overall_rows = _groups(con, q, ())
+    sets = list(dict.fromkeys([tuple(q.by), (), ("cores_per_gpu_bin",)]))
+    found = dict(zip(sets, _group_sets(con, q, sets), strict=True))
+    groups = found[tuple(q.by)]
+    overall_rows = found[()]
     overall = overall_rows[0] if overall_rows else _empty_group()
-    bins = groups if q.by == ("cores_per_gpu_bin",) else _groups(con, q, ("cores_per_gpu_bin",))
+    bins = found[("cores_per_gpu_bin",)]
     return UsageReport(
         q.by,
         tuple(groups),
@@ -315,11 +339,7 @@ def job_usage(
         raise UsageError(f"--verdict {verdict!r}: use one of {', '.join(VERDICTS)}")
     if limit is not None and limit < 0:
         raise UsageError("--limit must be 0 or more")
-    sql = (
-        f"SELECT * FROM ({query('usage/facts')}) AS f"  # noqa: S608
-        " WHERE ($verdict IS NULL OR verdict = $verdict)"
-        " ORDER BY gpu_hours DESC, cluster, job_id_raw LIMIT coalesce($lim, 9223372036854775807)"
-    )
+    sql = render("usage/jobs", facts=query("usage/facts"))
     cur = con.execute(sql, {**_params(q), "verdict": verdict, "lim": limit})
     names = [d[0] for d in cur.description or []]
     out = []
@@ -469,7 +489,7 @@ def model_agreement(
     """Compare the model with measured CPU efficiency, per GPU type, over jobs with usage.
     The model is asked once per distinct (GPU type, GPUs, cores per GPU)."""
     _check(q)
-    sql = query("usage/model_cells").replace("{{facts}}", query("usage/facts"))
+    sql = render("usage/model_cells", facts=query("usage/facts"))
     cells = con.execute(sql, _params(q)).fetchall()
     answers: dict[tuple[str, int, float], bool | None] = {}
     acc: dict[str, list[int]] = {}

@@ -112,15 +112,33 @@ def test_jobs_has_no_key_index_but_its_key_columns_are_required(db_path):
     con.close()
 
 
-def test_a_migration_numbered_below_the_newest_is_still_required(db_path):
+def test_the_newest_migration_missing_is_pending_and_names_the_migrate_command(db_path):
+    store.connect(db_path).close()
+    newest = store.migrations()[-1][0]
+    con = duckdb.connect(str(db_path))
+    con.execute("DELETE FROM schema_version WHERE version = ?", [newest])
+    con.close()
+    with pytest.raises(StoreError, match=rf"lacks migrations \[{newest}\].*advisor db migrate"):
+        store.connect(db_path, read_only=True)
+    con = duckdb.connect(str(db_path), read_only=True)
+    assert store.pending(con) == [newest]
+    con.close()
+
+
+def test_a_gap_below_the_newest_migration_is_an_error_not_a_migration_to_apply(db_path):
+    """Migrations apply strictly in order: a lower one missing means an unknown schema."""
     store.connect(db_path).close()
     con = duckdb.connect(str(db_path))
-    con.execute("DELETE FROM schema_version WHERE version = 11")
+    con.execute("DELETE FROM schema_version WHERE version = 3")
     con.close()
-    with pytest.raises(StoreError, match=r"lacks migrations \[11\].*advisor db migrate"):
+    with pytest.raises(StoreError, match=r"\[3\] missing below"):
         store.connect(db_path, read_only=True)
-    assert store.migrate_db(db_path) == [11]
-    store.connect(db_path, read_only=True).close()
+    with pytest.raises(StoreError, match=r"\[3\] missing below"):
+        store.migrate_db(db_path)
+
+
+def test_migrations_are_numbered_one_two_three_in_one_line():
+    assert [v for v, _, _ in store.migrations()] == list(range(1, len(store.migrations()) + 1))
 
 
 def test_unknown_query_name_is_a_clear_error():

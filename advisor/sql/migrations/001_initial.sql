@@ -1,7 +1,6 @@
 -- The first schema of advisor. Every TIMESTAMP is UTC. Later changes go in new numbered files.
--- Reserved migration numbers so that work in parallel does not collide:
---   010-019 ingest, 020-029 ratios and nodes, 030-039 bench, 040-049 model and recommend,
---   050-059 reports and dashboard.
+-- Migrations are numbered in one line (the next file takes the next number) and hold base
+-- data only: derived tables (the ratio cubes) belong to the module that builds them.
 
 -- One row per load of one source (a file, or one sacct window).
 CREATE SEQUENCE ingest_id_seq START 1;

@@ -13,9 +13,11 @@ targets AS (
 ),
 agg AS MATERIALIZED (
     SELECT {{keys}}, f.excluded_reason AS _reason, coalesce($fixed::DOUBLE, t._tv) AS target,
-           sum(f.n) AS jobs, sum(f.w) AS gpu_s,
-           coalesce(sum(f.n) FILTER (WHERE f.v < coalesce($fixed::DOUBLE, t._tv)), 0) AS n_below,
-           coalesce(sum(f.w) FILTER (WHERE f.v < coalesce($fixed::DOUBLE, t._tv)), 0) AS w_below
+           sum(f.jobs) AS jobs, sum(f.gpu_seconds) AS gpu_s,
+           coalesce(sum(f.jobs) FILTER (WHERE f.cores_per_gpu < coalesce($fixed::DOUBLE, t._tv)), 0)
+               AS n_below,
+           coalesce(sum(f.gpu_seconds)
+                    FILTER (WHERE f.cores_per_gpu < coalesce($fixed::DOUBLE, t._tv)), 0) AS w_below
     FROM facts AS f
     LEFT JOIN targets AS t
       ON t._tp IS NOT DISTINCT FROM f."partition" AND t._tg IS NOT DISTINCT FROM f.gpu_type

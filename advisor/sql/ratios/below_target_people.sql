@@ -28,9 +28,9 @@ people AS MATERIALIZED (
 ),
 per_gid AS MATERIALIZED (
     -- counted jobs, summed on the group's number
-    SELECT g.gid, sum(c.n) AS n, sum(c.w) AS w,
-           coalesce(sum(c.n) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS n_below,
-           coalesce(sum(c.w) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS w_below
+    SELECT g.gid, sum(c.jobs) AS n, sum(c.gpu_seconds) AS w,
+           coalesce(sum(c.jobs) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS n_below,
+           coalesce(sum(c.gpu_seconds) FILTER (WHERE c.cpus::DOUBLE / c.gpus < g.target), 0) AS w_below
     FROM {{cube}} AS c
     JOIN people AS g USING (pid)
     WHERE c.excluded_reason IS NULL
@@ -53,7 +53,7 @@ GROUP BY t.gid, t.n, t.w, t.n_below, t.w_below
 UNION ALL BY NAME
 SELECT (SELECT count(*) FROM per_gid) AS groups,
        (SELECT coalesce(list({'reason': reason, 'jobs': jobs::BIGINT} ORDER BY reason), [])
-        FROM (SELECT c.excluded_reason AS reason, sum(c.n) AS jobs
+        FROM (SELECT c.excluded_reason AS reason, sum(c.jobs) AS jobs
               FROM {{cube}} AS c
               WHERE c.excluded_reason IS NOT NULL
                 AND c.pid IN (SELECT pid FROM people)

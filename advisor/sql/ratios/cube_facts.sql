@@ -1,5 +1,5 @@
 -- ratios/cube_facts: the columns of ratios/jobs_facts, read from the pre-aggregated
--- ratio_cube (one row per distinct combination, n jobs, w GPU-seconds). Only for queries
+-- ratio_cube (one row per distinct combination with its jobs and GPU-seconds). Only for queries
 -- without user/account keys or filters, and with month-aligned time bounds (advisor.ratios
 -- decides); $start/$end are then the first instants of months.
 SELECT
@@ -12,11 +12,11 @@ SELECT
     strftime(month, '%Y-%m') AS month,
     gpus AS gpu_count,
     interactive,
-    cpus::DOUBLE / gpus AS v,
-    n,
-    w,
+    cpus::DOUBLE / gpus AS cores_per_gpu,
+    jobs,
+    gpu_seconds,
     excluded_reason,
-    fair.fs
+    fair.fair_share_cores_per_gpu
 FROM ratio_cube
 LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
 WHERE ($start::TIMESTAMP IS NULL OR month >= $start::TIMESTAMP)

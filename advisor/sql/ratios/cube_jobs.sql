@@ -1,7 +1,7 @@
 -- ratios/cube_jobs: every job with the columns the cubes group by (spliced in as {{jobs}} by the
 -- cube builds). Same rules as ratios/jobs_facts; month = first day of the month of the start
 -- time (submit time for jobs never started). An excluded job keeps no CPU count (its ratio is
--- never taken), so excluded jobs fold into few rows; w = its GPU-seconds.
+-- never taken), so excluded jobs fold into few rows.
 SELECT
     j.cluster,
     coalesce(j.gpu_type, '(untyped)') AS gpu_type,
@@ -20,5 +20,5 @@ SELECT
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
     END AS excluded_reason,
-    j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS w
+    j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS gpu_seconds
 FROM jobs AS j

@@ -19,7 +19,8 @@ WITH groups AS MATERIALIZED (
     SELECT row_number() OVER () AS gid, *
     FROM (
         SELECT {{cluster}} AS cluster, {{gpu_type}} AS gpu_type, {{partition}} AS "partition",
-               {{account}} AS account, {{user}} AS "user", fair.fs, list(p.pid) AS pids
+               {{account}} AS account, {{user}} AS "user", fair.fair_share_cores_per_gpu,
+               list(p.pid) AS pids
         FROM ratio_people AS p
         LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
         WHERE {{people_where}}
@@ -32,8 +33,8 @@ pid_gid AS (
 ),
 per_gid AS (
     SELECT g.gid, {{month}} AS month, {{gpu_count}} AS gpu_count,
-           {{interactive}} AS interactive, c.cpus::DOUBLE / c.gpus AS v, c.excluded_reason,
-           sum(c.n) AS n, sum(c.w) AS w
+           {{interactive}} AS interactive, c.cpus::DOUBLE / c.gpus AS cores_per_gpu,
+           c.excluded_reason, sum(c.jobs) AS jobs, sum(c.gpu_seconds) AS gpu_seconds
     FROM {{cube}} AS c
     JOIN pid_gid AS g USING (pid)
     WHERE {{over_time}}
@@ -50,10 +51,10 @@ SELECT
     strftime(c.month, '%Y-%m') AS month,
     c.gpu_count,
     c.interactive,
-    c.v,
-    c.n,
-    c.w,
+    c.cores_per_gpu,
+    c.jobs,
+    c.gpu_seconds,
     c.excluded_reason,
-    g.fs
+    g.fair_share_cores_per_gpu
 FROM per_gid AS c
 JOIN groups AS g USING (gid)

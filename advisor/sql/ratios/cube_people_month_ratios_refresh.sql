@@ -3,7 +3,7 @@
 -- labels and GPU counts summed away, each (GPUs, CPUs) pair replaced by its ratio (the
 -- expression of ratios/jobs_facts), stored in month order like its source.
 INSERT INTO ratio_cube_people_month_ratios
-SELECT pid, month, cpus::DOUBLE / gpus, excluded_reason, sum(n), sum(w)
+SELECT pid, month, cpus::DOUBLE / gpus, excluded_reason, sum(jobs), sum(gpu_seconds)
 FROM ratio_cube_people_months
 GROUP BY ALL
 ORDER BY month, pid

@@ -1,14 +1,13 @@
 -- ratios/cube_people_months_refresh: build ratio_cube_people_months from jobs and the current
 -- ratio_people (inside a transaction, after emptying it): per (pid, month, state, interactive,
 -- GPUs, CPUs, exclusion reason) the job count and GPU-seconds, stored in month order so that a
--- time range reads only its row groups (month-range queries ran 20-25% faster than on an
--- unsorted copy). Built on the first query that needs it (advisor.ratios.refresh_people_months),
--- not in every rebuild: it is by far the largest cube (1.7M rows for 4.65M synthetic jobs).
--- Jobs are numbered (joined to ratio_people) before grouping: grouping by the five names as
--- well took about 25% longer.
+-- time range reads only its row groups. Built on the first query that needs it
+-- (advisor.ratios.refresh_people_months), not in every rebuild: it is by far the largest cube.
+-- Jobs are numbered (joined to ratio_people) before grouping, which is cheaper than grouping
+-- by the five names as well (figures: docs/ratios.md).
 INSERT INTO ratio_cube_people_months
 SELECT p.pid, j.month, j.state, j.interactive, j.gpus, j.cpus, j.excluded_reason,
-       count(*), coalesce(sum(j.w), 0)
+       count(*), coalesce(sum(j.gpu_seconds), 0)
 FROM (
 {{jobs}}
 ) AS j

@@ -16,7 +16,7 @@ FROM (SELECT DISTINCT cluster, gpu_type, "partition", account, "user" FROM _rati
       WHERE people);
 
 INSERT INTO ratio_cube_people
-SELECT p.pid, f.gpus, f.cpus, f.excluded_reason, f.n, f.w
+SELECT p.pid, f.gpus, f.cpus, f.excluded_reason, f.jobs, f.gpu_seconds
 FROM _ratio_fine AS f
 JOIN ratio_people AS p
   ON p.cluster IS NOT DISTINCT FROM f.cluster

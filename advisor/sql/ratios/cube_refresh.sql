@@ -2,6 +2,6 @@
 -- rebuild's transaction, after DELETE FROM ratio_cube): its grouping without account and user.
 INSERT INTO ratio_cube
 SELECT cluster, gpu_type, "partition", month, state, gpus, cpus, interactive, excluded_reason,
-       n, w
+       jobs, gpu_seconds
 FROM _ratio_fine
 WHERE NOT people

@@ -2,7 +2,7 @@
 WITH facts AS (
 {{facts}}
 )
-SELECT excluded_reason AS reason, sum(n) AS jobs
+SELECT excluded_reason AS reason, sum(jobs) AS jobs
 FROM facts
 WHERE excluded_reason IS NOT NULL
 GROUP BY excluded_reason

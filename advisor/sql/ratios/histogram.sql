@@ -6,7 +6,7 @@ WITH facts AS (
 {{facts}}
 ),
 vals AS (
-    SELECT {{keys}}, v, sum(n) AS n, sum(w) AS w
+    SELECT {{keys}}, cores_per_gpu AS v, sum(jobs) AS n, sum(gpu_seconds) AS w
     FROM facts
     WHERE excluded_reason IS NULL
     GROUP BY ALL

@@ -1,6 +1,6 @@
--- ratios/jobs_facts: every job that passes a ratio query's filters (one row each, n = 1),
--- with its group keys, its CPU-per-GPU ratio (v), its GPU-seconds (w), the fair share of its
--- node type (fs, from ratio_fair_share; NULL when the inventory has none) and, when it cannot
+-- ratios/jobs_facts: every job that passes a ratio query's filters (one row each, jobs = 1),
+-- with its group keys, its CPU-per-GPU ratio (cores_per_gpu), its GPU-seconds, the fair share of
+-- its node type (from ratio_fair_share; NULL when the inventory has none) and, when it cannot
 -- count, the reason (excluded_reason). ratios/cube_facts gives the same columns from the
 -- pre-aggregated ratio_cube.
 -- A job counts when it got an allocation: a start time, GPUs > 0, CPUs > 0; the first of
@@ -21,15 +21,15 @@ SELECT
     CASE j.is_interactive
         WHEN TRUE THEN 'interactive' WHEN FALSE THEN 'batch' ELSE 'unknown'
     END AS interactive,
-    j.cpus::DOUBLE / j.gpus AS v,
-    1 AS n,
-    j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS w,
+    j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
+    1 AS jobs,
+    j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS gpu_seconds,
     CASE
         WHEN j.start IS NULL THEN 'never_started'
         WHEN coalesce(j.gpus, 0) <= 0 THEN 'no_gpus'
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
     END AS excluded_reason,
-    fair.fs
+    fair.fair_share_cores_per_gpu
 FROM jobs AS j
 LEFT JOIN ratio_fair_share AS fair
   ON fair.cluster = j.cluster AND fair.gpu_type = coalesce(j.gpu_type, '(untyped)')

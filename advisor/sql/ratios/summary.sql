@@ -15,17 +15,23 @@ WITH facts AS (
 ),
 agg AS (
     SELECT {{keys}},
-           CASE WHEN f.excluded_reason IS NULL THEN f.v
-                ELSE -list_position($reasons::VARCHAR[], f.excluded_reason) END AS v,
-           f.fs, sum(f.n) AS n, sum(f.w) AS w
+           CASE WHEN f.excluded_reason IS NULL THEN f.cores_per_gpu
+                ELSE -list_position($reasons::VARCHAR[], f.excluded_reason) END AS cores_per_gpu,
+           f.fair_share_cores_per_gpu, sum(f.jobs) AS jobs, sum(f.gpu_seconds) AS gpu_seconds
     FROM (
         -- an excluded job's keys and fair share are left out, so each reason sums to one row
-        SELECT * REPLACE ({{excluded_keys}}, CASE WHEN excluded_reason IS NULL THEN fs END AS fs)
+        SELECT * REPLACE (
+            {{excluded_keys}},
+            CASE WHEN excluded_reason IS NULL THEN fair_share_cores_per_gpu END
+                AS fair_share_cores_per_gpu
+        )
         FROM facts
     ) AS f
     GROUP BY ALL
 )
-SELECT CASE WHEN v > 0 THEN dense_rank() OVER (ORDER BY v < 0, {{keys}}) END AS _g, {{keys}},
-       v, fs, n::BIGINT AS n, w::BIGINT AS w
+SELECT CASE WHEN cores_per_gpu > 0 THEN dense_rank() OVER (ORDER BY cores_per_gpu < 0, {{keys}})
+       END AS _g,
+       {{keys}}, cores_per_gpu, fair_share_cores_per_gpu, jobs::BIGINT AS jobs,
+       gpu_seconds::BIGINT AS gpu_seconds
 FROM agg
-ORDER BY _g NULLS LAST, v
+ORDER BY _g NULLS LAST, cores_per_gpu

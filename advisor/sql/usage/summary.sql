@@ -1,14 +1,15 @@
--- usage/summary: usage per group of usage/facts.sql (the facts placeholder). The keys
--- placeholder is the quoted group columns and a trailing comma (empty for one overall group),
--- group is their GROUP BY (or empty), order their ORDER BY. Parameters: those of facts.sql,
--- and $price_types / $price_usd (VARCHAR[] upper-case / DOUBLE[]: on-demand USD per GPU-hour by
--- GPU type).
+-- usage/summary: usage per group of usage/facts.sql (the facts placeholder), for several
+-- groupings in one pass over the facts. Placeholders: keys (the quoted columns of every
+-- grouping and a trailing comma, or empty), sets (the groupings, e.g. ("user"), (), ("bin")),
+-- grouping (grouping() of those columns, or 0: which grouping a row belongs to) and order
+-- (", " and the columns, or empty). Parameters: those of facts.sql, and $price_types /
+-- $price_usd (VARCHAR[] upper-case / DOUBLE[]: on-demand USD per GPU-hour by GPU type).
 -- Efficiency over a group is CPU seconds over core-seconds of the jobs with usage (a job's
 -- weight is its core-seconds); GPU utilisation is weighted by GPU-hours.
 WITH f AS (
 {{facts}}
 )
-SELECT {{keys}}
+SELECT {{grouping}} AS _set, {{keys}}
     count(*) AS jobs,
     sum(gpu_hours) AS gpu_hours,
     count(*) FILTER (WHERE has_cpu_usage) AS jobs_with_usage,
@@ -37,5 +38,5 @@ SELECT {{keys}}
     coalesce(sum(gpu_hours) FILTER (WHERE verdict = 'over_provisioned'), 0) AS over_gpu_hours,
     coalesce(sum(idle_cores_per_gpu * gpu_hours) FILTER (WHERE has_cpu_usage), 0) AS idle_core_hours
 FROM f
-{{group}}
-ORDER BY {{order}}
+GROUP BY GROUPING SETS ({{sets}})
+ORDER BY _set{{order}}

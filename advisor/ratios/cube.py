@@ -1,0 +1,266 @@
+"""The derived ratio tables (the cubes): their schema, rules version, freshness and rebuild.
+
+The cubes are pre-aggregated copies of ``jobs`` that answer most ratio queries in
+milliseconds. They are derived data: never migrated, dropped and recreated from
+``advisor/sql/ratios/cube_schema.sql`` when :data:`CUBE_RULES_VERSION` changes, and rebuilt
+from ``jobs`` whenever the fingerprint of the jobs they were built from no longer matches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from advisor.errors import StoreError
+from advisor.store import query, render
+
+CUBE_RULES_VERSION = 6
+"""Bumped whenever the rules or the schema the cubes are built with change: the derived tables
+are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
+
+_CUBE_TABLES: tuple[str, ...] = (
+    "ratio_cube",
+    "ratio_people",
+    "ratio_cube_people",
+    "ratio_cube_people_months",
+    "ratio_cube_people_month_ratios",
+    "job_mix_months",
+    "ratio_cube_people_months_state",
+    "ratio_cube_state",
+)
+"""The derived tables a cube rebuild replaces (the state last). The per-month people cube is
+only emptied: it is built on first use (:func:`refresh_people_months`)."""
+
+_MONTHS_TABLES: tuple[str, ...] = (
+    "ratio_cube_people_months",
+    "ratio_cube_people_month_ratios",
+    "ratio_cube_people_months_state",
+)
+
+_SCHEMA_TABLE = "ratio_cube_schema"
+
+_RETIRED_TABLES: tuple[str, ...] = ()
+"""Derived tables of earlier rules versions that no version creates any more (dropped too)."""
+
+
+def _stored_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The rules version the derived tables visible to ``con`` were created under (a TEMP copy
+    shadows the stored one), None when they were never created by this module."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [_SCHEMA_TABLE]
+    ).fetchone()
+    if not row or not row[0]:
+        return None
+    got = con.execute(f"SELECT max(rules_version) FROM {_SCHEMA_TABLE}").fetchone()  # noqa: S608 - fixed name
+    return None if got is None or got[0] is None else int(got[0])
+
+
+def _create(con: duckdb.DuckDBPyConnection, tables: Sequence[str], *, temporary: bool) -> None:
+    """Create ``tables`` (the version table too) from advisor/sql/ratios/cube/, empty; TEMP ones
+    shadow the stored ones for this connection only."""
+    create = "CREATE OR REPLACE TEMP TABLE" if temporary else "CREATE TABLE"
+    for table in (*tables, _SCHEMA_TABLE):
+        con.execute(render(f"ratios/cube/{table}", create=create))
+    con.execute(f"INSERT INTO {_SCHEMA_TABLE} VALUES (?)", [CUBE_RULES_VERSION])  # noqa: S608 - fixed name
+
+
+def ensure_cube_schema(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> bool:
+    """Make the stored derived tables those of :data:`CUBE_RULES_VERSION`: when the file holds
+    none, or another version's (the tables an older advisor made, migrations included), drop
+    them all and create them empty, so that they read stale until rebuilt. Returns whether the
+    stored tables are now of this version (never on a read-only connection that found others).
+    ``in_transaction`` as in :func:`refresh_ratio_cube`."""
+    if _stored_rules_version(con) == CUBE_RULES_VERSION:
+        return True
+    if is_read_only(con):
+        return False
+    if not in_transaction:
+        con.execute("BEGIN TRANSACTION")
+    try:
+        for table in (*_CUBE_TABLES, *_RETIRED_TABLES, _SCHEMA_TABLE):
+            con.execute(f"DROP TABLE IF EXISTS main.{table}")
+        _create(con, _CUBE_TABLES, temporary=False)
+        if not in_transaction:
+            con.execute("COMMIT")
+    except Exception:
+        if not in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return True
+
+
+def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    row = con.execute(query("ratios/cube_fingerprint")).fetchone()
+    assert row is not None
+    return (int(row[0]), int(row[1]), row[2], CUBE_RULES_VERSION)
+
+
+def _cube_state(con: duckdb.DuckDBPyConnection, table: str = "ratio_cube_state") -> Any:
+    if _stored_rules_version(con) != CUBE_RULES_VERSION:
+        return None  # no derived tables, or another version's: stale
+    row = con.execute(
+        f"SELECT jobs_rows, ingest_id, finished_at, rules_version FROM {table} LIMIT 1"  # noqa: S608 - fixed names
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
+
+
+def cube_is_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``ratio_cube`` was built from the jobs as they are now (see refresh_ratio_cube)."""
+    return _cube_state(con) == _fingerprint(con)
+
+
+def people_months_are_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``ratio_cube_people_months`` was built from the jobs as they are now, on the
+    current ``ratio_people`` (see :func:`refresh_people_months`)."""
+    fp = _fingerprint(con)
+    return _cube_state(con) == fp and _cube_state(con, "ratio_cube_people_months_state") == fp
+
+
+def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT current_setting('access_mode')").fetchone()
+    return row is not None and str(row[0]) == "read_only"
+
+
+def _write_state(con: duckdb.DuckDBPyConnection, table: str, fp: tuple[Any, ...]) -> None:
+    con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+    con.execute(
+        f"INSERT INTO {table} (jobs_rows, ingest_id, finished_at, rules_version, "  # noqa: S608
+        "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
+        list(fp),
+    )
+
+
+def _temp_copies(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:
+    """Empty TEMP copies of ``tables`` that shadow the stored ones for this connection."""
+    _create(con, tables, temporary=True)
+
+
+def refresh_ratio_cube(
+    con: duckdb.DuckDBPyConnection, *, temporary: bool = False, in_transaction: bool = False
+) -> int:
+    """Rebuild the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people`` for
+    accounts and users) from ``jobs`` in one pass over it and one transaction; return the row
+    count of ``ratio_cube``. ``ratio_cube_people_months`` is emptied and left stale: the first
+    query that needs it builds it (:func:`refresh_people_months`), so that every ingest does not
+    pay for the largest cube.
+
+    Ingest should call this after a load has committed (it is also rebuilt on demand by the
+    first summary on a writable connection that finds it stale). ``in_transaction=True`` when
+    the caller has a transaction open: the rebuild then joins it instead of opening its own.
+    ``temporary`` builds a TEMP copy that shadows the stored one for this connection only: what
+    a long-lived read-only connection (the dashboard) uses, see :func:`ensure_ratio_cube`.
+    """
+    fp = _fingerprint(con)
+    if temporary:
+        _temp_copies(con, _CUBE_TABLES)
+    else:
+        ensure_cube_schema(con, in_transaction=in_transaction)
+    own = not in_transaction
+    if own:
+        con.execute("BEGIN TRANSACTION")
+    try:
+        jobs = query("ratios/cube_jobs")
+        con.execute(render("ratios/cube_fine", jobs=jobs))  # TEMP _ratio_fine
+        for table in _CUBE_TABLES[:-1]:
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        con.execute(query("ratios/cube_refresh"))
+        con.execute(query("ratios/cube_people_refresh"))
+        con.execute("DROP TABLE _ratio_fine")
+        con.execute(query("ratios/cube_job_mix_refresh"))
+        _write_state(con, "ratio_cube_state", fp)
+        if own:
+            con.execute("COMMIT")
+    except Exception:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
+    return int(row[0]) if row else 0
+
+
+def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
+    """Build ``ratio_cube_people_months`` (per pid, month, state and interactive label) from
+    ``jobs`` on the current ``ratio_people``, and from it ``ratio_cube_people_month_ratios``
+    (per pid, month and ratio), rebuilding the other cubes first when they are stale; return
+    the first one's row count. ``temporary`` as in :func:`refresh_ratio_cube`.
+
+    Called by the first account/user query with a month or interactive key, a state filter or
+    month bounds (a stale one is never read), not by every ingest: it is the largest cube and
+    takes longer to build than all the others together.
+    """
+    if not cube_is_fresh(con):
+        refresh_ratio_cube(con, temporary=temporary)
+    fp = _fingerprint(con)
+    if temporary:
+        _temp_copies(con, _MONTHS_TABLES)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for table in _MONTHS_TABLES[:-1]:
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        con.execute(render("ratios/cube_people_months_refresh", jobs=query("ratios/cube_jobs")))
+        con.execute(query("ratios/cube_people_month_ratios_refresh"))
+        _write_state(con, "ratio_cube_people_months_state", fp)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT count(*) FROM ratio_cube_people_months").fetchone()
+    return int(row[0]) if row else 0
+
+
+def store_fresh_cubes(db: str | os.PathLike[str]) -> bool:
+    """Bring every stored cube of the database file ``db`` up to date (the per-month people
+    cube included), so that read-only readers such as the dashboard's sessions find them fresh
+    instead of each building a private copy (seconds per session on millions of jobs). Returns
+    False, changing nothing, when the file cannot be opened for writing at once (another process
+    holds it, or it is read-only) or its schema is older than this code (it is never migrated
+    here: the readers report that with the command that upgrades it)."""
+    from advisor.store import connect
+
+    try:
+        con = connect(db, migrate_schema=False, wait_s=0)
+    except (StoreError, duckdb.Error, OSError):
+        return False
+    try:
+        if not cube_is_fresh(con):
+            refresh_ratio_cube(con)
+        if not people_months_are_fresh(con):
+            refresh_people_months(con)
+        return True
+    finally:
+        con.close()
+
+
+def ensure_ratio_cube(con: duckdb.DuckDBPyConnection) -> bool:
+    """Make ``ratio_cube`` fresh for this connection: rebuild it in the file when writable, or
+    as a TEMP table on a read-only connection. Returns True when it had to be rebuilt."""
+    if cube_is_fresh(con):
+        return False
+    refresh_ratio_cube(con, temporary=is_read_only(con))
+    return True
+
+
+def job_mix(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, Any],
+    *,
+    use_table: bool | None = None,
+) -> list[tuple[Any, ...]]:
+    """The rows of recommend/job_mix for ``params`` ($partition, $gpu_type, $clusters, $start,
+    $end): from ``job_mix_months`` when the bounds are open or month-aligned and the cubes are
+    fresh (``use_table`` None), else from ``jobs``; ``use_table`` True or False forces one
+    (True requires month-aligned bounds). The rows are the same either way."""
+    aligned = all(_month_start(params.get(k)) for k in ("start", "end"))
+    if use_table is None:
+        use_table = aligned and cube_is_fresh(con)
+    elif use_table and not aligned:
+        raise StoreError("job_mix_months answers only month-aligned bounds")
+    name = "recommend/job_mix_months" if use_table else "recommend/job_mix"
+    return con.execute(query(name), params).fetchall()
+
+
+def _month_start(t: Any) -> bool:
+    return t is None or (t.day == 1 and t.hour == t.minute == t.second == t.microsecond == 0)
