@@ -44,9 +44,25 @@ from advisor.progress import ProgressFn, no_progress
 from advisor.resources import shipped_data
 
 COLUMNS: tuple[str, ...] = (
-    "point_id", "source", "source_ref", "platform", "engine", "engine_version", "model",
-    "model_params_b", "gpus", "workload", "load_rps", "prompt_tokens", "cores", "cores_per_gpu",
-    "metric", "value", "unit", "measured_on", "notes",
+    "point_id",
+    "source",
+    "source_ref",
+    "platform",
+    "engine",
+    "engine_version",
+    "model",
+    "model_params_b",
+    "gpus",
+    "workload",
+    "load_rps",
+    "prompt_tokens",
+    "cores",
+    "cores_per_gpu",
+    "metric",
+    "value",
+    "unit",
+    "measured_on",
+    "notes",
 )
 CALIBRATION_DIR_ENV = "ADVISOR_CALIBRATION_DIR"
 SERIES_METRICS = ("ttft_ms", "ttft_p50_ms", "task_time_s")
@@ -193,15 +209,24 @@ def read_csv(path: Path) -> tuple[list[CalibrationPoint], list[str]]:
                 parts.append(f"unexpected {', '.join(extra)}")
             raise InputError(
                 "header must have exactly the calibration table's columns ("
-                + "; ".join(parts) + ")",
-                source=str(path), line=1, field=(missing or extra)[0],
+                + "; ".join(parts)
+                + ")",
+                source=str(path),
+                line=1,
+                field=(missing or extra)[0],
             )
         for row in reader:
             line = reader.line_num
             if None in row:
-                problems.append(str(InputError(
-                    f"{len(header) + len(row[None])} fields where the header has {len(header)}",
-                    source=str(path), line=line)))
+                problems.append(
+                    str(
+                        InputError(
+                            f"{len(header) + len(row[None])} fields where the header has {len(header)}",
+                            source=str(path),
+                            line=line,
+                        )
+                    )
+                )
                 continue
             try:
                 points.append(parse_row(row, str(path), line))
@@ -260,8 +285,10 @@ def load_points(
     unique: list[CalibrationPoint] = []
     for p in all_points:
         if p.point_id in seen:
-            problems.append(f"{p.origin}, field point_id: {p.point_id!r} already read at "
-                            f"{seen[p.point_id]}; this one is left out")
+            problems.append(
+                f"{p.origin}, field point_id: {p.point_id!r} already read at "
+                f"{seen[p.point_id]}; this one is left out"
+            )
             continue
         seen[p.point_id] = p.origin
         unique.append(p)
@@ -310,12 +337,18 @@ class SeriesInfo:
 
     def as_evidence(self, tolerance: float) -> dict[str, Any]:
         return {
-            "series": self.series_id, "source_kind": self.source_kind,
-            "platform": self.platform, "engine_version": self.engine_version,
-            "model_params_b": self.model_params_b, "gpus": self.gpus,
-            "workload": self.workload, "load_rps": self.load_rps,
-            "prompt_tokens": self.prompt_tokens, "prefix_hit": round(self.prefix_hit, 3),
-            "cores": list(self.cores), "slowdowns": [round(s, 3) for s in self.slowdowns],
+            "series": self.series_id,
+            "source_kind": self.source_kind,
+            "platform": self.platform,
+            "engine_version": self.engine_version,
+            "model_params_b": self.model_params_b,
+            "gpus": self.gpus,
+            "workload": self.workload,
+            "load_rps": self.load_rps,
+            "prompt_tokens": self.prompt_tokens,
+            "prefix_hit": round(self.prefix_hit, 3),
+            "cores": list(self.cores),
+            "slowdowns": [round(s, 3) for s in self.slowdowns],
             "measured_knee_cores": self.measured_knee(tolerance),
         }
 
@@ -356,8 +389,18 @@ class TrainingSet:
 
 
 def _series_key(p: CalibrationPoint) -> tuple[Any, ...]:
-    return (p.source_kind, p.platform, p.engine, p.engine_version, p.model, p.gpus, p.workload,
-            p.load_rps, p.prompt_tokens, p.metric)
+    return (
+        p.source_kind,
+        p.platform,
+        p.engine,
+        p.engine_version,
+        p.model,
+        p.gpus,
+        p.workload,
+        p.load_rps,
+        p.prompt_tokens,
+        p.metric,
+    )
 
 
 def _config_key(p: CalibrationPoint) -> tuple[Any, ...]:
@@ -368,18 +411,28 @@ def _config_key(p: CalibrationPoint) -> tuple[Any, ...]:
 def _series_id(p: CalibrationPoint) -> str:
     if p.metric in SPEEDUP_METRICS + CENSORED_METRICS:
         return p.point_id
-    parts = [p.source_kind, p.platform or "?", p.engine_version or "?", p.model or "?",
-             f"{p.gpus or '?'}gpu", p.workload or "?", f"{p.load_rps if p.load_rps is not None else '?'}rps",
-             f"{p.prompt_tokens or '?'}tok"]
+    parts = [
+        p.source_kind,
+        p.platform or "?",
+        p.engine_version or "?",
+        p.model or "?",
+        f"{p.gpus or '?'}gpu",
+        p.workload or "?",
+        f"{p.load_rps if p.load_rps is not None else '?'}rps",
+        f"{p.prompt_tokens or '?'}tok",
+    ]
     return "|".join(str(x) for x in parts)
 
 
 WEIGHTINGS = ("series", "repeat", "ratio", "none")
-CPU_METRICS = {"cpu_api_server_cores": "api_server_cores",
-               "cpu_engine_core_cores": "engine_core_cores",
-               "cpu_worker_cores": "worker_cores"}
+CPU_METRICS = {
+    "cpu_api_server_cores": "api_server_cores",
+    "cpu_engine_core_cores": "engine_core_cores",
+    "cpu_worker_cores": "worker_cores",
+}
 PREFIX_HIT_METRIC = "prefix_hit_rate"
 SPEEDUP_REF_CORES_PER_GPU = 8.0  # the research's best core count: "up to 8 x #GPUs"
+
 
 def series_weights(points: Sequence[CalibrationPoint], weighting: str = "series") -> list[float]:
     """The sample weight of each fitted point.
@@ -425,8 +478,12 @@ def _geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
-                 weighting: str = "series", cpu_weight: float = 0.5) -> TrainingSet:
+def training_set(
+    points: Sequence[CalibrationPoint],
+    max_slowdown: float,
+    weighting: str = "series",
+    cpu_weight: float = 0.5,
+) -> TrainingSet:
     """The points the model is fitted on (see the module doc); each measured process's CPU
     (API server, engine core, worker) of a series weighs ``cpu_weight`` in total."""
     from advisor.slowdown import feature_row, prefix_hit_of, renderer_workers_of
@@ -444,10 +501,18 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
 
     def row(p: CalibrationPoint, ref: float | None, target: str = "slowdown") -> list[float]:
         assert p.cores_per_gpu is not None
-        return feature_row(p.cores_per_gpu, gpus=p.gpus, model_params_b=p.model_params_b,
-                           load_rps=p.load_rps, prompt_tokens=p.prompt_tokens,
-                           platform=p.platform, prefix_hit=hit_of(p), ref_cores_per_gpu=ref,
-                           renderer_workers=renderer_workers_of(p.workload), target=target)
+        return feature_row(
+            p.cores_per_gpu,
+            gpus=p.gpus,
+            model_params_b=p.model_params_b,
+            load_rps=p.load_rps,
+            prompt_tokens=p.prompt_tokens,
+            platform=p.platform,
+            prefix_hit=hit_of(p),
+            ref_cores_per_gpu=ref,
+            renderer_workers=renderer_workers_of(p.workload),
+            target=target,
+        )
 
     X: list[list[float]] = []
     y: list[float] = []
@@ -464,20 +529,37 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
         censored.append(is_censored)
         labels.append(_series_id(p))
 
-    def describe(p: CalibrationPoint, ref: float | None, by_cores: dict[float, list[float]],
-                 is_censored: bool = False) -> None:
+    def describe(
+        p: CalibrationPoint,
+        ref: float | None,
+        by_cores: dict[float, list[float]],
+        is_censored: bool = False,
+    ) -> None:
         g = p.gpus or 1
         cores = sorted(by_cores)
         info[_series_id(p)] = SeriesInfo(
-            _series_id(p), p.source_kind, p.platform, p.engine_version, p.model_params_b,
-            p.gpus, p.workload, p.load_rps, p.prompt_tokens, hit_of(p),
-            None if ref is None else ref * g, tuple(c * g for c in cores),
-            tuple(_geomean(by_cores[c]) for c in cores), is_censored)
+            _series_id(p),
+            p.source_kind,
+            p.platform,
+            p.engine_version,
+            p.model_params_b,
+            p.gpus,
+            p.workload,
+            p.load_rps,
+            p.prompt_tokens,
+            hit_of(p),
+            None if ref is None else ref * g,
+            tuple(c * g for c in cores),
+            tuple(_geomean(by_cores[c]) for c in cores),
+            is_censored,
+        )
 
     def not_fitted(p: CalibrationPoint) -> bool:
         if (p.platform or "").upper() in NOT_FITTED_PLATFORMS:
-            skipped.append(f"{p.origin}: platform {p.platform} is a CPU-only test run, not a GPU "
-                           "serving measurement; not fitted")
+            skipped.append(
+                f"{p.origin}: platform {p.platform} is a CPU-only test run, not a GPU "
+                "serving measurement; not fitted"
+            )
             return True
         return False
 
@@ -489,8 +571,11 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
                 continue
             assert p.value is not None
             add(p, p.value, False, SPEEDUP_REF_CORES_PER_GPU)
-            describe(p, SPEEDUP_REF_CORES_PER_GPU,
-                     {p.cores_per_gpu or 0.0: [p.value], SPEEDUP_REF_CORES_PER_GPU: [1.0]})
+            describe(
+                p,
+                SPEEDUP_REF_CORES_PER_GPU,
+                {p.cores_per_gpu or 0.0: [p.value], SPEEDUP_REF_CORES_PER_GPU: [1.0]},
+            )
         elif p.metric in CENSORED_METRICS:
             if not_fitted(p):
                 continue
@@ -499,14 +584,21 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
         elif p.metric in SERIES_METRICS:
             if not not_fitted(p):
                 series[_series_key(p)].append(p)
-        elif (p.metric in CPU_METRICS and p.value is not None and p.value > 0
-              and (p.platform or "").upper() not in NOT_FITTED_PLATFORMS):
+        elif (
+            p.metric in CPU_METRICS
+            and p.value is not None
+            and p.value > 0
+            and (p.platform or "").upper() not in NOT_FITTED_PLATFORMS
+        ):
             cpu[_config_key(p)].append(p)
     refs: dict[tuple[Any, ...], float] = {}
     for members in series.values():
         if len({m.cores_per_gpu for m in members}) < 2:
-            skipped.extend(f"{m.origin}: {m.metric} series with one core count cannot give a "
-                           "slowdown; not fitted" for m in members)
+            skipped.extend(
+                f"{m.origin}: {m.metric} series with one core count cannot give a "
+                "slowdown; not fitted"
+                for m in members
+            )
             continue
         ref = max(m.cores_per_gpu or 0.0 for m in members)
         base = _geomean([m.value for m in members if m.cores_per_gpu == ref and m.value])
@@ -527,8 +619,11 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
     for key, members in cpu.items():
         top = refs.get(key, max(m.cores_per_gpu or 0.0 for m in members))
         # Only where cores are ample (the series' largest count) is a process's CPU its demand.
-        kept = [m for m in members if m.cores_per_gpu == top
-                and not (m.metric == "cpu_worker_cores" and (m.gpus or 1) < 2)]
+        kept = [
+            m
+            for m in members
+            if m.cores_per_gpu == top and not (m.metric == "cpu_worker_cores" and (m.gpus or 1) < 2)
+        ]
         per_kind: dict[str, int] = defaultdict(int)
         for m in kept:
             per_kind[m.metric] += 1
@@ -539,9 +634,21 @@ def training_set(points: Sequence[CalibrationPoint], max_slowdown: float,
             cpu_used.append(m)
             cpu_w.append(cpu_weight / per_kind[m.metric])
             cpu_labels.append(_series_id(m))
-    return TrainingSet(X, y, tuple(used), tuple(censored), tuple(skipped), tuple(weights),
-                       tuple(labels), cpu_X, cpu_y, tuple(cpu_used), tuple(cpu_w),
-                       tuple(cpu_labels), info)
+    return TrainingSet(
+        X,
+        y,
+        tuple(used),
+        tuple(censored),
+        tuple(skipped),
+        tuple(weights),
+        tuple(labels),
+        cpu_X,
+        cpu_y,
+        tuple(cpu_used),
+        tuple(cpu_w),
+        tuple(cpu_labels),
+        info,
+    )
 
 
 @dataclass(frozen=True)
@@ -565,8 +672,10 @@ class FitConfig:
 
 BASELINES = ("always 1.0", "mean of similar points", "2 + N rule")
 VALIDATION_SCHEME = "leave one series out"
-VALIDATION_METRIC = ("mean absolute log error of the slowdown, averaged over the rows of each "
-                     "held-out series, then over series (lower is better)")
+VALIDATION_METRIC = (
+    "mean absolute log error of the slowdown, averaged over the rows of each "
+    "held-out series, then over series (lower is better)"
+)
 
 
 @dataclass(frozen=True)
@@ -607,14 +716,20 @@ class FitReport:
 def _estimator(cfg: FitConfig, n_bootstrap: int) -> Any:
     from advisor.estimator import CoreSlowdownRegressor
 
-    return CoreSlowdownRegressor(alpha=cfg.alpha, max_slowdown=cfg.max_slowdown,
-                                 censored_weight=cfg.censored_weight,
-                                 pole_exponent=cfg.pole_exponent, n_bootstrap=n_bootstrap,
-                                 interval=cfg.interval, random_state=cfg.random_state)
+    return CoreSlowdownRegressor(
+        alpha=cfg.alpha,
+        max_slowdown=cfg.max_slowdown,
+        censored_weight=cfg.censored_weight,
+        pole_exponent=cfg.pole_exponent,
+        n_bootstrap=n_bootstrap,
+        interval=cfg.interval,
+        random_state=cfg.random_state,
+    )
 
 
-def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
-             ) -> tuple[dict[str, Any], tuple[SeriesScore, ...], float]:
+def validate(
+    ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
+) -> tuple[dict[str, Any], tuple[SeriesScore, ...], float]:
     """Leave one series out: refit without it, score its rows, against the baselines.
 
     Scored rows: the uncensored slowdown rows of the held-out series other than its reference
@@ -683,19 +798,31 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
             from advisor.recommend import Workload, sufficient_cores
 
             others = [i.as_evidence(cfg.tolerance) for k, i in ts.series_info.items() if k != s]
-            params = slowdown.CurveParams(values=tuple(est.values_),
-                                          pole_exponent=cfg.pole_exponent,
-                                          meta={"series": others})
+            params = slowdown.CurveParams(
+                values=tuple(est.values_), pole_exponent=cfg.pole_exponent, meta={"series": others}
+            )
             g = int(gpus[rows[0]])
-            work = Workload(info.model_params_b, info.load_rps, info.prompt_tokens,
-                            info.prefix_hit, None, None, info.engine_version)
+            work = Workload(
+                info.model_params_b,
+                info.load_rps,
+                info.prompt_tokens,
+                info.prefix_hit,
+                None,
+                None,
+                info.engine_version,
+            )
             most = int(max(info.cores) * 4)
-            suff = sufficient_cores(params, gpus=g, platform=info.platform, workload=work,
-                                    tolerance=cfg.tolerance, cap=max(most // g, 1))
+            suff = sufficient_cores(
+                params,
+                gpus=g,
+                platform=info.platform,
+                workload=work,
+                tolerance=cfg.tolerance,
+                cap=max(most // g, 1),
+            )
             rule_c = int(floor[rows[0]])
             rec = suff.cpus_per_gpu * g
-        scores.append(SeriesScore(s, len(rows), float(np.mean(err_model)), base, knee, rec,
-                                  rule_c))
+        scores.append(SeriesScore(s, len(rows), float(np.mean(err_model)), base, knee, rec, rule_c))
         progress("leave one series out", n + 1, len(held))
     model_err = float(np.mean([sc.model for sc in scores])) if scores else float("nan")
     table: dict[str, Any] = {
@@ -704,8 +831,10 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
         "series": len(scores),
         "rows": int(sum(sc.rows for sc in scores)),
         "model": model_err,
-        "baselines": {b: float(np.mean([sc.baselines[b] for sc in scores])) if scores
-                      else float("nan") for b in BASELINES},
+        "baselines": {
+            b: float(np.mean([sc.baselines[b] for sc in scores])) if scores else float("nan")
+            for b in BASELINES
+        },
         # the same held-out predictions as a percentage error, for a person ("±39%")
         "mape": float(np.mean(ape)) if ape else float("nan"),
         "points": int(sum(sc.rows for sc in scores)),
@@ -713,12 +842,18 @@ def validate(ts: TrainingSet, cfg: FitConfig, progress: ProgressFn = no_progress
     }
     decided = [sc for sc in scores if sc.measured_knee_cores is not None]
     if decided:
+
         def decision(cores: list[int]) -> dict[str, Any]:
-            off = [c - sc.measured_knee_cores for c, sc in zip(cores, decided, strict=True)
-                   if sc.measured_knee_cores is not None]
-            return {"at_or_above_knee": sum(o >= 0 for o in off) / len(off),
-                    "mean_cores_above_knee": float(np.mean([max(o, 0.0) for o in off])),
-                    "mean_cores_below_knee": float(np.mean([max(-o, 0.0) for o in off]))}
+            off = [
+                c - sc.measured_knee_cores
+                for c, sc in zip(cores, decided, strict=True)
+                if sc.measured_knee_cores is not None
+            ]
+            return {
+                "at_or_above_knee": sum(o >= 0 for o in off) / len(off),
+                "mean_cores_above_knee": float(np.mean([max(o, 0.0) for o in off])),
+                "mean_cores_below_knee": float(np.mean([max(-o, 0.0) for o in off])),
+            }
 
         table["decision"] = {
             "series": len(decided),
@@ -741,8 +876,10 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     loaded = load_points(cfg.calibration_dir, cfg.db)
     ts = training_set(loaded.points, cfg.max_slowdown, cfg.weighting, cfg.cpu_weight)
     if len(ts.y) < 3:
-        raise InputError(f"only {len(ts.y)} fittable calibration points; need at least 3",
-                         source=str(cfg.calibration_dir or default_calibration_dir()))
+        raise InputError(
+            f"only {len(ts.y)} fittable calibration points; need at least 3",
+            source=str(cfg.calibration_dir or default_calibration_dir()),
+        )
     X, y, w, labels = ts.arrays()
     progress("fit", 0, 1)
     est = _estimator(cfg, cfg.n_bootstrap).fit(X, y, sample_weight=w, groups=labels)
@@ -756,13 +893,19 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     unseen = [p for p in PLATFORMS if p not in platforms_seen]
     if unseen:
         warnings.append(
-            "extrapolation: no calibration data for platform(s) " + ", ".join(unseen)
-            + "; their predictions use the relative GPU speed of their datasheets")
+            "extrapolation: no calibration data for platform(s) "
+            + ", ".join(unseen)
+            + "; their predictions use the relative GPU speed of their datasheets"
+        )
     beaten = [b for b, e in table["baselines"].items() if not table["model"] < e]
     if beaten:
-        warnings.append("on held-out series the model does not beat: " + ", ".join(
-            f"{b} ({table['baselines'][b]:.3f} against the model's {table['model']:.3f})"
-            for b in beaten))
+        warnings.append(
+            "on held-out series the model does not beat: "
+            + ", ".join(
+                f"{b} ({table['baselines'][b]:.3f} against the model's {table['model']:.3f})"
+                for b in beaten
+            )
+        )
     meta = {
         "fitted_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "platforms_seen": list(platforms_seen),
@@ -774,9 +917,14 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "tolerance": cfg.tolerance,
         "series": [i.as_evidence(cfg.tolerance) for i in ts.series_info.values()],
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
-        "settings": {"alpha": cfg.alpha, "censored_weight": cfg.censored_weight,
-                     "pole_exponent": cfg.pole_exponent, "weighting": cfg.weighting,
-                     "n_bootstrap": cfg.n_bootstrap, "random_state": cfg.random_state},
+        "settings": {
+            "alpha": cfg.alpha,
+            "censored_weight": cfg.censored_weight,
+            "pole_exponent": cfg.pole_exponent,
+            "weighting": cfg.weighting,
+            "n_bootstrap": cfg.n_bootstrap,
+            "random_state": cfg.random_state,
+        },
     }
     params = est.to_params(meta)
     path = str(save_params(params, cfg.output)) if cfg.output else None

@@ -45,28 +45,49 @@ def _log_fit_values(theta: np.ndarray, X: np.ndarray, cap: float, q: float) -> n
     m = slowdown.mechanism(values, X, q)
     cols = slowdown._columns(X)
     kind = cols["target"]
-    over = np.maximum(np.maximum(m.demand_cores / cols["cores"], m.tokenizer_utilisation) - 1.0,
-                      0.0)
+    over = np.maximum(
+        np.maximum(m.demand_cores / cols["cores"], m.tokenizer_utilisation) - 1.0, 0.0
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
-        slow = np.where(m.pathological, math.log(cap) + over,
-                        np.log(np.clip(m.slowdown, 1e-9, cap)))
-        cpu = np.select([kind == 1, kind == 2, kind == 3],
-                        [m.api_server_cores, m.engine_core_cores, m.worker_cores], 1.0)
+        slow = np.where(
+            m.pathological, math.log(cap) + over, np.log(np.clip(m.slowdown, 1e-9, cap))
+        )
+        cpu = np.select(
+            [kind == 1, kind == 2, kind == 3],
+            [m.api_server_cores, m.engine_core_cores, m.worker_cores],
+            1.0,
+        )
         log_cpu = np.log(np.maximum(cpu, 1e-9))
     return np.where(kind == 0, slow, log_cpu)
 
 
-def _residuals(theta: np.ndarray, X: np.ndarray, log_y: np.ndarray, censored: np.ndarray,
-               sqrt_w: np.ndarray, alpha: float, cap: float, censored_weight: float,
-               q: float) -> np.ndarray:
+def _residuals(
+    theta: np.ndarray,
+    X: np.ndarray,
+    log_y: np.ndarray,
+    censored: np.ndarray,
+    sqrt_w: np.ndarray,
+    alpha: float,
+    cap: float,
+    censored_weight: float,
+    q: float,
+) -> np.ndarray:
     r = _log_fit_values(theta, X, cap, q) - log_y
     r = sqrt_w * np.where(censored, math.sqrt(censored_weight) * np.minimum(r, 0.0), r)
     return np.concatenate([r, math.sqrt(alpha) * (theta - _LOG_PRIOR)])
 
 
-def fit_values(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, alpha: float, max_slowdown: float,
-               censored_weight: float, pole_exponent: float,
-               start: np.ndarray | None = None) -> np.ndarray:
+def fit_values(
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    *,
+    alpha: float,
+    max_slowdown: float,
+    censored_weight: float,
+    pole_exponent: float,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
     """The fitted parameters (natural units) of one weighted least-squares fit."""
     kind = slowdown._columns(X)["target"]
     censored = (kind == 0) & (y >= max_slowdown)
@@ -75,11 +96,16 @@ def fit_values(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, alpha: float, max
     X, log_y, censored, w = X[keep], log_y[keep], censored[keep], w[keep]
     x0 = _LOG_PRIOR.copy() if start is None else np.log(start)
     result = least_squares(
-        _residuals, x0,
-        args=(X, log_y, censored, np.sqrt(w), alpha, max_slowdown, censored_weight,
-              pole_exponent),
-        method="trf", bounds=(_LOG_PRIOR - 8.0, _LOG_PRIOR + 8.0), max_nfev=1000,
-        xtol=1e-12, ftol=1e-12, gtol=1e-12, jac="3-point",
+        _residuals,
+        x0,
+        args=(X, log_y, censored, np.sqrt(w), alpha, max_slowdown, censored_weight, pole_exponent),
+        method="trf",
+        bounds=(_LOG_PRIOR - 8.0, _LOG_PRIOR + 8.0),
+        max_nfev=1000,
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+        jac="3-point",
     )
     return np.exp(np.asarray(result.x, dtype=float))
 
@@ -135,14 +161,23 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         if int(self.n_bootstrap) < 0:
             raise ValueError(f"n_bootstrap must be >= 0, got {self.n_bootstrap}")
 
-    def _fit_values(self, X: np.ndarray, y: np.ndarray, w: np.ndarray,
-                    start: np.ndarray | None = None) -> np.ndarray:
-        return fit_values(X, y, w, alpha=self.alpha, max_slowdown=self.max_slowdown,
-                          censored_weight=self.censored_weight,
-                          pole_exponent=self.pole_exponent, start=start)
+    def _fit_values(
+        self, X: np.ndarray, y: np.ndarray, w: np.ndarray, start: np.ndarray | None = None
+    ) -> np.ndarray:
+        return fit_values(
+            X,
+            y,
+            w,
+            alpha=self.alpha,
+            max_slowdown=self.max_slowdown,
+            censored_weight=self.censored_weight,
+            pole_exponent=self.pole_exponent,
+            start=start,
+        )
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None,
-            groups: Any = None) -> CoreSlowdownRegressor:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None
+    ) -> CoreSlowdownRegressor:
         """Fit on X (:data:`advisor.slowdown.FEATURES`; missing trailing columns take their
         defaults) and y (slowdown against the reference cores, or measured CPU cores).
 
@@ -164,8 +199,11 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         resid = log_fit[seen] - np.log(y[seen])
         # The weighted residual spread (a series weighs its weight); fit_model replaces it
         # with the spread of held-out series, the honest one for a new configuration.
-        self.sigma_log_ = (float(math.sqrt(float(np.sum(w[seen] * resid**2))
-                                           / float(np.sum(w[seen])))) if seen.any() else 0.0)
+        self.sigma_log_ = (
+            float(math.sqrt(float(np.sum(w[seen] * resid**2)) / float(np.sum(w[seen]))))
+            if seen.any()
+            else 0.0
+        )
         rng = check_random_state(self.random_state)
         labels = np.arange(len(y)) if groups is None else np.asarray(groups)
         uniq = np.unique(labels)
@@ -217,12 +255,16 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
     @classmethod
     def from_params(cls, params: slowdown.CurveParams) -> CoreSlowdownRegressor:
         """A fitted estimator rebuilt from plain parameters (e.g. loaded from JSON)."""
-        est = cls(max_slowdown=params.max_slowdown, interval=params.interval,
-                  pole_exponent=params.pole_exponent,
-                  n_bootstrap=len(params.bootstrap_values))
+        est = cls(
+            max_slowdown=params.max_slowdown,
+            interval=params.interval,
+            pole_exponent=params.pole_exponent,
+            n_bootstrap=len(params.bootstrap_values),
+        )
         est.values_ = np.asarray(params.values, dtype=float)
         est.sigma_log_ = float(params.sigma_log)
         est.bootstrap_values_ = np.asarray(params.bootstrap_values, dtype=float).reshape(
-            len(params.bootstrap_values), len(slowdown.PARAM_NAMES))
+            len(params.bootstrap_values), len(slowdown.PARAM_NAMES)
+        )
         est.n_features_in_ = len(slowdown.FEATURES)
         return est

@@ -35,8 +35,20 @@ from advisor.errors import ExternalToolError, InputError, NotFoundError, StoreEr
 from advisor.progress import ProgressFn, no_progress
 
 SUMMARY_BY: tuple[str, ...] = ("cluster", "partition", "gpu_type", "month")
-_URL_SCHEMES = ("s3://", "s3a://", "s3n://", "gs://", "gcs://", "r2://", "az://", "azure://",
-                "abfss://", "http://", "https://", "hf://")  # fmt: skip
+_URL_SCHEMES = (
+    "s3://",
+    "s3a://",
+    "s3n://",
+    "gs://",
+    "gcs://",
+    "r2://",
+    "az://",
+    "azure://",
+    "abfss://",
+    "http://",
+    "https://",
+    "hf://",
+)
 
 
 @dataclass(frozen=True)
@@ -179,8 +191,9 @@ def load_dataset(con: duckdb.DuckDBPyConnection, source: str) -> int:
             raise _read_error(source, exc) from exc
         for version, n in found:
             if not str(version).isdigit():
-                raise InputError(f"advisor_schema_version {version!r} is not a number",
-                                 source=files)  # fmt: skip
+                raise InputError(
+                    f"advisor_schema_version {version!r} is not a number", source=files
+                )
             if store.renumbered(int(version)) > current:
                 raise StoreError(
                     f"{files}: {n} files were written with schema version {version}, newer than "

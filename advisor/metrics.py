@@ -54,8 +54,9 @@ class Family:
 
     def add(self, value: float | None, **labels: Any) -> None:
         if value is not None:
-            self.samples.append(Sample({k: "" if v is None else str(v) for k, v in labels.items()},
-                                       float(value)))  # fmt: skip
+            self.samples.append(
+                Sample({k: "" if v is None else str(v) for k, v in labels.items()}, float(value))
+            )
 
 
 def _epoch(t: dt.datetime | None) -> float | None:
@@ -91,26 +92,38 @@ def collect(
             ("advisor_gpu_hours", "GPU-hours of the month's GPU jobs."),
             ("advisor_cores_per_gpu_p25", "25th percentile of CPU cores per GPU (job-weighted)."),
             ("advisor_cores_per_gpu_p50", "Median CPU cores per GPU (job-weighted)."),
-            ("advisor_recommended_cores_per_gpu",
-             "Recommended cores per GPU (DefCpuPerGPU) of the partition and GPU type."),
-            ("advisor_share_jobs_below_recommendation",
-             "Share (0-1) of the month's jobs below the recommended cores per GPU."),
-            ("advisor_share_gpu_hours_below_recommendation",
-             "Share (0-1) of the month's GPU-hours below the recommended cores per GPU."),
-            ("advisor_gpu_hours_lost",
-             "GPU-hours the month's jobs below the recommendation lost to CPU starvation "
-             "(fitted model)."),
+            (
+                "advisor_recommended_cores_per_gpu",
+                "Recommended cores per GPU (DefCpuPerGPU) of the partition and GPU type.",
+            ),
+            (
+                "advisor_share_jobs_below_recommendation",
+                "Share (0-1) of the month's jobs below the recommended cores per GPU.",
+            ),
+            (
+                "advisor_share_gpu_hours_below_recommendation",
+                "Share (0-1) of the month's GPU-hours below the recommended cores per GPU.",
+            ),
+            (
+                "advisor_gpu_hours_lost",
+                "GPU-hours the month's jobs below the recommendation lost to CPU starvation "
+                "(fitted model).",
+            ),
             ("advisor_gpu_hours_lost_usd", "The lost GPU-hours priced per GPU-hour (USD)."),
             ("advisor_fix_usd", "What the missing cores would have cost (USD, per-vCPU price)."),
-            ("advisor_newest_record_timestamp_seconds",
-             "Newest submit or end time in the cluster's data (Unix time)."),
+            (
+                "advisor_newest_record_timestamp_seconds",
+                "Newest submit or end time in the cluster's data (Unix time).",
+            ),
             ("advisor_data_age_seconds", "Seconds from the newest record to now."),
-            ("advisor_last_ingest_timestamp_seconds",
-             "When an ingest last finished (Unix time), by the cluster the ingest recorded."),
+            (
+                "advisor_last_ingest_timestamp_seconds",
+                "When an ingest last finished (Unix time), by the cluster the ingest recorded.",
+            ),
             ("advisor_ingest_rejects_by_reason", "Records rejected by ingests, by reason."),
             ("advisor_ingest_rejects", "Records rejected by every ingest (all reasons)."),
         )
-    }  # fmt: skip
+    }
     con = store.connect(db_path, read_only=True)
     try:
         progress("freshness", 0, 3)
@@ -141,12 +154,17 @@ def collect(
             f["advisor_month_info"].add(1, month=month.label)
             progress("recommendations", 1, 3)
             inputs = load_inputs(
-                ReportConfig(out_dir=Path("."), month=month.label, model_file=cfg.model_file,
-                             pricing_file=cfg.pricing_file),
+                ReportConfig(
+                    out_dir=Path("."),
+                    month=month.label,
+                    model_file=cfg.model_file,
+                    pricing_file=cfg.pricing_file,
+                ),
                 db_path,
-            )  # fmt: skip
-            recs = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu)
-                    for r in inputs.recommendations}  # fmt: skip
+            )
+            recs = {
+                (r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in inputs.recommendations
+            }
             thresholds = tuple(sorted(set(recs.values()))) or None
             progress("ratios", 2, 3)
             q = ratio_query(month, None, GROUP_LABELS, thresholds)
@@ -159,15 +177,15 @@ def collect(
                 t = recs.get((g.keys["partition"], g.keys["gpu_type"]))
                 if t is not None:
                     f["advisor_recommended_cores_per_gpu"].add(t, **labels)
-                    f["advisor_share_jobs_below_recommendation"].add(g.share_jobs_below[t],
-                                                                     **labels)  # fmt: skip
+                    f["advisor_share_jobs_below_recommendation"].add(
+                        g.share_jobs_below[t], **labels
+                    )
                     f["advisor_share_gpu_hours_below_recommendation"].add(
                         g.share_gpu_hours_below[t], **labels
                     )
             for cluster in sorted({c.cluster for c in status.clusters}):
                 for e in starvation_estimates(con, month, cluster, inputs):
-                    labels = {"cluster": cluster, "partition": e.partition,
-                              "gpu_type": e.gpu_type}  # fmt: skip
+                    labels = {"cluster": cluster, "partition": e.partition, "gpu_type": e.gpu_type}
                     f["advisor_gpu_hours_lost"].add(e.gpu_hours_lost, **labels)
                     f["advisor_gpu_hours_lost_usd"].add(e.usd_lost, **labels)
                     f["advisor_fix_usd"].add(e.usd_to_fix, **labels)
@@ -255,5 +273,8 @@ def serve(cfg: MetricsConfig, port: int, address: str = "127.0.0.1") -> None:
 
 def families_as_rows(families: Sequence[Family]) -> list[dict[str, Any]]:
     """One row per sample (name, labels, value), for ``--format json``."""
-    return [{"name": fam.name, "labels": dict(s.labels), "value": s.value}
-            for fam in families for s in fam.samples]  # fmt: skip
+    return [
+        {"name": fam.name, "labels": dict(s.labels), "value": s.value}
+        for fam in families
+        for s in fam.samples
+    ]

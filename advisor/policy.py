@@ -90,18 +90,22 @@ def _version() -> str:
         return "advisor"
 
 
-def build_policy(cfg: PolicyConfig, progress: ProgressFn = no_progress,
-                 ctx: RecommendContext | None = None) -> Policy:
+def build_policy(
+    cfg: PolicyConfig, progress: ProgressFn = no_progress, ctx: RecommendContext | None = None
+) -> Policy:
     """Rules from the recommendations (see the module doc), most specific first. Without
     ``ctx``, the configuration's own files are loaded once for the whole build."""
     if not isinstance(cfg.mode, Mode):
         raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
     if not 0 < cfg.tolerance <= cfg.min_tolerance:
-        raise UsageError("need 0 < tolerance <= min tolerance (the default is never below the "
-                         f"minimum); got {cfg.tolerance} and {cfg.min_tolerance}")
+        raise UsageError(
+            "need 0 < tolerance <= min tolerance (the default is never below the "
+            f"minimum); got {cfg.tolerance} and {cfg.min_tolerance}"
+        )
     if ctx is None:
-        with RecommendContext.open(db=cfg.db, fit_file=cfg.model_file,
-                                   pricing_file=cfg.pricing_file) as own:
+        with RecommendContext.open(
+            db=cfg.db, fit_file=cfg.model_file, pricing_file=cfg.pricing_file
+        ) as own:
             return build_policy(cfg, progress, own)
     return _build_policy(cfg, progress, ctx)
 
@@ -114,17 +118,33 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
 
     def job_rule(partition: str, gres: str, gpu_type: str | None, gpus: int) -> PolicyRule:
         if gpu_type is not None:
-            rec = recommend_job(JobQuery(gpu_type=gpu_type, gpus=gpus, workload=cfg.workload,
-                                         tolerance=cfg.tolerance), ctx)
+            rec = recommend_job(
+                JobQuery(
+                    gpu_type=gpu_type, gpus=gpus, workload=cfg.workload, tolerance=cfg.tolerance
+                ),
+                ctx,
+            )
             dflt, cap = rec.cpus_per_gpu, rec.max_cpus_per_gpu
             platform: str | None = gpu_type
         else:
             cap = 64
             platform = None
-            dflt, _ = smallest_sufficient(params, gpus=gpus, platform=None,
-                                          workload=cfg.workload, tolerance=cfg.tolerance, cap=cap)
-        mn, _ = smallest_sufficient(params, gpus=gpus, platform=platform, workload=cfg.workload,
-                                    tolerance=cfg.min_tolerance, cap=cap)
+            dflt, _ = smallest_sufficient(
+                params,
+                gpus=gpus,
+                platform=None,
+                workload=cfg.workload,
+                tolerance=cfg.tolerance,
+                cap=cap,
+            )
+        mn, _ = smallest_sufficient(
+            params,
+            gpus=gpus,
+            platform=platform,
+            workload=cfg.workload,
+            tolerance=cfg.min_tolerance,
+            cap=cap,
+        )
         return PolicyRule(partition, gres, min(mn, dflt), dflt, cfg.mode)
 
     for fam in book.gpu_types():
@@ -134,21 +154,28 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
 
     if ctx.has_db:
         report = recommend_partitions(
-            PartitionQuery(db=str(ctx.db_path), workload=cfg.workload, tolerance=cfg.tolerance,
-                           min_tolerance=cfg.min_tolerance),
-            progress, ctx,
+            PartitionQuery(
+                db=str(ctx.db_path),
+                workload=cfg.workload,
+                tolerance=cfg.tolerance,
+                min_tolerance=cfg.min_tolerance,
+            ),
+            progress,
+            ctx,
         )
         for r in report.rows:
             if not r.partition:
                 continue
             gres = (r.gres_type or (WILDCARD if r.gpu_type == "(untyped)" else r.gpu_type)).lower()
             rules[(r.partition, gres)] = PolicyRule(
-                r.partition, gres, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode)
+                r.partition, gres, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode
+            )
             # Other GRES names in the same partition (and untyped requests): its largest rule.
             prev = rules.get((r.partition, WILDCARD))
             if prev is None or r.def_cpu_per_gpu > prev.default_cpus_per_gpu:
                 rules[(r.partition, WILDCARD)] = PolicyRule(
-                    r.partition, WILDCARD, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode)
+                    r.partition, WILDCARD, r.min_cpus_per_gpu, r.def_cpu_per_gpu, cfg.mode
+                )
     ordered = tuple(sorted(rules.values(), key=_specificity))
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     return Policy(POLICY_VERSION, now.strftime("%Y-%m-%dT%H:%M:%SZ"), _version(), ordered)
@@ -160,9 +187,13 @@ def _plain(policy: Policy) -> dict[str, Any]:
         "generated_at": policy.generated_at,
         "source": policy.source,
         "rules": [
-            {"partition": r.partition, "gpu_type": r.gpu_type,
-             "min_cpus_per_gpu": r.min_cpus_per_gpu,
-             "default_cpus_per_gpu": r.default_cpus_per_gpu, "mode": r.mode.value}
+            {
+                "partition": r.partition,
+                "gpu_type": r.gpu_type,
+                "min_cpus_per_gpu": r.min_cpus_per_gpu,
+                "default_cpus_per_gpu": r.default_cpus_per_gpu,
+                "mode": r.mode.value,
+            }
             for r in policy.rules
         ],
     }
@@ -249,16 +280,16 @@ def to_slurm_conf(policy: Policy) -> str:
     for r in policy.rules:
         if r.partition == WILDCARD:
             continue
-        per_partition[r.partition] = max(per_partition.get(r.partition, 0),
-                                         r.default_cpus_per_gpu)
+        per_partition[r.partition] = max(per_partition.get(r.partition, 0), r.default_cpus_per_gpu)
     lines = [
         f"# DefCpuPerGPU per partition, from advisor policy ({policy.generated_at}).",
         "# Merge into the existing PartitionName lines of slurm.conf; Slurm has no MaxCPUsPerGPU,",
         "# the minimum is enforced by the job_submit plugin (docs/policy-format.md).",
     ]
     if not per_partition:
-        fallback = next((r for r in policy.rules
-                         if r.partition == WILDCARD and r.gpu_type == WILDCARD), None)
+        fallback = next(
+            (r for r in policy.rules if r.partition == WILDCARD and r.gpu_type == WILDCARD), None
+        )
         lines.append("# No partitions observed (no database): the cluster-wide default would be")
         if fallback is not None:
             lines.append(f"# DefCpuPerGPU={fallback.default_cpus_per_gpu}")
@@ -284,8 +315,9 @@ def read_policy(path: str | os.PathLike[str]) -> Policy:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise NotFoundError(f"{p}: no such policy file; export one with "
-                            "`advisor policy export`") from exc  # fmt: skip
+        raise NotFoundError(
+            f"{p}: no such policy file; export one with `advisor policy export`"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason})", source=src) from exc
     if text.lstrip().startswith("{"):
@@ -303,14 +335,22 @@ def read_policy(path: str | os.PathLike[str]) -> Policy:
     if isinstance(version, float) and version.is_integer():
         version = int(version)
     if not isinstance(version, int) or version != POLICY_VERSION:
-        raise InputError(f"version {version!r} is not {POLICY_VERSION}", source=src,
-                         line=_line_of(text, key.format("version")), field="version")  # fmt: skip
+        raise InputError(
+            f"version {version!r} is not {POLICY_VERSION}",
+            source=src,
+            line=_line_of(text, key.format("version")),
+            field="version",
+        )
     raw_rules = data.get("rules")
     if raw_rules == {}:
         raw_rules = []  # an empty Lua table
     if not isinstance(raw_rules, list):
-        raise InputError("must be a list of rules", source=src,
-                         line=_line_of(text, key.format("rules")), field="rules")  # fmt: skip
+        raise InputError(
+            "must be a list of rules",
+            source=src,
+            line=_line_of(text, key.format("rules")),
+            field="rules",
+        )
     rules = []
     seen: set[tuple[str, str]] = set()
     for i, r in enumerate(raw_rules):
@@ -320,29 +360,48 @@ def read_policy(path: str | os.PathLike[str]) -> Policy:
             raise InputError("must be an object", source=src, line=line, field=where)
         for name in ("partition", "gpu_type", "mode"):
             if not isinstance(r.get(name), str) or not r.get(name):
-                raise InputError("must be a non-empty string", source=src, line=line,
-                                 field=f"{where}.{name}")  # fmt: skip
+                raise InputError(
+                    "must be a non-empty string", source=src, line=line, field=f"{where}.{name}"
+                )
         for name in ("min_cpus_per_gpu", "default_cpus_per_gpu"):
             v = r.get(name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-                raise InputError(f"{v!r} is not a number of cores per GPU (0 or more)",
-                                 source=src, line=line, field=f"{where}.{name}")  # fmt: skip
+                raise InputError(
+                    f"{v!r} is not a number of cores per GPU (0 or more)",
+                    source=src,
+                    line=line,
+                    field=f"{where}.{name}",
+                )
         try:
             mode = Mode(r["mode"])
         except ValueError:
-            raise InputError(f"{r['mode']!r} is not one of {', '.join(m.value for m in Mode)}",
-                             source=src, line=line, field=f"{where}.mode") from None  # fmt: skip
+            raise InputError(
+                f"{r['mode']!r} is not one of {', '.join(m.value for m in Mode)}",
+                source=src,
+                line=line,
+                field=f"{where}.mode",
+            ) from None
         rule_key = (r["partition"], r["gpu_type"].lower())
         if rule_key in seen:
             raise InputError(
                 f"a second rule for partition {rule_key[0]!r}, gpu_type {rule_key[1]!r}",
-                source=src, line=line, field=where,
-            )  # fmt: skip
+                source=src,
+                line=line,
+                field=where,
+            )
         seen.add(rule_key)
-        rules.append(PolicyRule(rule_key[0], rule_key[1], _whole(r["min_cpus_per_gpu"]),
-                                _whole(r["default_cpus_per_gpu"]), mode))  # fmt: skip
-    return Policy(version, str(data.get("generated_at") or ""), str(data.get("source") or ""),
-                   tuple(rules))  # fmt: skip
+        rules.append(
+            PolicyRule(
+                rule_key[0],
+                rule_key[1],
+                _whole(r["min_cpus_per_gpu"]),
+                _whole(r["default_cpus_per_gpu"]),
+                mode,
+            )
+        )
+    return Policy(
+        version, str(data.get("generated_at") or ""), str(data.get("source") or ""), tuple(rules)
+    )
 
 
 def _whole(v: float) -> Any:
@@ -400,9 +459,12 @@ def _lua_policy(text: str, src: str) -> Any:
     while pos < len(text):
         m = _LUA_TOKEN.match(text, pos)
         if m is None:
-            raise InputError(f"cannot read {text[pos:pos + 20]!r}: not the Lua table that "
-                             "`advisor policy export --format lua` writes", source=src,
-                             line=line)  # fmt: skip
+            raise InputError(
+                f"cannot read {text[pos : pos + 20]!r}: not the Lua table that "
+                "`advisor policy export --format lua` writes",
+                source=src,
+                line=line,
+            )
         kind = m.lastgroup or ""
         if kind not in ("ws", "comment"):
             tokens.append((kind, m.group(), line))
@@ -463,8 +525,9 @@ def _lua_policy(text: str, src: str) -> Any:
     take("return")
     result = table()
     if at != len(tokens):
-        raise InputError(f"unexpected {tokens[at][1]!r} after the table", source=src,
-                         line=tokens[at][2])  # fmt: skip
+        raise InputError(
+            f"unexpected {tokens[at][1]!r} after the table", source=src, line=tokens[at][2]
+        )
     return result
 
 

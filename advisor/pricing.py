@@ -30,8 +30,17 @@ from advisor.errors import InputError, NotFoundError
 from advisor.resources import shipped_data
 
 PRICING_COLUMNS: tuple[str, ...] = (
-    "kind", "name", "gpu_type", "gpus", "vcpus", "usd_per_hour", "usd_per_vcpu_hour", "region",
-    "as_of", "source", "notes",
+    "kind",
+    "name",
+    "gpu_type",
+    "gpus",
+    "vcpus",
+    "usd_per_hour",
+    "usd_per_vcpu_hour",
+    "region",
+    "as_of",
+    "source",
+    "notes",
 )
 
 
@@ -80,7 +89,9 @@ class PriceBook:
     def vcpu(self) -> VcpuPrice:
         """The per-vCPU price used for cost deltas (the first vcpu row)."""
         if not self.vcpu_prices:
-            raise InputError("no vcpu row: a per-vCPU price is needed", source=", ".join(self.files))
+            raise InputError(
+                "no vcpu row: a per-vCPU price is needed", source=", ".join(self.files)
+            )
         return self.vcpu_prices[0]
 
     def instance_for(self, gpu_type: str) -> InstancePrice:
@@ -113,8 +124,9 @@ def _num(row: dict[str, str], name: str, src: str, line: int, *, integer: bool =
     except ValueError:
         raise InputError(f"{text!r} is not a number", source=src, line=line, field=name) from None
     if not math.isfinite(value) or value <= 0:
-        raise InputError(f"must be a positive number, got {text!r}", source=src, line=line,
-                         field=name)
+        raise InputError(
+            f"must be a positive number, got {text!r}", source=src, line=line, field=name
+        )
     if integer and value != int(value):
         raise InputError(f"{text!r} is not a whole number", source=src, line=line, field=name)
     return value
@@ -135,8 +147,12 @@ def read_pricing(path: str | os.PathLike[str]) -> tuple[list[InstancePrice], lis
         header = reader.fieldnames or []
         missing = [c for c in PRICING_COLUMNS if c not in header]
         if missing:
-            raise InputError(f"header lacks {', '.join(missing)} (columns: "
-                             f"{','.join(PRICING_COLUMNS)})", source=src, line=1, field=missing[0])
+            raise InputError(
+                f"header lacks {', '.join(missing)} (columns: {','.join(PRICING_COLUMNS)})",
+                source=src,
+                line=1,
+                field=missing[0],
+            )
         for row in reader:
             line = reader.line_num
             if None in row:
@@ -144,14 +160,19 @@ def read_pricing(path: str | os.PathLike[str]) -> tuple[list[InstancePrice], lis
             kind = (row.get("kind") or "").strip()
             source = (row.get("source") or "").strip()
             if not source:
-                raise InputError("is empty; every price needs its source", source=src,
-                                 line=line, field="source")
+                raise InputError(
+                    "is empty; every price needs its source", source=src, line=line, field="source"
+                )
             as_of_text = (row.get("as_of") or "").strip()
             try:
                 as_of = dt.date.fromisoformat(as_of_text)
             except ValueError:
-                raise InputError(f"{as_of_text!r} is not a date (YYYY-MM-DD)", source=src,
-                                 line=line, field="as_of") from None
+                raise InputError(
+                    f"{as_of_text!r} is not a date (YYYY-MM-DD)",
+                    source=src,
+                    line=line,
+                    field="as_of",
+                ) from None
             region = (row.get("region") or "").strip() or None
             name = (row.get("name") or "").strip()
             if not name:
@@ -159,21 +180,38 @@ def read_pricing(path: str | os.PathLike[str]) -> tuple[list[InstancePrice], lis
             if kind == "instance":
                 gpu_type = (row.get("gpu_type") or "").strip()
                 if not gpu_type:
-                    raise InputError("is empty; an instance needs its GPU type", source=src,
-                                     line=line, field="gpu_type")
-                instances.append(InstancePrice(
-                    name=name, gpu_type=gpu_type,
-                    gpus=int(_num(row, "gpus", src, line, integer=True)),
-                    vcpus=int(_num(row, "vcpus", src, line, integer=True)),
-                    usd_per_hour=_num(row, "usd_per_hour", src, line),
-                    region=region, as_of=as_of, source=source))
+                    raise InputError(
+                        "is empty; an instance needs its GPU type",
+                        source=src,
+                        line=line,
+                        field="gpu_type",
+                    )
+                instances.append(
+                    InstancePrice(
+                        name=name,
+                        gpu_type=gpu_type,
+                        gpus=int(_num(row, "gpus", src, line, integer=True)),
+                        vcpus=int(_num(row, "vcpus", src, line, integer=True)),
+                        usd_per_hour=_num(row, "usd_per_hour", src, line),
+                        region=region,
+                        as_of=as_of,
+                        source=source,
+                    )
+                )
             elif kind == "vcpu":
-                vcpus.append(VcpuPrice(
-                    basis=name, usd_per_vcpu_hour=_num(row, "usd_per_vcpu_hour", src, line),
-                    region=region, as_of=as_of, source=source))
+                vcpus.append(
+                    VcpuPrice(
+                        basis=name,
+                        usd_per_vcpu_hour=_num(row, "usd_per_vcpu_hour", src, line),
+                        region=region,
+                        as_of=as_of,
+                        source=source,
+                    )
+                )
             else:
-                raise InputError(f"{kind!r} is not instance or vcpu", source=src, line=line,
-                                 field="kind")
+                raise InputError(
+                    f"{kind!r} is not instance or vcpu", source=src, line=line, field="kind"
+                )
     return instances, vcpus
 
 

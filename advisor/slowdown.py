@@ -63,20 +63,42 @@ PLATFORMS: tuple[str, ...] = ("H100", "H200", "B200", "RTX PRO 6000 Blackwell")
 # B200 ~2250, A100 312, L40S 362, RTX PRO 6000 Blackwell ~500 TFLOPS): how fast a GPU eats the
 # prefill work that competes with the CPU work for TTFT. Unknown GPUs count as an H100.
 GPU_SPEED: dict[str, float] = {
-    "H100": 1.0, "H200": 1.0, "B200": 2.27, "B300": 2.27, "A100": 0.32, "L40S": 0.37,
+    "H100": 1.0,
+    "H200": 1.0,
+    "B200": 2.27,
+    "B300": 2.27,
+    "A100": 0.32,
+    "L40S": 0.37,
     "RTX PRO 6000 Blackwell": 0.5,
 }
 # Prefix-cache hit share of the bench's named workloads (docs/bench.md), when none is measured.
 WORKLOAD_PREFIX_HIT: dict[str, float] = {
-    "tokenize-heavy": 0.95, "unique": 0.0, "shared-prefix": 0.9, "attacker-victim": 0.0,
+    "tokenize-heavy": 0.95,
+    "unique": 0.0,
+    "shared-prefix": 0.9,
+    "attacker-victim": 0.0,
 }
 FEATURES: tuple[str, ...] = (
-    "cores_per_gpu", "ref_cores_per_gpu", "gpus", "tp", "model_params_b", "load_rps",
-    "prompt_tokens", "prefix_hit", "renderer_workers", "gpu_speed", "target",
+    "cores_per_gpu",
+    "ref_cores_per_gpu",
+    "gpus",
+    "tp",
+    "model_params_b",
+    "load_rps",
+    "prompt_tokens",
+    "prefix_hit",
+    "renderer_workers",
+    "gpu_speed",
+    "target",
 )
 TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
 PARAM_NAMES: tuple[str, ...] = (
-    "api_base", "api_per_100k_tok_s", "engine_core", "worker_busy", "k_cpu", "gpu_weight",
+    "api_base",
+    "api_per_100k_tok_s",
+    "engine_core",
+    "worker_busy",
+    "k_cpu",
+    "gpu_weight",
     "burst",
 )
 # The prior of every parameter (the fit's ridge pulls log-parameters towards these): an API
@@ -86,8 +108,19 @@ PARAM_NAMES: tuple[str, ...] = (
 # tokenizing it (gpu_weight 1).
 # burst 1: the cores the threads contend for are their mean CPU use.
 PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
-_DEFAULTS = (np.nan, 0.0, REF_GPUS, 0.0, REF_MODEL_PARAMS_B, REF_LOAD_RPS, REF_PROMPT_TOKENS,
-             0.0, 1.0, 1.0, 0.0)
+_DEFAULTS = (
+    np.nan,
+    0.0,
+    REF_GPUS,
+    0.0,
+    REF_MODEL_PARAMS_B,
+    REF_LOAD_RPS,
+    REF_PROMPT_TOKENS,
+    0.0,
+    1.0,
+    1.0,
+    0.0,
+)
 DEFAULT_POLE_EXPONENT = 1.0
 DISPLAY_CAP = 25.0  # what charts draw in the pathological region (never reported as a number)
 
@@ -165,8 +198,9 @@ def _columns(X: np.ndarray) -> dict[str, np.ndarray]:
     tp = np.nan_to_num(c["tp"], nan=0.0)
     return {
         "cores": np.clip(np.nan_to_num(c["cores_per_gpu"], nan=1.0), 1e-6, 1e6) * gpus,
-        "ref": np.where(c["ref_cores_per_gpu"] > 0,
-                        np.clip(c["ref_cores_per_gpu"], 1e-6, 1e6) * gpus, np.inf),
+        "ref": np.where(
+            c["ref_cores_per_gpu"] > 0, np.clip(c["ref_cores_per_gpu"], 1e-6, 1e6) * gpus, np.inf
+        ),
         "gpus": gpus,
         "tp": np.where(tp >= 1, np.minimum(tp, gpus), gpus),
         "model": np.clip(c["model_params_b"], 0.01, 1e5),
@@ -212,9 +246,12 @@ def _slowdown_at(cores: np.ndarray, demand: np.ndarray, k: np.ndarray, q: float)
     return np.where(cores > demand, s, np.inf)
 
 
-def mechanism(values: Sequence[float] | np.ndarray, X: np.ndarray,
-              pole_exponent: float = DEFAULT_POLE_EXPONENT,
-              cols: dict[str, np.ndarray] | None = None) -> Mechanism:
+def mechanism(
+    values: Sequence[float] | np.ndarray,
+    X: np.ndarray,
+    pole_exponent: float = DEFAULT_POLE_EXPONENT,
+    cols: dict[str, np.ndarray] | None = None,
+) -> Mechanism:
     """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
     ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
     a0, at, e0, w, kc, gw, burst = (float(v) for v in values)
@@ -224,27 +261,34 @@ def mechanism(values: Sequence[float] | np.ndarray, X: np.ndarray,
     workers = np.where(c["tp"] > 1, w, 0.0)
     demand = burst * (api + e0 + workers * c["gpus"])
     tokenizer = at * tok / c["renderers"]
-    share = 1.0 / (1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B)
-                   / (c["speed"] * c["tp"]))
+    share = 1.0 / (
+        1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B) / (c["speed"] * c["tp"])
+    )
     k = kc * share
     s_now = _slowdown_at(c["cores"], demand, k, pole_exponent)
-    s_ref = np.where(np.isinf(c["ref"]), 1.0,
-                     _slowdown_at(np.minimum(c["ref"], 1e6), demand, k, pole_exponent))
+    s_ref = np.where(
+        np.isinf(c["ref"]), 1.0, _slowdown_at(np.minimum(c["ref"], 1e6), demand, k, pole_exponent)
+    )
     patho = (c["cores"] <= demand) | (tokenizer >= 1.0)
     with np.errstate(invalid="ignore"):
         rel = np.where(patho, np.inf, s_now / np.where(np.isfinite(s_ref), s_ref, 1.0))
-    return Mechanism(demand, api, np.full_like(demand, e0), workers, tokenizer, share, rel,
-                     patho)
+    return Mechanism(demand, api, np.full_like(demand, e0), workers, tokenizer, share, rel, patho)
 
 
-def target_values(values: Sequence[float] | np.ndarray, X: np.ndarray,
-                  pole_exponent: float = DEFAULT_POLE_EXPONENT) -> tuple[np.ndarray, np.ndarray]:
+def target_values(
+    values: Sequence[float] | np.ndarray,
+    X: np.ndarray,
+    pole_exponent: float = DEFAULT_POLE_EXPONENT,
+) -> tuple[np.ndarray, np.ndarray]:
     """What each row's target predicts (a slowdown, or a process's cores), and the pathological
     flag (slowdown rows only)."""
     m = mechanism(values, X, pole_exponent)
     kind = _columns(X)["target"]
-    out = np.select([kind == 1, kind == 2, kind == 3],
-                    [m.api_server_cores, m.engine_core_cores, m.worker_cores], m.slowdown)
+    out = np.select(
+        [kind == 1, kind == 2, kind == 3],
+        [m.api_server_cores, m.engine_core_cores, m.worker_cores],
+        m.slowdown,
+    )
     return out, m.pathological & (kind == 0)
 
 
@@ -287,7 +331,9 @@ class CurveParams:
         if fmt != MODEL_FORMAT:
             raise InputError(
                 f"not an advisor model file: format {fmt!r}, expected {MODEL_FORMAT!r}; refit "
-                "with `advisor fit --output FILE`", source=source)
+                "with `advisor fit --output FILE`",
+                source=source,
+            )
         assert isinstance(data, dict)
         try:
             params = cls(
@@ -296,23 +342,33 @@ class CurveParams:
                 sigma_log=float(data["sigma_log"]),
                 interval=float(data["interval"]),
                 pole_exponent=float(data["pole_exponent"]),
-                bootstrap_values=tuple(tuple(float(v) for v in t)
-                                       for t in data.get("bootstrap_values", [])),
+                bootstrap_values=tuple(
+                    tuple(float(v) for v in t) for t in data.get("bootstrap_values", [])
+                ),
                 param_names=tuple(str(v) for v in data["param_names"]),
                 feature_names=tuple(str(v) for v in data["feature_names"]),
                 meta=dict(data.get("meta") or {}),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"model file is incomplete or malformed: {exc}", source=source) from exc
+            raise InputError(
+                f"model file is incomplete or malformed: {exc}", source=source
+            ) from exc
         if params.param_names != PARAM_NAMES or len(params.values) != len(PARAM_NAMES):
-            raise InputError(f"parameters {list(params.param_names)} are not this version's "
-                             f"{list(PARAM_NAMES)}", source=source, field="param_names")
+            raise InputError(
+                f"parameters {list(params.param_names)} are not this version's {list(PARAM_NAMES)}",
+                source=source,
+                field="param_names",
+            )
         if any(len(t) != len(PARAM_NAMES) for t in params.bootstrap_values):
-            raise InputError("bootstrap parameters do not match the model", source=source,
-                             field="bootstrap_values")
+            raise InputError(
+                "bootstrap parameters do not match the model",
+                source=source,
+                field="bootstrap_values",
+            )
         if not all(v > 0 and math.isfinite(v) for v in params.values):
-            raise InputError("every parameter must be a positive number", source=source,
-                             field="values")
+            raise InputError(
+                "every parameter must be a positive number", source=source, field="values"
+            )
         return params
 
 
@@ -341,7 +397,7 @@ def total_cores_grid(template: Sequence[float] | np.ndarray, max_total: int) -> 
     against ample cores (its slowdown target)."""
     row = np.asarray(template, dtype=float).copy()
     if row.shape[0] < len(FEATURES):
-        row = np.concatenate([row, np.asarray(_DEFAULTS[row.shape[0]:], dtype=float)])
+        row = np.concatenate([row, np.asarray(_DEFAULTS[row.shape[0] :], dtype=float)])
     gpus = float(_columns(row.reshape(1, -1))["gpus"][0])
     grid = np.tile(row[: len(FEATURES)], (max(int(max_total), 1), 1))
     grid[:, 0] = np.arange(1, grid.shape[0] + 1) / gpus
@@ -350,18 +406,25 @@ def total_cores_grid(template: Sequence[float] | np.ndarray, max_total: int) -> 
     return grid
 
 
-def knee_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
-                     tolerance: float, max_total: int,
-                     ) -> int | None:
+def knee_total_cores(
+    params: CurveParams,
+    template: Sequence[float] | np.ndarray,
+    tolerance: float,
+    max_total: int,
+) -> int | None:
     """Fewest total cores whose predicted TTFT is within ``tolerance`` of ample cores (and
     not pathological), for the configuration of the design-matrix row ``template``; None when
     even ``max_total`` is not enough."""
     return knees_total_cores(params, template, tolerance, max_total, [params.values])[0]
 
 
-def knees_total_cores(params: CurveParams, template: Sequence[float] | np.ndarray,
-                      tolerance: float, max_total: int,
-                      value_sets: Sequence[Sequence[float]]) -> list[int | None]:
+def knees_total_cores(
+    params: CurveParams,
+    template: Sequence[float] | np.ndarray,
+    tolerance: float,
+    max_total: int,
+    value_sets: Sequence[Sequence[float]],
+) -> list[int | None]:
     """:func:`knee_total_cores` for each parameter set of ``value_sets`` (e.g. the refits)."""
     grid = total_cores_grid(template, max_total)
     cols = _columns(grid)
@@ -416,9 +479,12 @@ def predict(params: CurveParams, X: np.ndarray) -> Prediction:
     with np.errstate(invalid="ignore"):
         low = np.where(np.isfinite(lo_b), np.maximum(lo_b / spread, 1.0), params.max_slowdown)
         high = np.where(np.isfinite(hi_b), hi_b * spread, np.inf)
-    return Prediction(slowdown=np.minimum(point, params.max_slowdown),
-                      low=np.minimum(low, params.max_slowdown), high=high,
-                      pathological=m.pathological)
+    return Prediction(
+        slowdown=np.minimum(point, params.max_slowdown),
+        low=np.minimum(low, params.max_slowdown),
+        high=high,
+        pathological=m.pathological,
+    )
 
 
 def shipped_model_path() -> Path:
@@ -461,11 +527,15 @@ def coverage_warnings(
     seen_gpus = params.meta.get("gpus_seen") or []
     out = [*rows]
     if platform is not None and seen_platforms and platform not in seen_platforms:
-        speed = f"relative GPU speed {platform_speed(platform):g}" if platform in GPU_SPEED else (
-            "an unknown GPU, counted as an H100")
+        speed = (
+            f"relative GPU speed {platform_speed(platform):g}"
+            if platform in GPU_SPEED
+            else ("an unknown GPU, counted as an H100")
+        )
         out.append(
             f"extrapolation: no calibration data for platform {platform!r} "
-            f"(calibrated on {', '.join(seen_platforms)}); predicted from its {speed}")
+            f"(calibrated on {', '.join(seen_platforms)}); predicted from its {speed}"
+        )
     if gpus is not None and seen_gpus and int(gpus) not in {int(g) for g in seen_gpus}:
         out.append(
             f"extrapolation: no calibration data for {int(gpus)} GPUs "

@@ -241,32 +241,43 @@ def main() -> None:
     ]
     t = time.perf_counter()
     cube_rows = ratios.refresh_ratio_cube(con)
-    print(f"cubes rebuilt (what every ingest pays) in {(time.perf_counter() - t) * 1000:.0f} ms "
-          f"({cube_rows:,} ratio_cube rows)")
+    print(
+        f"cubes rebuilt (what every ingest pays) in {(time.perf_counter() - t) * 1000:.0f} ms "
+        f"({cube_rows:,} ratio_cube rows)"
+    )
     t = time.perf_counter()
     month_rows = ratios.refresh_people_months(con)
-    print(f"per-month people cube built (on first use) in {(time.perf_counter() - t) * 1000:.0f} ms "
-          f"({month_rows:,} rows)")
+    print(
+        f"per-month people cube built (on first use) in {(time.perf_counter() - t) * 1000:.0f} ms "
+        f"({month_rows:,} rows)"
+    )
     base = _time(baseline_count, args.repeats)
     base_q = _time(baseline_quantile, args.repeats)
     print(f"{'baseline: count(*) GROUP BY gpu_type':58s} {base:8.1f} ms   1.00x")
-    print(f"{'baseline: DuckDB quantile_cont GROUP BY gpu_type':58s} {base_q:8.1f} ms "
-          f"{base_q / base:6.2f}x")  # fmt: skip
+    print(
+        f"{'baseline: DuckDB quantile_cont GROUP BY gpu_type':58s} {base_q:8.1f} ms "
+        f"{base_q / base:6.2f}x"
+    )
     misses = []
     for name, fn in cases:
         ms = _time(fn, args.repeats)
         if ms >= 100:
             misses.append(name)
         print(f"{name:58s} {ms:8.1f} ms {ms / base:6.2f}x  ({ms / base_q:.2f}x quantile_cont)")
-    print(f"{len(cases) - len(misses)} of {len(cases)} summaries under the 100 ms target"
-          + (f"; over it: {'; '.join(misses)}" if misses else "") + " (noisy shared machine)")
+    print(
+        f"{len(cases) - len(misses)} of {len(cases)} summaries under the 100 ms target"
+        + (f"; over it: {'; '.join(misses)}" if misses else "")
+        + " (noisy shared machine)"
+    )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     # a report holds its figures as columns; RatioGroup objects are built on first use of
     # .groups, which for tens of thousands of groups costs more than the summary itself
     report = ratios.ratio_summary(con, RatioQuery(by=("user", "month")))
     ms = _time(report.table.groups, args.repeats)
-    print(f"not a summary: {len(report.table):,} user+month groups as RatioGroup objects "
-          f"(report.groups) {ms:.1f} ms {ms / base:.2f}x")  # fmt: skip
+    print(
+        f"not a summary: {len(report.table):,} user+month groups as RatioGroup objects "
+        f"(report.groups) {ms:.1f} ms {ms / base:.2f}x"
+    )
     print("the same summaries computed from the jobs table (use_cube=False), for comparison:")
     for name, _fn in cases[:3]:
         q = (

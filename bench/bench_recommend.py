@@ -29,13 +29,29 @@ import tempfile
 import time
 
 TARGET_S = 0.5
-ARGS = ["recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b", "--rps", "8",
-        "--prompt-tokens", "32000", "--format", "json"]
+ARGS = [
+    "recommend",
+    "--gpu-type",
+    "H100",
+    "--gpus",
+    "4",
+    "--model-size",
+    "8b",
+    "--rps",
+    "8",
+    "--prompt-tokens",
+    "32000",
+    "--format",
+    "json",
+]
 COMMAND = ["-m", "advisor", *ARGS]
 # What `advisor` would do with the job-submit fast path hooked into advisor.cli.main (see
 # advisor.cli.recommend.fast_recommend): the same package import, the same core call, no typer app.
-FAST = ["-c", "import sys; from advisor.cli.recommend import fast_recommend; "
-        f"sys.exit(fast_recommend({ARGS!r}))"]
+FAST = [
+    "-c",
+    "import sys; from advisor.cli.recommend import fast_recommend; "
+    f"sys.exit(fast_recommend({ARGS!r}))",
+]
 
 
 def _time(args: list[str], runs: int, cwd: str, env: dict[str, str]) -> list[float]:
@@ -50,13 +66,18 @@ def _time(args: list[str], runs: int, cwd: str, env: dict[str, str]) -> list[flo
 
 
 def _heaviest_imports(cwd: str, env: dict[str, str], top: int = 8) -> list[tuple[int, str]]:
-    done = subprocess.run([sys.executable, "-X", "importtime", *COMMAND], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *COMMAND],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     rows = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        _self_us, cum_us, name = line[len("import time:"):].split("|")
+        _self_us, cum_us, name = line[len("import time:") :].split("|")
         if not name.startswith("  "):  # top-level imports only (nested ones are indented)
             rows.append((int(cum_us), name.strip()))
     return sorted(rows, reverse=True)[:top]
@@ -114,7 +135,8 @@ def _partitions(db: str, runs: int) -> dict[str, object]:
             t0 = time.perf_counter()
             con.execute(
                 'SELECT "partition", gpu_type, cpus, gpus, count(*), sum(elapsed_s) FROM jobs '
-                "WHERE gpus > 0 AND cpus > 0 AND elapsed_s > 0 GROUP BY ALL").fetchall()
+                "WHERE gpus > 0 AND cpus > 0 AND elapsed_s > 0 GROUP BY ALL"
+            ).fetchall()
             bare.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             rows = recommend_partitions(PartitionQuery(db=db)).rows
@@ -122,9 +144,14 @@ def _partitions(db: str, runs: int) -> dict[str, object]:
     finally:
         con.close()
     b, f = statistics.median(bare), statistics.median(full)
-    return {"jobs": jobs[0] if jobs else None, "groups": len(rows), "runs": runs,
-            "bare_group_by_median_s": round(b, 4), "recommend_partitions_median_s": round(f, 4),
-            "ratio_vs_bare": round(f / b, 2)}
+    return {
+        "jobs": jobs[0] if jobs else None,
+        "groups": len(rows),
+        "runs": runs,
+        "bare_group_by_median_s": round(b, 4),
+        "recommend_partitions_median_s": round(f, 4),
+        "ratio_vs_bare": round(f / b, 2),
+    }
 
 
 if __name__ == "__main__":

@@ -73,8 +73,10 @@ def main() -> None:
     inputs_ms = (time.perf_counter() - t) * 1000.0
     con = store.connect(db, read_only=True)
     row = con.execute("SELECT count(*) FROM jobs").fetchone()
-    print(f"jobs table: {row[0] if row else 0:,} rows; month {month.label}; "
-          f"repeats {args.repeats} (median shown)")  # fmt: skip
+    print(
+        f"jobs table: {row[0] if row else 0:,} rows; month {month.label}; "
+        f"repeats {args.repeats} (median shown)"
+    )
 
     def baseline_count() -> object:
         return con.execute(
@@ -115,9 +117,11 @@ def main() -> None:
     ):
         print(f"{name:<44}{ms:>10.1f}{ms / count_ms:>10.1f}{ms / summary_ms:>11.1f}")
     html = built[0]
-    print(f"run_reports --all-months: {len(results)} months in {all_s:.1f} s "
-          f"({all_s / max(1, len(results)):.2f} s per month, inputs included); "
-          f"month {html.month}: {html.quality.gpu_jobs:,} GPU jobs")  # fmt: skip
+    print(
+        f"run_reports --all-months: {len(results)} months in {all_s:.1f} s "
+        f"({all_s / max(1, len(results)):.2f} s per month, inputs included); "
+        f"month {html.month}: {html.quality.gpu_jobs:,} GPU jobs"
+    )
 
 
 if __name__ == "__main__":

@@ -34,4 +34,5 @@ def cli(monkeypatch: pytest.MonkeyPatch):
         code = run_guarded(app)
         monkeypatch.undo()
         return code, out.getvalue(), err.getvalue()
+
     return invoke

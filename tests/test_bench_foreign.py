@@ -205,9 +205,18 @@ def test_console_script_exits_3_naming_the_file_without_cores(tmp_path: Path) ->
 def test_console_script_writes_the_calibration_csv(tmp_path: Path) -> None:
     out = tmp_path / "c.csv"
     proc = _advisor(
-        "bench", "import", str(AIPERF), "--cores", "8", "--gpus", "2",
-        "--calibration-csv", str(out), "--format", "json",
-    )  # fmt: skip
+        "bench",
+        "import",
+        str(AIPERF),
+        "--cores",
+        "8",
+        "--gpus",
+        "2",
+        "--calibration-csv",
+        str(out),
+        "--format",
+        "json",
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert {r["metric"]: r["value"] for r in rows}["ttft_p50_ms"] == 575.5

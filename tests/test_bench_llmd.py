@@ -25,8 +25,25 @@ from advisor.harness.llmd import export_runs, run_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "bench" / "h200-2026-11-29" / "h200x2-tp2"
-STAT_KEYS = {"units", "mean", "mode", "stddev", "min", "p0p1", "p1", "p5", "p10", "p25", "p50",
-             "p75", "p90", "p95", "p99", "p99p9", "max"}  # fmt: skip
+STAT_KEYS = {
+    "units",
+    "mean",
+    "mode",
+    "stddev",
+    "min",
+    "p0p1",
+    "p1",
+    "p5",
+    "p10",
+    "p25",
+    "p50",
+    "p75",
+    "p90",
+    "p95",
+    "p99",
+    "p99p9",
+    "max",
+}
 LOAD_NAMES = {"fmperf", "guidellm", "inference-perf", "vllm-benchmark", "nop"}
 
 
@@ -117,8 +134,9 @@ def test_export_command_writes_reports_and_reports_bad_files(cli, tmp_path: Path
     )
     assert code == 3 and "bad.json" in err and err.startswith("Error: ")
     assert len(list((tmp_path / "o").glob("*.json"))) == 1
-    code, out, err = cli("bench", "export", str(runs / src.name), "--out", str(tmp_path / "p"),
-                         "--format", "json")  # fmt: skip
+    code, out, err = cli(
+        "bench", "export", str(runs / src.name), "--out", str(tmp_path / "p"), "--format", "json"
+    )
     assert code == 0, err
     [row] = json.loads(out)
     check_llmd_v01(json.loads(Path(row["report"]).read_text(encoding="utf-8")))

@@ -18,9 +18,13 @@ PUBLISHED = ROOT / "data" / "calibration" / "published.csv"
 
 def test_csv_columns_are_exactly_the_calibration_tables_columns(db_path: Path):
     con = connect(db_path)
-    table_cols = [r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'calibration' "
-        "ORDER BY ordinal_position").fetchall()]
+    table_cols = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'calibration' "
+            "ORDER BY ordinal_position"
+        ).fetchall()
+    ]
     con.close()
     with PUBLISHED.open() as fh:
         header = next(csv.reader(fh))
@@ -79,7 +83,8 @@ def test_bench_points_in_the_database_join_the_csv_points(tmp_path: Path, db_pat
             " gpus, load_rps, prompt_tokens, cores, cores_per_gpu, metric, value, unit)"
             " VALUES (?, 'bench:run-' || ?, 'nvidia_h200', 'vllm', 'Llama-3.1-8B', 8, 4, 8,"
             " 16000, ?, ?, 'ttft_ms', ?, 'ms')",
-            [f"bench-h200-{cores}", str(cores), cores, cores / 4, ttft])
+            [f"bench-h200-{cores}", str(cores), cores, cores / 4, ttft],
+        )
     con.close()
     loaded = load_points(tmp_path, db_path)
     bench = [p for p in loaded.points if p.source_kind == "bench"]
@@ -110,8 +115,10 @@ def test_calibration_list_prints_every_point_as_json(cli):
 
 def test_cpu_only_test_runs_are_kept_but_never_fitted(tmp_path: Path):
     header = ",".join(COLUMNS)
-    rows = [f"cpu-{c},bench:r{c},,CPU,stub,,tiny,0.001,1,unique,8,100,{c},{c},ttft_ms,{900 / c},ms,,"
-            for c in (1, 2, 4)]
+    rows = [
+        f"cpu-{c},bench:r{c},,CPU,stub,,tiny,0.001,1,unique,8,100,{c},{c},ttft_ms,{900 / c},ms,,"
+        for c in (1, 2, 4)
+    ]
     (tmp_path / "cpu.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
     loaded = load_points(tmp_path)
     assert len(loaded.points) == 3
@@ -124,13 +131,14 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
 
     shutil.copy(PUBLISHED, tmp_path / "published.csv")
     con = connect(db_path)
-    for cores, ttft in ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 300.0), (16, 280.0),
-                        (32, 270.0)):
+    for cores, ttft in ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 300.0), (16, 280.0), (32, 270.0)):
         con.execute(
             "INSERT INTO calibration (point_id, source, platform, engine, model, model_params_b,"
             " gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
             " VALUES (?, 'bench:h200-' || ?, 'H200', 'vllm', 'Llama-3.1-8B', 8, 4, 8, ?, ?,"
-            " 'ttft_ms', ?, 'ms')", [f"b-{cores}", str(cores), cores, cores / 4, ttft])
+            " 'ttft_ms', ?, 'ms')",
+            [f"b-{cores}", str(cores), cores, cores / 4, ttft],
+        )
     con.close()
     report = fit_model(FitConfig(calibration_dir=str(tmp_path), db=str(db_path), n_bootstrap=0))
     assert report.points_fitted == 14 + 6

@@ -19,7 +19,11 @@ DIST = pd.DataFrame(
     }
 )
 QUANT = pd.DataFrame(
-    {"gpu_type": ["H100", "A100"], "p25_cores_per_gpu": [0.25, 1.0], "p50_cores_per_gpu": [1.0, 1.0]}
+    {
+        "gpu_type": ["H100", "A100"],
+        "p25_cores_per_gpu": [0.25, 1.0],
+        "p50_cores_per_gpu": [1.0, 1.0],
+    }
 )
 
 
@@ -66,10 +70,15 @@ def test_histogram_has_one_panel_per_gpu_type_with_p25_p50_and_fair_share_rules(
     assert [layer["mark"]["type"] for layer in layers] == ["bar", "rule", "rule"]
     assert layers[0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
     rows = [r for d in _datasets(spec) for r in d]
-    quantile_rows = {(r["gpu_type"], r["quantile"], r["cores_per_gpu"])
-                     for r in rows if r["layer"] == "quantile"}
-    assert quantile_rows == {("H100", "P25", 0.25), ("H100", "P50", 1.0),
-                             ("A100", "P25", 1.0), ("A100", "P50", 1.0)}
+    quantile_rows = {
+        (r["gpu_type"], r["quantile"], r["cores_per_gpu"]) for r in rows if r["layer"] == "quantile"
+    }
+    assert quantile_rows == {
+        ("H100", "P25", 0.25),
+        ("H100", "P50", 1.0),
+        ("A100", "P25", 1.0),
+        ("A100", "P50", 1.0),
+    }
     assert [(r["gpu_type"], r["cores_per_gpu"]) for r in rows if r["layer"] == "fair"] == [
         ("H100", 12.0)
     ]
@@ -82,45 +91,73 @@ def test_ecdf_chart_marks_the_quantiles_at_a_quarter_and_a_half():
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
     points = [r for d in _datasets(spec) for r in d if "quantile" in r]
     assert {(r["gpu_type"], r["quantile"], r["cum_share"]) for r in points} == {
-        ("H100", "P25", 0.25), ("H100", "P50", 0.5), ("A100", "P25", 0.25), ("A100", "P50", 0.5)
+        ("H100", "P25", 0.25),
+        ("H100", "P50", 0.5),
+        ("A100", "P25", 0.25),
+        ("A100", "P50", 0.5),
     }
 
 
 def test_share_below_chart_draws_jobs_and_gpu_hours_side_by_side_per_threshold():
     shares = pd.DataFrame(
-        {"gpu_type": ["H100", "H100"], "threshold_cores_per_gpu": [8.0, 1.0],
-         "share_jobs": [0.9, 0.5], "share_gpu_hours": [0.8, 0.3]}
+        {
+            "gpu_type": ["H100", "H100"],
+            "threshold_cores_per_gpu": [8.0, 1.0],
+            "share_jobs": [0.9, 0.5],
+            "share_gpu_hours": [0.8, 0.3],
+        }
     )
     spec = _spec(charts.share_below_chart(shares))
     assert spec["spec"]["encoding"]["x"]["sort"] == ["< 1", "< 8"]
     rows = [r for d in _datasets(spec) for r in d]
     assert {(r["threshold"], r["weighted_by"], r["share"]) for r in rows} == {
-        ("< 8", "jobs", 0.9), ("< 8", "GPU-hours", 0.8), ("< 1", "jobs", 0.5), ("< 1", "GPU-hours", 0.3)
+        ("< 8", "jobs", 0.9),
+        ("< 8", "GPU-hours", 0.8),
+        ("< 1", "jobs", 0.5),
+        ("< 1", "GPU-hours", 0.3),
     }
 
 
 def test_trend_chart_draws_p25_dashed_and_p50_solid_per_group_and_drops_empty_months():
     t = pd.DataFrame(
-        {"month": pd.to_datetime(["2024-01-01", "2024-02-01"]), "partition": ["gpu", "gpu"],
-         "p25_cores_per_gpu": [1.0, None], "p50_cores_per_gpu": [2.0, 4.0]}
+        {
+            "month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
+            "partition": ["gpu", "gpu"],
+            "p25_cores_per_gpu": [1.0, None],
+            "p50_cores_per_gpu": [2.0, 4.0],
+        }
     )
     spec = _spec(charts.trend_chart(t, group="partition"))
     assert spec["layer"][0]["encoding"]["color"]["field"] == "partition"
     rows = [r for d in _datasets(spec) for r in d]
     assert sorted((r["quantile"], r["cores_per_gpu"]) for r in rows) == [
-        ("P25", 1.0), ("P50", 2.0), ("P50", 4.0)
+        ("P25", 1.0),
+        ("P50", 2.0),
+        ("P50", 4.0),
     ]
 
 
 def test_ttft_curve_has_interval_band_line_calibration_points_and_recommendation():
-    curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0, 4.0], "ttft_ms": [900.0, 400.0, 300.0],
-                          "ttft_low_ms": [800.0, 350.0, 250.0], "ttft_high_ms": [1000.0, 450.0, 350.0]})
+    curve = pd.DataFrame(
+        {
+            "cores_per_gpu": [1.0, 2.0, 4.0],
+            "ttft_ms": [900.0, 400.0, 300.0],
+            "ttft_low_ms": [800.0, 350.0, 250.0],
+            "ttft_high_ms": [1000.0, 450.0, 350.0],
+        }
+    )
     pts = pd.DataFrame({"cores_per_gpu": [1.0], "ttft_ms": [880.0], "source": ["paper"]})
     spec = _spec(charts.ttft_curve_chart(curve, pts, recommended_cores_per_gpu=4.0))
     assert [layer["mark"]["type"] for layer in spec["layer"]] == [
-        "area", "line", "point", "rule", "text"]
-    assert any(r == {"cores_per_gpu": 4.0, "label": "recommended: 4"}
-               for d in _datasets(spec) for r in d)
+        "area",
+        "line",
+        "point",
+        "rule",
+        "text",
+    ]
+    assert any(
+        r == {"cores_per_gpu": 4.0, "label": "recommended: 4"} for d in _datasets(spec) for r in d
+    )
     no_band = _spec(charts.ttft_curve_chart(curve[["cores_per_gpu", "ttft_ms"]]))
     assert [layer["mark"]["type"] for layer in no_band["layer"]] == ["line"]
 
@@ -136,8 +173,12 @@ def test_every_builder_renders_to_svg_with_vl_convert():
     vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
     curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [900.0, 400.0]})
     runs = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [5.0, 3.0], "series": ["x", "x"]})
-    for chart in (charts.ratio_histogram(DIST, quantiles=QUANT), charts.ratio_ecdf(DIST),
-                  charts.ttft_curve_chart(curve), charts.bench_curves_chart(runs, runs)):
+    for chart in (
+        charts.ratio_histogram(DIST, quantiles=QUANT),
+        charts.ratio_ecdf(DIST),
+        charts.ttft_curve_chart(curve),
+        charts.bench_curves_chart(runs, runs),
+    ):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and "<path" in svg
 
@@ -146,9 +187,19 @@ def _runs() -> pd.DataFrame:
     rows = []
     for c, ttft in ((2.0, 900.0), (4.0, 400.0), (8.0, 260.0)):
         for rep in (0, 1, 2):
-            rows.append({"platform": "H100", "model": "m", "model_params_b": 8.0, "gpus": 4,
-                         "attacker_rps": 8.0, "workload": "unique", "cores_per_gpu": c,
-                         "victim_ttft_p50_ms": ttft + 10.0 * rep, "status": "ok"})
+            rows.append(
+                {
+                    "platform": "H100",
+                    "model": "m",
+                    "model_params_b": 8.0,
+                    "gpus": 4,
+                    "attacker_rps": 8.0,
+                    "workload": "unique",
+                    "cores_per_gpu": c,
+                    "victim_ttft_p50_ms": ttft + 10.0 * rep,
+                    "status": "ok",
+                }
+            )
     rows.append({**rows[0], "status": "hung", "victim_ttft_p50_ms": None, "cores_per_gpu": 1.0})
     return pd.DataFrame(rows)
 
@@ -177,11 +228,14 @@ def test_model_curve_spans_slurm_default_to_the_cap_with_a_capped_interval():
     from advisor import slowdown
 
     params = slowdown.load_params()
-    f = charts.model_curve_frame(params, gpus=4, platform="H100", ample_ttft_ms=100.0,
-                                 max_cores_per_gpu=32.0)
+    f = charts.model_curve_frame(
+        params, gpus=4, platform="H100", ample_ttft_ms=100.0, max_cores_per_gpu=32.0
+    )
     assert f["cores_per_gpu"].iloc[0] == pytest.approx(0.25)
     assert f["cores_per_gpu"].iloc[-1] == pytest.approx(32.0)
-    assert (f["slowdown_low"] <= f["slowdown"]).all() and (f["slowdown"] <= f["slowdown_high"]).all()
+    assert (f["slowdown_low"] <= f["slowdown"]).all() and (
+        f["slowdown"] <= f["slowdown_high"]
+    ).all()
     assert f["slowdown_high"].max() <= params.max_slowdown
     assert f["slowdown"].is_monotonic_decreasing
     assert f["ttft_ms"].tolist() == pytest.approx((f["slowdown"] * 100.0).tolist())
@@ -206,12 +260,18 @@ def test_calibration_points_keep_their_source_and_filter_by_platform_and_gpus():
 
 def test_the_current_allocation_is_a_labelled_dashed_rule_beside_the_recommendation():
     curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0, 4.0], "slowdown": [3.0, 1.5, 1.0]})
-    spec = _spec(charts.ttft_curve_chart(curve, recommended_cores_per_gpu=4.0,
-                                         current_cores_per_gpu=1.0, value="slowdown"))
+    spec = _spec(
+        charts.ttft_curve_chart(
+            curve, recommended_cores_per_gpu=4.0, current_cores_per_gpu=1.0, value="slowdown"
+        )
+    )
     labels = sorted(r["label"] for d in _datasets(spec) for r in d if "label" in r)
     assert labels == ["now: 1", "recommended: 4"]
-    dashes = [layer["mark"].get("strokeDash") for layer in spec["layer"]
-              if layer["mark"]["type"] == "rule"]
+    dashes = [
+        layer["mark"].get("strokeDash")
+        for layer in spec["layer"]
+        if layer["mark"]["type"] == "rule"
+    ]
     assert dashes == [[1, 0], [6, 3]]
 
 
@@ -231,8 +291,15 @@ def _legends(spec: dict) -> list[dict]:
 
 
 def test_p50_is_solid_and_p25_dashed_on_every_chart_with_a_legend_that_draws_the_dash():
-    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01"]), "cluster": ["a"],
-                      "p25_cores_per_gpu": [1.0], "p50_cores_per_gpu": [2.0], "jobs": [50]})
+    t = pd.DataFrame(
+        {
+            "month": pd.to_datetime(["2024-01-01"]),
+            "cluster": ["a"],
+            "p25_cores_per_gpu": [1.0],
+            "p50_cores_per_gpu": [2.0],
+            "jobs": [50],
+        }
+    )
     for chart in (charts.trend_chart(t), charts.ratio_histogram(DIST, quantiles=QUANT)):
         spec = chart.to_dict()
         text = str(spec)
@@ -242,25 +309,36 @@ def test_p50_is_solid_and_p25_dashed_on_every_chart_with_a_legend_that_draws_the
 
 
 def test_legends_and_bar_labels_have_no_length_limit():
-    runs = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [5.0, 3.0],
-                         "series": ["H200 · Llama-3.1-8B · 1 GPU · 8 rps · unique"] * 2})
+    runs = pd.DataFrame(
+        {
+            "cores_per_gpu": [1.0, 2.0],
+            "ttft_ms": [5.0, 3.0],
+            "series": ["H200 · Llama-3.1-8B · 1 GPU · 8 rps · unique"] * 2,
+        }
+    )
     spec = charts.bench_curves_chart(runs).to_dict()
     assert all(lg["labelLimit"] == 0 for lg in _legends(spec))
-    bars = charts.top_bar_chart(pd.DataFrame({"n": ["x" * 80], "v": [1.0]}), name="n", value="v",
-                                title="t").to_dict()
+    bars = charts.top_bar_chart(
+        pd.DataFrame({"n": ["x" * 80], "v": [1.0]}), name="n", value="v", title="t"
+    ).to_dict()
     assert bars["encoding"]["y"]["axis"]["labelLimit"] == 0
 
 
 def test_months_with_few_jobs_are_faded_off_the_lines_and_carry_their_count():
-    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
-                      "cluster": ["a", "a"], "p25_cores_per_gpu": [1.0, 1.0],
-                      "p50_cores_per_gpu": [2.0, 2.0], "jobs": [5, 500]})
+    t = pd.DataFrame(
+        {
+            "month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
+            "cluster": ["a", "a"],
+            "p25_cores_per_gpu": [1.0, 1.0],
+            "p50_cores_per_gpu": [2.0, 2.0],
+            "jobs": [5, 500],
+        }
+    )
     spec = _spec(charts.trend_chart(t, min_jobs=30))
     rows = [r for d in _datasets(spec) for r in d]
     assert {(r["jobs"], r["few_jobs"]) for r in rows} == {(5, True), (500, False)}
     lines, points = spec["layer"]
-    assert lines["mark"]["type"] == "line" and lines["transform"] == [
-        {"filter": "!datum.few_jobs"}]
+    assert lines["mark"]["type"] == "line" and lines["transform"] == [{"filter": "!datum.few_jobs"}]
     assert points["mark"]["type"] == "point" and "transform" not in points
     assert points["encoding"]["opacity"]["condition"]["test"] == "datum.few_jobs"
     assert {"field": "jobs", "type": "quantitative", "format": ","} in points["encoding"]["tooltip"]
@@ -268,17 +346,32 @@ def test_months_with_few_jobs_are_faded_off_the_lines_and_carry_their_count():
 
 def test_the_dash_legend_draws_its_strokes():
     vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
-    t = pd.DataFrame({"month": pd.to_datetime(["2024-01-01", "2024-02-01"]), "cluster": ["a", "a"],
-                      "p25_cores_per_gpu": [1.0, 1.0], "p50_cores_per_gpu": [2.0, 2.0],
-                      "jobs": [50, 50]})
-    for chart in (charts.trend_chart(t, min_jobs=30), charts.ratio_histogram(DIST, quantiles=QUANT)):
+    t = pd.DataFrame(
+        {
+            "month": pd.to_datetime(["2024-01-01", "2024-02-01"]),
+            "cluster": ["a", "a"],
+            "p25_cores_per_gpu": [1.0, 1.0],
+            "p50_cores_per_gpu": [2.0, 2.0],
+            "jobs": [50, 50],
+        }
+    )
+    for chart in (
+        charts.trend_chart(t, min_jobs=30),
+        charts.ratio_histogram(DIST, quantiles=QUANT),
+    ):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         dashes = re.findall(r'<path[^>]*d="M-5,0L5,0"[^>]*>', svg)
         assert dashes and all('stroke="' in d for d in dashes), dashes
 
 
 def test_share_below_panels_follow_the_order_given():
-    shares = pd.DataFrame({"gpu_type": ["A100", "H100"], "threshold_cores_per_gpu": [1.0, 1.0],
-                           "share_jobs": [0.1, 0.2], "share_gpu_hours": [0.1, 0.2]})
+    shares = pd.DataFrame(
+        {
+            "gpu_type": ["A100", "H100"],
+            "threshold_cores_per_gpu": [1.0, 1.0],
+            "share_jobs": [0.1, 0.2],
+            "share_gpu_hours": [0.1, 0.2],
+        }
+    )
     spec = charts.share_below_chart(shares, order=["H100", "A100"]).to_dict()
     assert spec["facet"]["column"]["sort"] == ["H100", "A100"]

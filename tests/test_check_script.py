@@ -16,18 +16,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SLURM_PROGRAMS = ("slurmctld", "slurmd", "slurmdbd", "sacct", "sbatch", "scontrol", "sacctmgr",
-                  "mariadbd", "munged")  # fmt: skip
+SLURM_PROGRAMS = (
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "sacct",
+    "sbatch",
+    "scontrol",
+    "sacctmgr",
+    "mariadbd",
+    "munged",
+)
 
 
-def _plan(*args: str, check: Path = ROOT / "scripts" / "check", user: str | None = None,
-          **env: str) -> tuple[str, list[str]]:  # fmt: skip
+def _plan(
+    *args: str, check: Path = ROOT / "scripts" / "check", user: str | None = None, **env: str
+) -> tuple[str, list[str]]:
     """(the sandbox decision, the NOTICE lines) printed by ``scripts/check --plan``."""
     argv = ["bash", str(check), "--plan", *args]
     if user is not None:
         argv = ["runuser", "-u", user, "--", *argv]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env})  # fmt: skip
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     (decision,) = [ln.split(": ", 2)[2] for ln in lines if ln.startswith("check: slurm sandbox:")]
@@ -51,14 +62,24 @@ def _copy_scripts(root: Path, sandbox_status_rc: int | None = None) -> Path:
         stand_in = root / "scripts" / "slurm-sandbox"
         stand_in.write_text(f'#!/bin/sh\n[ "$1" = status ] && exit {sandbox_status_rc}\nexit 9\n')
     for path in (root, root / "scripts", *(root / "scripts").iterdir()):
-        path.chmod(path.stat().st_mode | stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP
-                   | stat.S_IROTH | stat.S_IXOTH)  # fmt: skip
+        path.chmod(
+            path.stat().st_mode
+            | stat.S_IRWXU
+            | stat.S_IRGRP
+            | stat.S_IXGRP
+            | stat.S_IROTH
+            | stat.S_IXOTH
+        )
     return root
 
 
 def _sandbox_of_this_checkout_runs() -> bool:
-    return subprocess.run([str(ROOT / "scripts" / "slurm-sandbox"), "status"],
-                          capture_output=True, timeout=60).returncode == 0  # fmt: skip
+    return (
+        subprocess.run(
+            [str(ROOT / "scripts" / "slurm-sandbox"), "status"], capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )
 
 
 def test_the_plan_matches_this_machine_root_and_slurm_start_it_else_say_how():

@@ -76,11 +76,20 @@ def test_a_missing_database_is_exit_4_with_the_command_that_makes_one(tmp_path):
 
 
 UNREADABLE_PATHS = {
-    "recommend fast path": ["recommend", "--gpu-type", "H100", "--gpus", "2", "-f", "json",
-                            "--pricing", "{dir}"],
+    "recommend fast path": [
+        "recommend",
+        "--gpu-type",
+        "H100",
+        "--gpus",
+        "2",
+        "-f",
+        "json",
+        "--pricing",
+        "{dir}",
+    ],
     "recommend": ["recommend", "--gpu-type", "H100", "--gpus", "2", "--pricing", "{dir}"],
     "ingest": ["ingest", str(FIX / "edge.txt"), "--gpu-types", "{dir}", "--db", "{dir}/d.duckdb"],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("args", UNREADABLE_PATHS.values(), ids=UNREADABLE_PATHS.keys())
@@ -100,9 +109,12 @@ PIPED = {
 def test_a_reader_that_leaves_early_ends_the_command_quietly(args, tmp_path):
     """`advisor ... | head -1`: the pipe is closed before advisor writes."""
     proc = subprocess.Popen(
-        [str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+        [str(SCRIPT), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
@@ -163,14 +175,23 @@ def test_every_help_names_values_as_a_person_types_them(cli):
 
 
 def test_ingest_input_format_has_its_own_option_and_the_old_spelling_still_works(cli, db_path):
-    code, out, err = cli("ingest", str(FIX / "edge.txt"), "--db", str(db_path),
-                         "--input-format", "sacct-text", "-f", "json")  # fmt: skip
+    code, out, err = cli(
+        "ingest",
+        str(FIX / "edge.txt"),
+        "--db",
+        str(db_path),
+        "--input-format",
+        "sacct-text",
+        "-f",
+        "json",
+    )
     assert code == 0 and err == "", err
     assert '"format": "sacct-text"' in out
     code, out, err = cli("ingest", str(FIX / "edge.txt"), "--db", str(db_path), "-f", "sacct-text")
     assert code == 0
-    assert err.startswith("note: --format sacct-text names the input format; write "
-                          "--input-format sacct-text")  # fmt: skip
+    assert err.startswith(
+        "note: --format sacct-text names the input format; write --input-format sacct-text"
+    )
 
 
 def _app_raising(exc: BaseException) -> typer.Typer:
@@ -250,11 +271,23 @@ def test_stopping_advisor_dashboard_stops_its_streamlit_child(sig, code, sample_
 
     port = _free_port()
     proc = subprocess.Popen(
-        [str(SCRIPT), "dashboard", "--db", str(sample_db), "--port", str(port),
-         "--address", "127.0.0.1"],
-        env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            str(SCRIPT),
+            "dashboard",
+            "--db",
+            str(sample_db),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+        ],
+        env=_env(),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,  # only for the clean-up below, should the test fail
-    )  # fmt: skip
+    )
     children: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + 90

@@ -11,11 +11,28 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte: every write fails with EPIPE
     proc = subprocess.run(
-        [sys.executable, "-c", "from advisor.cli import main; main()", "recommend",
-         "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b", "--rps", "8",
-         "--format", "json"],
-        stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from advisor.cli import main; main()",
+            "recommend",
+            "--gpu-type",
+            "H100",
+            "--gpus",
+            "4",
+            "--model-size",
+            "8b",
+            "--rps",
+            "8",
+            "--format",
+            "json",
+        ],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 1  # as click's own commands exit when the reader leaves

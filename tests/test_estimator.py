@@ -23,7 +23,8 @@ def fitted() -> CoreSlowdownRegressor:
     ts = training_set(load_points().points, 25.0)
     X, y, w, groups = ts.arrays()
     return CoreSlowdownRegressor(n_bootstrap=10, random_state=0).fit(
-        X, y, sample_weight=w, groups=groups)
+        X, y, sample_weight=w, groups=groups
+    )
 
 
 def _grid(cores: np.ndarray, **kw: object) -> np.ndarray:
@@ -35,10 +36,15 @@ def test_prediction_never_increases_with_cores_for_any_workload(fitted):
     cores = np.linspace(0.1, 64, 400)
     for _ in range(30):
         gpus = int(rng.choice([1, 2, 4, 8]))
-        kw = dict(gpus=gpus, tp=int(rng.choice([1, gpus])),
-                  model_params_b=float(rng.uniform(1, 200)), load_rps=float(rng.uniform(0.5, 64)),
-                  prompt_tokens=int(rng.integers(500, 200_000)),
-                  prefix_hit=float(rng.uniform(0, 1)), platform=str(rng.choice(slowdown.PLATFORMS)))
+        kw = dict(
+            gpus=gpus,
+            tp=int(rng.choice([1, gpus])),
+            model_params_b=float(rng.uniform(1, 200)),
+            load_rps=float(rng.uniform(0.5, 64)),
+            prompt_tokens=int(rng.integers(500, 200_000)),
+            prefix_hit=float(rng.uniform(0, 1)),
+            platform=str(rng.choice(slowdown.PLATFORMS)),
+        )
         pred = fitted.predict(_grid(cores, **kw))
         assert np.all(np.diff(pred) <= 1e-12), kw
         assert pred[-1] >= 1.0
@@ -60,9 +66,13 @@ def test_cpu_demand_is_the_sum_of_its_parts_and_grows_by_a_worker_per_gpu():
 def test_a_prefix_cache_hit_makes_a_request_cpu_bound_and_a_faster_gpu_too():
     values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
     kw = dict(gpus=1, load_rps=4, prompt_tokens=16_000)
-    rows = np.array([slowdown.feature_row(3.0, prefix_hit=0.0, platform="H100", **kw),
-                     slowdown.feature_row(3.0, prefix_hit=0.95, platform="H100", **kw),
-                     slowdown.feature_row(3.0, prefix_hit=0.0, platform="B200", **kw)])
+    rows = np.array(
+        [
+            slowdown.feature_row(3.0, prefix_hit=0.0, platform="H100", **kw),
+            slowdown.feature_row(3.0, prefix_hit=0.95, platform="H100", **kw),
+            slowdown.feature_row(3.0, prefix_hit=0.0, platform="B200", **kw),
+        ]
+    )
     m = slowdown.mechanism(values, rows)
     assert m.cpu_share[1] > m.cpu_share[2] > m.cpu_share[0]
     assert m.slowdown[1] > m.slowdown[2] > m.slowdown[0] > 1.0  # H100 and B200 differ
@@ -112,15 +122,18 @@ def test_saved_json_loads_back_to_identical_predictions(fitted, tmp_path: Path):
 def test_the_same_seed_gives_the_same_intervals_and_the_bootstrap_resamples_whole_series():
     ts = training_set(load_points().points, 25.0)
     X, y, w, groups = ts.arrays()
-    a = CoreSlowdownRegressor(n_bootstrap=4, random_state=7).fit(X, y, sample_weight=w,
-                                                                  groups=groups)
-    b = CoreSlowdownRegressor(n_bootstrap=4, random_state=7).fit(X, y, sample_weight=w,
-                                                                  groups=groups)
+    a = CoreSlowdownRegressor(n_bootstrap=4, random_state=7).fit(
+        X, y, sample_weight=w, groups=groups
+    )
+    b = CoreSlowdownRegressor(n_bootstrap=4, random_state=7).fit(
+        X, y, sample_weight=w, groups=groups
+    )
     np.testing.assert_array_equal(a.bootstrap_values_, b.bootstrap_values_)
     # one series only: every resample of series is that series, so every refit is the fit
     one = groups == groups[0]
     c = CoreSlowdownRegressor(n_bootstrap=3, random_state=0).fit(
-        X[one], y[one], sample_weight=w[one], groups=groups[one])
+        X[one], y[one], sample_weight=w[one], groups=groups[one]
+    )
     np.testing.assert_allclose(c.bootstrap_values_, np.tile(c.values_, (3, 1)), rtol=1e-6)
 
 
@@ -136,8 +149,9 @@ def test_the_shipped_model_is_a_fit_of_the_shipped_points():
     report = fit_model(FitConfig(n_bootstrap=0))
     refit = "refit it: advisor fit --output advisor/data/model.json"
     assert shipped.meta["points_fitted"] == report.points_fitted, refit
-    assert shipped.meta["validation"]["model"] == pytest.approx(report.validation["model"],
-                                                                rel=1e-4), refit
+    assert shipped.meta["validation"]["model"] == pytest.approx(
+        report.validation["model"], rel=1e-4
+    ), refit
     np.testing.assert_allclose(shipped.values, list(report.parameters.values()), rtol=1e-3)
 
 
@@ -162,10 +176,15 @@ def test_leaving_a_series_out_scores_it_with_a_fit_that_never_saw_it():
     X, y, w, groups = ts.arrays()
     keep = groups != target.series
     est = CoreSlowdownRegressor(n_bootstrap=0).fit(X[keep], y[keep], sample_weight=w[keep])
-    rows = [i for i, (p, g) in enumerate(zip(ts.points, ts.series, strict=True))
-            if g == target.series and p.cores_per_gpu != max(
-                q.cores_per_gpu for q, h in zip(ts.points, ts.series, strict=True)
-                if h == target.series)]
+    rows = [
+        i
+        for i, (p, g) in enumerate(zip(ts.points, ts.series, strict=True))
+        if g == target.series
+        and p.cores_per_gpu
+        != max(
+            q.cores_per_gpu for q, h in zip(ts.points, ts.series, strict=True) if h == target.series
+        )
+    ]
     m = slowdown.mechanism(est.values_, X[rows])
     pred = np.where(m.pathological, 25.0, np.minimum(m.slowdown, 25.0))
     assert target.model == pytest.approx(float(np.mean(np.abs(np.log(pred / y[rows])))))
@@ -177,13 +196,18 @@ def _cpu_series(tmp_path: Path) -> Path:
     rows = []
     ttft = {3: 900.0, 4: 420.0, 6: 260.0, 8: 240.0, 14: 230.0}
     for c, v in ttft.items():
-        base = ("bench:r{c},bench:r{c},,H200,vllm,0.26.0,Llama-3.1-8B,8,1,tokenize-heavy,8,30000,"
-                "{c},{c},{metric},{value},x,2026-12-01,").format
+        base = (
+            "bench:r{c},bench:r{c},,H200,vllm,0.26.0,Llama-3.1-8B,8,1,tokenize-heavy,8,30000,"
+            "{c},{c},{metric},{value},x,2026-12-01,"
+        ).format
         rows.append(base(c=c, metric="ttft_p50_ms", value=v))
         rows.append(base(c=c, metric="prefix_hit_rate", value=0.97))
         if c == 14:  # TP=1: the GPU worker lives in the engine core's process
-            for metric, value in (("cpu_api_server_cores", 1.1), ("cpu_engine_core_cores", 0.95),
-                                  ("cpu_worker_cores", 0.0)):
+            for metric, value in (
+                ("cpu_api_server_cores", 1.1),
+                ("cpu_engine_core_cores", 0.95),
+                ("cpu_worker_cores", 0.0),
+            ):
                 rows.append(base(c=c, metric=metric, value=value))
     rows = [f"p{i}-{r}" for i, r in enumerate(rows)]
     (tmp_path / "h200-test.csv").write_text(",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
@@ -211,8 +235,17 @@ def test_fit_command_prints_the_validation_table_and_its_model_feeds_recommend(c
     assert 0 < v["model"] < v["baselines"]["always 1.0"]
     assert set(v["baselines"]) == {"always 1.0", "mean of similar points", "2 + N rule"}
     assert set(data["parameters"]) == set(slowdown.PARAM_NAMES)
-    code, out, err = cli("recommend", "--gpu-type", "H200", "--gpus", "1", "--fit-file",
-                         str(out_file), "--format", "json")
+    code, out, err = cli(
+        "recommend",
+        "--gpu-type",
+        "H200",
+        "--gpus",
+        "1",
+        "--fit-file",
+        str(out_file),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     assert json.loads(out)["assumptions"]["model"]["file"] == str(out_file)
 
@@ -222,8 +255,9 @@ def test_fit_names_the_bad_row_and_still_fits_the_rest(cli, tmp_path: Path):
     lines = src.read_text().splitlines()
     lines.append("broken,paper:x,,,,,,,4,,,,5,1.25,speedup,fast,x,,")
     (tmp_path / "published.csv").write_text("\n".join(lines) + "\n")
-    code, out, err = cli("fit", "--calibration-dir", str(tmp_path), "--bootstrap", "0",
-                         "--format", "json")
+    code, out, err = cli(
+        "fit", "--calibration-dir", str(tmp_path), "--bootstrap", "0", "--format", "json"
+    )
     assert code == 0, err
     assert f"{tmp_path / 'published.csv'}:{len(lines)}, field value: 'fast' is not a number" in err
     assert json.loads(out)["points_fitted"] == 14

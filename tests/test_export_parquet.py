@@ -23,8 +23,9 @@ def _load(db: Path) -> Path:
     ingest_files(str(db), [SAMPLE / "sacct-synth.txt.gz"])
     con = store.connect(db)
     try:
-        ingest_nodes(con, NodeIngestConfig(path=str(SAMPLE / "scontrol-nodes-synth.txt"),
-                                           cluster="teaching"))  # fmt: skip
+        ingest_nodes(
+            con, NodeIngestConfig(path=str(SAMPLE / "scontrol-nodes-synth.txt"), cluster="teaching")
+        )
     finally:
         con.close()
     return db
@@ -72,8 +73,17 @@ def test_percentiles_from_the_parquet_dataset_equal_those_from_the_duckdb_file(
 
 
 def test_filters_and_the_excluded_jobs_answer_the_same_over_the_dataset(cli, sample_db, dataset):
-    args = ("ratios", "--by", "partition", "--start", "2024-03-01", "--end", "2024-07-01",
-            "--cluster", "teaching")  # fmt: skip
+    args = (
+        "ratios",
+        "--by",
+        "partition",
+        "--start",
+        "2024-03-01",
+        "--end",
+        "2024-07-01",
+        "--cluster",
+        "teaching",
+    )
     assert _json(cli, *args, "--parquet", str(dataset)) == _json(cli, *args, "--db", str(sample_db))
     excl = ("ratios", "--excluded")
     assert _json(cli, *excl, "--parquet", str(dataset)) == _json(cli, *excl, "--db", str(sample_db))
@@ -84,14 +94,19 @@ def test_the_dataset_is_hive_partitioned_and_every_file_names_its_schema_version
 ):
     con = store.connect(sample_db, read_only=True)
     version = store.schema_version(con)
-    months = {r[0] for r in con.execute(
-        "SELECT DISTINCT cluster || '/' || strftime(coalesce(start, submit), '%Y-%m') FROM jobs"
-    ).fetchall()}  # fmt: skip
+    months = {
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT cluster || '/' || strftime(coalesce(start, submit), '%Y-%m') FROM jobs"
+        ).fetchall()
+    }
     con.close()
     files = sorted((dataset / "jobs").rglob("*.parquet"))
     assert {f"{f.parent.parent.name[8:]}/{f.parent.name[6:]}" for f in files} == months
-    assert all(f.parent.parent.name.startswith("cluster=") and f.parent.name.startswith("month=")
-               for f in files)  # fmt: skip
+    assert all(
+        f.parent.parent.name.startswith("cluster=") and f.parent.name.startswith("month=")
+        for f in files
+    )
     for f in [*files, *(dataset / "nodes").rglob("*.parquet"), *(dataset / "ratios").rglob("*")]:
         if f.is_file():
             meta = pq.read_metadata(f).metadata
@@ -107,10 +122,14 @@ def test_the_derived_summary_holds_the_ratios_of_each_cluster_partition_gpu_type
 ):
     by = "cluster,partition,gpu_type,month"
     expected = _json(cli, "ratios", "--by", by, "--db", str(sample_db))
-    rows = duckdb.sql(
-        "SELECT * FROM read_parquet(?, hive_partitioning = true)",
-        params=[str(dataset / "ratios" / "**" / "*.parquet")],
-    ).to_arrow_table().to_pylist()  # fmt: skip
+    rows = (
+        duckdb.sql(
+            "SELECT * FROM read_parquet(?, hive_partitioning = true)",
+            params=[str(dataset / "ratios" / "**" / "*.parquet")],
+        )
+        .to_arrow_table()
+        .to_pylist()
+    )
     got = {(r["cluster"], r["partition"], r["gpu_type"], r["month"]): r for r in rows}
     assert len(got) == len(expected)
     for e in expected:

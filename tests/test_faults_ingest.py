@@ -122,8 +122,13 @@ def _damage(data: bytes, how: str, at: float) -> bytes:
     return bytes(out)
 
 
-def _expect_refused(db: Path, path: Path, before: tuple[int, int, list[tuple[str, str]]],
-                    proc: subprocess.CompletedProcess[str], *needles: str) -> None:  # fmt: skip
+def _expect_refused(
+    db: Path,
+    path: Path,
+    before: tuple[int, int, list[tuple[str, str]]],
+    proc: subprocess.CompletedProcess[str],
+    *needles: str,
+) -> None:
     """Exit 3, one Error line naming the file, nothing of it in jobs, the reason stored."""
     _TALLY["tried"] += 1
     after = _state(db)

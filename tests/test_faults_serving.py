@@ -198,9 +198,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
             viewport={"width": 1400, "height": 1000},
-        )  # fmt: skip
+        )
         try:
             yield ctx
         finally:
@@ -211,8 +214,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.slow
 def test_report_with_hostile_names_draws_every_chart_in_chromium(hostile_db, browser, tmp_path):
     out = tmp_path / "reports"
-    cp = advisor("report", "--month", "2024-01", "--out", str(out), "--db", str(hostile_db),
-                 timeout=300)  # fmt: skip
+    cp = advisor(
+        "report", "--month", "2024-01", "--out", str(out), "--db", str(hostile_db), timeout=300
+    )
     assert cp.returncode == 0, cp.stderr
     html = next(p for p in out.rglob("*.html") if p.name != "index.html")
     text = html.read_text(encoding="utf-8")
@@ -224,8 +228,9 @@ def test_report_with_hostile_names_draws_every_chart_in_chromium(hostile_db, bro
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         page.goto(html.as_uri(), wait_until="load")
-        page.wait_for_function("() => document.body.dataset.chartsDrawn !== undefined",
-                               timeout=60_000)  # fmt: skip
+        page.wait_for_function(
+            "() => document.body.dataset.chartsDrawn !== undefined", timeout=60_000
+        )
         charts = page.locator("div.chart[data-chart]").count()
         assert charts >= 2
         assert int(page.evaluate("document.body.dataset.chartsDrawn")) == charts
@@ -267,11 +272,29 @@ def test_served_dashboard_with_hostile_names_draws_its_charts_and_runs_no_payloa
 
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(hostile_db)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--",
+            "--db",
+            str(hostile_db),
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     page = None
     try:
         _wait_healthy(port, proc)
@@ -315,14 +338,22 @@ def test_served_dashboard_with_hostile_names_draws_its_charts_and_runs_no_payloa
 # Hostile policy files and names in the policy export ------------------------------------------
 
 
-@pytest.mark.skipif(LUA is None, reason="LUA 5.1 MISSING: the Lua budget was NOT tested "
-                    "(apt install lua5.1)")  # fmt: skip
+@pytest.mark.skipif(
+    LUA is None, reason="LUA 5.1 MISSING: the Lua budget was NOT tested (apt install lua5.1)"
+)
 def test_lua_plugin_survives_looping_memory_hog_and_out_of_range_policies(tmp_path):
     cp = subprocess.run(
-        [LUA, str(ROOT / "tests" / "slurm" / "lua" / "test_policy_faults.lua"), str(ROOT),
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            LUA,
+            str(ROOT / "tests" / "slurm" / "lua" / "test_policy_faults.lua"),
+            str(ROOT),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     lines = cp.stdout.splitlines()
     failed = [ln for ln in lines if ln.startswith("not ok")]
     assert cp.returncode == 0 and not failed, "\n".join(failed) or cp.stderr or cp.stdout
@@ -367,8 +398,9 @@ def test_exported_lua_policy_with_hostile_partition_names_loads_in_the_plugin(tm
     db = tmp_path / "parts.duckdb"
     _partition_db(db, ["gpu", "h100#x", "]]..os.exit(3)--"])
     policy = tmp_path / "advisor-policy.lua"
-    cp = advisor("policy", "export", "--format", "lua", "--db", str(db), "--output", str(policy),
-                 timeout=300)  # fmt: skip
+    cp = advisor(
+        "policy", "export", "--format", "lua", "--db", str(db), "--output", str(policy), timeout=300
+    )
     assert cp.returncode == 0, cp.stderr
     script = textwrap.dedent(f"""
         slurm = {{ log_error = function() end, log_info = function() end }}
@@ -426,9 +458,14 @@ def served_db(tmp_path: Path) -> Path:
 def test_ingest_succeeds_while_a_second_process_serves_the_dashboard(served_db, tmp_path):
     env = {**_env(), "ADVISOR_DB": str(served_db)}
     child = subprocess.Popen(
-        [sys.executable, "-c", _SERVE_TWICE, str(APP)], env=env, cwd=ROOT,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-c", _SERVE_TWICE, str(APP)],
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdin is not None
         first = child.stdout.readline()
@@ -440,8 +477,13 @@ def test_ingest_succeeds_while_a_second_process_serves_the_dashboard(served_db, 
 
         wait_s = 3
         assert wait_s < KEEP_WARM_S
-        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
-                     env_extra={"ADVISOR_LOCK_WAIT_S": str(wait_s)})  # fmt: skip
+        cp = advisor(
+            "ingest",
+            str(SAMPLE / "sacct-synth.txt.gz"),
+            "--db",
+            str(served_db),
+            env_extra={"ADVISOR_LOCK_WAIT_S": str(wait_s)},
+        )
         assert cp.returncode == 0, cp.stderr
         after = _count_jobs(served_db)
         assert after > before
@@ -481,8 +523,13 @@ def test_ingest_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
     before = _count_jobs(served_db)
     holder = _hold_write_lock(served_db)
     try:
-        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
-                     env_extra={"ADVISOR_LOCK_WAIT_S": "2"})  # fmt: skip
+        cp = advisor(
+            "ingest",
+            str(SAMPLE / "sacct-synth.txt.gz"),
+            "--db",
+            str(served_db),
+            env_extra={"ADVISOR_LOCK_WAIT_S": "2"},
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -502,11 +549,18 @@ def test_ingest_waits_for_a_short_writer_and_then_loads(served_db):
     before = _count_jobs(served_db)
     holder = _hold_write_lock(served_db)
     ingest = subprocess.Popen(
-        [ADVISOR or "advisor", "ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db",
-         str(served_db)],
-        env={**_env(), "ADVISOR_LOCK_WAIT_S": "120"}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            ADVISOR or "advisor",
+            "ingest",
+            str(SAMPLE / "sacct-synth.txt.gz"),
+            "--db",
+            str(served_db),
+        ],
+        env={**_env(), "ADVISOR_LOCK_WAIT_S": "120"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert ingest.stderr is not None and holder.stdin is not None
         waiting = ingest.stderr.readline()  # it says so, then waits
@@ -537,8 +591,12 @@ def test_a_waiting_writer_is_seen_only_while_its_process_lives(tmp_path):
     assert marker.name == "x.duckdb.writer-waiting" and not writer_waiting(db)
     marker.write_text(f"{os.getpid()}\n")
     assert writer_waiting(db)
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     marker.write_text(gone.stdout)  # a writer killed while it waited left its marker
     assert not writer_waiting(db)
     marker.write_text("garbage")
@@ -548,8 +606,14 @@ def test_a_waiting_writer_is_seen_only_while_its_process_lives(tmp_path):
 def test_a_reader_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
     holder = _hold_write_lock(served_db)
     try:
-        cp = advisor("ratios", "--by", "gpu_type", "--db", str(served_db),
-                     env_extra={"ADVISOR_LOCK_WAIT_S": "1"})  # fmt: skip
+        cp = advisor(
+            "ratios",
+            "--by",
+            "gpu_type",
+            "--db",
+            str(served_db),
+            env_extra={"ADVISOR_LOCK_WAIT_S": "1"},
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -587,11 +651,29 @@ def test_ingest_succeeds_while_chromium_shows_the_served_dashboard(served_db, br
 
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(served_db)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--",
+            "--db",
+            str(served_db),
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     page = None
     try:
         _wait_healthy(port, proc)
@@ -600,8 +682,13 @@ def test_ingest_succeeds_while_chromium_shows_the_served_dashboard(served_db, br
         _wait_for_run(page)
         sidebar = page.locator('[data-testid="stSidebar"]')
         assert "300 jobs" in sidebar.inner_text()
-        cp = advisor("ingest", str(SAMPLE / "sacct-synth.txt.gz"), "--db", str(served_db),
-                     env_extra={"ADVISOR_LOCK_WAIT_S": "5"})  # fmt: skip
+        cp = advisor(
+            "ingest",
+            str(SAMPLE / "sacct-synth.txt.gz"),
+            "--db",
+            str(served_db),
+            env_extra={"ADVISOR_LOCK_WAIT_S": "5"},
+        )
         assert cp.returncode == 0, cp.stderr
         after = _count_jobs(served_db)
         page.reload(wait_until="domcontentloaded")
@@ -677,12 +764,26 @@ def test_advisor_dashboard_process_leaves_an_old_schema_unmigrated(served_db):
     missing = _pending(served_db)
     port = _free_port()
     proc = subprocess.Popen(
-        [ADVISOR or "advisor", "dashboard", "--db", str(served_db), "--port", str(port),
-         "--address", "127.0.0.1"],
-        env={**_env(), "STREAMLIT_SERVER_HEADLESS": "true",
-             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            ADVISOR or "advisor",
+            "dashboard",
+            "--db",
+            str(served_db),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+        ],
+        env={
+            **_env(),
+            "STREAMLIT_SERVER_HEADLESS": "true",
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _wait_healthy(port, proc)
         assert _pending(served_db) == missing

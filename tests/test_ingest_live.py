@@ -155,9 +155,11 @@ def test_a_second_pass_with_state_ca_adds_held_then_cancelled_jobs_once(
         "SELECT job_id, state, cpus, nnodes, gpus, job_name FROM jobs ORDER BY job_id_raw"
     ).fetchall()
     con.close()
-    assert rows[:3] == [("1", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
-                        ("2", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
-                        ("3", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)")]  # fmt: skip
+    assert rows[:3] == [
+        ("1", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
+        ("2", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
+        ("3", "COMPLETED", 4, 1, 2, "a|b; $(rm -rf /)"),
+    ]
     assert rows[3:] == [(str(n), "CANCELLED", None, None, 0, "held\nname") for n in (101, 102, 103)]
 
 
@@ -167,8 +169,18 @@ def test_a_missing_sacct_is_an_external_tool_error_with_the_fix(db_path: Path) -
 
 
 def test_ingest_command_sacct_mode(cli, fake_sacct: Path, db_path: Path) -> None:
-    code, out, err = cli("ingest", "--sacct", "--start", "2024-01-01", "--end", "2024-01-03",
-                         "--db", str(db_path), "--format", "json")  # fmt: skip
+    code, out, err = cli(
+        "ingest",
+        "--sacct",
+        "--start",
+        "2024-01-01",
+        "--end",
+        "2024-01-03",
+        "--db",
+        str(db_path),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     assert [d["inserted"] for d in json.loads(out)] == [1, 1]
     code, _, err = cli("ingest", "--sacct", "--db", str(db_path))

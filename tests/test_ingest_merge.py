@@ -88,18 +88,40 @@ ALL_HEADER = (
 
 def _all_line(job: int, submit_line: str, name: str = "pipe") -> str:
     values = {
-        "Account": "physics", "AdminComment": "", "AllocCPUS": "8",
+        "Account": "physics",
+        "AdminComment": "",
+        "AllocCPUS": "8",
         "AllocTRES": "billing=8,cpu=8,gres/gpu:h100=2,gres/gpu=2,mem=16000M,node=1",
-        "Cluster": "c1", "Comment": "", "DerivedExitCode": "0:0", "Elapsed": "00:01:00",
-        "ElapsedRaw": "60", "Eligible": "2026-11-29T10:00:00", "End": "2026-11-29T10:01:00",
-        "ExitCode": "0:0", "JobID": str(job), "JobIDRaw": str(job), "JobName": name,
-        "NCPUS": "8", "NNodes": "1", "NodeList": "hnode1", "Partition": "gpu", "ReqCPUS": "8",
-        "ReqMem": "16000M", "ReqTRES": "billing=8,cpu=8,gres/gpu=2,mem=16000M,node=1",
-        "Start": "2026-11-29T10:00:00", "State": "COMPLETED", "Submit": "2026-11-29T10:00:00",
-        "SubmitLine": submit_line, "Suspended": "00:00:00", "SystemComment": "",
-        "Timelimit": "01:00:00", "TimelimitRaw": "60", "UID": "1001", "User": "alice",
+        "Cluster": "c1",
+        "Comment": "",
+        "DerivedExitCode": "0:0",
+        "Elapsed": "00:01:00",
+        "ElapsedRaw": "60",
+        "Eligible": "2026-11-29T10:00:00",
+        "End": "2026-11-29T10:01:00",
+        "ExitCode": "0:0",
+        "JobID": str(job),
+        "JobIDRaw": str(job),
+        "JobName": name,
+        "NCPUS": "8",
+        "NNodes": "1",
+        "NodeList": "hnode1",
+        "Partition": "gpu",
+        "ReqCPUS": "8",
+        "ReqMem": "16000M",
+        "ReqTRES": "billing=8,cpu=8,gres/gpu=2,mem=16000M,node=1",
+        "Start": "2026-11-29T10:00:00",
+        "State": "COMPLETED",
+        "Submit": "2026-11-29T10:00:00",
+        "SubmitLine": submit_line,
+        "Suspended": "00:00:00",
+        "SystemComment": "",
+        "Timelimit": "01:00:00",
+        "TimelimitRaw": "60",
+        "UID": "1001",
+        "User": "alice",
         "WorkDir": "/home/alice",
-    }  # fmt: skip
+    }
     return "|".join(values[k] for k in ALL_HEADER.split("|"))
 
 
@@ -108,19 +130,30 @@ def test_format_all_rejoins_a_pipe_in_the_submit_line_wherever_it_stands(
 ) -> None:
     src = tmp_path / "all.txt"
     src.write_text(
-        "\n".join([ALL_HEADER, _all_line(7, "sbatch --wrap sleep 1 | cat"),
-                   _all_line(8, "sbatch x.sh", name="a|b|c"), _all_line(9, "sbatch y.sh")])
+        "\n".join(
+            [
+                ALL_HEADER,
+                _all_line(7, "sbatch --wrap sleep 1 | cat"),
+                _all_line(8, "sbatch x.sh", name="a|b|c"),
+                _all_line(9, "sbatch y.sh"),
+            ]
+        )
         + "\n",
         encoding="utf-8",
-    )  # fmt: skip
+    )
     [s] = ingest_files(db_path, [src])
     assert (s.inserted, s.rejected) == (3, 0), s.first_reasons
     con = duckdb.connect(str(db_path), read_only=True)
-    rows = {r[0]: r[1:] for r in con.execute("SELECT job_id_raw, submit_line, job_name FROM jobs")
-            .fetchall()}  # fmt: skip
+    rows = {
+        r[0]: r[1:]
+        for r in con.execute("SELECT job_id_raw, submit_line, job_name FROM jobs").fetchall()
+    }
     con.close()
-    assert rows == {7: ("sbatch --wrap sleep 1 | cat", "pipe"), 8: ("sbatch x.sh", "a|b|c"),
-                    9: ("sbatch y.sh", "pipe")}  # fmt: skip
+    assert rows == {
+        7: ("sbatch --wrap sleep 1 | cat", "pipe"),
+        8: ("sbatch x.sh", "a|b|c"),
+        9: ("sbatch y.sh", "pipe"),
+    }
 
 
 def test_two_adjacent_free_text_fields_that_could_each_hold_the_pipe_are_named(
@@ -172,11 +205,15 @@ def test_a_requeued_jobs_later_record_supersedes_its_stale_running_row(
     )
     ingest_files(db_path, [stale, later] if order == "stale first" else [later, stale])
     assert _states(db_path) == [
-        (77, "2026-11-29 10:00:00", "REQUEUED",
-         "RUNNING (superseded by a later record of this job id)"),
+        (
+            77,
+            "2026-11-29 10:00:00",
+            "REQUEUED",
+            "RUNNING (superseded by a later record of this job id)",
+        ),
         (77, "2026-11-29 12:00:00", "COMPLETED", "COMPLETED"),
         (78, "2026-11-29 09:00:00", "RUNNING", "RUNNING"),  # no later record: still running
-    ]  # fmt: skip
+    ]
 
 
 def test_an_ingest_records_its_real_start_and_counts_for_the_file_cluster(

@@ -69,8 +69,10 @@ def test_kill_9_mid_load_leaves_the_database_as_before_that_file(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(db), str(big_file), str(stage)],
-        stdout=subprocess.PIPE, env=env, cwd=str(ROOT),
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=str(ROOT),
+    )
     assert child.stdout is not None
     line = child.stdout.readline().decode().strip()
     assert line == f"at {stage}"
@@ -96,11 +98,19 @@ def _good(i: int) -> str:
 _bad_line = st.one_of(
     st.builds(lambda s, n: s[:n], st.just(_good(9)), st.integers(0, 60)),  # truncated
     st.builds(lambda d: _good(9).replace("|", d), st.sampled_from([",", ";", "\t", "||"])),
-    st.builds(lambda v: _good(9).replace("cpu=4,", f"cpu={v},"), st.sampled_from(["x", "-1", "1e9", "", "4.5.6", "99999999999999999999"])),
-    st.builds(lambda k: _good(9).replace("gres/gpu=1", f"{k}=7"), st.text("abcz/:=._-0123456789", max_size=12)),
-    st.builds(lambda t: _good(9).replace("01:00:00|4", f"{t}|4"), st.text(":-0123456789x", max_size=10)),
+    st.builds(
+        lambda v: _good(9).replace("cpu=4,", f"cpu={v},"),
+        st.sampled_from(["x", "-1", "1e9", "", "4.5.6", "99999999999999999999"]),
+    ),
+    st.builds(
+        lambda k: _good(9).replace("gres/gpu=1", f"{k}=7"),
+        st.text("abcz/:=._-0123456789", max_size=12),
+    ),
+    st.builds(
+        lambda t: _good(9).replace("01:00:00|4", f"{t}|4"), st.text(":-0123456789x", max_size=10)
+    ),
     st.text(max_size=80).filter(lambda t: "\n" not in t and "\r" not in t),
-)  # fmt: skip
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,17 +143,28 @@ def test_fuzzed_sacct_lines_never_crash_and_never_lose_the_good_lines(
 @given(
     jobs=st.lists(
         st.dictionaries(
-            st.sampled_from(["job_id", "cluster", "state", "time", "tres", "array", "steps", "name"]),
-            st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                         lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-                         max_leaves=6),
+            st.sampled_from(
+                ["job_id", "cluster", "state", "time", "tres", "array", "steps", "name"]
+            ),
+            st.recursive(
+                st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                lambda c: (
+                    st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3)
+                ),
+                max_leaves=6,
+            ),
         ),
         max_size=4,
     )
-)  # fmt: skip
+)
 def test_fuzzed_sacct_json_jobs_are_loaded_or_rejected_never_crash(jobs: list[object]) -> None:
-    good = {"job_id": 5, "cluster": "c", "state": {"current": ["COMPLETED"]},
-            "time": {"submission": 1700000000}, "tres": {"allocated": [{"type": "cpu", "count": 2}]}}  # fmt: skip
+    good = {
+        "job_id": 5,
+        "cluster": "c",
+        "state": {"current": ["COMPLETED"]},
+        "time": {"submission": 1700000000},
+        "tres": {"allocated": [{"type": "cpu", "count": 2}]},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fuzz.json"
         path.write_text(json.dumps({"jobs": [good, *jobs]}), encoding="utf-8")

@@ -16,8 +16,18 @@ import pytest
 from advisor.ingest import IngestOptions, IngestSummary, ingest_files
 
 SHAPES = Path(__file__).resolve().parent / "fixtures" / "ingest" / "shapes"
-HEADERLESS = ("JobID", "JobIDRaw", "Cluster", "Partition", "State", "Submit", "Start", "End",
-              "Elapsed", "AllocTRES")  # fmt: skip
+HEADERLESS = (
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "State",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "AllocTRES",
+)
 FIXTURES: dict[str, IngestOptions] = {
     "pipe-parsable2.txt": IngestOptions(),
     "parsable-trailing.txt": IngestOptions(),
@@ -67,8 +77,11 @@ MINIMAL_ROWS = [  # job_id, array job, task, gpus, elapsed_s
 def test_array_tasks_without_jobidraw_are_three_rows_not_one_invented_id(db_path: Path) -> None:
     [s] = ingest_files(db_path, [SHAPES / MINIMAL])
     assert (s.inserted, s.rejected, s.steps_folded) == (3, 0, 1)
-    rows = _rows(db_path, "SELECT job_id, array_job_id, array_task_id, gpus, elapsed_s, job_id_raw"
-                          " FROM jobs ORDER BY job_id")  # fmt: skip
+    rows = _rows(
+        db_path,
+        "SELECT job_id, array_job_id, array_task_id, gpus, elapsed_s, job_id_raw"
+        " FROM jobs ORDER BY job_id",
+    )
     assert [r[:5] for r in rows] == MINIMAL_ROWS
     raw = {r[0]: r[5] for r in rows}
     assert raw["12345"] == 12345  # the real job 12345 is itself, not 123_45 read as 12345
@@ -81,13 +94,17 @@ def test_installed_advisor_ingest_stores_the_minimal_array_case(tmp_path: Path) 
     db = tmp_path / "a.duckdb"
     done = subprocess.run(
         [str(exe), "ingest", str(SHAPES / MINIMAL), "--db", str(db), "--format", "json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     [doc] = json.loads(done.stdout)
     assert (doc["rows_read"], doc["inserted"], doc["rejected"]) == (3, 3, 0)
-    rows = _rows(db, "SELECT job_id, array_job_id, array_task_id, gpus, elapsed_s FROM jobs"
-                     " ORDER BY job_id")  # fmt: skip
+    rows = _rows(
+        db, "SELECT job_id, array_job_id, array_task_id, gpus, elapsed_s FROM jobs ORDER BY job_id"
+    )
     assert rows == MINIMAL_ROWS
 
 
@@ -168,8 +185,9 @@ def test_only_plain_digits_cast_to_a_number(text: str, db_path: Path) -> None:
 def test_duplicates_are_counted_and_a_differing_one_is_rejected_with_its_line(
     db_path: Path,
 ) -> None:
-    [s] = ingest_files(db_path, [SHAPES / "headerless-ranges.txt"],
-                       IngestOptions(fields=HEADERLESS))  # fmt: skip
+    [s] = ingest_files(
+        db_path, [SHAPES / "headerless-ranges.txt"], IngestOptions(fields=HEADERLESS)
+    )
     assert (s.lines_read, s.inserted, s.duplicates, s.rejected) == (6, 3, 1, 2)
     rejects = _rows(db_path, "SELECT line_no, raw FROM rejects ORDER BY line_no")
     # 8100's pending range is stored once (the later of two snapshots is not knowable:

@@ -41,8 +41,11 @@ def _samples(text: str) -> dict[str, dict[tuple, float]]:
     for family in text_string_to_metric_families(text):
         assert family.type == "gauge", family.name
         for s in family.samples:
-            key = (tuple(s.labels.get(k, "") for k in GROUP) if "gpu_type" in s.labels
-                   else tuple(sorted(s.labels.items())))  # fmt: skip
+            key = (
+                tuple(s.labels.get(k, "") for k in GROUP)
+                if "gpu_type" in s.labels
+                else tuple(sorted(s.labels.items()))
+            )
             out.setdefault(s.name, {})[key] = s.value
     return out
 
@@ -55,8 +58,19 @@ def _metrics(cli, *args: str) -> dict[str, dict[tuple, float]]:
 
 def test_percentiles_and_job_counts_match_advisor_ratios_json(cli, sample_db):
     got = _metrics(cli, "--db", str(sample_db), "--month", MONTH)
-    code, out, err = cli("ratios", "--by", "cluster,partition,gpu_type", "--start", "2024-06-01",
-                         "--end", "2024-07-01", "--db", str(sample_db), "--format", "json")  # fmt: skip
+    code, out, err = cli(
+        "ratios",
+        "--by",
+        "cluster,partition,gpu_type",
+        "--start",
+        "2024-06-01",
+        "--end",
+        "2024-07-01",
+        "--db",
+        str(sample_db),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     groups = json.loads(out)
     assert len(groups) == 5
@@ -93,10 +107,27 @@ def test_the_share_below_and_the_hours_lost_are_the_reports_numbers(cli, sample_
         cluster, partition, gpu_type = key
         t = recs[(partition, gpu_type)]
         assert got["advisor_recommended_cores_per_gpu"][key] == t
-        code, out, _ = cli("ratios", "--by", "", "--cluster", cluster, "--partition", partition,
-                           "--gpu-type", gpu_type, "--thresholds", str(t), "--start",
-                           "2024-06-01", "--end", "2024-07-01", "--db", str(sample_db),
-                           "--format", "json")  # fmt: skip
+        code, out, _ = cli(
+            "ratios",
+            "--by",
+            "",
+            "--cluster",
+            cluster,
+            "--partition",
+            partition,
+            "--gpu-type",
+            gpu_type,
+            "--thresholds",
+            str(t),
+            "--start",
+            "2024-06-01",
+            "--end",
+            "2024-07-01",
+            "--db",
+            str(sample_db),
+            "--format",
+            "json",
+        )
         (whole,) = json.loads(out)
         assert share == whole[f"share_jobs_below_{t:g}"]
     assert got["advisor_share_jobs_below_recommendation"][("teaching", "gpu-h100", "H100")] > 0.5
@@ -138,8 +169,11 @@ def test_out_writes_a_textfile_for_node_exporter_and_json_lists_the_same_samples
     code, out, err = cli("metrics", "--db", str(sample_db), "--month", MONTH, "--format", "json")
     rows = json.loads(out)
     assert len(rows) == sum(len(v) for v in from_file.values())
-    p50 = {(r["labels"]["cluster"], r["labels"]["partition"], r["labels"]["gpu_type"]): r["value"]
-           for r in rows if r["name"] == "advisor_cores_per_gpu_p50"}  # fmt: skip
+    p50 = {
+        (r["labels"]["cluster"], r["labels"]["partition"], r["labels"]["gpu_type"]): r["value"]
+        for r in rows
+        if r["name"] == "advisor_cores_per_gpu_p50"
+    }
     assert p50 == from_file["advisor_cores_per_gpu_p50"]
 
 
@@ -165,9 +199,12 @@ def test_serve_answers_a_scrape_over_loopback_then_stops(sample_db, tmp_path):
     env = {**os.environ, "ADVISOR_DB": str(sample_db)}
     server = subprocess.Popen(
         [sys.executable, "-m", "advisor", "metrics", "--serve", str(port), "--month", MONTH],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         body, deadline = None, time.monotonic() + 120
         while body is None and time.monotonic() < deadline and server.poll() is None:
@@ -199,10 +236,16 @@ def test_the_grafana_dashboard_plots_only_metrics_that_advisor_metrics_writes(cl
     exprs += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
     used = {m for e in exprs for m in re.findall(r"\badvisor_[a-z0-9_]+", e)}
     assert used - set(families) == set(), "the dashboard names metrics advisor does not write"
-    plotted = {"advisor_cores_per_gpu_p25", "advisor_cores_per_gpu_p50",
-               "advisor_share_jobs_below_recommendation", "advisor_gpu_hours_lost",
-               "advisor_gpu_hours_lost_usd", "advisor_data_age_seconds",
-               "advisor_last_ingest_timestamp_seconds", "advisor_ingest_rejects"}  # fmt: skip
+    plotted = {
+        "advisor_cores_per_gpu_p25",
+        "advisor_cores_per_gpu_p50",
+        "advisor_share_jobs_below_recommendation",
+        "advisor_gpu_hours_lost",
+        "advisor_gpu_hours_lost_usd",
+        "advisor_data_age_seconds",
+        "advisor_last_ingest_timestamp_seconds",
+        "advisor_ingest_rejects",
+    }
     assert plotted <= used and plotted - {"advisor_ingest_rejects"} <= written
     # Every label a panel filters on is one the metrics carry.
     labels = {k for f in families.values() for s in f.samples for k in s.labels}

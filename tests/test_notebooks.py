@@ -80,8 +80,11 @@ def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypa
 
     X, y = np.asarray(ts.X), np.asarray(ts.y)
     shipped = CoreSlowdownRegressor.from_params(params).predict(X)
-    refit = CoreSlowdownRegressor(n_bootstrap=20, random_state=0).fit(
-        X, y, sample_weight=np.asarray(ts.weights)).predict(X)
+    refit = (
+        CoreSlowdownRegressor(n_bootstrap=20, random_state=0)
+        .fit(X, y, sample_weight=np.asarray(ts.weights))
+        .predict(X)
+    )
     assert s["shipped_predictions"] == pytest.approx(list(shipped), rel=1e-9)
     assert s["refit_predictions"] == pytest.approx(list(refit), rel=1e-6)
     seen = ~np.asarray(ts.censored) & np.asarray([p.source_kind == "paper" for p in ts.points])

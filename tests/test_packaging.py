@@ -61,8 +61,11 @@ def test_a_missing_optional_library_is_an_error_naming_the_extra_not_a_traceback
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "m")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 5, proc.stderr
     assert proc.stderr.startswith("Error: ")
     assert "pip install 'advisor[bench]'" in proc.stderr
@@ -94,22 +97,31 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
     # Built as `pip install .` builds it: in isolation, with the build-system's setuptools.
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("advisor-*.whl")
     # Nothing of the checkout may be seen from the venv: no PYTHONPATH, no ADVISOR_* setting.
     work = tmp_path / "elsewhere"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTHONPATH" and not k.startswith("ADVISOR_")}  # fmt: skip
+    env = {
+        k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ADVISOR_")
+    }
     env["ADVISOR_DB"] = str(work / "advisor.duckdb")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=120)
     py, advisor = venv / "bin" / "python", venv / "bin" / "advisor"
     subprocess.run(
         [str(py), "-m", "pip", "install", "-q", str(wheel)],
-        check=True, capture_output=True, text=True, env=env, cwd=work, timeout=600,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=600,
+    )
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
@@ -121,15 +133,22 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
 
     def venv_python(code: str) -> str:
         return subprocess.run(
-            [str(py), "-c", code], cwd=work, env=env, check=True, capture_output=True,
-            text=True, timeout=120,
-        ).stdout.strip()  # fmt: skip
+            [str(py), "-c", code],
+            cwd=work,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout.strip()
 
     # The shipped files are found inside the installed package, not in the checkout.
-    sample = Path(venv_python(
-        "from advisor.resources import shipped_data; "
-        "print(shipped_data('sample', 'sacct-synth.txt.gz'))"
-    ))  # fmt: skip
+    sample = Path(
+        venv_python(
+            "from advisor.resources import shipped_data; "
+            "print(shipped_data('sample', 'sacct-synth.txt.gz'))"
+        )
+    )
     assert sample.is_file() and venv in sample.parents
 
     run("ingest", str(sample))
@@ -137,17 +156,32 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
     by = {(g["cluster"], g["gpu_type"]): g for g in groups}
     assert by[("teaching", "H100")]["p25"] == 0.25  # the research's teaching-cluster H100 P25
     assert by[("teaching", "H100")]["p50"] == 1.0
-    assert set(by) == {("research", "A100"), ("research", "H100"), ("research", "L40S"),
-                       ("teaching", "A100"), ("teaching", "H100")}  # fmt: skip
+    assert set(by) == {
+        ("research", "A100"),
+        ("research", "H100"),
+        ("research", "L40S"),
+        ("teaching", "A100"),
+        ("teaching", "H100"),
+    }
 
     points = json.loads(run("calibration", "list", "--format", "json").stdout)
-    assert any(p["origin"].startswith(str(venv)) and "published.csv" in p["origin"]
-               for p in points)  # fmt: skip
+    assert any(p["origin"].startswith(str(venv)) and "published.csv" in p["origin"] for p in points)
 
-    rec = json.loads(run(
-        "recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b", "--rps", "8",
-        "--format", "json",
-    ).stdout)  # fmt: skip
+    rec = json.loads(
+        run(
+            "recommend",
+            "--gpu-type",
+            "H100",
+            "--gpus",
+            "4",
+            "--model-size",
+            "8b",
+            "--rps",
+            "8",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert rec["cpus_per_gpu"] >= 1 and rec["usd_per_vcpu_hour"] > 0  # the shipped price table
 
     # The Parquet round trip and the metrics use SQL files and a dependency of their own.
@@ -174,9 +208,13 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
     # The dashboard: the real server answers its health check, and the app renders.
     port = _free_port()
     server = subprocess.Popen(
-        [str(advisor), "dashboard", "--port", str(port)], cwd=work, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        [str(advisor), "dashboard", "--port", str(port)],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         body, deadline = None, time.monotonic() + 90
         while body is None and time.monotonic() < deadline and server.poll() is None:

@@ -15,8 +15,10 @@ from advisor.store import connect
 
 LUA = shutil.which("lua5.1")
 needs_lua = pytest.mark.skipif(
-    LUA is None, reason="LOUD SKIP: lua5.1 is not installed (Debian package lua5.1); the Lua "
-    "output cannot be checked")
+    LUA is None,
+    reason="LOUD SKIP: lua5.1 is not installed (Debian package lua5.1); the Lua "
+    "output cannot be checked",
+)
 
 
 @pytest.fixture
@@ -28,15 +30,19 @@ def no_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _cluster_db(db: Path) -> None:
     con = connect(db)
-    con.execute("INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw,"
-                " partitions, snapshot_at) VALUES ('c', 'n1', 64, 4, 'H100', 'h100_80gb',"
-                " ['gpu'], TIMESTAMP '2026-11-01')")
+    con.execute(
+        "INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw,"
+        " partitions, snapshot_at) VALUES ('c', 'n1', 64, 4, 'H100', 'h100_80gb',"
+        " ['gpu'], TIMESTAMP '2026-11-01')"
+    )
     start = dt.datetime(2026, 11, 1)
     for i in range(4):
-        con.execute("INSERT INTO jobs (cluster, job_id_raw, submit, job_id, \"partition\", start,"
-                    " \"end\", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES"
-                    " ('c', ?, ?, ?, 'gpu', ?, ?, 3600, 1, 4, 'H100', 'h100_80gb')",
-                    [i, start, str(i), start, start + dt.timedelta(hours=1)])
+        con.execute(
+            'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "partition", start,'
+            ' "end", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES'
+            " ('c', ?, ?, ?, 'gpu', ?, ?, 3600, 1, 4, 'H100', 'h100_80gb')",
+            [i, start, str(i), start, start + dt.timedelta(hours=1)],
+        )
     con.close()
 
 
@@ -67,20 +73,33 @@ def test_json_export_has_exactly_the_contracts_structure(cli, no_db):
 def test_lua_export_is_valid_lua_5_1_with_the_same_rules(cli, no_db, db_path: Path):
     _cluster_db(db_path)
     out_file = no_db / "policy.lua"
-    code, _, err = cli("policy", "export", "--format", "lua", "--mode", "enforce-minimum",
-                       "--db", str(db_path), "--output", str(out_file))
+    code, _, err = cli(
+        "policy",
+        "export",
+        "--format",
+        "lua",
+        "--mode",
+        "enforce-minimum",
+        "--db",
+        str(db_path),
+        "--output",
+        str(out_file),
+    )
     assert code == 0, err
-    code, out, _ = cli("policy", "export", "--format", "json", "--mode", "enforce-minimum",
-                       "--db", str(db_path))
+    code, out, _ = cli(
+        "policy", "export", "--format", "json", "--mode", "enforce-minimum", "--db", str(db_path)
+    )
     rules = json.loads(out)["rules"]
     assert _lua_eval(out_file, "p.version") == "1"
     assert _lua_eval(out_file, "#p.rules") == str(len(rules))
     first = rules[0]
     assert (first["partition"], first["gpu_type"]) == ("gpu", "h100_80gb")  # most specific first
-    assert _lua_eval(out_file, "p.rules[1].partition .. '/' .. p.rules[1].gpu_type") == \
-        "gpu/h100_80gb"
-    assert _lua_eval(out_file, "p.rules[1].default_cpus_per_gpu") == \
-        str(first["default_cpus_per_gpu"])
+    assert (
+        _lua_eval(out_file, "p.rules[1].partition .. '/' .. p.rules[1].gpu_type") == "gpu/h100_80gb"
+    )
+    assert _lua_eval(out_file, "p.rules[1].default_cpus_per_gpu") == str(
+        first["default_cpus_per_gpu"]
+    )
     assert _lua_eval(out_file, "p.rules[1].mode") == "enforce-minimum"
     # other GRES names in the partition fall back to the partition's own rule, not the cluster's
     assert (rules[1]["partition"], rules[1]["gpu_type"]) == ("gpu", "*")
@@ -90,8 +109,9 @@ def test_lua_export_is_valid_lua_5_1_with_the_same_rules(cli, no_db, db_path: Pa
 @needs_lua
 def test_hostile_partition_names_stay_inert_strings_in_lua(tmp_path: Path):
     evil = 'x"; os.exit(3) --\n]]\\ é\t1'
-    policy = Policy(1, "2026-11-29T00:00:00Z", "advisor",
-                    (PolicyRule(evil, "h100", 2, 4, Mode.advise),))
+    policy = Policy(
+        1, "2026-11-29T00:00:00Z", "advisor", (PolicyRule(evil, "h100", 2, 4, Mode.advise),)
+    )
     path = tmp_path / "p.lua"
     path.write_text(to_lua(policy))
     assert _lua_eval(path, "p.rules[1].partition") == evil
@@ -107,8 +127,10 @@ def test_slurm_conf_gives_each_observed_partition_its_def_cpu_per_gpu(cli, db_pa
 
 
 def test_slurm_conf_skips_a_partition_name_that_would_inject_options_and_keeps_the_rest():
-    rules = (PolicyRule("gpu MaxTime=1", "*", 2, 4, Mode.advise),
-             PolicyRule("gpu", "*", 2, 4, Mode.advise))
+    rules = (
+        PolicyRule("gpu MaxTime=1", "*", 2, 4, Mode.advise),
+        PolicyRule("gpu", "*", 2, 4, Mode.advise),
+    )
     policy = Policy(1, "t", "advisor", rules)
     lines = to_slurm_conf(policy).splitlines()
     assert "PartitionName=gpu DefCpuPerGPU=4" in lines

@@ -31,9 +31,11 @@ def test_every_builtin_price_has_a_date_and_a_source_and_every_family_is_priced(
 
 def test_a_site_file_overrides_the_builtin_rates(tmp_path: Path):
     site = tmp_path / "site.csv"
-    site.write_text(",".join(PRICING_COLUMNS) + "\n"
-                    "vcpu,chargeback,,,,,0.02,,2026-11-01,our finance team,\n"
-                    "instance,dgx-h100,H100,8,224,40,,,2026-11-01,our finance team,\n")
+    site.write_text(
+        ",".join(PRICING_COLUMNS) + "\n"
+        "vcpu,chargeback,,,,,0.02,,2026-11-01,our finance team,\n"
+        "instance,dgx-h100,H100,8,224,40,,,2026-11-01,our finance team,\n"
+    )
     book = load_pricing(site)
     assert book.vcpu.usd_per_vcpu_hour == 0.02
     assert book.instance_for("H100").name == "dgx-h100"
@@ -56,4 +58,3 @@ def test_a_bad_site_price_names_the_file_line_and_field(tmp_path: Path, row: str
     site.write_text(",".join(PRICING_COLUMNS) + "\nvcpu,ok,,,,,0.03,,2026-01-01,me,\n" + row + "\n")
     with pytest.raises(InputError, match=rf"rates.csv:3, field {field}"):
         load_pricing(site)
-

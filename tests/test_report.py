@@ -99,17 +99,21 @@ def test_cores_per_gpu_rows_equal_ratio_summary_for_this_month_and_last(small_db
     this = {
         g.keys["gpu_type"]: g
         for g in ratio_summary(
-            con, RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 10, 1),
-                            end=dt.datetime(2024, 11, 1))
+            con,
+            RatioQuery(
+                by=("gpu_type",), start=dt.datetime(2024, 10, 1), end=dt.datetime(2024, 11, 1)
+            ),
         ).groups
-    }  # fmt: skip
+    }
     last = {
         g.keys["gpu_type"]: g
         for g in ratio_summary(
-            con, RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 9, 1),
-                            end=dt.datetime(2024, 10, 1))
+            con,
+            RatioQuery(
+                by=("gpu_type",), start=dt.datetime(2024, 9, 1), end=dt.datetime(2024, 10, 1)
+            ),
         ).groups
-    }  # fmt: skip
+    }
     con.close()
     assert {g.gpu_type for g in october.gpu_types} == set(this) | set(last)
     for g in october.gpu_types:
@@ -171,8 +175,14 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     data = report.report_as_dict(october)
     assert len(values) > 90  # every table cell of the fixture month, not a handful
     sections = {k.split(".")[0] for k in values}
-    assert {"gpu_types", "below_accounts", "below_partitions", "starvation", "policy",
-            "quality"} <= sections  # fmt: skip
+    assert {
+        "gpu_types",
+        "below_accounts",
+        "below_partitions",
+        "starvation",
+        "policy",
+        "quality",
+    } <= sections
     for key, shown in values.items():
         expected = lookup(data, key)
         if isinstance(expected, float):
@@ -207,8 +217,11 @@ def test_rejected_lines_are_grouped_by_reason_with_the_first_line_that_had_it(oc
     assert q.rejected_lines == 3
     tres = next(r for r in q.rejects if r.reason == "unparsable TRES")
     assert (tres.lines, tres.field, tres.first_source, tres.first_line_no) == (
-        2, "AllocTRES", "oct.txt", 17,
-    )  # fmt: skip
+        2,
+        "AllocTRES",
+        "oct.txt",
+        17,
+    )
     assert [i.ingest_id for i in q.ingests] == [2]
 
 
@@ -239,22 +252,29 @@ def test_rerunning_a_month_replaces_its_folder_and_its_index_entry(small_db, tmp
 
 def test_all_months_writes_one_report_per_month_and_keeps_other_entries(small_db, tmp_path):
     out = tmp_path / "reports"
-    report.run_reports(report.ReportConfig(out_dir=out, month="2024-10", cluster="c2"),
-                       small_db, now=NOW)  # fmt: skip
-    results = report.run_reports(report.ReportConfig(out_dir=out, all_months=True), small_db,
-                                 now=NOW)  # fmt: skip
+    report.run_reports(
+        report.ReportConfig(out_dir=out, month="2024-10", cluster="c2"), small_db, now=NOW
+    )
+    results = report.run_reports(
+        report.ReportConfig(out_dir=out, all_months=True), small_db, now=NOW
+    )
     assert [r.month for r in results] == ["2024-09", "2024-10"]
     assert all(r.html_path.is_file() for r in results)
     index = json.loads((out / "index.json").read_text())
     assert [(e["month"], e["cluster"]) for e in index["reports"]] == [
-        ("2024-09", None), ("2024-10", None), ("2024-10", "c2"),
-    ]  # fmt: skip
+        ("2024-09", None),
+        ("2024-10", None),
+        ("2024-10", "c2"),
+    ]
     written = json.loads((out / "2024-10" / "report.json").read_text())
     assert written["quality"]["gpu_jobs"] == results[1].gpu_jobs
     page = (out / "index.html").read_text()
     links = re.findall(r'<a href="([^"]+)">(\d{4}-\d{2})</a>', page)
-    assert links == [("2024-10--c2/report.html", "2024-10"), ("2024-10/report.html", "2024-10"),
-                     ("2024-09/report.html", "2024-09")]  # fmt: skip
+    assert links == [
+        ("2024-10--c2/report.html", "2024-10"),
+        ("2024-10/report.html", "2024-10"),
+        ("2024-09/report.html", "2024-09"),
+    ]
     assert all((out / href).is_file() for href, _ in links)
 
 
@@ -286,8 +306,9 @@ def test_month_and_all_months_together_or_neither_is_a_usage_error(small_db, tmp
 
 def test_an_unknown_cluster_is_named_with_the_ones_that_exist(small_db, tmp_path):
     with pytest.raises(NotFoundError, match=r"'c9'.*\['c1', 'c2'\]"):
-        report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10", cluster="c9"),
-                           small_db)  # fmt: skip
+        report.run_reports(
+            report.ReportConfig(out_dir=tmp_path, month="2024-10", cluster="c9"), small_db
+        )
 
 
 def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_path):
@@ -302,15 +323,17 @@ def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_p
 
 
 def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(small_db, tmp_path):
-    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db,
-                                now=NOW)
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db, now=NOW
+    )
     data = json.loads((res.html_path.parent / "report.json").read_text())
     s = data["summary"]
     assert s["gpu_hours_lost"] == pytest.approx(data["gpu_hours_lost_total"])
     assert s["usd_to_fix"] == pytest.approx(data["usd_to_fix_total"])
     assert s["usd_lost"] == pytest.approx(sum(e["usd_lost"] or 0 for e in data["starvation"]))
     assert [e["partition"] for e in s["top_partitions"]] == [
-        e["partition"] for e in data["starvation"][:3]]
+        e["partition"] for e in data["starvation"][:3]
+    ]
     assert [b["name"] for b in s["top_accounts"]] == [b["name"] for b in data["below_accounts"][:3]]
     html = res.html_path.read_text()
     # the summary comes before every other section, and carries the paste-ready settings
@@ -325,8 +348,9 @@ def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(sma
 
 
 def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
-    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db,
-                                now=NOW)
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db, now=NOW
+    )
     data = json.loads((res.html_path.parent / "report.json").read_text())
     assert data["small_sample"] == (0 < data["quality"]["gpu_jobs"] < report.SMALL_SAMPLE_JOBS)
     notes = " ".join(data["notes"])
@@ -359,18 +383,26 @@ def inputs(small_db) -> report.ReportInputs:
 def test_below_recommendation_rows_are_ratio_summary_below_recommend_partitions(small_db, inputs):
     from advisor.recommend import PartitionQuery, recommend_partitions
 
-    recs = {(r.partition, r.gpu_type): r for r in
-            recommend_partitions(PartitionQuery(db=str(small_db))).rows}  # fmt: skip
+    recs = {
+        (r.partition, r.gpu_type): r
+        for r in recommend_partitions(PartitionQuery(db=str(small_db))).rows
+    }
     con = store.connect(small_db, read_only=True)
     month = report.parse_month("2024-10")
     accounts, partitions = report.below_recommendation(con, month, None, inputs, top_n=10)
     thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in recs.values()}))
     direct = {
         (g.keys["partition"], g.keys["gpu_type"]): g
-        for g in ratio_summary(con, RatioQuery(by=("partition", "gpu_type"),
-                               start=month.start, end=month.end,
-                               thresholds_cores_per_gpu=thresholds)).groups
-    }  # fmt: skip
+        for g in ratio_summary(
+            con,
+            RatioQuery(
+                by=("partition", "gpu_type"),
+                start=month.start,
+                end=month.end,
+                thresholds_cores_per_gpu=thresholds,
+            ),
+        ).groups
+    }
     con.close()
     assert partitions, "the fixture's teaching jobs sit far below any recommendation"
     for b in partitions:
@@ -489,10 +521,12 @@ def test_policy_compliance_takes_each_jobs_most_specific_rule(small_db, tmp_path
     days = len(OCT_DAYS)
     # gpu/h100: the teaching jobs (0.25-0.5 cores/GPU) fail, cluster c2's job (8) passes;
     # everything else falls to (*, *) with minimum 1, which all of it meets
-    assert [(r["partition"], r["gpu_type"], r["jobs"], r["jobs_compliant"]) for r in p["rules"]] == [
+    assert [
+        (r["partition"], r["gpu_type"], r["jobs"], r["jobs_compliant"]) for r in p["rules"]
+    ] == [
         ("gpu", "h100", 3 * days + 1, 1),
         ("*", "*", 4 * days, 4 * days),
-    ]  # fmt: skip
+    ]
     assert (p["jobs"], p["jobs_compliant"]) == (7 * days + 1, 4 * days + 1)
     values = html_values(res.html_path.read_text())
     assert values["policy.jobs_compliant"] == str(4 * days + 1)
@@ -512,8 +546,10 @@ def test_a_policy_exported_by_advisor_policy_reads_back_rule_for_rule(small_db, 
     back = report.read_policy(path)
     assert back.rules == exported.rules and len(back.rules) >= 3
     assert (back.version, back.generated_at, back.source) == (
-        exported.version, exported.generated_at, exported.source,
-    )  # fmt: skip
+        exported.version,
+        exported.generated_at,
+        exported.source,
+    )
 
 
 def test_the_lua_policy_the_plugins_load_gives_the_same_compliance_as_its_json(small_db, tmp_path):
@@ -552,13 +588,17 @@ return {
         ("hello", r"p.lua:1: expected 'return', found 'hello'"),
         (LUA_POLICY.replace("  },\n}", ""), r"p.lua:6: expected '}', found 'the end of the file'"),
         ("return { version = 1 }", r"p.lua, field rules: must be a list"),
-        (LUA_POLICY.replace('mode = "advise" },\n  },', 'mode = "shout" },\n  },'),
-         r"p.lua:6, field rules\[1\].mode"),
+        (
+            LUA_POLICY.replace('mode = "advise" },\n  },', 'mode = "shout" },\n  },'),
+            r"p.lua:6, field rules\[1\].mode",
+        ),
         (LUA_POLICY.replace("= 1, default", "= nil, default"), r"p.lua:6: unexpected 'nil'"),
-        (LUA_POLICY.replace("--[[", "").replace("-- exported", "--[[ block ]]"),
-         r"p.lua:1: cannot read"),
+        (
+            LUA_POLICY.replace("--[[", "").replace("-- exported", "--[[ block ]]"),
+            r"p.lua:1: cannot read",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_lua_policy_names_its_line_and_field(tmp_path, text, where):
     path = tmp_path / "p.lua"
     path.write_text(text)
@@ -571,13 +611,19 @@ def test_a_bad_lua_policy_names_its_line_and_field(tmp_path, text, where):
     [
         ('{"version": 1,\n "rules": [\n', r"policy.json:3: not valid JSON"),
         ('{"version": 2, "rules": []}', r"policy.json:1, field version"),
-        (POLICY.replace('"min_cpus_per_gpu": 1', '"min_cpus_per_gpu": "one"'),
-         r"policy.json:8, field rules\[1\].min_cpus_per_gpu"),
+        (
+            POLICY.replace('"min_cpus_per_gpu": 1', '"min_cpus_per_gpu": "one"'),
+            r"policy.json:8, field rules\[1\].min_cpus_per_gpu",
+        ),
         (POLICY.replace('"advise"', '"shout"'), r"policy.json:8, field rules\[1\].mode"),
-        (POLICY.replace('"partition": "*", "gpu_type": "*"', '"partition": "gpu", "gpu_type": "H100"'),
-         r"policy.json:8, field rules\[1\]: a second rule"),
+        (
+            POLICY.replace(
+                '"partition": "*", "gpu_type": "*"', '"partition": "gpu", "gpu_type": "H100"'
+            ),
+            r"policy.json:8, field rules\[1\]: a second rule",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_policy_file_names_its_line_and_field(tmp_path, text, where):
     path = tmp_path / "policy.json"
     path.write_text(text)
@@ -627,8 +673,9 @@ def test_the_lua_reader_agrees_with_the_real_lua_interpreter(small_db, tmp_path)
     )
     dump = tmp_path / "dump.lua"
     dump.write_text(script)
-    out = subprocess.run([lua, str(dump), str(path)], capture_output=True, text=True,
-                         check=True).stdout.splitlines()  # fmt: skip
+    out = subprocess.run(
+        [lua, str(dump), str(path)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     ours = report.read_policy(path)
     assert out[0] == str(ours.version) and out[1] == ours.source
     assert out[2:] == [

@@ -18,9 +18,15 @@ from tests.test_report_data import build_db
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -44,13 +50,19 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
 ):
     build_db(db_path)
     (res,) = report.run_reports(
-        report.ReportConfig(out_dir=tmp_path / "out", month="2024-10"), db_path,
+        report.ReportConfig(out_dir=tmp_path / "out", month="2024-10"),
+        db_path,
         now=dt.datetime(2024, 11, 2),
-    )  # fmt: skip
+    )
     written = json.loads((res.html_path.parent / "report.json").read_text())
     # the charts of a month with recommendations: percentiles, histogram, below, daily starts
-    chart_ids = ["cores-per-gpu", "ratio-histogram", "below-accounts", "below-partitions",
-                 "daily-starts"]
+    chart_ids = [
+        "cores-per-gpu",
+        "ratio-histogram",
+        "below-accounts",
+        "below-partitions",
+        "daily-starts",
+    ]
     assert written["below_partitions"], "the fixture month has jobs below the recommendation"
 
     context = browser.new_context(offline=True)
@@ -66,8 +78,12 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
     context.route("**/*", only_the_file)
     page = context.new_page()
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in
-            ("error", "warning") else None)  # fmt: skip
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+        ),
+    )
     page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
     page.goto(res.html_path.as_uri())
     assert page.locator("[data-chart]").count() == len(chart_ids)
@@ -114,12 +130,15 @@ def test_the_email_copies_print_the_whole_report_as_the_browser_draws_it(
     build_db(db_path)
     (res,) = report.run_reports(
         report.ReportConfig(out_dir=tmp_path / "out", month="2024-10", png=True, pdf=True),
-        db_path, now=dt.datetime(2024, 11, 2),
-    )  # fmt: skip
+        db_path,
+        now=dt.datetime(2024, 11, 2),
+    )
     folder = res.html_path.parent
     pdf = (folder / "report.pdf").read_bytes()
-    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page>") + \
-        pdf.count(b"/Type/Page") >= 2
+    assert (
+        pdf.startswith(b"%PDF")
+        and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page>") + pdf.count(b"/Type/Page") >= 2
+    )
     assert {"report.pdf", "report.png"} <= {p.name for p in res.image_paths}
     printed = Image.open(folder / "report.png").convert("RGB")
     assert printed.width == report.REPORT_WIDTH_PX and printed.height > 1500
@@ -139,8 +158,10 @@ def test_the_email_copies_print_the_whole_report_as_the_browser_draws_it(
     assert max(ImageStat.Stat(diff).mean) < 2.0  # mean difference per channel, out of 255
     # and the histogram, drawn by the page's script: printed only after it ran
     assert chart is not None
-    cbox = tuple(int(v) for v in (chart["x"], chart["y"], chart["x"] + chart["width"],
-                                  chart["y"] + chart["height"]))
+    cbox = tuple(
+        int(v)
+        for v in (chart["x"], chart["y"], chart["x"] + chart["width"], chart["y"] + chart["height"])
+    )
     assert cbox[3] <= printed.height
     chart_diff = ImageChops.difference(printed.crop(cbox), seen.crop(cbox))
     assert max(ImageStat.Stat(chart_diff).mean) < 2.0, ImageStat.Stat(chart_diff).mean

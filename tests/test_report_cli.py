@@ -10,21 +10,38 @@ from tests.test_report_data import build_db
 def test_report_command_writes_the_month_and_prints_what_it_wrote_as_json(cli, db_path, tmp_path):
     build_db(db_path)
     out = tmp_path / "out"
-    code, stdout, stderr = cli("report", "--month", "2024-10", "--out", str(out), "--db",
-                               str(db_path), "--format", "json")  # fmt: skip
+    code, stdout, stderr = cli(
+        "report", "--month", "2024-10", "--out", str(out), "--db", str(db_path), "--format", "json"
+    )
     assert code == 0, stderr
     rows = json.loads(stdout)
     assert rows == [
-        {"month": "2024-10", "cluster": "*", "gpu_jobs": 113,
-         "html": str(out / "2024-10" / "report.html"), "images": 0},
-    ]  # fmt: skip
+        {
+            "month": "2024-10",
+            "cluster": "*",
+            "gpu_jobs": 113,
+            "html": str(out / "2024-10" / "report.html"),
+            "images": 0,
+        },
+    ]
     assert (out / "2024-10" / "report.html").is_file()
 
 
 def test_all_months_with_png_as_csv(cli, db_path, tmp_path):
     build_db(db_path)
-    code, stdout, stderr = cli("report", "--all-months", "--png", "--cluster", "c1", "--out",
-                               str(tmp_path), "--db", str(db_path), "-f", "csv")  # fmt: skip
+    code, stdout, stderr = cli(
+        "report",
+        "--all-months",
+        "--png",
+        "--cluster",
+        "c1",
+        "--out",
+        str(tmp_path),
+        "--db",
+        str(db_path),
+        "-f",
+        "csv",
+    )
     assert code == 0, stderr
     lines = stdout.strip().splitlines()
     assert lines[0] == "month,cluster,gpu_jobs,html,images"
@@ -34,15 +51,23 @@ def test_all_months_with_png_as_csv(cli, db_path, tmp_path):
 
 def test_a_bad_month_exits_2_with_an_error_line_on_stderr(cli, db_path, tmp_path):
     build_db(db_path)
-    code, stdout, stderr = cli("report", "--month", "2024-13", "--out", str(tmp_path), "--db",
-                               str(db_path))  # fmt: skip
+    code, stdout, stderr = cli(
+        "report", "--month", "2024-13", "--out", str(tmp_path), "--db", str(db_path)
+    )
     assert code == 2 and stdout == ""
     assert stderr.startswith("Error: --month '2024-13'")
 
 
 def test_a_missing_database_exits_4_and_says_how_to_create_it(cli, tmp_path):
-    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(tmp_path), "--db",
-                          str(tmp_path / "none.duckdb"))  # fmt: skip
+    code, _, stderr = cli(
+        "report",
+        "--month",
+        "2024-10",
+        "--out",
+        str(tmp_path),
+        "--db",
+        str(tmp_path / "none.duckdb"),
+    )
     assert code == 4
     assert "advisor ingest" in stderr and stderr.startswith("Error: ")
 
@@ -51,8 +76,17 @@ def test_a_bad_policy_file_exits_3_naming_its_line_and_field(cli, db_path, tmp_p
     build_db(db_path)
     policy = tmp_path / "policy.json"
     policy.write_text('{"version": 1,\n "rules": [{"partition": "gpu"}]}')
-    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(tmp_path / "out"),
-                          "--db", str(db_path), "--policy", str(policy))  # fmt: skip
+    code, _, stderr = cli(
+        "report",
+        "--month",
+        "2024-10",
+        "--out",
+        str(tmp_path / "out"),
+        "--db",
+        str(db_path),
+        "--policy",
+        str(policy),
+    )
     assert code == 3
     assert f"{policy}:2, field rules[0].gpu_type" in stderr
     assert not (tmp_path / "out").exists()
@@ -82,7 +116,8 @@ def test_an_out_path_that_is_a_file_exits_2_before_any_work(cli, db_path, tmp_pa
     build_db(db_path)
     target = tmp_path / "taken"
     target.write_text("not a folder")
-    code, _, stderr = cli("report", "--month", "2024-10", "--out", str(target), "--db",
-                          str(db_path))  # fmt: skip
+    code, _, stderr = cli(
+        "report", "--month", "2024-10", "--out", str(target), "--db", str(db_path)
+    )
     assert code == 2 and "is not a folder" in stderr
     assert target.read_text() == "not a folder"

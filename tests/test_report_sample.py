@@ -23,8 +23,9 @@ def test_all_months_of_the_sample_are_reported_with_ratio_summarys_numbers(cli, 
     code, _, err = cli("ingest", str(SAMPLE), "--db", str(db_path))
     assert code == 0, err
     out = tmp_path / "reports"
-    code, stdout, err = cli("report", "--all-months", "--out", str(out), "--db", str(db_path),
-                            "--format", "json")  # fmt: skip
+    code, stdout, err = cli(
+        "report", "--all-months", "--out", str(out), "--db", str(db_path), "--format", "json"
+    )
     assert code == 0, err
     rows = json.loads(stdout)
     months = [r["month"] for r in rows]
@@ -32,8 +33,10 @@ def test_all_months_of_the_sample_are_reported_with_ratio_summarys_numbers(cli, 
     assert all(Path(r["html"]).is_file() for r in rows)
 
     con = connect(db_path, read_only=True)
-    direct = ratio_summary(con, RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 10, 1),
-                                           end=dt.datetime(2024, 11, 1)))  # fmt: skip
+    direct = ratio_summary(
+        con,
+        RatioQuery(by=("gpu_type",), start=dt.datetime(2024, 10, 1), end=dt.datetime(2024, 11, 1)),
+    )
     con.close()
     written = json.loads((out / "2024-10" / "report.json").read_text())
     shown = {g["gpu_type"]: g for g in written["gpu_types"]}
@@ -41,8 +44,10 @@ def test_all_months_of_the_sample_are_reported_with_ratio_summarys_numbers(cli, 
     for g in direct.groups:
         s = shown[g.keys["gpu_type"]]
         assert (s["jobs"], s["p25_cores_per_gpu"], s["p50_cores_per_gpu"]) == (
-            g.jobs, g.p25_cores_per_gpu, g.p50_cores_per_gpu,
-        )  # fmt: skip
+            g.jobs,
+            g.p25_cores_per_gpu,
+            g.p50_cores_per_gpu,
+        )
         assert s["gpu_hours"] == pytest.approx(g.gpu_hours)
     # October has jobs under the recommendation, so the starvation section is filled
     assert written["starvation"] and written["gpu_hours_lost_total"] > 0

@@ -164,8 +164,9 @@ def test_db_info_and_migrate_commands_report_json(cli, db_path):
 def test_render_fills_every_placeholder_and_refuses_a_missing_or_extra_part():
     sql = store.render("ingest/tres_lookup", groups="SELECT 1")
     assert "{{" not in sql and "SELECT 1" in sql
-    with pytest.raises(StoreError, match=r"tres_lookup\.sql: placeholders not filled: \['groups'\]"):
+    with pytest.raises(
+        StoreError, match=r"tres_lookup\.sql: placeholders not filled: \['groups'\]"
+    ):
         store.render("ingest/tres_lookup")
     with pytest.raises(StoreError, match=r"parts that fill nothing: \['grops'\]"):
         store.render("ingest/tres_lookup", groups="SELECT 1", grops="x")
-

@@ -98,8 +98,22 @@ def _root(
         raise typer.Exit(2)
 
 
-for _module in (db, ingest, ratios, nodes, bench, fit, recommend, policy, calibration, report, dashboard,
-                export, metrics, usage):
+for _module in (
+    db,
+    ingest,
+    ratios,
+    nodes,
+    bench,
+    fit,
+    recommend,
+    policy,
+    calibration,
+    report,
+    dashboard,
+    export,
+    metrics,
+    usage,
+):
     _module.register(app)
 
 

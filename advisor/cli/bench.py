@@ -204,7 +204,9 @@ def run_cmd(
     ] = 3.0,
     gpu_bound_factor: Annotated[
         float,
-        typer.Option(help="Flag gpu-bound when victim TTFT p50 at the most cores passes this x no-load."),
+        typer.Option(
+            help="Flag gpu-bound when victim TTFT p50 at the most cores passes this x no-load."
+        ),
     ] = 4.0,
     max_failed: Annotated[
         float, typer.Option(help="Flag a run with more than this share of failed requests.")

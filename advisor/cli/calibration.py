@@ -7,8 +7,8 @@ import typer
 from advisor.cli._curve_options import CalibrationDirOption, _warn
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_rows
 
-calibration_app = typer.Typer(help="The points the TTFT model is fitted on.",
-                              no_args_is_help=True)
+calibration_app = typer.Typer(help="The points the TTFT model is fitted on.", no_args_is_help=True)
+
 
 @calibration_app.command("list")
 def calibration_list_cmd(
@@ -23,8 +23,18 @@ def calibration_list_cmd(
     _warn(loaded.problems)
     columns = None
     if fmt is OutputFormat.table:
-        columns = ["point_id", "platform", "model", "gpus", "load_rps", "cores_per_gpu",
-                   "metric", "value", "unit", "source"]
+        columns = [
+            "point_id",
+            "platform",
+            "model",
+            "gpus",
+            "load_rps",
+            "cores_per_gpu",
+            "metric",
+            "value",
+            "unit",
+            "source",
+        ]
     emit_rows(point_rows(loaded), fmt, columns=columns, title="calibration points")
 
 

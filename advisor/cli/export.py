@@ -9,8 +9,9 @@ import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
 
-export_app = typer.Typer(help="Write the database in formats other engines read.",
-                         no_args_is_help=True)  # fmt: skip
+export_app = typer.Typer(
+    help="Write the database in formats other engines read.", no_args_is_help=True
+)
 
 ParquetOption = Annotated[
     str | None,

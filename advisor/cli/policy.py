@@ -11,8 +11,10 @@ import typer
 from advisor.cli._curve_options import FitFileOption, PrefixHitOption, PricingOption, WorkloadOption
 from advisor.cli._output import DbOption
 
-policy_app = typer.Typer(help="The CPU-per-GPU policy for Slurm's Lua plugins.",
-                         no_args_is_help=True)
+policy_app = typer.Typer(
+    help="The CPU-per-GPU policy for Slurm's Lua plugins.", no_args_is_help=True
+)
+
 
 class PolicyFormat(StrEnum):
     lua = "lua"
@@ -28,25 +30,59 @@ class PolicyMode(StrEnum):
 
 @policy_app.command("export")
 def policy_export_cmd(
-    fmt: Annotated[PolicyFormat, typer.Option("--format", "-f", metavar="[lua|json|slurm.conf]",
-                   help="lua (for the plugins), json, or slurm.conf lines.")] = PolicyFormat.lua,
-    mode: Annotated[PolicyMode, typer.Option(
-        "--mode", metavar="[advise|set-default-when-unset|enforce-minimum]",
-        help="What the plugins do with the rules.")] = PolicyMode.set_default_when_unset,
-    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="Default "
-                         "cores: TTFT within this of ample cores.")] = 0.10,
-    min_tolerance: Annotated[float, typer.Option("--min-tolerance", metavar="FRACTION",
-                             help="Minimum cores: TTFT within this of ample cores.")] = 0.50,
-    model_size: Annotated[str | None, typer.Option("--model-size", metavar="SIZE",
-                          help="Workload: model size.")] = None,
-    rps: Annotated[float | None, typer.Option("--rps", metavar="RATE",
-                   help="Workload: requests/s.")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", metavar="N",
-                             help="Workload: prompt tokens.")] = None,
+    fmt: Annotated[
+        PolicyFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="[lua|json|slurm.conf]",
+            help="lua (for the plugins), json, or slurm.conf lines.",
+        ),
+    ] = PolicyFormat.lua,
+    mode: Annotated[
+        PolicyMode,
+        typer.Option(
+            "--mode",
+            metavar="[advise|set-default-when-unset|enforce-minimum]",
+            help="What the plugins do with the rules.",
+        ),
+    ] = PolicyMode.set_default_when_unset,
+    tolerance: Annotated[
+        float,
+        typer.Option(
+            "--tolerance",
+            metavar="FRACTION",
+            help="Default cores: TTFT within this of ample cores.",
+        ),
+    ] = 0.10,
+    min_tolerance: Annotated[
+        float,
+        typer.Option(
+            "--min-tolerance",
+            metavar="FRACTION",
+            help="Minimum cores: TTFT within this of ample cores.",
+        ),
+    ] = 0.50,
+    model_size: Annotated[
+        str | None, typer.Option("--model-size", metavar="SIZE", help="Workload: model size.")
+    ] = None,
+    rps: Annotated[
+        float | None, typer.Option("--rps", metavar="RATE", help="Workload: requests/s.")
+    ] = None,
+    prompt_tokens: Annotated[
+        int | None, typer.Option("--prompt-tokens", metavar="N", help="Workload: prompt tokens.")
+    ] = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here "
-                      "instead of stdout (written whole, then renamed into place).")] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write here instead of stdout (written whole, then renamed into place).",
+        ),
+    ] = None,
     db: DbOption = None,
     pricing: PricingOption = None,
     fit_file: FitFileOption = None,
@@ -57,15 +93,24 @@ def policy_export_cmd(
     from advisor.recommend import RecommendContext, Workload, parse_model_size
 
     config = PolicyConfig(
-        mode=Mode(mode.value), tolerance=tolerance, min_tolerance=min_tolerance,
-        workload=Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
-                          workload_name), db=db,
+        mode=Mode(mode.value),
+        tolerance=tolerance,
+        min_tolerance=min_tolerance,
+        workload=Workload(
+            parse_model_size(model_size), rps, prompt_tokens, prefix_hit, workload_name
+        ),
+        db=db,
     )
-    with RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx, \
-            RichProgress() as progress:
+    with (
+        RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
+        RichProgress() as progress,
+    ):
         policy = build_policy(config, progress, ctx)
-    render = {PolicyFormat.lua: to_lua, PolicyFormat.json: to_json,
-              PolicyFormat.slurm_conf: to_slurm_conf}[fmt]
+    render = {
+        PolicyFormat.lua: to_lua,
+        PolicyFormat.json: to_json,
+        PolicyFormat.slurm_conf: to_slurm_conf,
+    }[fmt]
     text = render(policy)
     if fmt is PolicyFormat.slurm_conf:
         from advisor.policy import slurm_conf_unwritable

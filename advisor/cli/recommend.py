@@ -24,31 +24,82 @@ from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json,
 
 
 def recommend_cmd(
-    gpu_type: Annotated[str | None, typer.Option("--gpu-type", metavar="TYPE", help="GPU family "
-                        "or GRES type, e.g. H100, h100_80gb.")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", metavar="N", help="GPUs of the job; "
-                    "without it, --partition recommends for the partition's observed jobs.")
-                    ] = None,
-    model_size: Annotated[str | None, typer.Option("--model-size", metavar="SIZE", help="Model "
-                          "size, e.g. 8b, 70b (default: the model's reference, 8b).")] = None,
-    rps: Annotated[float | None, typer.Option("--rps", metavar="RATE", help="Requests per second "
-                   "(default 8).")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option("--prompt-tokens", metavar="N",
-                             help="Typical prompt length in tokens (default 16384).")] = None,
-    current_cpus_per_gpu: Annotated[float | None, typer.Option(
-        "--current-cpus-per-gpu", metavar="CORES", help="Cores per GPU the job has now (default: "
-        "Slurm's default, 1 CPU per task, i.e. 1/GPUs).")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", metavar="FRACTION", help="Accept "
-                         "TTFT within this fraction of ample cores.")] = 0.10,
-    ample_ttft_ms: Annotated[float | None, typer.Option("--ample-ttft-ms", metavar="MS",
-                             help="Measured TTFT with ample cores, to report TTFTs in ms.")
-                             ] = None,
-    max_cpus_per_gpu: Annotated[int | None, typer.Option("--max-cpus-per-gpu", metavar="CORES",
-                                help="Most cores per GPU a node gives (default: node "
-                                "inventory, else the cloud instance).")] = None,
-    partition: Annotated[str | None, typer.Option("--partition", metavar="NAME", help="Partition "
-                         "('*' for all): with --gpus it restricts the node inventory; without, "
-                         "it recommends DefCpuPerGPU from the partition's jobs.")] = None,
+    gpu_type: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-type", metavar="TYPE", help="GPU family or GRES type, e.g. H100, h100_80gb."
+        ),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            metavar="N",
+            help="GPUs of the job; "
+            "without it, --partition recommends for the partition's observed jobs.",
+        ),
+    ] = None,
+    model_size: Annotated[
+        str | None,
+        typer.Option(
+            "--model-size",
+            metavar="SIZE",
+            help="Model size, e.g. 8b, 70b (default: the model's reference, 8b).",
+        ),
+    ] = None,
+    rps: Annotated[
+        float | None, typer.Option("--rps", metavar="RATE", help="Requests per second (default 8).")
+    ] = None,
+    prompt_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--prompt-tokens", metavar="N", help="Typical prompt length in tokens (default 16384)."
+        ),
+    ] = None,
+    current_cpus_per_gpu: Annotated[
+        float | None,
+        typer.Option(
+            "--current-cpus-per-gpu",
+            metavar="CORES",
+            help="Cores per GPU the job has now (default: "
+            "Slurm's default, 1 CPU per task, i.e. 1/GPUs).",
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float,
+        typer.Option(
+            "--tolerance",
+            metavar="FRACTION",
+            help="Accept TTFT within this fraction of ample cores.",
+        ),
+    ] = 0.10,
+    ample_ttft_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--ample-ttft-ms",
+            metavar="MS",
+            help="Measured TTFT with ample cores, to report TTFTs in ms.",
+        ),
+    ] = None,
+    max_cpus_per_gpu: Annotated[
+        int | None,
+        typer.Option(
+            "--max-cpus-per-gpu",
+            metavar="CORES",
+            help="Most cores per GPU a node gives (default: node "
+            "inventory, else the cloud instance).",
+        ),
+    ] = None,
+    partition: Annotated[
+        str | None,
+        typer.Option(
+            "--partition",
+            metavar="NAME",
+            help="Partition "
+            "('*' for all): with --gpus it restricts the node inventory; without, "
+            "it recommends DefCpuPerGPU from the partition's jobs.",
+        ),
+    ] = None,
     tp: TpOption = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
@@ -63,8 +114,15 @@ def recommend_cmd(
     against cores, never below vLLM's 2 + N, with its evidence and cost delta."""
     from advisor.recommend import Workload, parse_model_size
 
-    workload = Workload(parse_model_size(model_size), rps, prompt_tokens, prefix_hit,
-                        workload_name, renderer_workers, engine_version)
+    workload = Workload(
+        parse_model_size(model_size),
+        rps,
+        prompt_tokens,
+        prefix_hit,
+        workload_name,
+        renderer_workers,
+        engine_version,
+    )
     if gpus is None:
         if partition is None:
             from advisor.errors import UsageError
@@ -73,18 +131,28 @@ def recommend_cmd(
         from advisor.cli._output import RichProgress
         from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
 
-        query = PartitionQuery(db=db, partition=None if partition == "*" else partition,
-                               gpu_type=gpu_type, workload=workload, tolerance=tolerance)
-        with RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx, \
-                RichProgress() as progress:
+        query = PartitionQuery(
+            db=db,
+            partition=None if partition == "*" else partition,
+            gpu_type=gpu_type,
+            workload=workload,
+            tolerance=tolerance,
+        )
+        with (
+            RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
+            RichProgress() as progress,
+        ):
             report = recommend_partitions(query, progress, ctx)
         for row in report.rows:
             _warn(f"{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
         if fmt is OutputFormat.json:
             emit_json({"partitions": report.rows, "assumptions": report.assumptions})
             return
-        emit_rows([{k: v for k, v in r.__dict__.items() if k != "warnings"} for r in report.rows],
-                  fmt, title="DefCpuPerGPU by partition and GPU type")
+        emit_rows(
+            [{k: v for k, v in r.__dict__.items() if k != "warnings"} for r in report.rows],
+            fmt,
+            title="DefCpuPerGPU by partition and GPU type",
+        )
         return
     if gpu_type is None:
         from advisor.errors import UsageError
@@ -92,30 +160,72 @@ def recommend_cmd(
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
     from advisor.recommend import JobQuery, recommend_job
 
-    rec = recommend_job(JobQuery(
-        gpu_type=gpu_type, gpus=gpus, workload=workload,
-        current_cpus_per_gpu=current_cpus_per_gpu, tolerance=tolerance,
-        ample_ttft_ms=ample_ttft_ms, max_cpus_per_gpu=max_cpus_per_gpu,
-        partition=None if partition == "*" else partition, db=db, pricing_file=pricing,
-        model_file=fit_file, tp=tp,
-    ))
+    rec = recommend_job(
+        JobQuery(
+            gpu_type=gpu_type,
+            gpus=gpus,
+            workload=workload,
+            current_cpus_per_gpu=current_cpus_per_gpu,
+            tolerance=tolerance,
+            ample_ttft_ms=ample_ttft_ms,
+            max_cpus_per_gpu=max_cpus_per_gpu,
+            partition=None if partition == "*" else partition,
+            db=db,
+            pricing_file=pricing,
+            model_file=fit_file,
+            tp=tp,
+        )
+    )
     if fmt is OutputFormat.json:
         emit_json(rec)
         return
     _warn(rec.warnings)
-    emit_rows([{
-        "gpu_type": rec.gpu_type, "gpus": rec.gpus, "tp": rec.tp,
-        "now": rec.current_cpus_per_gpu, "regime_now": rec.regime,
-        "recommended": rec.slurm_option, "cores_total": rec.cores_total,
-        "knee_cores": rec.knee_cores, "floor_2_plus_n": rec.floor_cores,
-        "speedup": (f">= {rec.predicted_speedup:.2f} (measured)" if rec.speedup_is_lower_bound
-                    else rec.predicted_speedup),
-        "extra_vcpus": rec.extra_vcpus, "usd_per_hour": rec.usd_per_hour_delta,
-        "cost_pct": rec.cost_delta_pct, "cap": rec.max_cpus_per_gpu,
-    }], fmt, title="cores per GPU")
-    emit_rows([{k: e.get(k) for k in ("series", "distance", "platform", "gpus", "workload",
-                                      "load_rps", "prompt_tokens", "measured_knee_cores")}
-               for e in rec.evidence], fmt, title="nearest measured series")
+    emit_rows(
+        [
+            {
+                "gpu_type": rec.gpu_type,
+                "gpus": rec.gpus,
+                "tp": rec.tp,
+                "now": rec.current_cpus_per_gpu,
+                "regime_now": rec.regime,
+                "recommended": rec.slurm_option,
+                "cores_total": rec.cores_total,
+                "knee_cores": rec.knee_cores,
+                "floor_2_plus_n": rec.floor_cores,
+                "speedup": (
+                    f">= {rec.predicted_speedup:.2f} (measured)"
+                    if rec.speedup_is_lower_bound
+                    else rec.predicted_speedup
+                ),
+                "extra_vcpus": rec.extra_vcpus,
+                "usd_per_hour": rec.usd_per_hour_delta,
+                "cost_pct": rec.cost_delta_pct,
+                "cap": rec.max_cpus_per_gpu,
+            }
+        ],
+        fmt,
+        title="cores per GPU",
+    )
+    emit_rows(
+        [
+            {
+                k: e.get(k)
+                for k in (
+                    "series",
+                    "distance",
+                    "platform",
+                    "gpus",
+                    "workload",
+                    "load_rps",
+                    "prompt_tokens",
+                    "measured_knee_cores",
+                )
+            }
+            for e in rec.evidence
+        ],
+        fmt,
+        title="nearest measured series",
+    )
 
 
 # The job-submit path: `recommend --gpu-type T --gpus N ... --format json` answered without
@@ -123,11 +233,25 @@ def recommend_cmd(
 # budget: docs/model.md). Same core call, same JSON, same errors; anything else (help, table output,
 # a partition, an option it does not know, a value it cannot convert) is left to typer.
 _FAST_OPTIONS: dict[str, type] = {
-    "--gpu-type": str, "--gpus": int, "--model-size": str, "--rps": float,
-    "--prompt-tokens": int, "--current-cpus-per-gpu": float, "--tolerance": float,
-    "--ample-ttft-ms": float, "--max-cpus-per-gpu": int, "--partition": str, "--db": str,
-    "--pricing": str, "--fit-file": str, "--format": str, "-f": str, "--tp": int,
-    "--prefix-hit": float, "--workload": str, "--renderer-workers": int,
+    "--gpu-type": str,
+    "--gpus": int,
+    "--model-size": str,
+    "--rps": float,
+    "--prompt-tokens": int,
+    "--current-cpus-per-gpu": float,
+    "--tolerance": float,
+    "--ample-ttft-ms": float,
+    "--max-cpus-per-gpu": int,
+    "--partition": str,
+    "--db": str,
+    "--pricing": str,
+    "--fit-file": str,
+    "--format": str,
+    "-f": str,
+    "--tp": int,
+    "--prefix-hit": float,
+    "--workload": str,
+    "--renderer-workers": int,
     "--engine-version": str,
 }
 
@@ -163,20 +287,30 @@ def fast_recommend(argv: list[str]) -> int | None:
         from advisor.recommend import parse_model_size
 
         partition = opts.get("--partition")
-        rec = recommend_job(JobQuery(
-            gpu_type=opts["--gpu-type"], gpus=opts["--gpus"],
-            workload=Workload(parse_model_size(opts.get("--model-size")), opts.get("--rps"),
-                              opts.get("--prompt-tokens"), opts.get("--prefix-hit"),
-                              opts.get("--workload"), opts.get("--renderer-workers"),
-                              opts.get("--engine-version")),
-            current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
-            tolerance=opts.get("--tolerance", 0.10),
-            ample_ttft_ms=opts.get("--ample-ttft-ms"),
-            max_cpus_per_gpu=opts.get("--max-cpus-per-gpu"),
-            partition=None if partition == "*" else partition,
-            db=opts.get("--db"), pricing_file=opts.get("--pricing"),
-            model_file=opts.get("--fit-file"), tp=opts.get("--tp"),
-        ))
+        rec = recommend_job(
+            JobQuery(
+                gpu_type=opts["--gpu-type"],
+                gpus=opts["--gpus"],
+                workload=Workload(
+                    parse_model_size(opts.get("--model-size")),
+                    opts.get("--rps"),
+                    opts.get("--prompt-tokens"),
+                    opts.get("--prefix-hit"),
+                    opts.get("--workload"),
+                    opts.get("--renderer-workers"),
+                    opts.get("--engine-version"),
+                ),
+                current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
+                tolerance=opts.get("--tolerance", 0.10),
+                ample_ttft_ms=opts.get("--ample-ttft-ms"),
+                max_cpus_per_gpu=opts.get("--max-cpus-per-gpu"),
+                partition=None if partition == "*" else partition,
+                db=opts.get("--db"),
+                pricing_file=opts.get("--pricing"),
+                model_file=opts.get("--fit-file"),
+                tp=opts.get("--tp"),
+            )
+        )
     except AdvisorError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return int(exc.exit_code)

@@ -74,9 +74,17 @@ def report_cmd(
     from advisor.report import ReportConfig, run_reports
 
     config = ReportConfig(
-        out_dir=out, month=month, cluster=cluster, all_months=all_months, png=png, pdf=pdf,
-        top_n=top, policy_file=policy, model_file=model, pricing_file=pricing,
-    )  # fmt: skip
+        out_dir=out,
+        month=month,
+        cluster=cluster,
+        all_months=all_months,
+        png=png,
+        pdf=pdf,
+        top_n=top,
+        policy_file=policy,
+        model_file=model,
+        pricing_file=pricing,
+    )
     with RichProgress() as progress:
         if parquet is None:
             results = run_reports(config, db, progress=progress)

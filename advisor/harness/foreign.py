@@ -163,8 +163,9 @@ def _need(
     if from_file is not None and value is not None and from_file != value:
         raise InputError(
             f"the file says {from_file} {what}, {flag} says {value}; drop one",
-            source=source, field=what,
-        )  # fmt: skip
+            source=source,
+            field=what,
+        )
     got = from_file if from_file is not None else value
     if got is None:
         raise InputError(
@@ -181,8 +182,9 @@ def _vllm_points(doc: dict[str, Any], source: str) -> list[_Point]:
     if _num(doc.get("median_ttft_ms")) is None:
         raise InputError(
             "no median_ttft_ms (run vllm bench serve with ttft in --percentile-metrics)",
-            source=source, field="median_ttft_ms",
-        )  # fmt: skip
+            source=source,
+            field="median_ttft_ms",
+        )
     stats: dict[str, tuple[float, str]] = {
         "ttft_p50_ms": (float(doc["median_ttft_ms"]), "median_ttft_ms (numpy median)")
     }
@@ -251,16 +253,18 @@ def _guidellm_points(doc: dict[str, Any], source: str) -> list[_Point]:
         if median is None or not ttft.get("count"):
             raise InputError(
                 "no successful requests' TTFT distribution",
-                source=source, field=f"{where}.metrics.time_to_first_token_ms.successful",
-            )  # fmt: skip
+                source=source,
+                field=f"{where}.metrics.time_to_first_token_ms.successful",
+            )
         stats = {"ttft_p50_ms": (median, "time_to_first_token_ms.successful.median (p50)")}
         if _num(ttft.get("mean")) is not None:
             stats["ttft_mean_ms"] = (float(ttft["mean"]), "time_to_first_token_ms.successful.mean")
         for p in _TAILS:
             if _num(pct.get(p)) is not None:
                 stats[f"ttft_{p}_ms"] = (
-                    float(pct[p]), f"time_to_first_token_ms.successful.percentiles.{p}"
-                )  # fmt: skip
+                    float(pct[p]),
+                    f"time_to_first_token_ms.successful.percentiles.{p}",
+                )
         config = bench.get("config") or {}
         strategy = config.get("strategy") or {}
         kind = strategy.get("type_")
@@ -313,8 +317,9 @@ def _aiperf_points(doc: dict[str, Any], source: str) -> list[_Point]:
     if not isinstance(ttft, dict):
         raise InputError(
             "no time_to_first_token statistics (profile a streaming endpoint)",
-            source=source, field="time_to_first_token",
-        )  # fmt: skip
+            source=source,
+            field="time_to_first_token",
+        )
     unit = str(ttft.get("unit", "ms"))
     if unit not in _TO_MS:
         raise InputError(f"unknown unit {unit!r}", source=source, field="time_to_first_token.unit")

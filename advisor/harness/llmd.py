@@ -39,8 +39,7 @@ FORMATS = ("llm-d",)
 # says "nop" and names the real generator in load.type and load.metadata.
 LOAD_NAME = "nop"
 LOAD_TYPE = "advisor-attacker-victim"
-_PCTS = (("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p95", 95),
-         ("p99", 99))  # fmt: skip
+_PCTS = (("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p95", 95), ("p99", 99))
 
 
 @dataclass(frozen=True)

@@ -884,13 +884,20 @@ def _run_repinned(
                 if cfg.rate_fractions and cfg.rate_workloads:
                     loads = _scaled_loads(cfg, loads, target, factory, split, st, s)
             points = [
-                Point(c, load, r, rid := run_id_for(cfg, plat.platform, c, load, r),
-                      Path(cfg.out_dir) / f"{rid}.json")
+                Point(
+                    c,
+                    load,
+                    r,
+                    rid := run_id_for(cfg, plat.platform, c, load, r),
+                    Path(cfg.out_dir) / f"{rid}.json",
+                )
                 for c in cfg.cores
                 for load in loads
                 for r in reps
             ]
-            todo = [p for p in _ordered(points, cfg, salt=s) if not _is_done(p.path, cfg.retry_failed)]
+            todo = [
+                p for p in _ordered(points, cfg, salt=s) if not _is_done(p.path, cfg.retry_failed)
+            ]
             rows.extend(_row_from_file(p, "skipped") for p in points if p not in todo)
             progress(label, 0, len(todo))
             for i, pt in enumerate(todo):

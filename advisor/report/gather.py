@@ -327,11 +327,20 @@ def data_quality(
     daily = tuple(DayCount(d, int(j), int(g)) for d, j, g in _rows(con, "daily_starts", params))
     ingests = tuple(
         MonthIngest(
-            int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), int(r[6]), int(r[7]), int(r[8]),
-            tuple(r[9]), tuple(r[10]),
+            int(r[0]),
+            r[1],
+            r[2],
+            r[3],
+            int(r[4]),
+            int(r[5]),
+            int(r[6]),
+            int(r[7]),
+            int(r[8]),
+            tuple(r[9]),
+            tuple(r[10]),
         )
         for r in _rows(con, "month_ingests", params)
-    )  # fmt: skip
+    )
     rejects = tuple(
         RejectGroup(r[0], r[1], int(r[2]), r[3], None if r[4] is None else int(r[4]))
         for r in _rows(con, "month_rejects", params)
@@ -562,9 +571,15 @@ def starvation_estimates(
         dflt = float(rec.def_cpu_per_gpu)
         platform = None if gpu_type == "(untyped)" else gpu_type
         gpu_h = np.array([float(m[6]) for m in members])
-        starved = starvation(params, cpus=[m[2] for m in members], gpus=[m[3] for m in members],
-                             gpu_hours=gpu_h, elapsed_s=[m[5] for m in members],
-                             recommended_cores_per_gpu=dflt, platform=platform)
+        starved = starvation(
+            params,
+            cpus=[m[2] for m in members],
+            gpus=[m[3] for m in members],
+            gpu_hours=gpu_h,
+            elapsed_s=[m[5] for m in members],
+            recommended_cores_per_gpu=dflt,
+            platform=platform,
+        )
         below = starved.below
         if not below.any():
             continue
@@ -590,7 +605,6 @@ def starvation_estimates(
         )
     out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
     return tuple(out)
-
 
 
 def policy_compliance(
@@ -621,11 +635,15 @@ def policy_compliance(
             continue
         out.append(
             PolicyRuleCompliance(
-                partition=r.partition, gpu_type=r.gpu_type, mode=str(r.mode.value),
-                min_cpus_per_gpu=float(r.min_cpus_per_gpu), jobs=jobs, jobs_compliant=ok,
+                partition=r.partition,
+                gpu_type=r.gpu_type,
+                mode=str(r.mode.value),
+                min_cpus_per_gpu=float(r.min_cpus_per_gpu),
+                jobs=jobs,
+                jobs_compliant=ok,
                 share_compliant=ok / jobs,
             )
-        )  # fmt: skip
+        )
     jobs = sum(r.jobs for r in out)
     ok = sum(r.jobs_compliant for r in out)
     return PolicyCompliance(
@@ -674,8 +692,10 @@ def build_report(
     progress(label, 1, steps)
     accounts, partitions = below_recommendation(con, month, cluster, inputs, top_n)
     if not inputs.recommendations:
-        notes.append("No partition recommendations (no GPU jobs in the database, or none "
-                     "given): the sections that compare against them are empty.")  # fmt: skip
+        notes.append(
+            "No partition recommendations (no GPU jobs in the database, or none "
+            "given): the sections that compare against them are empty."
+        )
     progress(label, 2, steps)
     starvation = starvation_estimates(con, month, cluster, inputs)
     progress(label, 3, steps)
@@ -688,10 +708,12 @@ def build_report(
     no_records = quality.jobs == 0
     small = not no_records and quality.gpu_jobs < SMALL_SAMPLE_JOBS
     if small:  # (a month with no records says so once, in the summary)
-        notes.append(f"Small sample: only {quality.gpu_jobs:,} GPU allocation"
-                     f"{'s' if quality.gpu_jobs != 1 else ''} started in "
-                     f"{month.label}; percentiles and shares of so few jobs move a lot from "
-                     "month to month.")
+        notes.append(
+            f"Small sample: only {quality.gpu_jobs:,} GPU allocation"
+            f"{'s' if quality.gpu_jobs != 1 else ''} started in "
+            f"{month.label}; percentiles and shares of so few jobs move a lot from "
+            "month to month."
+        )
     assumptions = _assumptions_in_words(inputs)
     generated = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None, microsecond=0)
     usage = usage_section(con, month, cluster, inputs)
@@ -712,9 +734,11 @@ def build_report(
         policy=policy,
         quality=quality,
         notes=tuple(notes),
-        summary=_summary(starvation, prev_starvation, accounts, gpu_types, inputs, cluster,
-                         generated)
-        if inputs.recommendations else None,
+        summary=_summary(
+            starvation, prev_starvation, accounts, gpu_types, inputs, cluster, generated
+        )
+        if inputs.recommendations
+        else None,
         prev_distribution=prev_distribution,
         no_records=no_records,
         small_sample=small,
@@ -740,11 +764,15 @@ def _assumptions_in_words(inputs: ReportInputs) -> tuple[str, ...]:
     ]
     if inputs.prices is not None:
         v = inputs.prices.vcpu
-        out.append(f"Cost of the fix: the extra cores those jobs would have held, at "
-                   f"${v.usd_per_vcpu_hour:.3f} per vCPU-hour ({v.basis}, prices of "
-                   f"{v.as_of.isoformat()}).")
-        out.append("Value of the GPU time lost: at the cloud price of the same GPU "
-                   "(the reference instance's price per GPU-hour).")
+        out.append(
+            f"Cost of the fix: the extra cores those jobs would have held, at "
+            f"${v.usd_per_vcpu_hour:.3f} per vCPU-hour ({v.basis}, prices of "
+            f"{v.as_of.isoformat()})."
+        )
+        out.append(
+            "Value of the GPU time lost: at the cloud price of the same GPU "
+            "(the reference instance's price per GPU-hour)."
+        )
     return tuple(out)
 
 
@@ -763,23 +791,29 @@ def _summary(
     prev_lost = sum(e.gpu_hours_lost for e in prev_starvation) if prev_starvation else None
     shown = {(e.partition, e.gpu_type) for e in starvation}
     recs = [r for r in inputs.recommendations if (r.partition, r.gpu_type) in shown]
-    settings = (settings_for(cluster or "all clusters", recs, generated_at).slurm_conf
-                if recs else "")  # fmt: skip
+    settings = (
+        settings_for(cluster or "all clusters", recs, generated_at).slurm_conf if recs else ""
+    )
     changes = []
     if prev_lost is not None:
-        changes.append(f"GPU-hours lost: {_hours(lost)} against {_hours(prev_lost)} the month "
-                       f"before ({_signed_pct(lost, prev_lost)}).")
+        changes.append(
+            f"GPU-hours lost: {_hours(lost)} against {_hours(prev_lost)} the month "
+            f"before ({_signed_pct(lost, prev_lost)})."
+        )
     else:
         changes.append("No estimate for the month before to compare with.")
     for g in gpu_types:
         if g.p50_cores_per_gpu is None or g.prev_p50_cores_per_gpu is None:
             continue
         if g.p50_change_cores_per_gpu:
-            changes.append(f"{g.gpu_type}: median cores per GPU {g.prev_p50_cores_per_gpu:g} "
-                           f"→ {g.p50_cores_per_gpu:g}.")
+            changes.append(
+                f"{g.gpu_type}: median cores per GPU {g.prev_p50_cores_per_gpu:g} "
+                f"→ {g.p50_cores_per_gpu:g}."
+            )
         else:
-            changes.append(f"{g.gpu_type}: median unchanged at {g.p50_cores_per_gpu:g} cores "
-                           "per GPU.")
+            changes.append(
+                f"{g.gpu_type}: median unchanged at {g.p50_cores_per_gpu:g} cores per GPU."
+            )
     return Summary(
         gpu_hours_lost=lost,
         usd_lost=sum(e.usd_lost or 0.0 for e in starvation),
@@ -815,4 +849,3 @@ def usage_section(
         usd_per_gpu_hour=prices_of(inputs.prices) if inputs.prices else {},
     )
     return usage_summary(con, q)
-

@@ -97,8 +97,11 @@ def write_report(
             progress(f"charts {report.month}", i + 1, total)
         if png or pdf:
             # the whole report for e-mail, printed from the written page as a browser draws it
-            print_report(built / "report.html", pdf=built / "report.pdf" if pdf else None,
-                         png=built / "report.png" if png else None)  # fmt: skip
+            print_report(
+                built / "report.html",
+                pdf=built / "report.pdf" if pdf else None,
+                png=built / "report.png" if png else None,
+            )
             images += [n for n, on in (("report.png", png), ("report.pdf", pdf)) if on]
         built.chmod(0o755)
         _replace_dir(built, target)
@@ -143,18 +146,32 @@ def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None =
     url = html_path.resolve().as_uri()
     with tempfile.TemporaryDirectory(prefix="advisor-chromium-") as profile:
         base = [
-            exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--hide-scrollbars", f"--user-data-dir={profile}",
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
             # the charts are drawn by the page's script: let it run before printing
-            "--virtual-time-budget=20000", "--run-all-compositor-stages-before-draw",
-        ]  # fmt: skip
+            "--virtual-time-budget=20000",
+            "--run-all-compositor-stages-before-draw",
+        ]
         jobs = []
         if pdf is not None:
             jobs.append([*base, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", url])
         if png is not None:
-            jobs.append([*base, f"--window-size={REPORT_WIDTH_PX},{_MAX_HEIGHT_PX}",
-                         f"--screenshot={png}", url])  # fmt: skip
+            jobs.append(
+                [
+                    *base,
+                    f"--window-size={REPORT_WIDTH_PX},{_MAX_HEIGHT_PX}",
+                    f"--screenshot={png}",
+                    url,
+                ]
+            )
         for cmd in jobs:
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -268,16 +285,16 @@ def run_reports(
                 check_cluster(con, config.cluster)
         results = []
         for i, month in enumerate(months):
-            report = build_report(con, month, config.cluster, inputs, top_n=config.top_n,
-                                  now=now, progress=progress)  # fmt: skip
+            report = build_report(
+                con, month, config.cluster, inputs, top_n=config.top_n, now=now, progress=progress
+            )
             results.append(
                 write_report(
                     report, config.out_dir, png=config.png, pdf=config.pdf, progress=progress
-                )  # fmt: skip
+                )
             )
             progress("months", i + 1, len(months))
         _write_index(config.out_dir, results)
         return results
     finally:
         con.close()
-

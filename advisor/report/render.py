@@ -48,9 +48,13 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                 for quantile, value in (("P25", p25), ("P50", p50)):
                     if value is not None and value > 0:
                         rows.append(
-                            {"gpu_type": g.gpu_type, "month": month, "quantile": quantile,
-                             "cores_per_gpu": value}
-                        )  # fmt: skip
+                            {
+                                "gpu_type": g.gpu_type,
+                                "month": month,
+                                "quantile": quantile,
+                                "cores_per_gpu": value,
+                            }
+                        )
         if rows:
             order = [report.previous_month, report.month]
             chart = (
@@ -59,16 +63,23 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                 .encode(
                     x=alt.X("gpu_type:N", title="GPU type"),
                     xOffset=alt.XOffset("month:N", sort=order),
-                    y=alt.Y("cores_per_gpu:Q", scale=alt.Scale(type="log", base=2),
-                            axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
-                            title="CPU cores per GPU (log scale)"),
+                    y=alt.Y(
+                        "cores_per_gpu:Q",
+                        scale=alt.Scale(type="log", base=2),
+                        axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
+                        title="CPU cores per GPU (log scale)",
+                    ),
                     color=alt.Color("month:N", sort=order, title="month"),
                     shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
-                    tooltip=["gpu_type:N", "month:N", "quantile:N",
-                             alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                    tooltip=[
+                        "gpu_type:N",
+                        "month:N",
+                        "quantile:N",
+                        alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                    ],
                 )
                 .properties(width=max(160, 110 * len(report.gpu_types)), height=260)
-            )  # fmt: skip
+            )
             charts.append(
                 ReportChart(
                     "cores-per-gpu", "Cores per GPU: this month against last", chart.to_dict()
@@ -79,37 +90,70 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
 
         dist = pd.DataFrame([vars(p) for p in report.distribution])
         quantiles = pd.DataFrame(
-            [{"gpu_type": g.gpu_type, "p25_cores_per_gpu": g.p25_cores_per_gpu,
-              "p50_cores_per_gpu": g.p50_cores_per_gpu} for g in report.gpu_types if g.jobs]
-        )  # fmt: skip
-        previous = (pd.DataFrame([vars(p) for p in report.prev_distribution])
-                    if report.prev_distribution else None)  # fmt: skip
-        chart = ratio_histogram(dist, quantiles=quantiles, previous=previous,
-                                previous_label=report.previous_month, height=120)  # fmt: skip
+            [
+                {
+                    "gpu_type": g.gpu_type,
+                    "p25_cores_per_gpu": g.p25_cores_per_gpu,
+                    "p50_cores_per_gpu": g.p50_cores_per_gpu,
+                }
+                for g in report.gpu_types
+                if g.jobs
+            ]
+        )
+        previous = (
+            pd.DataFrame([vars(p) for p in report.prev_distribution])
+            if report.prev_distribution
+            else None
+        )
+        chart = ratio_histogram(
+            dist,
+            quantiles=quantiles,
+            previous=previous,
+            previous_label=report.previous_month,
+            height=120,
+        )
         charts.append(
-            ReportChart("ratio-histogram",
-                        f"Cores per GPU in {report.month} (outlined: {report.previous_month})",
-                        chart.to_dict())  # fmt: skip
+            ReportChart(
+                "ratio-histogram",
+                f"Cores per GPU in {report.month} (outlined: {report.previous_month})",
+                chart.to_dict(),
+            )
         )
     from advisor.charts import top_bar_chart
 
     # Accounts and partitions apart: an account's GPU-hours are also its partition's, so one
     # ranking of both would count them twice.
-    for scope, below in (("accounts", report.below_accounts),
-                         ("partitions", report.below_partitions)):  # fmt: skip
+    for scope, below in (
+        ("accounts", report.below_accounts),
+        ("partitions", report.below_partitions),
+    ):
         if not below:
             continue
-        df = pd.DataFrame([{"who": _who(b), "gpu_hours_below": b.gpu_hours_below,
-                            "flag": b.flag} for b in below])  # fmt: skip
+        df = pd.DataFrame(
+            [{"who": _who(b), "gpu_hours_below": b.gpu_hours_below, "flag": b.flag} for b in below]
+        )
         chart = top_bar_chart(
-            df, name="who", value="gpu_hours_below", title="GPU-hours below the recommendation",
-            tooltip=["flag:N"], limit=max(1, len(below)),
-        )  # fmt: skip
-        charts.append(ReportChart(f"below-{scope}", f"{scope.capitalize()} most below the "
-                                  "recommendation", chart.to_dict()))  # fmt: skip
+            df,
+            name="who",
+            value="gpu_hours_below",
+            title="GPU-hours below the recommendation",
+            tooltip=["flag:N"],
+            limit=max(1, len(below)),
+        )
+        charts.append(
+            ReportChart(
+                f"below-{scope}",
+                f"{scope.capitalize()} most below the recommendation",
+                chart.to_dict(),
+            )
+        )
     if report.quality.daily:
-        df = pd.DataFrame([{"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
-                           for d in report.quality.daily])  # fmt: skip
+        df = pd.DataFrame(
+            [
+                {"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
+                for d in report.quality.daily
+            ]
+        )
         chart = (
             alt.Chart(df)
             .mark_bar()
@@ -235,10 +279,14 @@ def render_html(report: MonthlyReport, charts: Sequence[ReportChart] | None = No
     bundle = _vega_bundle().replace("</script", "<\\/script") if charts else ""
     return str(
         _template().render(
-            r=report, charts=charts, specs_json=specs_json, vega_bundle=bundle,
-            title=_title(report), usage_html=_usage_html(report),
+            r=report,
+            charts=charts,
+            specs_json=specs_json,
+            vega_bundle=bundle,
+            title=_title(report),
+            usage_html=_usage_html(report),
         )
-    )  # fmt: skip
+    )
 
 
 def render_index(entries: Sequence[dict[str, Any]]) -> str:
@@ -258,4 +306,3 @@ def _usage_html(report: MonthlyReport) -> Any:
 def _title(report: MonthlyReport) -> str:
     where = f"cluster {report.cluster}" if report.cluster else "all clusters"
     return f"CPU cores per GPU, {report.month}, {where}"
-

@@ -90,8 +90,11 @@ def capture(out: Path, results: list[jobset.JobResult] | None = None) -> list[jo
     )
     raw_ids = {str(r.job_id_raw) for r in results}
     log = jobset.SANDBOX / "log" / "jobcomp.log"
-    lines = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
-             if ln.split(" ", 1)[0].removeprefix("JobId=") in raw_ids]  # fmt: skip
+    lines = [
+        ln
+        for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if ln.split(" ", 1)[0].removeprefix("JobId=") in raw_ids
+    ]
     (out / FILES["jobcomp"]).write_text("\n".join(lines) + "\n", encoding="utf-8")
     version = jobset.run(["sinfo", "-V"]).stdout.strip()
     meta = {

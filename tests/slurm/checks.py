@@ -17,9 +17,23 @@ from tests.slurm.jobset import CLUSTER, JobResult
 
 # Every field the full formats (sacct -P wide, --json) carry.
 ALL_FIELDS = (
-    "cluster", "job_id", "user", "account", "partition", "state", "exit_code", "cpus", "gpus",
-    "gpu_type", "gpu_type_raw", "nnodes", "req_cpus", "submit", "start", "end",
-)  # fmt: skip
+    "cluster",
+    "job_id",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "exit_code",
+    "cpus",
+    "gpus",
+    "gpu_type",
+    "gpu_type_raw",
+    "nnodes",
+    "req_cpus",
+    "submit",
+    "start",
+    "end",
+)
 
 # A job cancelled while pending was allocated nothing: its cpus and nnodes may be NULL or 0,
 # never the requested counts that sacct's NCPUS / NNodes show for it.
@@ -76,7 +90,11 @@ def differences(
                 want = _expected_value(r, name)
                 if not r.expected.started and name in NO_ALLOCATION_FIELDS and got in (None, 0):
                     continue  # nothing was allocated: NULL and 0 both say so
-                if not r.expected.started and name in MAY_BE_UNSET_WHEN_NEVER_STARTED and got is None:
+                if (
+                    not r.expected.started
+                    and name in MAY_BE_UNSET_WHEN_NEVER_STARTED
+                    and got is None
+                ):
                     continue  # slurmdbd kept no start for it (see above)
                 if got != want:
                     problems.append(

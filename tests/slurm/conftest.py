@@ -34,8 +34,14 @@ def sandbox_problem() -> str | None:
     if not conf.exists():
         return f"no sandbox at {jobset.SANDBOX}: run scripts/slurm-sandbox start"
     try:
-        cp = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20,
-                            env=jobset.slurm_env(), check=False)  # fmt: skip
+        cp = subprocess.run(
+            ["scontrol", "ping"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=jobset.slurm_env(),
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"scontrol ping failed: {exc}"
     if cp.returncode != 0 or "UP" not in cp.stdout:

@@ -42,7 +42,7 @@ def test_the_sandbox_node_capture_loads_every_node_with_its_configured_shape(db_
                 n.gpu_type,
                 n.gpu_type_raw,
                 tuple(n.partitions),
-            )  # fmt: skip
+            )
             for n in nodes.list_nodes(con, "advisor-sandbox")
         }
     finally:
@@ -52,9 +52,16 @@ def test_the_sandbox_node_capture_loads_every_node_with_its_configured_shape(db_
 
 def test_the_node_capture_through_the_cli_reports_four_nodes(cli, db_path):
     code, out, err = cli(
-        "nodes", "ingest", str(CAPTURED / "scontrol-show-node.txt"),
-        "--cluster", "advisor-sandbox", "--db", str(db_path), "--format", "json",
-    )  # fmt: skip
+        "nodes",
+        "ingest",
+        str(CAPTURED / "scontrol-show-node.txt"),
+        "--cluster",
+        "advisor-sandbox",
+        "--db",
+        str(db_path),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     import json
 

@@ -20,9 +20,20 @@ CAPTURED = Path(__file__).resolve().parents[2] / "data" / "sample" / "slurm"
 
 # The header-less capture has only these columns (see capture.NOHEADER).
 NOHEADER_FIELDS = (
-    "cluster", "job_id", "user", "account", "partition", "state", "cpus", "gpus", "gpu_type",
-    "gpu_type_raw", "submit", "start", "end",
-)  # fmt: skip
+    "cluster",
+    "job_id",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "cpus",
+    "gpus",
+    "gpu_type",
+    "gpu_type_raw",
+    "submit",
+    "start",
+    "end",
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +53,10 @@ def noheader_options(meta: dict[str, object]) -> IngestOptions:
 def json_expectations(jobs: list[jobset.JobResult]) -> list[jobset.JobResult]:
     """Slurm 22.05's sacct --json (openapi/dbv0.0.38) prints exit_code SUCCESS/0 for a job that
     exited 3 (sacct text says 3:0 for the same job); the JSON cannot carry it."""
-    return [jobset.with_expected(r, exit_code="0:0") if r.expected.state == "FAILED" else r
-            for r in jobs]  # fmt: skip
+    return [
+        jobset.with_expected(r, exit_code="0:0") if r.expected.state == "FAILED" else r
+        for r in jobs
+    ]
 
 
 def test_the_capture_covers_the_whole_job_mix(expected):
@@ -51,11 +64,26 @@ def test_the_capture_covers_the_whole_job_mix(expected):
     assert meta["slurm_version"] == "slurm-wlm 22.05.8"
     keys = {r.key for r in jobs}
     assert keys == {
-        "gres-h100-4", "gpus-2-cpg-3", "gpn-2x2-c4", "a100-cpg-8", "a100-c16", "a100-c3",
-        "a100-default", "cpu-n4", "cpu-default", "array-h100_0", "array-h100_1", "array-h100_2",
-        "failed", "cancel-pending", "cancel-running", "salloc-h100-c4", "srun-a100",
-        "het-gpu-cpu+0", "het-gpu-cpu+1",
-    }  # fmt: skip
+        "gres-h100-4",
+        "gpus-2-cpg-3",
+        "gpn-2x2-c4",
+        "a100-cpg-8",
+        "a100-c16",
+        "a100-c3",
+        "a100-default",
+        "cpu-n4",
+        "cpu-default",
+        "array-h100_0",
+        "array-h100_1",
+        "array-h100_2",
+        "failed",
+        "cancel-pending",
+        "cancel-running",
+        "salloc-h100-c4",
+        "srun-a100",
+        "het-gpu-cpu+0",
+        "het-gpu-cpu+1",
+    }
     assert {r.user for r in jobs} == {"alice", "bob", "carol"}
 
 
@@ -111,8 +139,10 @@ def test_jobcomp_log_loads_every_job_as_far_as_requested_tres_can_tell(tmp_path,
     _, jobs = expected
     s = load(tmp_path / "a.duckdb", CAPTURED, "jobcomp")
     assert (s.rows_read, s.inserted, s.rejected) == (19, 19, 0)
-    adjusted = [jobset.with_expected(r, gpu_type=None, gpu_type_raw=None)
-                if r.key == "gpus-2-cpg-3" else r for r in jobs]  # fmt: skip
+    adjusted = [
+        jobset.with_expected(r, gpu_type=None, gpu_type_raw=None) if r.key == "gpus-2-cpg-3" else r
+        for r in jobs
+    ]
     fields = [f for f in checks.ALL_FIELDS if f not in ("exit_code", "req_cpus")]
     checks.assert_jobs_loaded(tmp_path / "a.duckdb", adjusted, fields)
 
@@ -140,8 +170,12 @@ def test_a_narrower_capture_of_the_same_jobs_keeps_what_the_wider_one_loaded(tmp
     con = duckdb.connect(str(db), read_only=True)
     after = con.execute(sql).fetchall()
     con.close()
-    lost = [f"job {b[0]}: {k} {x!r} -> {y!r}" for b, a in zip(before, after, strict=True)
-            for k, x, y in zip(kept, b[1:], a[1:], strict=True) if x != y]  # fmt: skip
+    lost = [
+        f"job {b[0]}: {k} {x!r} -> {y!r}"
+        for b, a in zip(before, after, strict=True)
+        for k, x, y in zip(kept, b[1:], a[1:], strict=True)
+        if x != y
+    ]
     assert not lost, "a narrower load erased known values:\n  " + "\n  ".join(lost[:12])
     checks.assert_jobs_loaded(db, jobs)
 
@@ -159,9 +193,15 @@ def test_the_advisor_ingest_command_loads_the_header_less_capture_given_its_fiel
     meta, jobs = expected
     db = tmp_path / "a.duckdb"
     code, out, err = cli(
-        "ingest", str(CAPTURED / capture.FILES["noheader"]), "--fields",
-        str(meta["noheader_fields"]), "--db", str(db), "--format", "json",
-    )  # fmt: skip
+        "ingest",
+        str(CAPTURED / capture.FILES["noheader"]),
+        "--fields",
+        str(meta["noheader_fields"]),
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     [summary] = json.loads(out)
     assert (summary["rows_read"], summary["rejected"]) == (19, 0)
@@ -172,9 +212,15 @@ def test_the_advisor_ingest_command_reads_the_custom_delimiter_capture(cli, tmp_
     _, jobs = expected
     db = tmp_path / "a.duckdb"
     code, out, err = cli(
-        "ingest", str(CAPTURED / capture.FILES["delimiter"]), "--delimiter", "^|^",
-        "--db", str(db), "--format", "json",
-    )  # fmt: skip
+        "ingest",
+        str(CAPTURED / capture.FILES["delimiter"]),
+        "--delimiter",
+        "^|^",
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    )
     assert code == 0, err
     assert json.loads(out)[0]["inserted"] == 19
     checks.assert_jobs_loaded(db, [r for r in jobs if r.expected.started])

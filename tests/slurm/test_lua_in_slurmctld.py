@@ -52,8 +52,9 @@ def plugins_on():  # type: ignore[no-untyped-def]
 
 def submit(user: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """sbatch as ``user``; (job id, what sbatch printed on stderr)."""
-    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", "true"],
-                    user=user, env=env)  # fmt: skip
+    cp = jobset.run(
+        ["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", "true"], user=user, env=env
+    )
     return int(cp.stdout.strip().split(";")[0]), cp.stderr
 
 
@@ -92,8 +93,10 @@ def test_a_job_with_a_low_cpus_per_task_keeps_it_and_is_told_the_flag(plugins_on
 
 
 def test_advise_mode_tells_the_salloc_user_and_changes_nothing(plugins_on):
-    cp = jobset.run(["salloc", "-p", "gpu", "--gres=gpu:a100:1", "sh", "-c",
-                     "echo JOBID=$SLURM_JOB_ID"], user="bob")  # fmt: skip
+    cp = jobset.run(
+        ["salloc", "-p", "gpu", "--gres=gpu:a100:1", "sh", "-c", "echo JOBID=$SLURM_JOB_ID"],
+        user="bob",
+    )
     job = int(re.search(r"JOBID=(\d+)", cp.stdout).group(1))  # type: ignore[union-attr]
     # from job_submit.lua (slurm.log_user) and from cli_filter.lua (slurm.log_info, "lua:")
     assert "salloc: advisor: this job gets 1 CPU cores per GPU (1 a100 GPU" in cp.stderr
@@ -144,16 +147,32 @@ def test_enforce_minimum_raises_a_low_cpus_per_gpu(plugins_on):
 
 
 def test_enforce_minimum_rejects_a_low_cpus_per_task_naming_the_flag(plugins_on):
-    cp = jobset.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", "gpu", "--gpus=2", "-c",
-                     "1", "--wrap", "true"], user="carol", check=False)  # fmt: skip
+    cp = jobset.run(
+        [
+            "sbatch",
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-p",
+            "gpu",
+            "--gpus=2",
+            "-c",
+            "1",
+            "--wrap",
+            "true",
+        ],
+        user="carol",
+        check=False,
+    )
     assert cp.returncode != 0 and cp.stdout.strip() == ""
     assert "below the minimum of 3 here; submit with --cpus-per-gpu=5 instead" in cp.stderr
     assert "Batch job submission failed" in cp.stderr
 
 
 def test_cli_filter_sets_the_default_itself_when_the_user_asks(plugins_on):
-    job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2",
-                      env={"ADVISOR_CLI_SET_DEFAULTS": "1"})  # fmt: skip
+    job, err = submit(
+        "alice", "-p", "gpu", "--gres=gpu:h100:2", env={"ADVISOR_CLI_SET_DEFAULTS": "1"}
+    )
     assert allocated_cpus(job) == 16
     assert "sbatch: lua: advisor: set --cpus-per-gpu=8 (site policy)" in err
     assert "no CPU count given" not in err  # job_submit saw the user's (client-set) value

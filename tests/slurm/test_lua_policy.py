@@ -36,8 +36,11 @@ def run_lua(script: str, tmp_path: Path, *extra: str) -> list[str]:
     assert LUA is not None
     cp = subprocess.run(
         [LUA, str(ROOT / "tests" / "slurm" / "lua" / script), str(ROOT), str(tmp_path), *extra],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     lines = cp.stdout.splitlines()
     failed = [ln for ln in lines if ln.startswith("not ok")]
     assert cp.returncode == 0 and not failed, "\n".join(failed) or cp.stderr or cp.stdout

@@ -67,10 +67,24 @@ def _ingest_live(submitted, tmp_path):  # type: ignore[no-untyped-def]
     start = (first - dt.timedelta(minutes=1)).isoformat()
     end = (dt.datetime.now(dt.UTC).replace(tzinfo=None) + dt.timedelta(minutes=1)).isoformat()
     db = tmp_path / "live.duckdb"
-    argv = [sys.executable, "-m", "advisor", "ingest", "--sacct", "--start", start, "--end", end,
-            "--db", str(db), "--format", "json"]  # fmt: skip
-    cp = subprocess.run(argv, capture_output=True, text=True, env=jobset.slurm_env(),
-                        timeout=300, check=False)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "advisor",
+        "ingest",
+        "--sacct",
+        "--start",
+        start,
+        "--end",
+        end,
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    ]
+    cp = subprocess.run(
+        argv, capture_output=True, text=True, env=jobset.slurm_env(), timeout=300, check=False
+    )
     assert cp.returncode == 0, cp.stderr
     summaries = json.loads(cp.stdout)
     assert sum(s["rejected"] for s in summaries) == 0
@@ -96,10 +110,21 @@ def test_live_node_inventory_from_scontrol_has_the_four_sandbox_nodes(submitted,
     from tests.slurm.test_captured_nodes import SHAPES
 
     db = tmp_path / "n.duckdb"
-    argv = [sys.executable, "-m", "advisor", "nodes", "ingest", "--live", "--db", str(db),
-            "--format", "json"]  # fmt: skip
-    cp = subprocess.run(argv, capture_output=True, text=True, env=jobset.slurm_env(),
-                        timeout=120, check=False)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "advisor",
+        "nodes",
+        "ingest",
+        "--live",
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    ]
+    cp = subprocess.run(
+        argv, capture_output=True, text=True, env=jobset.slurm_env(), timeout=120, check=False
+    )
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     assert (doc["nodes"], doc["clusters"]) == (4, [jobset.CLUSTER])
@@ -107,8 +132,10 @@ def test_live_node_inventory_from_scontrol_has_the_four_sandbox_nodes(submitted,
 
     con = store.connect(db, read_only=True)
     try:
-        got = {n.node_name: (n.cpus, n.gpus, n.gpu_type, tuple(n.partitions))
-               for n in nodes.list_nodes(con, jobset.CLUSTER)}  # fmt: skip
+        got = {
+            n.node_name: (n.cpus, n.gpus, n.gpu_type, tuple(n.partitions))
+            for n in nodes.list_nodes(con, jobset.CLUSTER)
+        }
     finally:
         con.close()
     assert got == {k: (v[0], v[5], v[6], v[8]) for k, v in SHAPES.items()}

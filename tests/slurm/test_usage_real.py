@@ -41,10 +41,23 @@ def loaded(tmp_path_factory: pytest.TempPathFactory):
     ids = {}
     for key, wrap in (("burn", BURN), ("sleep", f"sleep {BURN_S}")):
         cp = jobset.run(
-            ["sbatch", "--parsable", "-J", f"usage-{key}", "-p", "gpu", "--gres=gpu:h100:1",
-             "-c", "2", "-o", "/dev/null", "--wrap", wrap],
+            [
+                "sbatch",
+                "--parsable",
+                "-J",
+                f"usage-{key}",
+                "-p",
+                "gpu",
+                "--gres=gpu:h100:1",
+                "-c",
+                "2",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                wrap,
+            ],
             user="alice",
-        )  # fmt: skip
+        )
         ids[key] = int(cp.stdout.strip().split(";")[0])
     for jid in ids.values():
         jobset._wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout_s=180)
