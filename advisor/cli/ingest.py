@@ -261,7 +261,7 @@ def jobs_cmd(
         rows = list_jobs(con, flt)
     finally:
         con.close()
-    from advisor.ingest.model import JOB_COLUMNS
+    from advisor.ingest.records import JOB_COLUMNS
 
     emit_rows(rows, fmt, columns=JOB_COLUMNS, title="jobs")
 

@@ -24,7 +24,7 @@ import duckdb
 
 from advisor.errors import NotFoundError
 from advisor.ingest.listing import list_ingests, list_jobs, list_rejects
-from advisor.ingest.model import IngestOptions, IngestSummary, JobFilter
+from advisor.ingest.records import IngestOptions, IngestSummary, JobFilter
 from advisor.progress import ProgressFn, no_progress
 
 __all__ = [

@@ -31,7 +31,7 @@ import duckdb
 
 from advisor.ingest import detect, text
 from advisor.ingest import pipeline as pl
-from advisor.ingest.model import (
+from advisor.ingest.records import (
     CANONICAL_FIELDS,
     KEY_COLUMNS,
     USAGE_FIELDS,

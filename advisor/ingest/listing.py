@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
-from advisor.ingest.model import JOB_COLUMNS, JobFilter
+from advisor.ingest.records import JOB_COLUMNS, JobFilter
 from advisor.store import query, quote_ident
 
 _ALL_JOB_COLUMNS = (

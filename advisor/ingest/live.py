@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 
 from advisor.errors import ExternalToolError, UsageError
-from advisor.ingest.model import FREE_TEXT_FIELDS, IngestOptions, IngestSummary
+from advisor.ingest.records import FREE_TEXT_FIELDS, IngestOptions, IngestSummary
 from advisor.progress import ProgressFn, no_progress
 
 DELIMITER = "\x1f"

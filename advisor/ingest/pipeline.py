@@ -26,7 +26,7 @@ import pyarrow as pa
 from advisor.errors import InputError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
 from advisor.ingest import archive, detect, keys, text, usage
-from advisor.ingest.model import (
+from advisor.ingest.records import (
     CANONICAL_FIELDS,
     EVIDENCE_COLUMNS,
     JOB_COLUMN_SOURCES,

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.ingest.detect import TextLayout, open_decompressed
-from advisor.ingest.model import CANONICAL_FIELDS, FREE_TEXT_FIELDS
+from advisor.ingest.records import CANONICAL_FIELDS, FREE_TEXT_FIELDS
 from advisor.store import quote_ident
 
 REJ_ERRORS = "ing_csv_errors"
