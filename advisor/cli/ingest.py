@@ -184,6 +184,9 @@ def ingest_cmd(
                     "give at least one file, or --sacct --start ... --end ...", ExitCode.USAGE
                 )
             summaries = ingest_files(db, files, options, progress)
+        from advisor.derived import refresh_after_load
+
+        refresh_after_load(db)  # ingest only ingests: the summaries readers use are rebuilt here
     for s in summaries:
         for w in s.warnings:
             stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
