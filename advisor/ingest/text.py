@@ -20,21 +20,11 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.ingest.detect import TextLayout, open_decompressed
-from advisor.ingest.records import CANONICAL_FIELDS, FREE_TEXT_FIELDS
+from advisor.ingest.records import CANONICAL_FIELDS, FREE_TEXT_FIELDS, Reject
 from advisor.store import quote_ident
 
 REJ_ERRORS = "ing_csv_errors"
 REJ_SCANS = "ing_csv_scans"
-
-
-@dataclass(frozen=True)
-class LineReject:
-    """A physical line that could not be read as a record."""
-
-    line_no: int
-    raw: str
-    reason: str
-    field: str | None = None
 
 
 @dataclass
@@ -42,7 +32,7 @@ class TextRepair:
     """What handling the lines DuckDB could not read found."""
 
     lines_read: int  # job and step records read (rejected lines included), not the header
-    rejects: list[LineReject]
+    rejects: list[Reject]
     rows: list[tuple[int, list[str]]]  # (physical line, fields) of repaired records
     # the lines of the repaired records whose first half DuckDB had already read as a record
     # (a newline in the last field): the line of that first half
@@ -423,13 +413,13 @@ def _binary(line: bytes, delim: str) -> bool:
 
 def _repair(
     layout: TextLayout, bad_lines: list[int], texts: dict[int, bytes]
-) -> tuple[list[tuple[int, list[str]]], list[LineReject], list[int]]:
+) -> tuple[list[tuple[int, list[str]]], list[Reject], list[int]]:
     delim = layout.delimiter
     n = len(layout.columns)
     bad_set = set(bad_lines)
     rows: list[tuple[int, list[str]]] = []
     tails: list[int] = []  # accepted rows that were the first half of a record split by a newline
-    rejects: list[LineReject] = []
+    rejects: list[Reject] = []
     used: set[int] = set()
     for ln in bad_lines:
         if ln in used:
@@ -473,7 +463,7 @@ def _repair(
                 rows.append((prev, whole))
                 continue
         if _binary(texts.get(ln, b""), delim):
-            rejects.append(LineReject(ln, text, "binary bytes (NUL or control characters):"
+            rejects.append(Reject(ln, text, "binary bytes (NUL or control characters):"
                                       " not the text of a record, nor of its free text"))  # fmt: skip
             continue
         got = text.count(delim) + 1
@@ -481,10 +471,10 @@ def _repair(
 
         both = freetext.ambiguity(text, delim, layout)
         if both is not None:
-            rejects.append(LineReject(ln, text, both[0], both[1]))
+            rejects.append(Reject(ln, text, both[0], both[1]))
             continue
         rejects.append(
-            LineReject(
+            Reject(
                 ln,
                 text,
                 f"expected {n} fields separated by {delim!r}, found {got}"
