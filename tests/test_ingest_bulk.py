@@ -234,7 +234,7 @@ def test_a_record_split_in_its_last_field_goes_into_the_bulk_insert_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Repaired before the insert (text.store_tail_fix), not updated after it: an update among
-    the fresh rows made the commit of a 4.65M-row load 2.4 s slower."""
+    the fresh rows slows the commit (docs/ingest.md, Speed)."""
     path = tmp_path / "split.txt"
     path.write_text(
         "\n".join([HEADER, _line(10), _line(11, submit_line="sbatch\n--wrap=x"), _line(12)]) + "\n"
@@ -246,7 +246,7 @@ def test_a_record_split_in_its_last_field_goes_into_the_bulk_insert_whole(
     )
     [s] = ingest_files(tmp_path / "advisor.duckdb", [path])
     assert (s.inserted, s.rejected, s.lines_read, s.rows_read) == (3, 0, 3, 3)
-    assert "ingest/alloc_bulk" in used  # the bulk path loaded it
+    assert "ingest/bulk_insert" in used  # the bulk path loaded it
     assert "ingest/bulk_replace_repaired" not in used
     con = duckdb.connect(str(tmp_path / "advisor.duckdb"), read_only=True)
     assert con.execute("SELECT job_id_raw, submit_line FROM jobs ORDER BY 1").fetchall() == [
@@ -485,3 +485,32 @@ def test_fuzzed_files_load_the_same_in_bulk_and_carefully(
         path.write_bytes(b"\n".join(out) + b"\n")
         careful, bulk = _both(Path(tmp), [path])
     assert bulk == careful
+
+
+def test_the_strategy_option_picks_the_way_and_an_unknown_one_is_refused(
+    tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto (the default) takes the bulk way on a fresh database; careful never does; bulk
+    takes it even for a file of many step lines, which auto leaves to the careful way."""
+    from advisor.errors import UsageError
+
+    careful_reads: list[str] = []
+    real_read = careful.read
+
+    def spy(attempt: stages.Attempt) -> stages.Loaded:
+        careful_reads.append(attempt.source.label)
+        return real_read(attempt)
+
+    monkeypatch.setattr(careful, "read", spy)
+    steps = tmp_path / "steps.txt"
+    generate(SynthConfig(records=400, seed=8, step_share=1.0), steps)
+    ingest_files(tmp_path / "auto.duckdb", [synth_few_steps, steps])
+    assert careful_reads == [str(steps)]
+    careful_reads.clear()
+    ingest_files(tmp_path / "careful.duckdb", [synth_few_steps], IngestOptions(strategy="careful"))
+    assert careful_reads == [str(synth_few_steps)]
+    careful_reads.clear()
+    ingest_files(tmp_path / "bulk.duckdb", [steps], IngestOptions(strategy="bulk"))
+    assert careful_reads == []
+    with pytest.raises(UsageError, match="strategy 'fast'"):
+        ingest_files(tmp_path / "x.duckdb", [steps], IngestOptions(strategy="fast"))

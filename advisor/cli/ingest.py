@@ -163,7 +163,7 @@ def ingest_cmd(
         source_tz=tz,
         gpu_types=load_site_mapping(gpu_types) if gpu_types else None,
     )
-    from advisor.ingest.pipeline import STAGE_NAMES
+    from advisor.ingest.stages import STAGE_NAMES
 
     sizes = {str(Path(f)): Path(f).stat().st_size for f in files or () if Path(f).is_file()}
     shown = RichProgress(unit="windows") if sacct else RichProgress(stages=STAGE_NAMES, sizes=sizes)

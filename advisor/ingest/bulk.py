@@ -201,10 +201,9 @@ def _step_share(head: bytes, layout: detect.TextLayout) -> float:
 def _insert_sql(alloc_lines: str, raw_text: str) -> str:
     """The bulk insert (bulk_insert.sql) of the allocation lines ``alloc_lines`` (SQL): parsed
     (parse.sql; ing_tres only for strings the lookup lacks, as it holds every string of the
-    file), those that parsed (alloc_bulk.sql), folded with their steps (fold.sql)."""
+    file), and those that parsed folded with their steps (fold.sql)."""
     parsed = stages.parse_sql(alloc_lines, raw_text, misses_in_case=True)
-    rows = stages.fold_sql(render("ingest/alloc_bulk", parse=parsed))
-    return render("ingest/bulk_insert", rows=rows)
+    return render("ingest/bulk_insert", rows=stages.fold_sql("(" + parsed + ")"))
 
 
 def tres_strings_sql() -> str:
@@ -238,7 +237,7 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     con.execute(query("ingest/steps_read_twice"))
     stages.gpu_map(con, attempt.options, tables=("parsed", "tres_names"))
     ids = attempt.id_param
-    fixed_rows = stages.fold_sql(render("ingest/alloc_repaired", new_only="FALSE"))
+    fixed_rows = stages.fold_sql("(" + render("ingest/alloc_repaired", new_only="FALSE") + ")")
     con.execute(render("ingest/bulk_fixed", rows=fixed_rows), ids)
     cols = [str(d[0]) for d in con.execute(query("ingest/fixed_columns")).description]
     values = [c for c in cols if c not in KEY_COLUMNS]
@@ -254,7 +253,7 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     if assign:
         con.execute(render("ingest/bulk_replace_repaired", set=assign), ids)
     con.execute("DROP TABLE fixed")
-    new_rows = stages.fold_sql(render("ingest/alloc_repaired", new_only="TRUE"))
+    new_rows = stages.fold_sql("(" + render("ingest/alloc_repaired", new_only="TRUE") + ")")
     con.execute(render("ingest/bulk_insert", rows=new_rows), ids)
     if count(con, query("ingest/any_repaired_step")):
         con.execute(render("ingest/bulk_step_evidence", steps=query("ingest/step_flags")), ids)

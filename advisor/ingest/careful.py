@@ -160,15 +160,15 @@ def _stage(con: duckdb.DuckDBPyConnection, options: IngestOptions) -> None:
     """The view ``stage``: allocations of ``parsed``, steps folded, one row per key."""
     stages.gpu_map(con, options)
     con.execute(query("ingest/superseded"))  # dupkeys
-    alloc = query("ingest/alloc_plain")
+    lines = "parsed"
     if count(con, query("ingest/count_dupkeys")):
         losers = [int(r[0]) for r in con.execute(query("ingest/losers")).fetchall()]
-        if len(losers) <= _LITERAL_LOSERS:  # a literal list of our own integers: no join at all
+        if len(losers) <= _LITERAL_LOSERS:
             literal = "[" + ",".join(str(x) for x in losers) + "]::BIGINT[]"
-            alloc = render("ingest/alloc_except", losers=literal)
+            lines = "(" + render("ingest/parsed_except", losers=literal) + ")"
         else:
-            alloc = query("ingest/alloc_dedupe")
-    con.execute(render("ingest/stage", rows=stages.fold_sql(alloc)))
+            lines = "(" + query("ingest/alloc_dedupe") + ")"
+    con.execute(render("ingest/stage", rows=stages.fold_sql(lines)))
 
 
 def _write(

@@ -158,10 +158,11 @@ def commit(attempt: Attempt) -> None:
     attempt.con.execute("COMMIT")
 
 
-def fold_sql(alloc: str) -> str:
-    """The rows for ``jobs`` (fold.sql, with its steps from step_flags.sql) from the
-    allocation lines ``alloc`` (SQL over ``parsed`` or over the file)."""
-    return render("ingest/fold", steps=query("ingest/step_flags"), alloc=alloc)
+def fold_sql(lines: str) -> str:
+    """The rows for ``jobs`` (fold.sql, with its steps from step_flags.sql) from the parsed
+    allocation lines of ``lines``: a relation (``parsed``, or a parenthesised query over it or
+    over the file) whose lines that parsed are kept, one per key."""
+    return render("ingest/fold", steps=query("ingest/step_flags"), lines=lines)
 
 
 def parse_sql(src_sql: str, raw_text: str, *, misses_in_case: bool = False) -> str:
