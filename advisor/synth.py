@@ -251,8 +251,6 @@ def _ids(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return raw, base, pos, het
 
 
-
-
 @contextmanager
 def _open_out(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
     """A binary writer for ``path``: gzip or zstd by suffix, else plain."""
