@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -355,15 +355,18 @@ def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str
     return argv, env
 
 
-def run_dashboard(config: DashboardConfig) -> int:
-    """Serve the dashboard until interrupted; return ``streamlit``'s exit status. Stale
-    summary tables are rebuilt in the file first (advisor.ratios.store_fresh_cubes), once,
-    rather than privately by every session."""
-    from advisor.ratios import store_fresh_cubes
+def run_dashboard(
+    config: DashboardConfig, before_serving: Callable[[Path], object] | None = None
+) -> int:
+    """Serve the dashboard until interrupted; return ``streamlit``'s exit status.
+    ``before_serving(db_path)`` runs once the command is known to be valid, before streamlit
+    starts: the caller's rebuild of stale summary tables (advisor.derived.store_fresh), done
+    once in the file rather than privately by every session."""
     from advisor.supervise import run_supervised
 
     argv, env = dashboard_command(config)
-    store_fresh_cubes(config.db_path)
+    if before_serving is not None:
+        before_serving(config.db_path)
     return run_supervised(argv, env)  # stopping `advisor dashboard` stops streamlit too
 
 

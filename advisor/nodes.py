@@ -33,6 +33,8 @@ import duckdb
 
 from advisor.errors import ExternalToolError, InputError, NotFoundError, UsageError
 from advisor.gputypes import canonical_gpu_type, load_site_mapping
+from advisor.ingest import bookkeeping
+from advisor.ingest.records import Reject
 from advisor.progress import ProgressFn, no_progress
 from advisor.store import query
 
@@ -368,12 +370,17 @@ def ingest_nodes(
     digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
     con.execute("BEGIN TRANSACTION")
     try:
-        row = con.execute(
-            query("nodes/insert_ingest"),
-            [source, digest, ",".join(clusters) or default_cluster, now, len(lines)],
-        ).fetchone()
-        assert row is not None
-        ingest_id = int(row[0])
+        ingest_id = bookkeeping.open_ingest(
+            con,
+            bookkeeping.IngestRow(
+                source=source,
+                format="scontrol-node",
+                cluster=",".join(clusters) or default_cluster,
+                started_at=now,
+                content_hash=digest,
+                lines_read=len(lines),
+            ),
+        )
         keys = list(latest)
         existing_row = con.execute(
             query("nodes/count_existing"), [[c for c, _ in keys], [nm for _, nm in keys]]
@@ -405,21 +412,20 @@ def ingest_nodes(
                     for (c, _), n in latest.items()
                 ],
             )
-        if rejects:
-            con.executemany(
-                query("nodes/insert_reject"),
-                [[ingest_id, r.source, r.line_no, r.field, r.raw, r.reason] for r in rejects],
-            )
-        con.execute(
-            query("nodes/finish_ingest"),
-            [
-                len(latest),
-                len(latest) - existing,
-                existing,
-                len(rejects),
-                dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                ingest_id,
-            ],
+        bookkeeping.store_rejects(
+            con, ingest_id, source, [Reject(r.line_no, r.raw, r.reason, r.field) for r in rejects]
+        )
+        bookkeeping.finish_ingest(
+            con,
+            ingest_id,
+            bookkeeping.IngestCounts(
+                rows_read=len(latest),
+                lines_read=len(lines),
+                inserted=len(latest) - existing,
+                updated=existing,
+                unchanged=0,
+                rejected=len(rejects),
+            ),
         )
         con.execute("COMMIT")
     except Exception:

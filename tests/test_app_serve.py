@@ -10,8 +10,10 @@ import subprocess
 import sys
 import time
 
+import duckdb
 import pytest
 
+from advisor import ratios
 from tests.test_app_data import make_db
 
 pytestmark = pytest.mark.slow
@@ -27,6 +29,11 @@ def test_advisor_dashboard_serves_the_app_on_the_port_given(tmp_path):
     import httpx
 
     db = make_db(tmp_path / "d.duckdb", "gpu")
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert not ratios.cube_is_fresh(con)  # made without a refresh
+    finally:
+        con.close()
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "ADVISOR_DB"}
     proc = subprocess.Popen(
@@ -47,6 +54,12 @@ def test_advisor_dashboard_serves_the_app_on_the_port_given(tmp_path):
         assert health == "ok", proc.stdout.read() if proc.poll() is not None else "no answer"
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
         assert page.status_code == 200 and "<html" in page.text.lower()
+        # the launcher rebuilt the stale summary tables in the file before serving
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert ratios.cube_is_fresh(con) and ratios.people_months_are_fresh(con)
+        finally:
+            con.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -1,7 +1,8 @@
 """The bulk load (advisor.ingest.bulk) stores exactly what the careful load stores.
 
 Every file here is loaded twice into fresh DuckDB files, once with the bulk path switched off
-(pipeline.BULK = False: parse into temp ``parsed``, then upsert) and once with it on, and the
+(``IngestOptions(strategy="careful")``: parse into temp ``parsed``, then upsert) and once with
+``strategy="bulk"`` (the bulk way even for files mostly of steps), and the
 rows, the rejects and the ingest counts must be equal. Separate tests check that the bulk
 path is really the one taken on a fresh database and that it steps aside when stored rows are
 near the file's keys or the file holds a key twice.
@@ -9,8 +10,10 @@ near the file's keys or the file holds a key twice.
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +24,9 @@ from hypothesis import strategies as st
 
 from advisor import store
 from advisor.errors import InputError
-from advisor.ingest import IngestOptions, ingest_files, pipeline
+from advisor.ingest import IngestOptions, careful, detect, ingest_files, stages
 from advisor.ingest import bulk as bulk_mod
+from advisor.ingest.records import Source
 from advisor.synth import SynthConfig, generate
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
@@ -31,16 +35,13 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
 def _load(
     db: Path, files: list[Path], bulk: bool, options: IngestOptions | None = None
 ) -> dict[str, Any]:
-    old, old_share = pipeline.BULK, bulk_mod._MAX_STEP_SHARE
-    pipeline.BULK = bulk
-    bulk_mod._MAX_STEP_SHARE = 1.0  # bulk even for files mostly of steps: the rules must hold
+    # "bulk": the bulk way even for files mostly of steps: the rules must hold
+    chosen = replace(options or IngestOptions(), strategy="bulk" if bulk else "careful")
     error = None
     try:
-        summaries = ingest_files(db, files, options)
+        summaries = ingest_files(db, files, chosen)
     except InputError as exc:  # nothing usable in a file: both ways must refuse it alike
         summaries, error = [], str(exc)
-    finally:
-        pipeline.BULK, bulk_mod._MAX_STEP_SHARE = old, old_share
     con = duckdb.connect(str(db), read_only=True)
     try:
         return {
@@ -117,13 +118,13 @@ def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbour
     tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     careful_reads: list[str] = []
-    real_read = pipeline._read
+    real_read = careful.read
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        careful_reads.append(str(args[1]))
+        careful_reads.append(str(args[0].source.path))
         return real_read(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_read", spy)
+    monkeypatch.setattr(careful, "read", spy)
     db = tmp_path / "advisor.duckdb"
     [first] = ingest_files(db, [synth_few_steps])
     assert careful_reads == [] and first.inserted == 6_000
@@ -135,13 +136,15 @@ def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbour
 def test_files_mostly_of_steps_and_compressed_files_load_the_careful_way(
     tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One read beats the bulk path's several there (measured, see bulk._MAX_STEP_SHARE)."""
+    """One read beats the bulk path's several there (measured, see bulk.MAX_STEP_SHARE)."""
     import gzip
 
     careful_reads: list[str] = []
-    real_read = pipeline._read
+    real_read = careful.read
     monkeypatch.setattr(
-        pipeline, "_read", lambda *a, **k: careful_reads.append(str(a[1])) or real_read(*a, **k)
+        careful,
+        "read",
+        lambda *a, **k: careful_reads.append(str(a[0].source.path)) or real_read(*a, **k),
     )
     packed = tmp_path / "few.txt.gz"
     packed.write_bytes(gzip.compress((FIX / "edge.txt").read_bytes()))
@@ -164,9 +167,9 @@ def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(
         ]) + "\n"
     )  # fmt: skip
     careful_reads: list[str] = []
-    real_read = pipeline._read
+    real_read = careful.read
     monkeypatch.setattr(
-        pipeline, "_read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
+        careful, "read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
     )
     [s] = ingest_files(tmp_path / "advisor.duckdb", [path])
     assert careful_reads == ["x"]
@@ -181,9 +184,9 @@ def test_a_key_shared_with_stored_rows_rolls_the_bulk_load_back(
     db = tmp_path / "advisor.duckdb"
     ingest_files(db, [synth_few_steps])
     careful_reads: list[str] = []
-    real_read = pipeline._read
+    real_read = careful.read
     monkeypatch.setattr(
-        pipeline, "_read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
+        careful, "read", lambda *a, **k: careful_reads.append("x") or real_read(*a, **k)
     )
     monkeypatch.setattr(bulk_mod, "_stored_near", lambda *a, **k: False)
     [again] = ingest_files(db, [synth_few_steps])
@@ -231,17 +234,19 @@ def test_a_record_split_in_its_last_field_goes_into_the_bulk_insert_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Repaired before the insert (text.store_tail_fix), not updated after it: an update among
-    the fresh rows made the commit of a 4.65M-row load 2.4 s slower."""
+    the fresh rows slows the commit (docs/ingest.md, Speed)."""
     path = tmp_path / "split.txt"
     path.write_text(
         "\n".join([HEADER, _line(10), _line(11, submit_line="sbatch\n--wrap=x"), _line(12)]) + "\n"
     )
     used: list[str] = []
-    real_query = bulk_mod.query
-    monkeypatch.setattr(bulk_mod, "query", lambda name: used.append(name) or real_query(name))
+    real_render = bulk_mod.render
+    monkeypatch.setattr(
+        bulk_mod, "render", lambda name, **parts: used.append(name) or real_render(name, **parts)
+    )
     [s] = ingest_files(tmp_path / "advisor.duckdb", [path])
     assert (s.inserted, s.rejected, s.lines_read, s.rows_read) == (3, 0, 3, 3)
-    assert "ingest/alloc_bulk" in used  # the bulk path loaded it
+    assert "ingest/bulk_insert" in used  # the bulk path loaded it
     assert "ingest/bulk_replace_repaired" not in used
     con = duckdb.connect(str(tmp_path / "advisor.duckdb"), read_only=True)
     assert con.execute("SELECT job_id_raw, submit_line FROM jobs ORDER BY 1").fetchall() == [
@@ -302,20 +307,23 @@ def test_a_failed_bulk_insert_leaves_the_connections_optimizer_settings_as_they_
     path = tmp_path / "f.txt"
     path.write_text("\n".join([HEADER, _line(10), _line(11)]) + "\n")
     con = store.connect(tmp_path / "advisor.duckdb")
-    pipeline.prepare(con)
+    stages.prepare(con)
     con.execute("SET disabled_optimizers = 'top_n'")
-    real_count = bulk_mod.pl.count
+    real_count = bulk_mod.count
 
     def failing(c: duckdb.DuckDBPyConnection, sql: str, *a: Any) -> int:
         if "INSERT INTO jobs" in sql and "read_csv" in sql:
             c.execute("SELECT error('the insert failed')")
         return real_count(c, sql, *a)
 
-    monkeypatch.setattr(bulk_mod.pl, "count", failing)
+    monkeypatch.setattr(bulk_mod, "count", failing)
     with pytest.raises(duckdb.Error, match="the insert failed"):
-        bulk_mod.load(
-            con, path, None, path.read_bytes(), IngestOptions(), lambda *a: None, "f",
-            pipeline.Hasher(path, None), True,
+        head = path.read_bytes()
+        source = Source(path, "f", "sacct-text", None, head, dt.datetime(2024, 1, 1),
+                        detect.text_layout(head, None, None, "f"))  # fmt: skip
+        bulk_mod.Bulk().load(
+            stages.Attempt(con, source, IngestOptions(), lambda *a: None,
+                           stages.Hasher(path, None))
         )  # fmt: skip
     assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == [("top_n",)]
     assert con.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]
@@ -334,7 +342,7 @@ def test_the_bulk_insert_reads_each_distinct_tres_string_from_the_lookup(tmp_pat
     lines.append(_line(20).replace("cpu=4,gres/gpu:h100=1,gres/gpu=1", "cpu=8,gres/gpu:a100=2"))
     path.write_text("\n".join([HEADER, *lines]) + "\n")
     con = store.connect(tmp_path / "advisor.duckdb")
-    pipeline.prepare(con)
+    stages.prepare(con)
     # a deliberately wrong entry for one string: the rows of that string must show it
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS"
@@ -353,8 +361,8 @@ def test_the_bulk_insert_reads_each_distinct_tres_string_from_the_lookup(tmp_pat
         " SELECT 'cpu=8,gres/gpu:a100=2' AS s,"
         " struct_update(ing_tres('cpu=8,gres/gpu:a100=2'), cpu := 99) AS t"
     )
-    pipeline.parse(
-        con, bulk_mod._tres_src(), "CAST(NULL AS VARCHAR)",
+    stages.parse(
+        con, bulk_mod.tres_strings_sql(), "CAST(NULL AS VARCHAR)",
         {"cluster": None, "tz": "UTC", "atres_known": True,
          "typed": ["cpu=8,gres/gpu:a100=2", "cpu=2,gres/gpu:l40s=3"], "gres": []},
         create=True, table="x",
@@ -373,7 +381,7 @@ def test_tres_strings_beyond_the_lookups_bound_load_the_same(
     """A file with more distinct TRES strings than the lookup holds: the parser reads the
     others itself, malformed ones included, and stores what the careful path stores."""
     careful = _load(tmp_path / "careful.duckdb", [FIX / name], False)
-    monkeypatch.setattr(pipeline, "MAX_TRES_LOOKUP", 1)
+    monkeypatch.setattr(stages, "MAX_TRES_LOOKUP", 1)
     assert _load(tmp_path / "bulk.duckdb", [FIX / name], True) == careful
 
 
@@ -386,7 +394,7 @@ def test_the_careful_path_parses_the_tres_strings_of_its_first_records_once(
     packed.write_bytes(gzip.compress(synth_with_everything.read_bytes()))
     whole = _load(tmp_path / "plain.duckdb", [synth_with_everything], False)
     con = store.connect(tmp_path / "gz.duckdb")
-    monkeypatch.setattr(pipeline, "TRES_SAMPLE", 50)
+    monkeypatch.setattr(careful, "TRES_SAMPLE", 50)
     [s] = ingest_files(con, [packed])
     assert s.inserted == 6_000
     sampled = con.execute("SELECT s FROM ing_tres_lookup WHERE s <> ''").fetchall()
@@ -477,3 +485,32 @@ def test_fuzzed_files_load_the_same_in_bulk_and_carefully(
         path.write_bytes(b"\n".join(out) + b"\n")
         careful, bulk = _both(Path(tmp), [path])
     assert bulk == careful
+
+
+def test_the_strategy_option_picks_the_way_and_an_unknown_one_is_refused(
+    tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto (the default) takes the bulk way on a fresh database; careful never does; bulk
+    takes it even for a file of many step lines, which auto leaves to the careful way."""
+    from advisor.errors import UsageError
+
+    careful_reads: list[str] = []
+    real_read = careful.read
+
+    def spy(attempt: stages.Attempt) -> stages.Loaded:
+        careful_reads.append(attempt.source.label)
+        return real_read(attempt)
+
+    monkeypatch.setattr(careful, "read", spy)
+    steps = tmp_path / "steps.txt"
+    generate(SynthConfig(records=400, seed=8, step_share=1.0), steps)
+    ingest_files(tmp_path / "auto.duckdb", [synth_few_steps, steps])
+    assert careful_reads == [str(steps)]
+    careful_reads.clear()
+    ingest_files(tmp_path / "careful.duckdb", [synth_few_steps], IngestOptions(strategy="careful"))
+    assert careful_reads == [str(synth_few_steps)]
+    careful_reads.clear()
+    ingest_files(tmp_path / "bulk.duckdb", [steps], IngestOptions(strategy="bulk"))
+    assert careful_reads == []
+    with pytest.raises(UsageError, match="strategy 'fast'"):
+        ingest_files(tmp_path / "x.duckdb", [steps], IngestOptions(strategy="fast"))

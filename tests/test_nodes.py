@@ -115,6 +115,41 @@ def test_bad_lines_are_rejected_with_file_line_and_field_and_the_rest_loads(db_p
     con.close()
 
 
+def test_a_node_load_keeps_its_whole_ingests_row_and_its_rejects_through_the_shared_bookkeeping(
+    db_path, tmp_path
+):
+    """advisor.ingest.bookkeeping writes the rows of job and node loads alike: a node load's
+    row holds what it always held, and nothing of a job load's (no compression, no field
+    catalogue, the default zone)."""
+    import hashlib
+
+    f = tmp_path / "nodes.txt"
+    text = "NodeName=a1 CPUTot=64 Gres=gpu:a100:4\nNodeName=a2 CPUTot=sixty\n"
+    f.write_text(text)
+    con = store.connect(db_path)
+    first = nodes.ingest_nodes(con, NodeIngestConfig(path=f, cluster="c1"))
+    again = nodes.ingest_nodes(con, NodeIngestConfig(path=f, cluster="c1"))
+    rows = con.execute(
+        "SELECT source, format, compression, content_hash, cluster, source_tz, lines_read,"
+        " rows_read, inserted, updated, unchanged, rejected, missing_fields,"
+        " disabled_analyses, status, finished_at >= started_at FROM ingests ORDER BY ingest_id"
+    ).fetchall()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert rows == [
+        (str(f), "scontrol-node", None, digest, "c1", "UTC", 2, 1, 1, 0, 0, 1, None, None,
+         "done", True),
+        (str(f), "scontrol-node", None, digest, "c1", "UTC", 2, 1, 0, 1, 0, 1, None, None,
+         "done", True),
+    ]  # fmt: skip
+    assert con.execute(
+        "SELECT ingest_id, source, line_no, field, raw FROM rejects ORDER BY ingest_id"
+    ).fetchall() == [
+        (first.ingest_id, str(f), 2, "CPUTot", "NodeName=a2 CPUTot=sixty"),
+        (again.ingest_id, str(f), 2, "CPUTot", "NodeName=a2 CPUTot=sixty"),
+    ]
+    con.close()
+
+
 def test_loading_a_snapshot_again_updates_nodes_without_duplicates(db_path, tmp_path):
     con = store.connect(db_path)
     first = nodes.ingest_nodes(con, NodeIngestConfig(path=SAMPLE))

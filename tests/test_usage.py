@@ -175,7 +175,7 @@ def con(text_db: Path):
 
 def test_cpu_efficiency_is_derived_on_read_in_advisor_jobs(con) -> None:
     from advisor.ingest.listing import list_jobs
-    from advisor.ingest.model import JobFilter
+    from advisor.ingest.records import JobFilter
 
     rows = {r["job_id"]: r for r in list_jobs(con, JobFilter())}
     assert rows["101"]["cpu_efficiency"] == pytest.approx(27936 / 28800)

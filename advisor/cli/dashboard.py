@@ -32,12 +32,14 @@ def dashboard_cmd(
 ) -> None:
     """Serve the dashboard over the database (read-only) until interrupted."""
     from advisor.datainfo import DashboardConfig, run_dashboard
+    from advisor.derived import store_fresh
     from advisor.store import resolve_db_path
 
     code = run_dashboard(
         DashboardConfig(
             db_path=resolve_db_path(db), port=port, address=address, hash_users=hash_users
-        )
+        ),
+        before_serving=store_fresh,
     )
     raise typer.Exit(code)
 

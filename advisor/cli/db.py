@@ -1,4 +1,5 @@
-"""``advisor db``: the database file itself (where it is, its schema version, migrating it)."""
+"""``advisor db``: the database file itself (where it is, its schema version, migrating it,
+rebuilding its derived tables)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_rows
 
-db_app = typer.Typer(help="The DuckDB file: location, schema version, migration.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The DuckDB file: location, schema version, migration, derived tables.",
+    no_args_is_help=True,
+)
 
 
 @db_app.command("migrate")
@@ -25,6 +29,14 @@ def info_cmd(db: DbOption = None, fmt: FormatOption = OutputFormat.table) -> Non
     from advisor.store import db_info
 
     emit_rows([db_info(db)], fmt)
+
+
+@db_app.command("refresh")
+def refresh_cmd(db: DbOption = None, fmt: FormatOption = OutputFormat.table) -> None:
+    """Rebuild the tables derived from the jobs (the ratio summaries), fresh or not."""
+    from advisor.derived import refresh_derived
+
+    emit_rows([refresh_derived(db)], fmt)
 
 
 def register(app: typer.Typer) -> None:

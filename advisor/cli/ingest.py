@@ -163,7 +163,7 @@ def ingest_cmd(
         source_tz=tz,
         gpu_types=load_site_mapping(gpu_types) if gpu_types else None,
     )
-    from advisor.ingest.pipeline import STAGE_NAMES
+    from advisor.ingest.stages import STAGE_NAMES
 
     sizes = {str(Path(f)): Path(f).stat().st_size for f in files or () if Path(f).is_file()}
     shown = RichProgress(unit="windows") if sacct else RichProgress(stages=STAGE_NAMES, sizes=sizes)
@@ -184,6 +184,9 @@ def ingest_cmd(
                     "give at least one file, or --sacct --start ... --end ...", ExitCode.USAGE
                 )
             summaries = ingest_files(db, files, options, progress)
+        from advisor.derived import refresh_after_load
+
+        refresh_after_load(db)  # ingest only ingests: the summaries readers use are rebuilt here
     for s in summaries:
         for w in s.warnings:
             stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
@@ -261,7 +264,7 @@ def jobs_cmd(
         rows = list_jobs(con, flt)
     finally:
         con.close()
-    from advisor.ingest.model import JOB_COLUMNS
+    from advisor.ingest.records import JOB_COLUMNS
 
     emit_rows(rows, fmt, columns=JOB_COLUMNS, title="jobs")
 

@@ -24,7 +24,7 @@ import duckdb
 
 from advisor.errors import NotFoundError
 from advisor.ingest.listing import list_ingests, list_jobs, list_rejects
-from advisor.ingest.model import IngestOptions, IngestSummary, JobFilter
+from advisor.ingest.records import IngestOptions, IngestSummary, JobFilter
 from advisor.progress import ProgressFn, no_progress
 
 __all__ = [
@@ -50,22 +50,14 @@ def _connection(db: Db) -> tuple[duckdb.DuckDBPyConnection, bool]:
     return connect(db), True
 
 
-def _refresh_ratio_cube(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild the ratio summary tables once, after every load of a call has committed, so
-    readers (``advisor ratios``, the read-only dashboard) find them fresh."""
-    from advisor.ratios import refresh_ratio_cube
-
-    refresh_ratio_cube(con)
-
-
 def ingest_files(
     db: Db,
     paths: Sequence[str | os.PathLike[str]],
     options: IngestOptions | None = None,
     progress: ProgressFn = no_progress,
 ) -> list[IngestSummary]:
-    """Load each file in its own transaction; return one summary per file, in order. Once all
-    are committed the ratio summary tables are rebuilt (advisor.ratios.refresh_ratio_cube).
+    """Load each file in its own transaction; return one summary per file, in order. Tables
+    derived from ``jobs`` are the caller's to rebuild (advisor.derived.refresh_after_load).
 
     ``db`` is a database path (None: ``$ADVISOR_DB`` / ``./advisor.duckdb``) or an open
     connection. A file that cannot be read at all raises (InputError / NotFoundError) after
@@ -83,9 +75,7 @@ def ingest_files(
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
     try:
         pipeline.prepare(con)
-        out = [pipeline.ingest_path(con, f, opts, progress) for f in files]
-        _refresh_ratio_cube(con)
-        return out
+        return [pipeline.ingest_path(con, f, opts, progress) for f in files]
     finally:
         if owned:
             con.close()
@@ -100,15 +90,13 @@ def ingest_sacct(
     progress: ProgressFn = no_progress,
 ) -> list[IngestSummary]:
     """Run the real ``sacct`` window by window and load each window (see advisor.ingest.live);
-    then rebuild the ratio summary tables once, as :func:`ingest_files` does."""
+    derived tables are the caller's to rebuild, as for :func:`ingest_files`."""
     from advisor.ingest import live
 
     con, owned = _connection(db)
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
     try:
-        out = live.run_windows(con, config, options or IngestOptions(), progress)
-        _refresh_ratio_cube(con)
-        return out
+        return live.run_windows(con, config, options or IngestOptions(), progress)
     finally:
         if owned:
             con.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from advisor.errors import InputError, NotFoundError
-from advisor.ingest.model import CANONICAL_FIELDS, INPUT_FORMATS
+from advisor.ingest.records import CANONICAL_FIELDS, INPUT_FORMATS
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

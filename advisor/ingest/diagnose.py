@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from advisor.ingest import detect
-from advisor.ingest.model import IngestSummary
+from advisor.ingest.records import IngestSummary
 
 _SCONTROL_KEYS = re.compile(r"(^|\s)(JobName|JobState|RunTime|NumCPUs|TRES|Command)=")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from advisor.ingest.detect import TextLayout, canonical_field
-from advisor.ingest.model import FREE_TEXT_FIELDS
+from advisor.ingest.records import FREE_TEXT_FIELDS
 
 # free text in sacct --format=ALL beyond the fields the parser reads
 _MORE_FREE_TEXT = frozenset({"systemcomment", "extra", "container", "failednode", "mcslabel",

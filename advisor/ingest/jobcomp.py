@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from typing import BinaryIO
 
-from advisor.ingest.text import LineReject
+from advisor.ingest.records import Reject
 
 KEYS = (
     "JobId", "UserId", "GroupId", "Name", "JobState", "Partition", "TimeLimit", "StartTime",
@@ -73,10 +73,10 @@ def _alloc_tres(tres: str | None, procs: str | None) -> str | None:
 
 def records(
     fh: BinaryIO,
-) -> tuple[list[dict[str, str | int | None]], list[LineReject], set[str], int]:
+) -> tuple[list[dict[str, str | int | None]], list[Reject], set[str], int]:
     """Records of a jobcomp log, rejects (lines without JobId=), and the physical line count."""
     out: list[dict[str, str | int | None]] = []
-    rejects: list[LineReject] = []
+    rejects: list[Reject] = []
     n = 0
     for n, raw in enumerate(fh, start=1):  # noqa: B007
         line = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
@@ -84,7 +84,7 @@ def records(
             continue
         kv = split_line(line)
         if "JobId" not in kv or not line.startswith("JobId="):
-            rejects.append(LineReject(n, line, "not a jobcomp line (JobId=... Key=Value ...)"))
+            rejects.append(Reject(n, line, "not a jobcomp line (JobId=... Key=Value ...)"))
             continue
         user, uid = _name_id(kv.get("UserId"))
         group, _gid = _name_id(kv.get("GroupId"))

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.ingest.text import LineReject
+from advisor.ingest.records import Reject
 
 _BASE_STATES = {
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
@@ -192,7 +192,7 @@ def _step_suffix(step: dict[str, Any]) -> str | None:
 
 def records(
     data: bytes, source: str
-) -> tuple[list[dict[str, str | int | None]], list[LineReject], set[str]]:
+) -> tuple[list[dict[str, str | int | None]], list[Reject], set[str]]:
     """Records (allocations and their steps) of a sacct --json document, per-job rejects."""
     text = data.decode("utf-8", errors="replace")
     brace = text.find("{")
@@ -213,13 +213,13 @@ def records(
         version is None or version < (22, 5, 8)
     )
     out: list[dict[str, str | int | None]] = []
-    rejects: list[LineReject] = []
+    rejects: list[Reject] = []
     for i, job in enumerate(jobs, start=1):
         try:
             out.extend(_job_records(job, i, start_is_eligible))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raw = json.dumps(job, ensure_ascii=False)[:4000]
-            rejects.append(LineReject(i, raw, f"job #{i} of the document: unusable ({exc})"))
+            rejects.append(Reject(i, raw, f"job #{i} of the document: unusable ({exc})"))
     present = carried(jobs)
     if "dbv0.0.37" in plugin or "dbv0.0.38" in plugin:
         # 22.05's plugin writes return_code 0 for a job whose batch script exited 3 (state

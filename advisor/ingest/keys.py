@@ -14,16 +14,10 @@ before it upserts, so that every row read is accounted for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import duckdb
 
-from advisor.store import query, quote_ident
-
-if TYPE_CHECKING:
-    from advisor.ingest.pipeline import Loaded
-
-Reject = tuple[int | None, str | None, str, str]
+from advisor.ingest.records import Reject, Source
+from advisor.store import query, quote_ident, render
 
 # parsed columns that are a line's bookkeeping, not what it says about the job
 _NOT_COMPARED = ("line_no", "repaired", "bad_field", "raw_text")
@@ -36,7 +30,7 @@ def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
 
 def rekey_source(con: duckdb.DuckDBPyConnection) -> None:
     """Give array tasks of ``parsed`` without a raw id the real one where it is known."""
-    if _count(con, "SELECT count(*) FROM parsed WHERE job_id_raw < 0"):
+    if _count(con, query("ingest/any_array_key_parsed")):
         con.execute(query("ingest/rekey_source"))
         con.execute("DROP TABLE IF EXISTS array_rekey")
 
@@ -44,7 +38,7 @@ def rekey_source(con: duckdb.DuckDBPyConnection) -> None:
 def rekey_stored(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int, object]]:
     """In the load's transaction: stored tasks keyed by JobID take the raw id this source
     brings. Returns their new keys."""
-    if not _count(con, "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE job_id_raw < 0 LIMIT 1)"):
+    if not _count(con, query("ingest/any_array_key_stored")):
         return []
     return [
         (str(r[0]), int(r[1]), r[2]) for r in con.execute(query("ingest/rekey_stored")).fetchall()
@@ -58,26 +52,19 @@ def settle_rekeyed(
     are this load's updates. Returns how many of them the upsert had counted unchanged."""
     if not keys:
         return 0
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE rekeyed (cluster VARCHAR, job_id_raw BIGINT, submit TIMESTAMP)"
-    )
-    con.executemany("INSERT INTO rekeyed VALUES (?, ?, ?)", [list(k) for k in keys])
-    row = con.execute(
-        "UPDATE jobs SET ingest_id = ?, updated_at = timezone('UTC', now()) FROM rekeyed r"
-        " WHERE jobs.cluster = r.cluster AND jobs.job_id_raw = r.job_id_raw"
-        " AND jobs.submit = r.submit AND jobs.ingest_id <> ?",
-        [ingest_id, ingest_id],
-    ).fetchone()
+    con.execute(query("ingest/rekeyed_table"))
+    con.executemany(query("ingest/rekeyed_add"), [list(k) for k in keys])
+    row = con.execute(query("ingest/rekeyed_settle"), {"ingest_id": ingest_id}).fetchone()
     con.execute("DROP TABLE rekeyed")
     return int(row[0]) if row else 0
 
 
-def duplicates(con: duckdb.DuckDBPyConnection, loaded: Loaded) -> tuple[int, list[Reject]]:
+def duplicates(con: duckdb.DuckDBPyConnection, source: Source) -> tuple[int, list[Reject]]:
     """The lines of ``parsed`` that lose to another line of their key (temp ``dupkeys``):
     (how many say the same as the kept line, rejects for those that differ)."""
-    if not _count(con, "SELECT count(*) FROM dupkeys"):
+    if not _count(con, query("ingest/count_dupkeys")):
         return 0, []
-    cols = [str(d[0]) for d in con.execute("SELECT * FROM parsed LIMIT 0").description]
+    cols = [str(d[0]) for d in con.execute(query("ingest/parsed_columns")).description]
     compared = [quote_ident(c) for c in cols if c not in _NOT_COMPARED]
     same = (
         "("
@@ -86,12 +73,12 @@ def duplicates(con: duckdb.DuckDBPyConnection, loaded: Loaded) -> tuple[int, lis
         + ", ".join(f"w.{c}" for c in compared)
         + ")"
     )
-    rows = con.execute(query("ingest/dup_losers").replace("{{same}}", same)).fetchall()
+    rows = con.execute(render("ingest/dup_losers", same=same)).fetchall()
     same_n = sum(1 for r in rows if r[6])
     differ = [r for r in rows if not r[6]]
     if not differ:
         return same_n, []
-    texts = raw_by_id(con, loaded, sorted({str(r[2]) for r in differ}))
+    texts = raw_by_id(con, source, sorted({str(r[2]) for r in differ}))
     out: list[Reject] = []
     for line_no, kept, job_id, state_raw, _start, _end, _same in differ:
         kept_txt = f"line {kept}" if kept is not None else "another line"
@@ -101,7 +88,7 @@ def duplicates(con: duckdb.DuckDBPyConnection, loaded: Loaded) -> tuple[int, lis
             " end, then the later start"
         )
         raw = _pick(texts.get(str(job_id), []), state_raw) if line_no is None else ""
-        out.append((line_no, "JobID", reason, raw))
+        out.append(Reject(line_no, raw, reason, "JobID"))
     return same_n, out
 
 
@@ -114,22 +101,19 @@ def _pick(candidates: list[str], state_raw: object) -> str:
 
 
 def raw_by_id(
-    con: duckdb.DuckDBPyConnection, loaded: Loaded, ids: list[str]
+    con: duckdb.DuckDBPyConnection, source: Source, ids: list[str]
 ) -> dict[str, list[str]]:
     """The text of every line of a sacct text source whose job id (JobID, else JobIDRaw: as
     parse.sql reads it) is in ``ids``, by id, in file order. Other sources: empty."""
-    if loaded.layout is None or loaded.path is None or not ids:
+    if source.layout is None or not ids:
         return {}
     from advisor.ingest import text
 
-    layout = loaded.layout
+    layout = source.layout
     src = text.csv_src_sql(layout, keep_rejects=False)
-    sql = (
-        f"SELECT ing_id_text(jobid, jobidraw) AS id, {text.raw_text_expr(layout)} AS raw"  # noqa: S608
-        f" FROM ({src}) AS s WHERE list_contains($ids, ing_id_text(jobid, jobidraw))"
-    )
+    sql = render("ingest/lines_by_id", src=src, raw_text=text.raw_text_expr(layout))
     params = {
-        **text.csv_params(loaded.path, loaded.compression, layout, keep_rejects=False),
+        **text.csv_params(source.path, source.compression, layout, keep_rejects=False),
         "ids": ids,
     }
     try:
@@ -137,24 +121,24 @@ def raw_by_id(
     except duckdb.InvalidInputException:
         # a bare CR makes DuckDB's strict reader give up on the whole file: read the lines as
         # the load itself then did (text.read_by_line), not with DuckDB's lenient reader
-        return _raw_by_id_by_line(loaded, set(ids))
+        return _raw_by_id_by_line(source, set(ids))
     out: dict[str, list[str]] = {}
     for key, raw in rows:
         out.setdefault(str(key), []).append(str(raw))
     return out
 
 
-def _raw_by_id_by_line(loaded: Loaded, ids: set[str]) -> dict[str, list[str]]:
+def _raw_by_id_by_line(source: Source, ids: set[str]) -> dict[str, list[str]]:
     """:func:`raw_by_id` in Python: a line is a record when it decodes as UTF-8 and has the
     layout's field count (the rule of text.read_by_line); its id is JobID, else JobIDRaw."""
     from advisor.ingest.detect import open_decompressed
 
-    layout = loaded.layout
-    assert layout is not None and loaded.path is not None
+    layout = source.layout
+    assert layout is not None
     cols = list(layout.columns)
     at = {c: cols.index(c) for c in ("jobid", "jobidraw") if c in cols}
     out: dict[str, list[str]] = {}
-    with open_decompressed(loaded.path, loaded.compression) as fh:
+    with open_decompressed(source.path, source.compression) as fh:
         for n, line in enumerate(fh, start=1):
             if n == 1 and layout.has_header:
                 continue
@@ -182,18 +166,10 @@ def step_and_state_counts(
     """(step lines folded into an allocation of the source, allocation rows with a state word
     Slurm does not print), from ``parsed``; a bulk load (``bulk_ingest``: its id) keeps only
     steps and repaired lines there, so its states are counted in the rows it wrote."""
-    row = con.execute(
-        "SELECT count(*) FILTER (WHERE step IS NOT NULL AND bad_field IS NULL),"
-        " count(*) FILTER (WHERE step IS NULL AND bad_field IS NULL AND state IS NULL"
-        " AND state_raw IS NOT NULL) FROM parsed"
-    ).fetchone()
+    row = con.execute(query("ingest/step_and_state_counts")).fetchone()
     steps, unknown = (int(row[0]), int(row[1])) if row else (0, 0)
     if bulk_ingest is not None:
-        row = con.execute(
-            "SELECT count(*) FROM jobs WHERE ingest_id = ? AND state IS NULL"
-            " AND state_raw IS NOT NULL",
-            [bulk_ingest],
-        ).fetchone()
+        row = con.execute(query("ingest/unknown_states"), {"ingest_id": bulk_ingest}).fetchone()
         unknown = int(row[0]) if row else 0
-    orphans = sum(1 for r in rejects if r[2].startswith(ORPHAN_REASON))
+    orphans = sum(1 for r in rejects if r.reason.startswith(ORPHAN_REASON))
     return steps - orphans, unknown

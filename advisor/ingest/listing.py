@@ -13,8 +13,8 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
-from advisor.ingest.model import JOB_COLUMNS, JobFilter
-from advisor.store import query, quote_ident
+from advisor.ingest.records import JOB_COLUMNS, JobFilter
+from advisor.store import query, quote_ident, render
 
 _ALL_JOB_COLUMNS = (
     "cluster", "job_id", "job_id_raw", "array_job_id", "array_task_id", "het_job_id",
@@ -58,8 +58,7 @@ def list_jobs(con: duckdb.DuckDBPyConnection, flt: JobFilter) -> list[dict[str, 
         "user": flt.user,
         "lim": flt.limit,
     }
-    sql = f"SELECT {select} FROM ({query('ingest/list_jobs')})"  # noqa: S608
-    return _rows(con.execute(sql, params))
+    return _rows(con.execute(render("ingest/list_jobs", columns=select), params))
 
 
 def list_ingests(con: duckdb.DuckDBPyConnection, limit: int = 100) -> list[dict[str, Any]]:

@@ -22,8 +22,9 @@ from pathlib import Path
 import duckdb
 
 from advisor.errors import ExternalToolError, UsageError
-from advisor.ingest.model import FREE_TEXT_FIELDS, IngestOptions, IngestSummary
+from advisor.ingest.records import FREE_TEXT_FIELDS, IngestOptions, IngestSummary
 from advisor.progress import ProgressFn, no_progress
+from advisor.store import query
 
 DELIMITER = "\x1f"
 SACCT_FIELDS: tuple[str, ...] = (
@@ -176,12 +177,7 @@ def run_windows(
     pipeline.check_options(opts)
     pipeline.prepare(con)
     clusters = config.clusters or ""
-    done = {
-        (r[0], r[1])
-        for r in con.execute(
-            "SELECT window_start, window_end FROM ingest_windows WHERE clusters = ?", [clusters]
-        ).fetchall()
-    }
+    done = {(r[0], r[1]) for r in con.execute(query("ingest/done_windows"), [clusters]).fetchall()}
     out: list[IngestSummary] = []
     with tempfile.TemporaryDirectory(prefix="advisor-sacct-") as tmp:
         for i, (a, b) in enumerate(spans):
@@ -194,10 +190,7 @@ def run_windows(
             if target.stat().st_size == 0:
                 continue  # sacct -P prints at least its header; nothing at all: nothing to load
             summary = pipeline.ingest_path(con, target, opts, source=label)
-            con.execute(
-                "INSERT OR REPLACE INTO ingest_windows VALUES (?, ?, ?, ?, timezone('UTC', now()))",
-                [clusters, a, b, summary.ingest_id],
-            )
+            con.execute(query("ingest/record_window"), [clusters, a, b, summary.ingest_id])
             out.append(summary)
         progress("sacct windows", len(spans), len(spans))
     return out

@@ -20,21 +20,12 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.ingest.detect import TextLayout, open_decompressed
-from advisor.ingest.model import CANONICAL_FIELDS, FREE_TEXT_FIELDS
-from advisor.store import quote_ident
+from advisor.ingest.records import CANONICAL_FIELDS, FREE_TEXT_FIELDS, Reject
+from advisor.store import query, quote_ident, render
 
+# DuckDB's reject tables of a read (named as such in advisor/sql/ingest/)
 REJ_ERRORS = "ing_csv_errors"
 REJ_SCANS = "ing_csv_scans"
-
-
-@dataclass(frozen=True)
-class LineReject:
-    """A physical line that could not be read as a record."""
-
-    line_no: int
-    raw: str
-    reason: str
-    field: str | None = None
 
 
 @dataclass
@@ -42,7 +33,7 @@ class TextRepair:
     """What handling the lines DuckDB could not read found."""
 
     lines_read: int  # job and step records read (rejected lines included), not the header
-    rejects: list[LineReject]
+    rejects: list[Reject]
     rows: list[tuple[int, list[str]]]  # (physical line, fields) of repaired records
     # the lines of the repaired records whose first half DuckDB had already read as a record
     # (a newline in the last field): the line of that first half
@@ -71,7 +62,7 @@ def csv_src_sql(
     ``keep_rejects`` False are skipped. With ``only``, the other fields read as NULL: DuckDB
     then checks only those columns of a line (a non-UTF-8 byte elsewhere goes unnoticed)."""
     missing = _missing_columns(layout, only)
-    rejects = (
+    on_error = (
         "store_rejects = true, rejects_table = $rt, rejects_scan = $rs,"
         if keep_rejects
         else "ignore_errors = true,"
@@ -82,13 +73,12 @@ def csv_src_sql(
         else ", ".join(quote_ident(c) for c in layout.columns if c in only) or "1 AS _none"
     )
     # identifiers through quote_ident, every value a parameter
-    return (
-        f"SELECT CAST(NULL AS BIGINT) AS line_no, FALSE AS repaired, {cols}"  # noqa: S608
-        + (f", {missing}" if missing else "")
-        + " FROM read_csv($path, delim = $delim, header = $header, quote = '', escape = '',"
-        " comment = '', auto_detect = false, columns = $columns, compression = $compression,"
-        f" {rejects} max_line_size = 4194304, strict_mode = $strict, parallel = true)"
-    )
+    return render("ingest/read_text", columns=cols + _nulls(missing), on_error=on_error)
+
+
+def _nulls(missing: str) -> str:
+    """``missing`` (:func:`_missing_columns`) after a column list: ", ..." or nothing."""
+    return f", {missing}" if missing else ""
 
 
 def csv_params(
@@ -116,9 +106,7 @@ def csv_params(
 
 def fix_src_sql(layout: TextLayout) -> str:
     """SQL reading the repaired records (temp table raw_fix) as parser input."""
-    missing = _missing_columns(layout)
-    cols = f", {missing}" if missing else ""
-    return f"SELECT line_no, TRUE AS repaired, * EXCLUDE (line_no){cols} FROM raw_fix"  # noqa: S608
+    return render("ingest/fix_records", nulls=_nulls(_missing_columns(layout)))
 
 
 def store_tail_fix(con: duckdb.DuckDBPyConnection, layout: TextLayout, fix: TextRepair) -> bool:
@@ -142,7 +130,7 @@ def store_tail_fix(con: duckdb.DuckDBPyConnection, layout: TextLayout, fix: Text
         "WHERE id_txt IS NOT NULL AND head_last <> ''"
         " QUALIFY count(*) OVER (PARTITION BY id_txt, cluster, submit, head_last) = 1",
     )
-    [(n,)] = con.execute("SELECT count(*) FROM tail_fix").fetchall()
+    [(n,)] = con.execute(query("ingest/count_tail_fix")).fetchall()
     return bool(n)
 
 
@@ -150,14 +138,7 @@ def with_tails_sql(layout: TextLayout, src: str) -> str:
     """``src`` (:func:`csv_src_sql`) with the last field of each record in temp ``tail_fix``
     (:func:`store_tail_fix`) whole: matched on its job id, cluster and submit texts and the
     first half's last field (a requeued job shares the id, not the submit time)."""
-    last = quote_ident(layout.columns[-1])
-    return (
-        f"SELECT s.* REPLACE (coalesce(t.whole_last, s.{last}) AS {last})"  # noqa: S608
-        f" FROM ({src}) AS s LEFT JOIN tail_fix t"
-        " ON t.id_txt = ing_id_text(s.jobid, s.jobidraw)"
-        " AND t.cluster = coalesce(s.cluster, '') AND t.submit = coalesce(s.submit, '')"
-        f" AND t.head_last = s.{last}"
-    )
+    return render("ingest/with_tails", src=src, last=quote_ident(layout.columns[-1]))
 
 
 def _field(layout: TextLayout, fields: list[str], name: str) -> str:
@@ -183,12 +164,7 @@ def allocation_tails(layout: TextLayout, fix: TextRepair) -> int:
 
 def reject_lines(con: duckdb.DuckDBPyConnection) -> list[int]:
     """The lines in DuckDB's reject table, in order."""
-    return [
-        int(r[0])
-        for r in con.execute(
-            f"SELECT DISTINCT line FROM {REJ_ERRORS} ORDER BY line"  # noqa: S608 - fixed names
-        ).fetchall()
-    ]
+    return [int(r[0]) for r in con.execute(query("ingest/reject_lines")).fetchall()]
 
 
 def drop_reject_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -254,7 +230,7 @@ def _temp_table(
     SQL after the FROM: WHERE, QUALIFY)."""
     con.register("ing_records", table)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM ing_records {where}")  # noqa: S608 - fixed names and SQL
+        con.execute(render("ingest/records_table", table=name, where=where))
     finally:
         con.unregister("ing_records")
 
@@ -329,9 +305,7 @@ def read_by_line(
 
 def good_src_sql(layout: TextLayout) -> str:
     """SQL reading the records :func:`read_by_line` read as they were (temp table raw_good)."""
-    missing = _missing_columns(layout)
-    cols = f", {missing}" if missing else ""
-    return f"SELECT line_no, FALSE AS repaired, * EXCLUDE (line_no){cols} FROM raw_good"  # noqa: S608
+    return render("ingest/good_records", nulls=_nulls(_missing_columns(layout)))
 
 
 _BLOCK = 1 << 24
@@ -339,8 +313,8 @@ _BLOCK = 1 << 24
 
 def read_lines(path: Path, compression: str | None, want: set[int]) -> dict[int, bytes]:
     """The wanted physical lines (1-based), without their line end. Read in blocks whose
-    newlines numpy finds, so that a wanted line is a slice: the 42,000 lines the repair of a
-    4.65M-line file wants take about a second instead of 1.8 s line by line in Python."""
+    newlines numpy finds, so that a wanted line is a slice (faster than reading line by line in
+    Python: docs/ingest.md, Speed)."""
     todo = sorted(want)
     texts: dict[int, bytes] = {}
     i = 0
@@ -423,13 +397,13 @@ def _binary(line: bytes, delim: str) -> bool:
 
 def _repair(
     layout: TextLayout, bad_lines: list[int], texts: dict[int, bytes]
-) -> tuple[list[tuple[int, list[str]]], list[LineReject], list[int]]:
+) -> tuple[list[tuple[int, list[str]]], list[Reject], list[int]]:
     delim = layout.delimiter
     n = len(layout.columns)
     bad_set = set(bad_lines)
     rows: list[tuple[int, list[str]]] = []
     tails: list[int] = []  # accepted rows that were the first half of a record split by a newline
-    rejects: list[LineReject] = []
+    rejects: list[Reject] = []
     used: set[int] = set()
     for ln in bad_lines:
         if ln in used:
@@ -473,7 +447,7 @@ def _repair(
                 rows.append((prev, whole))
                 continue
         if _binary(texts.get(ln, b""), delim):
-            rejects.append(LineReject(ln, text, "binary bytes (NUL or control characters):"
+            rejects.append(Reject(ln, text, "binary bytes (NUL or control characters):"
                                       " not the text of a record, nor of its free text"))  # fmt: skip
             continue
         got = text.count(delim) + 1
@@ -481,10 +455,10 @@ def _repair(
 
         both = freetext.ambiguity(text, delim, layout)
         if both is not None:
-            rejects.append(LineReject(ln, text, both[0], both[1]))
+            rejects.append(Reject(ln, text, both[0], both[1]))
             continue
         rejects.append(
-            LineReject(
+            Reject(
                 ln,
                 text,
                 f"expected {n} fields separated by {delim!r}, found {got}"

@@ -1,6 +1,7 @@
 -- The repaired allocation lines of `parsed`, one per key (the later end wins, then the later
--- start), for a bulk load (bulk.py); with the new_only placeholder TRUE only those whose key the load has
--- not written yet (the others update it: bulk_replace_repaired.sql). Parameter: $ingest_id.
+-- start), for a bulk load (bulk.py); with <new_only> TRUE only those whose key the load has
+-- not written yet (the others update it: bulk_replace_repaired.sql). A literal, not a
+-- parameter: FALSE then drops the EXISTS over the load's rows from the plan.
     SELECT * FROM parsed p
     WHERE p.repaired AND p.step IS NULL AND p.bad_field IS NULL
       AND NOT ({{new_only}} AND EXISTS (

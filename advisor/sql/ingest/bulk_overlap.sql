@@ -1,6 +1,6 @@
 -- Whether a key of the rows a bulk load inserted (ingest $ingest_id) occurs twice in `jobs`:
 -- the file holds it twice, or a row stored before shares it. Either way the load is rolled
--- back and runs again the careful way (pipeline.py), which folds a file's duplicates and
+-- back and runs again the careful way (careful.py), which folds a file's duplicates and
 -- upserts. `jobs` has no key constraint (migration 011): this check keeps the key unique.
 -- Only rows of the same clusters within the new submit range can share a key.
 WITH n AS (

@@ -2,7 +2,7 @@
 -- superseded.sql; the order is losers.sql's), each with the line kept and whether it says the
 -- same as the kept one. The same placeholder compares the two rows' parsed values (keys.py
 -- lists every column but the line's own bookkeeping). A line that loses to a repaired record
--- while it is not one is the first half of that record (pipeline.Loaded.tails): not listed.
+-- while it is not one is the first half of that record (stages.Loaded.tails): not listed.
 WITH ranked AS (
     SELECT p.rowid AS rid, p.*,
         row_number() OVER (PARTITION BY p.cluster, p.job_id_raw, p.submit

@@ -1,12 +1,12 @@
 -- Fold steps into their allocation: the rows written to `jobs` (the one definition of a row).
--- The alloc placeholder is the allocation lines, one per key (alloc_plain.sql, alloc_except.sql
--- or alloc_dedupe.sql over `parsed`; a bulk load puts the parser over the file there); the
--- steps placeholder is step_flags.sql. The careful path wraps it in the view `stage`.
--- Interactive or not: macros.sql (ing_interactive).
+-- <lines>: a relation of parsed lines whose allocation lines that parsed are kept, one per key
+-- (`parsed`, or a sub-query over it that leaves out the lines losing their key, or the parser
+-- over the file for a bulk load); <steps>: step_flags.sql. Interactive or not: macros.sql
+-- (ing_interactive).
 WITH steps AS (
 {{steps}}
 ), alloc AS (
-{{alloc}}
+    SELECT * FROM {{lines}} AS l WHERE step IS NULL AND bad_field IS NULL
 ), x AS (
     SELECT alloc.*, steps.* EXCLUDE (cluster, job_id_raw),
         ing_cmd(submit_line) AS cmd

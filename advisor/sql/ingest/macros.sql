@@ -82,9 +82,8 @@ CREATE OR REPLACE TEMP MACRO ing_gpu_vals_bad(s) AS
          THEN regexp_matches(s, ',gres/gpu(?::[^=,]*)?=(?:[0-9]*[^0-9,]|,|$|[0-9]{19})') ELSE FALSE END;
 -- Everything the parser reads from one TRES string (AllocTRES or ReqTRES; NULL reads as ''):
 -- its values, and whether each is malformed. parse.sql looks a string up in ing_tres_lookup
--- first (a file has a few hundred distinct TRES strings for millions of records: splitting
--- each record's strings again cost about 10 CPU-s per 4.65M records) and calls this only for a
--- string the lookup lacks. `typed1`: the text after the first typed GPU key (NULL: none; a
+-- first (a file has a few hundred distinct TRES strings for millions of records) and calls this
+-- only for a string the lookup lacks. `typed1`: the text after the first typed GPU key (NULL: none; a
 -- second one, rare, is read with a regex).
 CREATE OR REPLACE TEMP MACRO ing_tres_typed(raw, s, typed1) AS {
     -- a non-blank string without a single key=value
@@ -124,14 +123,12 @@ CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') 
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.
--- (the first word without split_part, which splits the whole line: 1.44 -> 0.91 CPU-s over
--- 4.65M submit lines)
+-- (the first word without split_part, which splits the whole line)
 CREATE OR REPLACE TEMP MACRO ing_first_word(s) AS
     CASE WHEN contains(s, ' ') THEN left(s, instr(s, ' ') - 1) ELSE s END;
 CREATE OR REPLACE TEMP MACRO ing_cmd_any(submit_line) AS
     lower(parse_filename(ing_first_word(ltrim(coalesce(submit_line, ''))), false, 'forward_slash'));
--- (the three plain commands first: nearly every line starts with one; 0.8 -> 0.2 CPU-s over
--- 4.65M submit lines)
+-- (the three plain commands first: nearly every line starts with one)
 CREATE OR REPLACE TEMP MACRO ing_cmd(submit_line) AS
     CASE WHEN starts_with(submit_line, 'sbatch ') THEN 'sbatch'
          WHEN starts_with(submit_line, 'srun ') THEN 'srun'

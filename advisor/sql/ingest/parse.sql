@@ -9,15 +9,12 @@
 -- Plain string functions, not regular expressions, on the hot path (millions of rows); a check
 -- that is rarely needed goes in a CASE (DuckDB evaluates every operand of AND / OR).
 -- TRES strings are read by ing_tres (macros.sql), looked up first in ing_tres_lookup. The
--- misses placeholder (advisor/ingest/pipeline.py: parse_sql) says where ing_tres runs for the
--- strings the lookup lacks:
---   `computed`: in a1, over every record, with NULL in place of a string the lookup has (the
---     careful path: its lookup holds a sample's strings). ing_tres inside the CASE below would
---     run without common subexpressions shared (DuckDB does not extract them from a CASE
---     branch): 6x slower per miss;
---   `in_case`: inside the CASE, for the misses alone (the bulk insert: its lookup holds every
---     string of the file, but for one past the bound); computing it over every record as
---     above costs about 1.5 s per 4.65M records even when every string is a hit.
+-- <a_computed>, <r_computed>, <a_miss>, <r_miss> (advisor/ingest/stages.py: parse_sql) say
+-- where ing_tres runs for the strings the lookup lacks: in a1 over every record, NULL for a
+-- hit (the careful way: its lookup holds a sample's strings; inside the CASE it would run
+-- without shared subexpressions, DuckDB does not extract them from a CASE branch), or inside
+-- the CASE for the misses alone (the bulk insert: its lookup holds every string of the file,
+-- and a1 would cost time even when every string is a hit).
 WITH a0 AS (
     SELECT src.*, lk_a.s AS a_hit, lk_a.t AS a_lookup, lk_r.s AS r_hit, lk_r.t AS r_lookup
     FROM ({{src}}) AS src
@@ -153,7 +150,7 @@ SELECT
     nullif("partition", '') AS "partition",
     nullif(qos, '') AS qos,
     jobname AS job_name,
-    -- an unknown state word is no state (state_raw keeps it; pipeline.py counts them)
+    -- an unknown state word is no state (state_raw keeps it; keys.py counts them)
     CASE WHEN ing_known_state(state_word) THEN upper(state_word) END AS state,
     nullif(state, '') AS state_raw,
     nullif(exitcode, '') AS exit_code,

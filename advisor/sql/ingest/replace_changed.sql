@@ -1,9 +1,9 @@
 -- Replace stored allocations that this source changed (a later state, a fix), except that a
 -- finished stored row is never replaced by an unfinished one (a stale snapshot loaded late).
--- Only the columns the source has are written: {{row}} is `s.*` (the view `stage`, fold.sql)
+-- Only the columns the source has are written: <row> is `s.*` (the view `stage`, fold.sql)
 -- with the columns the source lacks taken from the stored row, and the interactive verdict
--- kept when the stored one rests on stronger evidence; {{new}} / {{old}} are the compared
--- columns and {{set}} assigns every column but the key from `r` (pipeline._merge_parts
+-- kept when the stored one rests on stronger evidence; <new> / <old> are the compared
+-- columns and <set> assigns every column but the key from `r` (careful._merge_parts
 -- builds all four from model.JOB_COLUMN_SOURCES). An update in place: `jobs` has no
 -- constraint to replace by (migration 011).
 -- Runs before insert_new. Parameter: $ingest_id. Returns the count.

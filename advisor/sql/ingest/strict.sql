@@ -17,7 +17,7 @@ CREATE OR REPLACE TEMP MACRO ing_count(x) AS
     CASE WHEN ing_uint(x) <= 2147483647 THEN CAST(ing_uint(x) AS INTEGER) END;
 -- The key of an array task whose raw id the source lacks (JobID `123_45` without JobIDRaw):
 -- negative, so it never meets a real raw id, and built from the array job id and the task id
--- (Slurm's MaxArraySize is at most 4000001, below 2^22). pipeline.py (rekey_arrays.sql) puts the
+-- (Slurm's MaxArraySize is at most 4000001, below 2^22). keys.py (rekey_source.sql) puts the
 -- real raw id in its place when a source brings it. NULL (a JobIDRaw reject) out of range.
 CREATE OR REPLACE TEMP MACRO ing_array_key(j, t) AS
     CASE WHEN t < 4194304 AND j < 2199023255552 THEN -(j * 4194304 + t) END;

@@ -3,7 +3,7 @@
 -- many distinct strings; parse.sql reads the others itself), and '' (a record without the
 -- field). The groups placeholder is a relation of (is_step, alloctres, reqtres, n): the bulk
 -- load's prescan_groups (every record of the file), or the first records of a file the
--- careful path reads (advisor/ingest/pipeline.py: tres_lookup); it is read once, both strings
+-- careful path reads (advisor/ingest/careful.py); it is read once, both strings
 -- of a row together (written twice, the careful path's sample was read from the file twice).
 CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS
 SELECT s, ing_tres(s) AS t

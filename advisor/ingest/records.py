@@ -10,8 +10,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.ingest.detect import TextLayout
 
 INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
+# How sacct text reaches ``jobs`` (advisor.ingest.pipeline): "bulk" (the parser writes the rows
+# in one statement), "careful" (parsed into a temp table, then upserted), "auto" (bulk where
+# it is the faster of the two).
+STRATEGIES = ("auto", "bulk", "careful")
 
 # What a job used (issue 23): CPU seconds, CPU time allocated, peak and total TRES usage, and
 # Princeton jobstats' summary in AdminComment. Most sites export none of them (NULL columns).
@@ -142,7 +151,10 @@ class IngestOptions:
     ``input_format`` None detects per file; ``delimiter`` None detects it from the header;
     ``fields`` names the columns of header-less sacct text; ``cluster`` fills rows whose source
     names none; ``source_tz`` is the zone of text times (stored as UTC); ``gpu_types`` is a
-    site's extra GPU name mapping (see advisor.gputypes).
+    site's extra GPU name mapping (see advisor.gputypes); ``strategy`` picks the bulk or the
+    careful way for sacct text (STRATEGIES; "auto": bulk for an uncompressed file of few step
+    lines, "bulk": for every uncompressed file; either hands a file over to the careful way
+    when it cannot load it exactly as that would).
     """
 
     input_format: str | None = None
@@ -151,6 +163,36 @@ class IngestOptions:
     cluster: str = "default"
     source_tz: str = "UTC"
     gpu_types: Mapping[str, str] | None = None
+    strategy: str = "auto"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source being loaded: the file, what detect found in it, and how to name it."""
+
+    path: Path
+    label: str  # how messages and the ``ingests`` row name it (the path, or a sacct window)
+    fmt: str  # one of INPUT_FORMATS
+    compression: str | None  # gzip | zstd | None
+    head: bytes  # its first bytes, uncompressed (detect.read_head)
+    started_at: dt.datetime  # when its load began (UTC): the ``ingests`` row's started_at
+    layout: TextLayout | None = None  # sacct text: delimiter, columns, header
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A record that could not be loaded (a row of ``rejects``): its physical line (None when
+    the line is unknown, or the source was refused whole), its text, why, and the field."""
+
+    line_no: int | None
+    raw: str
+    reason: str
+    field: str | None = None
+
+    def message(self) -> str:
+        """``line N, field F: reason``, as a summary lists the first rejects."""
+        where = f"line {self.line_no}" + (f", field {self.field}" if self.field else "")
+        return f"{where}: {self.reason}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+SELECT count(*) FROM parsed WHERE repaired AND step IS NOT NULL

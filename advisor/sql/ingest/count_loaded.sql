@@ -1,0 +1,1 @@
+SELECT count(*) FROM jobs WHERE ingest_id = $ingest_id

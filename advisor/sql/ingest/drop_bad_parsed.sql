@@ -1,0 +1,1 @@
+DELETE FROM parsed WHERE bad_field IS NOT NULL

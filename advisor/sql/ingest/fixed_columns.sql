@@ -1,0 +1,1 @@
+SELECT * FROM fixed LIMIT 0

@@ -1,0 +1,2 @@
+-- A step line's usage columns (SynthConfig.usage), after a comma: empty.
+, '', '', '', ''
