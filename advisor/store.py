@@ -59,15 +59,17 @@ def query(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-_PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
+# A placeholder, or a line comment (matched first so that a comment naming a placeholder,
+# as a header may, is left as it is).
+_PLACEHOLDER_RE = re.compile(r"--[^\n]*|\{\{(\w+)\}\}")
 
 
 def placeholders(sql: str) -> set[str]:
-    """The ``{{name}}`` placeholders left in a statement's text."""
-    return set(_PLACEHOLDER_RE.findall(sql))
+    """The ``{{name}}`` placeholders of a statement's text, outside its ``--`` comments."""
+    return {m.group(1) for m in _PLACEHOLDER_RE.finditer(sql) if m.group(1)}
 
 
-def render(name: str, **parts: str) -> str:
+def render(name: str, /, **parts: str) -> str:
     """The named statement with each ``{{part}}`` replaced by the SQL text given for it.
 
     Parts are pieces of SQL chosen by the code (a column list, a sub-query), never values:
@@ -83,7 +85,7 @@ def render(name: str, **parts: str) -> str:
             f"advisor/sql/{name}.sql: placeholders not filled: {missing or 'none'}; "
             f"parts that fill nothing: {unused or 'none'}"
         )
-    return _PLACEHOLDER_RE.sub(lambda m: parts[m.group(1)], sql)
+    return _PLACEHOLDER_RE.sub(lambda m: parts[m.group(1)] if m.group(1) else m.group(0), sql)
 
 
 def migrations() -> list[tuple[int, str, str]]:

@@ -170,3 +170,34 @@ def test_render_fills_every_placeholder_and_refuses_a_missing_or_extra_part():
         store.render("ingest/tres_lookup")
     with pytest.raises(StoreError, match=r"parts that fill nothing: \['grops'\]"):
         store.render("ingest/tres_lookup", groups="SELECT 1", grops="x")
+
+
+def test_every_statement_with_placeholders_is_rendered_and_never_read_raw():
+    """A statement with ``{{part}}`` placeholders is only reachable through store.render."""
+    import re
+
+    root = Path(store.__file__).parent
+    templated = {
+        str(p.relative_to(root / "sql").with_suffix(""))
+        for p in (root / "sql").rglob("*.sql")
+        if store.placeholders(p.read_text(encoding="utf-8"))
+    }
+    code = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py"))
+    raw = {
+        n
+        for n in templated
+        if re.search(r"(?<![\w])query\(\s*f?[\"']" + re.escape(n) + "[\"']", code)
+    }
+    assert raw == set()
+    assert '.replace("{{' not in code
+
+
+def test_a_placeholder_named_in_a_comment_is_neither_wanted_nor_filled(monkeypatch):
+    sql = "-- fills {{rows}} below\nSELECT {{rows}} FROM t -- not {{this}}\n"
+    monkeypatch.setattr(store, "query", lambda name: sql)
+    assert store.placeholders(sql) == {"rows"}
+    assert (
+        store.render("x", rows="1") == "-- fills {{rows}} below\nSELECT 1 FROM t -- not {{this}}\n"
+    )
+    with pytest.raises(StoreError, match=r"parts that fill nothing: \['this'\]"):
+        store.render("x", rows="1", this="2")
