@@ -54,11 +54,34 @@ from advisor.errors import UsageError
 from advisor.progress import ProgressFn, no_progress
 
 FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "User", "UID",
-    "Submit", "Eligible", "Start", "End", "Elapsed", "ExitCode", "State", "NNodes", "NCPUS",
-    "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "Timelimit", "NodeList", "WorkDir", "JobName",
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "QOS",
+    "Account",
+    "Group",
+    "User",
+    "UID",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Elapsed",
+    "ExitCode",
+    "State",
+    "NNodes",
+    "NCPUS",
+    "ReqCPUS",
+    "ReqMem",
+    "ReqTRES",
+    "AllocTRES",
+    "Timelimit",
+    "NodeList",
+    "WorkDir",
+    "JobName",
     "SubmitLine",
-)  # fmt: skip
+)
 
 # The usage fields SynthConfig.usage adds (after NodeList: see fields_of).
 USAGE_FIELDS: tuple[str, ...] = ("TotalCPU", "CPUTimeRAW", "TRESUsageInTot", "TRESUsageInMax")
@@ -213,14 +236,36 @@ def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
     het_start = (rng.random(n) < cfg.het_share / 2) & ~array_start
     mem_gb = np.maximum(4, cpus * 4)
     return {
-        "cluster": cluster, "kind": kind, "pending": pending, "gpus": gpus, "gpus_req": gpus_req,
-        "cpus": cpus, "req_cpus": req_cpus, "nnodes": nnodes, "exclusive": exclusive, "cpg": cpg,
-        "submit": submit, "wait": wait, "elapsed": elapsed, "timelimit": timelimit,
-        "state": state, "exit_code": exit_code, "interactive": interactive, "steps": steps,
-        "has_step0": has_step0, "user": user, "canceller": canceller, "name_id": name_id,
-        "odd": odd, "odd_kind": odd_kind, "array_start": array_start, "array_len": array_len,
-        "het_start": het_start, "mem_gb": mem_gb, "ratio": ratio,
-    }  # fmt: skip
+        "cluster": cluster,
+        "kind": kind,
+        "pending": pending,
+        "gpus": gpus,
+        "gpus_req": gpus_req,
+        "cpus": cpus,
+        "req_cpus": req_cpus,
+        "nnodes": nnodes,
+        "exclusive": exclusive,
+        "cpg": cpg,
+        "submit": submit,
+        "wait": wait,
+        "elapsed": elapsed,
+        "timelimit": timelimit,
+        "state": state,
+        "exit_code": exit_code,
+        "interactive": interactive,
+        "steps": steps,
+        "has_step0": has_step0,
+        "user": user,
+        "canceller": canceller,
+        "name_id": name_id,
+        "odd": odd,
+        "odd_kind": odd_kind,
+        "array_start": array_start,
+        "array_len": array_len,
+        "het_start": het_start,
+        "mem_gb": mem_gb,
+        "ratio": ratio,
+    }
 
 
 def _ids(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -328,14 +373,17 @@ def generate(
     cols = {k: v for k, v in d.items() if k != "ratio"}
     if cfg.usage:
         cols.update(_usage_draws(cfg, d))
-    alloc = pa.table({"i": np.arange(cfg.records), "raw": raw, "base": base, "pos": pos,
-                      "het": het, **cols})  # fmt: skip
-    kinds = pa.table({
-        "k": np.arange(len(_GPU_KINDS), dtype=np.int8),
-        "partition": [k[1] for k in _GPU_KINDS],
-        "gres": [k[2] for k in _GPU_KINDS],
-        "prefix": ["th100", "ta100", "rh100", "ra100", "rl40s"],
-    })  # fmt: skip
+    alloc = pa.table(
+        {"i": np.arange(cfg.records), "raw": raw, "base": base, "pos": pos, "het": het, **cols}
+    )
+    kinds = pa.table(
+        {
+            "k": np.arange(len(_GPU_KINDS), dtype=np.int8),
+            "partition": [k[1] for k in _GPU_KINDS],
+            "gres": [k[2] for k in _GPU_KINDS],
+            "prefix": ["th100", "ta100", "rh100", "ra100", "rl40s"],
+        }
+    )
     steps = pa.table({"step_no": [1, 2, 3, 4], "suffix": ["batch", "interactive", "extern", "0"]})
     con = duckdb.connect()
     try:
@@ -469,33 +517,64 @@ def generate_as(
             arr_job, arr_task = (jid.split("_") + [""])[:2] if "_" in jid else ("0", "")
             het_job, het_off = (jid.split("+") + [""])[:2] if "+" in jid else ("0", "")
             state = rec["State"].split(" ")[0]
-            jobs.append({
-                "account": rec["Account"], "cluster": rec["Cluster"], "group": rec["Group"],
-                "user": rec["User"], "name": rec["JobName"], "job_id": raw,
-                "partition": rec["Partition"], "qos": rec["QOS"], "nodes": rec["NodeList"],
-                "allocation_nodes": int(rec["NNodes"]), "submit_line": rec["SubmitLine"],
-                "working_directory": rec["WorkDir"],
-                "array": {"job_id": int(arr_job), "task_id": _num(int(arr_task) if arr_task else None)},
-                "het": {"job_id": int(het_job), "job_offset": _num(int(het_off) if het_off else None)},
-                "state": {"current": [state], "reason": "None"},
-                "exit_code": {"status": ["SUCCESS" if rec["ExitCode"] == "0:0" else "ERROR"],
-                              "return_code": _num(int(rec["ExitCode"].split(":")[0]))},
-                "required": {"CPUs": int(rec["ReqCPUS"])},
-                "time": {"submission": _epoch(rec["Submit"]), "eligible": _epoch(rec["Eligible"]),
-                         "start": _epoch(rec["Start"]), "end": _epoch(rec["End"]),
-                         "elapsed": max(0, _epoch(rec["End"]) - _epoch(rec["Start"]))
-                         if _epoch(rec["Start"]) and _epoch(rec["End"]) else 0,
-                         "limit": _num(None)},
-                "tres": {"allocated": _tres_json(rec["AllocTRES"]),
-                         "requested": _tres_json(rec["ReqTRES"])},
-                "steps": [{"step": {"id": f"{raw}.{s}", "name": s}} for s in steps],
-            })  # fmt: skip
+            jobs.append(
+                {
+                    "account": rec["Account"],
+                    "cluster": rec["Cluster"],
+                    "group": rec["Group"],
+                    "user": rec["User"],
+                    "name": rec["JobName"],
+                    "job_id": raw,
+                    "partition": rec["Partition"],
+                    "qos": rec["QOS"],
+                    "nodes": rec["NodeList"],
+                    "allocation_nodes": int(rec["NNodes"]),
+                    "submit_line": rec["SubmitLine"],
+                    "working_directory": rec["WorkDir"],
+                    "array": {
+                        "job_id": int(arr_job),
+                        "task_id": _num(int(arr_task) if arr_task else None),
+                    },
+                    "het": {
+                        "job_id": int(het_job),
+                        "job_offset": _num(int(het_off) if het_off else None),
+                    },
+                    "state": {"current": [state], "reason": "None"},
+                    "exit_code": {
+                        "status": ["SUCCESS" if rec["ExitCode"] == "0:0" else "ERROR"],
+                        "return_code": _num(int(rec["ExitCode"].split(":")[0])),
+                    },
+                    "required": {"CPUs": int(rec["ReqCPUS"])},
+                    "time": {
+                        "submission": _epoch(rec["Submit"]),
+                        "eligible": _epoch(rec["Eligible"]),
+                        "start": _epoch(rec["Start"]),
+                        "end": _epoch(rec["End"]),
+                        "elapsed": max(0, _epoch(rec["End"]) - _epoch(rec["Start"]))
+                        if _epoch(rec["Start"]) and _epoch(rec["End"])
+                        else 0,
+                        "limit": _num(None),
+                    },
+                    "tres": {
+                        "allocated": _tres_json(rec["AllocTRES"]),
+                        "requested": _tres_json(rec["ReqTRES"]),
+                    },
+                    "steps": [{"step": {"id": f"{raw}.{s}", "name": s}} for s in steps],
+                }
+            )
         doc = {
-            "meta": {"plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.40"},
-                     "slurm": {"version": {"major": "23", "micro": "4", "minor": "11"},
-                               "release": "23.11.4", "cluster": "teaching"}},
-            "errors": [], "warnings": [], "jobs": jobs,
-        }  # fmt: skip
+            "meta": {
+                "plugin": {"type": "", "name": "", "data_parser": "data_parser/v0.0.40"},
+                "slurm": {
+                    "version": {"major": "23", "micro": "4", "minor": "11"},
+                    "release": "23.11.4",
+                    "cluster": "teaching",
+                },
+            },
+            "errors": [],
+            "warnings": [],
+            "jobs": jobs,
+        }
         body = json.dumps(doc, ensure_ascii=False).encode()
     else:
         lines = []

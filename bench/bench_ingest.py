@@ -141,27 +141,72 @@ def pandas_python(path: Path, db: Path) -> int:
     con.execute("SET enable_progress_bar = false")
     total = 0
     reader = pd.read_csv(
-        path, sep="|", dtype=str, quoting=csv.QUOTE_NONE, on_bad_lines="skip",
-        encoding_errors="replace", chunksize=500_000, keep_default_na=False,
-    )  # fmt: skip
+        path,
+        sep="|",
+        dtype=str,
+        quoting=csv.QUOTE_NONE,
+        on_bad_lines="skip",
+        encoding_errors="replace",
+        chunksize=500_000,
+        keep_default_na=False,
+    )
     for chunk in reader:
         rows = []
         for r in chunk.itertuples(index=False):
             if "." in r.JobID:
                 continue  # a step: its allocation line carries the numbers
             cpus, gpus, gtype = _tres(r.AllocTRES)
-            rows.append((
-                r.Cluster, r.JobID, int(r.JobIDRaw), r.User, r.Account, r.Partition,
-                r.State.split(" ", 1)[0], r.State, _ts(r.Submit), _ts(r.Start), _ts(r.End),
-                _dur(r.Elapsed), _dur(getattr(r, "Timelimit", None)), int(r.NNodes), cpus,
-                gpus, gtype, _int(getattr(r, "ReqCPUS", None)), r.NodeList,
-                getattr(r, "JobName", None), r.SubmitLine,
-            ))  # fmt: skip
-        out = pd.DataFrame(rows, columns=[
-            "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state",
-            "state_raw", "submit", "start", "end", "elapsed_s", "timelimit_s", "nnodes", "cpus",
-            "gpus", "gpu_type_raw", "req_cpus", "node_list", "job_name", "submit_line",
-        ])  # fmt: skip
+            rows.append(
+                (
+                    r.Cluster,
+                    r.JobID,
+                    int(r.JobIDRaw),
+                    r.User,
+                    r.Account,
+                    r.Partition,
+                    r.State.split(" ", 1)[0],
+                    r.State,
+                    _ts(r.Submit),
+                    _ts(r.Start),
+                    _ts(r.End),
+                    _dur(r.Elapsed),
+                    _dur(getattr(r, "Timelimit", None)),
+                    int(r.NNodes),
+                    cpus,
+                    gpus,
+                    gtype,
+                    _int(getattr(r, "ReqCPUS", None)),
+                    r.NodeList,
+                    getattr(r, "JobName", None),
+                    r.SubmitLine,
+                )
+            )
+        out = pd.DataFrame(
+            rows,
+            columns=[
+                "cluster",
+                "job_id",
+                "job_id_raw",
+                "user",
+                "account",
+                "partition",
+                "state",
+                "state_raw",
+                "submit",
+                "start",
+                "end",
+                "elapsed_s",
+                "timelimit_s",
+                "nnodes",
+                "cpus",
+                "gpus",
+                "gpu_type_raw",
+                "req_cpus",
+                "node_list",
+                "job_name",
+                "submit_line",
+            ],
+        )
         if total == 0:
             con.execute("CREATE TABLE jobs AS SELECT * FROM out")
         else:
@@ -173,9 +218,24 @@ def pandas_python(path: Path, db: Path) -> int:
 
 # The 17 fields kept by --fields 17: ids, where, who, when, state, and the CPU/GPU/memory TRES.
 FIELDS_17 = (
-    "JobID", "JobIDRaw", "Cluster", "Partition", "Account", "User", "Submit", "Start", "End",
-    "Elapsed", "State", "NNodes", "NCPUS", "ReqTRES", "AllocTRES", "NodeList", "SubmitLine",
-)  # fmt: skip
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "Account",
+    "User",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "State",
+    "NNodes",
+    "NCPUS",
+    "ReqTRES",
+    "AllocTRES",
+    "NodeList",
+    "SubmitLine",
+)
 
 
 def keep_fields(src: Path, dst: Path, fields: tuple[str, ...]) -> None:
@@ -263,13 +323,24 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--file", type=Path, help="reuse this sacct file instead of generating one")
     ap.add_argument("--skip-pandas", action="store_true")
-    ap.add_argument("--statements", action="store_true",
-                    help="then load once more, timing each SQL statement of the load")  # fmt: skip
-    ap.add_argument("--fields", type=int, choices=(17, 27), default=27,
-                    help="27: every field synth writes; 17: the issue's file shape")  # fmt: skip
-    ap.add_argument("--usage", action="store_true",
-                    help="add the usage fields (TotalCPU, CPUTimeRAW, TRESUsageInTot/Max) synth "
-                         "can write: their cost to the load")  # fmt: skip
+    ap.add_argument(
+        "--statements",
+        action="store_true",
+        help="then load once more, timing each SQL statement of the load",
+    )
+    ap.add_argument(
+        "--fields",
+        type=int,
+        choices=(17, 27),
+        default=27,
+        help="27: every field synth writes; 17: the issue's file shape",
+    )
+    ap.add_argument(
+        "--usage",
+        action="store_true",
+        help="add the usage fields (TotalCPU, CPUTimeRAW, TRESUsageInTot/Max) synth "
+        "can write: their cost to the load",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
         tmp = Path(tmpdir)
@@ -285,9 +356,11 @@ def main() -> None:
                 full, path = path, tmp / "sacct17.txt"
                 keep_fields(full, path, FIELDS_17)
                 full.unlink()
-            print(f"generated {res.lines:,} lines, {path.stat().st_size / 1e9:.2f} GB, "
-                  f"{args.fields} fields{' + usage' if args.usage else ''}, "
-                  f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+            print(
+                f"generated {res.lines:,} lines, {path.stat().st_size / 1e9:.2f} GB, "
+                f"{args.fields} fields{' + usage' if args.usage else ''}, "
+                f"in {time.perf_counter() - t0:.1f} s"
+            )
         print(
             f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared: noisy)"
         )

@@ -37,8 +37,9 @@ def _one_more_job(tmp_path: Path) -> Path:
     """edge.txt's first record again under a new job id (9100)."""
     lines = (FIX / "edge.txt").read_text(encoding="utf-8", errors="replace").splitlines()
     extra = tmp_path / "one.txt"
-    extra.write_text(lines[0] + "\n" + lines[1].replace("100|100|", "9100|9100|", 1) + "\n",
-                     encoding="utf-8")  # fmt: skip
+    extra.write_text(
+        lines[0] + "\n" + lines[1].replace("100|100|", "9100|9100|", 1) + "\n", encoding="utf-8"
+    )
     return extra
 
 

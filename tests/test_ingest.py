@@ -161,9 +161,14 @@ def test_a_later_state_updates_the_row_and_an_older_one_does_not(
 def test_a_reused_job_id_with_another_submit_time_is_another_row(
     db_path: Path, tmp_path: Path
 ) -> None:
-    f = _write(tmp_path / "r.txt", [HDR,
-        "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T01:00:00|4|cpu=4",
-        "5|5|c|COMPLETED|2024-06-01T00:00:00|2024-06-01T00:00:01|2024-06-01T01:00:00|8|cpu=8"])  # fmt: skip
+    f = _write(
+        tmp_path / "r.txt",
+        [
+            HDR,
+            "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T01:00:00|4|cpu=4",
+            "5|5|c|COMPLETED|2024-06-01T00:00:00|2024-06-01T00:00:01|2024-06-01T01:00:00|8|cpu=8",
+        ],
+    )
     assert ingest_files(db_path, [f])[0].inserted == 2
 
 
@@ -371,10 +376,28 @@ def test_jobs_command_lists_the_issue_columns_with_utc_iso_times_and_filters(
     )
     assert code == 0, err
     rows = json.loads(out)
-    assert list(rows[0]) == ["cluster", "job_id", "job_id_raw", "user", "account", "partition", "state",
-                             "submit", "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type",
-                             "gpu_type_raw", "mem_mb", "cpu_efficiency", "gpu_util_mean_pct",
-                             "gpu_util_max_pct"]  # fmt: skip
+    assert list(rows[0]) == [
+        "cluster",
+        "job_id",
+        "job_id_raw",
+        "user",
+        "account",
+        "partition",
+        "state",
+        "submit",
+        "start",
+        "end",
+        "elapsed_s",
+        "nnodes",
+        "cpus",
+        "gpus",
+        "gpu_type",
+        "gpu_type_raw",
+        "mem_mb",
+        "cpu_efficiency",
+        "gpu_util_mean_pct",
+        "gpu_util_max_pct",
+    ]
     assert sorted(r["job_id"] for r in rows) == ["100", "101", "700+1", "802"]
     assert {r["job_id"]: r["submit"] for r in rows}["100"] == "2024-03-01T10:00:00Z"
     code, out, _ = cli(
@@ -433,9 +456,14 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
 
 
 def test_a_key_twice_in_one_file_keeps_the_finished_record(db_path: Path, tmp_path: Path) -> None:
-    f = _write(tmp_path / "twice.txt", [HDR,
-        "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T02:00:00|4|cpu=4",
-        "5|5|c|RUNNING|2024-01-01T00:00:00|2024-01-01T00:00:01|Unknown|4|cpu=4"])  # fmt: skip
+    f = _write(
+        tmp_path / "twice.txt",
+        [
+            HDR,
+            "5|5|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T02:00:00|4|cpu=4",
+            "5|5|c|RUNNING|2024-01-01T00:00:00|2024-01-01T00:00:01|Unknown|4|cpu=4",
+        ],
+    )
     [s] = ingest_files(db_path, [f])
     assert (s.rows_read, s.inserted) == (2, 1)
     assert _jobs(db_path)["5"]["state"] == "COMPLETED"
@@ -455,9 +483,11 @@ def test_advisor_ingest_leaves_the_ratio_cube_fresh_and_equal_to_the_jobs(
         assert ratios.cube_is_fresh(con)
         cube_rows = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
         assert cube_rows is not None and cube_rows[0] > 0
-        for q in (RatioQuery(by=("cluster", "gpu_type")),
-                  RatioQuery(by=("gpu_type", "month"), weight=Weight.gpu_hours),
-                  RatioQuery(by=("account",))):  # fmt: skip
+        for q in (
+            RatioQuery(by=("cluster", "gpu_type")),
+            RatioQuery(by=("gpu_type", "month"), weight=Weight.gpu_hours),
+            RatioQuery(by=("account",)),
+        ):
             assert ratios.cube_answers(q) or ratios.people_cube_answers(q)
             from_cube = ratios.ratio_summary(con, q, use_cube=True)
             from_jobs = ratios.ratio_summary(con, q, use_cube=False)
@@ -472,8 +502,9 @@ def test_advisor_ingest_leaves_the_ratio_cube_fresh_and_equal_to_the_jobs(
     # with that job counted
     extra = tmp_path / "one.txt"
     lines = (FIX / "edge.txt").read_text(encoding="utf-8", errors="replace").splitlines()
-    extra.write_text(lines[0] + "\n" + lines[1].replace("100|100|", "9100|9100|", 1) + "\n",
-                     encoding="utf-8")  # fmt: skip
+    extra.write_text(
+        lines[0] + "\n" + lines[1].replace("100|100|", "9100|9100|", 1) + "\n", encoding="utf-8"
+    )
     [s] = ingest_files(db_path, [extra])
     assert s.inserted == 1
     from advisor.derived import refresh_after_load
@@ -497,8 +528,7 @@ def test_a_narrower_source_updates_only_the_columns_it_has(db_path: Path, tmp_pa
     lines = ["JobID|JobIDRaw|Cluster|State|Submit"]
     for job_id, r in sorted(before.items()):
         state = "FAILED" if job_id == "100" else r["state_raw"]
-        lines.append(f"{job_id}|{r['job_id_raw']}|{r['cluster']}|{state}|"
-                     f"{r['submit'].isoformat()}")  # fmt: skip
+        lines.append(f"{job_id}|{r['job_id_raw']}|{r['cluster']}|{state}|{r['submit'].isoformat()}")
     narrow.write_text("\n".join(lines) + "\n", encoding="utf-8")
     [s] = ingest_files(db_path, [narrow])
     assert (s.inserted, s.updated, s.unchanged, s.rejected) == (0, 1, len(before) - 1, 0)
@@ -506,6 +536,9 @@ def test_a_narrower_source_updates_only_the_columns_it_has(db_path: Path, tmp_pa
     assert after["100"]["state"] == "FAILED" and before["100"]["state"] != "FAILED"
     skip = {"state", "state_raw", "ingest_id", "updated_at"}
     for job_id, r in before.items():
-        lost = {k: (v, after[job_id][k]) for k, v in r.items()
-                if k not in skip and after[job_id][k] != v}  # fmt: skip
+        lost = {
+            k: (v, after[job_id][k])
+            for k, v in r.items()
+            if k not in skip and after[job_id][k] != v
+        }
         assert not lost, (job_id, lost)

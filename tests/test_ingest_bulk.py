@@ -160,12 +160,15 @@ def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(
     line = "5|5|c|{state}|2024-01-01T00:00:00|2024-01-01T00:00:01|{end}|4|cpu=4,gres/gpu=1"
     path = tmp_path / "twice.txt"
     path.write_text(
-        "\n".join([
-            header,
-            line.format(state="RUNNING", end="Unknown"),
-            line.format(state="COMPLETED", end="2024-01-01T02:00:00"),
-        ]) + "\n"
-    )  # fmt: skip
+        "\n".join(
+            [
+                header,
+                line.format(state="RUNNING", end="Unknown"),
+                line.format(state="COMPLETED", end="2024-01-01T02:00:00"),
+            ]
+        )
+        + "\n"
+    )
     careful_reads: list[str] = []
     real_read = careful.read
     monkeypatch.setattr(
@@ -215,13 +218,16 @@ def test_a_step_split_in_its_last_field_is_one_record_both_ways(tmp_path: Path) 
     step, one reject for an orphan (found by the fuzz test below: it was two)."""
     path = tmp_path / "split-steps.txt"
     path.write_bytes(
-        "\n".join([
-            HEADER,
-            _line(10),
-            _line(10).replace("10|10|", "10.batch|10.batch|", 1) + "\ntail of 10.batch",
-            "90.batch|90.batch|c||||||||caf\xe9|sbatch\ntail of 90.batch",
-        ]).encode() + b"\n"
-    )  # fmt: skip
+        "\n".join(
+            [
+                HEADER,
+                _line(10),
+                _line(10).replace("10|10|", "10.batch|10.batch|", 1) + "\ntail of 10.batch",
+                "90.batch|90.batch|c||||||||caf\xe9|sbatch\ntail of 90.batch",
+            ]
+        ).encode()
+        + b"\n"
+    )
     careful, bulk = _both(tmp_path, [path])
     assert bulk == careful
     [s] = careful["summaries"]
@@ -319,12 +325,18 @@ def test_a_failed_bulk_insert_leaves_the_connections_optimizer_settings_as_they_
     monkeypatch.setattr(bulk_mod, "count", failing)
     with pytest.raises(duckdb.Error, match="the insert failed"):
         head = path.read_bytes()
-        source = Source(path, "f", "sacct-text", None, head, dt.datetime(2024, 1, 1),
-                        detect.text_layout(head, None, None, "f"))  # fmt: skip
+        source = Source(
+            path,
+            "f",
+            "sacct-text",
+            None,
+            head,
+            dt.datetime(2024, 1, 1),
+            detect.text_layout(head, None, None, "f"),
+        )
         bulk_mod.Bulk().load(
-            stages.Attempt(con, source, IngestOptions(), lambda *a: None,
-                           stages.Hasher(path, None))
-        )  # fmt: skip
+            stages.Attempt(con, source, IngestOptions(), lambda *a: None, stages.Hasher(path, None))
+        )
     assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == [("top_n",)]
     assert con.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]
     monkeypatch.undo()
@@ -352,7 +364,9 @@ def test_the_bulk_insert_reads_each_distinct_tres_string_from_the_lookup(tmp_pat
     [s] = ingest_files(con, [path])  # (the bulk path: the lookup is rebuilt from the file)
     assert s.inserted == 11
     assert con.execute("SELECT s FROM ing_tres_lookup ORDER BY s").fetchall() == [
-        ("",), ("cpu=4,gres/gpu:h100=1,gres/gpu=1",), ("cpu=8,gres/gpu:a100=2",)
+        ("",),
+        ("cpu=4,gres/gpu:h100=1,gres/gpu=1",),
+        ("cpu=8,gres/gpu:a100=2",),
     ]
     assert con.execute("SELECT cpus, gpus FROM jobs WHERE job_id_raw = 20").fetchall() == [(8, 2)]
     # the same wrong entry before a parse that does not rebuild it: the parser reads the lookup
@@ -362,15 +376,26 @@ def test_the_bulk_insert_reads_each_distinct_tres_string_from_the_lookup(tmp_pat
         " struct_update(ing_tres('cpu=8,gres/gpu:a100=2'), cpu := 99) AS t"
     )
     stages.parse(
-        con, bulk_mod.tres_strings_sql(), "CAST(NULL AS VARCHAR)",
-        {"cluster": None, "tz": "UTC", "atres_known": True,
-         "typed": ["cpu=8,gres/gpu:a100=2", "cpu=2,gres/gpu:l40s=3"], "gres": []},
-        create=True, table="x",
-    )  # fmt: skip
+        con,
+        bulk_mod.tres_strings_sql(),
+        "CAST(NULL AS VARCHAR)",
+        {
+            "cluster": None,
+            "tz": "UTC",
+            "atres_known": True,
+            "typed": ["cpu=8,gres/gpu:a100=2", "cpu=2,gres/gpu:l40s=3"],
+            "gres": [],
+        },
+        create=True,
+        table="x",
+    )
     assert con.execute(
         "SELECT alloc_tres, cpus, gpus, gpu_type_raw FROM x WHERE alloc_tres IS NOT NULL"
         " ORDER BY ALL"
-    ).fetchall() == [("cpu=2,gres/gpu:l40s=3", 2, 3, "l40s"), ("cpu=8,gres/gpu:a100=2", 99, 2, "a100")]
+    ).fetchall() == [
+        ("cpu=2,gres/gpu:l40s=3", 2, 3, "l40s"),
+        ("cpu=8,gres/gpu:a100=2", 99, 2, "a100"),
+    ]
     con.close()
 
 

@@ -102,8 +102,11 @@ def test_bad_lines_are_rejected_with_file_line_and_field_and_the_rest_loads(db_p
         [result.ingest_id],
     ).fetchall()
     assert [(ln, fld) for ln, fld, _ in stored] == [
-        (2, "CPUTot"), (4, "NodeName"), (5, "Gres"), (6, "CPUTot")
-    ]  # fmt: skip
+        (2, "CPUTot"),
+        (4, "NodeName"),
+        (5, "Gres"),
+        (6, "CPUTot"),
+    ]
     assert stored[0][2] == "NodeName=a2 CPUTot=sixty Gres=gpu:a100:4"
     names = [r[0] for r in con.execute("SELECT node_name FROM nodes ORDER BY 1").fetchall()]
     assert names == ["a1", "a6"]
@@ -136,11 +139,43 @@ def test_a_node_load_keeps_its_whole_ingests_row_and_its_rejects_through_the_sha
     ).fetchall()
     digest = hashlib.sha256(text.encode()).hexdigest()
     assert rows == [
-        (str(f), "scontrol-node", None, digest, "c1", "UTC", 2, 1, 1, 0, 0, 1, None, None,
-         "done", True),
-        (str(f), "scontrol-node", None, digest, "c1", "UTC", 2, 1, 0, 1, 0, 1, None, None,
-         "done", True),
-    ]  # fmt: skip
+        (
+            str(f),
+            "scontrol-node",
+            None,
+            digest,
+            "c1",
+            "UTC",
+            2,
+            1,
+            1,
+            0,
+            0,
+            1,
+            None,
+            None,
+            "done",
+            True,
+        ),
+        (
+            str(f),
+            "scontrol-node",
+            None,
+            digest,
+            "c1",
+            "UTC",
+            2,
+            1,
+            0,
+            1,
+            0,
+            1,
+            None,
+            None,
+            "done",
+            True,
+        ),
+    ]
     assert con.execute(
         "SELECT ingest_id, source, line_no, field, raw FROM rejects ORDER BY ingest_id"
     ).fetchall() == [

@@ -27,9 +27,20 @@ from advisor.errors import ExitCode
 
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
-    "source", "format", "compression", "lines_read", "rows_read", "inserted", "updated",
-    "unchanged", "rejected", "duplicates", "seconds", "rows_per_s", "first_reasons",
-)  # fmt: skip
+    "source",
+    "format",
+    "compression",
+    "lines_read",
+    "rows_read",
+    "inserted",
+    "updated",
+    "unchanged",
+    "rejected",
+    "duplicates",
+    "seconds",
+    "rows_per_s",
+    "first_reasons",
+)
 
 
 def _parse_time(value: str | None, flag: str) -> dt.datetime | None:

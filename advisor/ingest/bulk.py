@@ -105,8 +105,14 @@ class Bulk:
             # a reject keeps its whole text: read those step lines again, every column
             con.execute(query("ingest/drop_bad_parsed"))
             every = render("ingest/step_lines", src=text.csv_src_sql(layout, keep_rejects=False))
-            stages.parse(con, every, raw_text, {**base, **skip, "delim": layout.delimiter},
-                         create=False, where="bad_field IS NOT NULL")  # fmt: skip
+            stages.parse(
+                con,
+                every,
+                raw_text,
+                {**base, **skip, "delim": layout.delimiter},
+                create=False,
+                where="bad_field IS NOT NULL",
+            )
         _tres_names(con, typed_tres or [], alloc_gres or [])
         stages.gpu_map(con, options, tables=("parsed", "tres_names"))
         lines = text.csv_src_sql(layout)
@@ -151,8 +157,14 @@ class Bulk:
                 every = render(
                     "ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False)
                 )
-                stages.parse(con, every, raw_text, {**base, **skip, "delim": layout.delimiter},
-                             create=False, where="step IS NULL AND bad_field IS NOT NULL")  # fmt: skip
+                stages.parse(
+                    con,
+                    every,
+                    raw_text,
+                    {**base, **skip, "delim": layout.delimiter},
+                    create=False,
+                    where="step IS NULL AND bad_field IS NOT NULL",
+                )
             bad = count(con, query("ingest/count_bad_allocations"))
             if inserted + bad != allocations:  # the counts disagree
                 raise _HandOver
@@ -169,9 +181,13 @@ class Bulk:
             stored = count(con, query("ingest/count_loaded"), ids_param)
             repaired = count(con, query("ingest/count_repaired_allocations"))
             summary = stages.finish(
-                attempt, loaded, allocations + repaired, rejects, Written(inserted=stored),
+                attempt,
+                loaded,
+                allocations + repaired,
+                rejects,
+                Written(inserted=stored),
                 bulk=True,
-            )  # fmt: skip
+            )
             attempt.stage(4)
             stages.commit(attempt)
         except _HandOver:
@@ -231,8 +247,9 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     replace the rows of their key; repaired steps give their jobs' verdict again."""
     con, layout = attempt.con, attempt.source.layout
     assert layout is not None
-    stages.parse(con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter},
-                 create=False)  # fmt: skip
+    stages.parse(
+        con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter}, create=False
+    )
     con.execute("DROP TABLE IF EXISTS raw_fix")
     con.execute(query("ingest/steps_read_twice"))
     stages.gpu_map(con, attempt.options, tables=("parsed", "tres_names"))
@@ -291,8 +308,13 @@ def _tres_names(
         con,
         tres_strings_sql(),
         "CAST(NULL AS VARCHAR)",
-        {"cluster": None, "tz": "UTC", "atres_known": True, "typed": typed_tres,
-         "gres": alloc_gres},
+        {
+            "cluster": None,
+            "tz": "UTC",
+            "atres_known": True,
+            "typed": typed_tres,
+            "gres": alloc_gres,
+        },
         create=True,
         table="tres_names",
-    )  # fmt: skip
+    )

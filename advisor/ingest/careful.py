@@ -112,9 +112,11 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
         stages.tres_lookup(
             con,
             render("ingest/first_records", src=sample),
-            {**text.csv_params(path, compression, layout, keep_rejects=False),
-             "sample": TRES_SAMPLE},
-        )  # fmt: skip
+            {
+                **text.csv_params(path, compression, layout, keep_rejects=False),
+                "sample": TRES_SAMPLE,
+            },
+        )
         parse(
             con,
             text.csv_src_sql(layout),
@@ -129,14 +131,24 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
     if by_line:  # read the lines in Python
 
         def take(first: bool) -> None:
-            parse(con, text.good_src_sql(layout), raw_text,
-                  {**base, "delim": layout.delimiter}, create=first)  # fmt: skip
+            parse(
+                con,
+                text.good_src_sql(layout),
+                raw_text,
+                {**base, "delim": layout.delimiter},
+                create=first,
+            )
 
         text.drop_reject_tables(con)
         fix = text.read_by_line(con, path, compression, layout, take)
     if fix.rows:
-        parse(con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter},
-              create=False)  # fmt: skip
+        parse(
+            con,
+            text.fix_src_sql(layout),
+            raw_text,
+            {**base, "delim": layout.delimiter},
+            create=False,
+        )
         if fix.tails:
             con.execute(query("ingest/steps_read_twice"))
     con.execute("DROP TABLE IF EXISTS raw_fix")

@@ -192,8 +192,11 @@ def _columns(names: list[str]) -> tuple[str, ...]:
 def header_separator(line: str) -> str | None:
     """The text between the first two known sacct field names of a header line when it is
     longer than one character (``JobID<>JobIDRaw`` gives ``<>``), else None."""
-    names = [m for m in re.finditer(r"[A-Za-z][A-Za-z0-9_]*", line)
-             if canonical_field(m.group(0)) in CANONICAL_FIELDS]  # fmt: skip
+    names = [
+        m
+        for m in re.finditer(r"[A-Za-z][A-Za-z0-9_]*", line)
+        if canonical_field(m.group(0)) in CANONICAL_FIELDS
+    ]
     for a, b in zip(names, names[1:], strict=False):
         sep = line[a.end() : b.start()]
         if not sep:

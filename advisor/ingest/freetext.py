@@ -18,8 +18,19 @@ from advisor.ingest.detect import TextLayout, canonical_field
 from advisor.ingest.records import FREE_TEXT_FIELDS
 
 # free text in sacct --format=ALL beyond the fields the parser reads
-_MORE_FREE_TEXT = frozenset({"systemcomment", "extra", "container", "failednode", "mcslabel",
-                             "reservation", "licenses", "flags", "tresusageintot"})  # fmt: skip
+_MORE_FREE_TEXT = frozenset(
+    {
+        "systemcomment",
+        "extra",
+        "container",
+        "failednode",
+        "mcslabel",
+        "reservation",
+        "licenses",
+        "flags",
+        "tresusageintot",
+    }
+)
 
 _INT = re.compile(r"\d+")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|\d+")
@@ -30,10 +41,35 @@ _MEM = re.compile(r"\d+(\.\d+)?[KMGTP]?[nc]?")
 _TRES = re.compile(r"([a-z]+(/[^=,]+)?=[^=,]+)(,[a-z]+(/[^=,]+)?=[^=,]+)*")
 _JOBID = re.compile(r"\d+(_\d+|_\[[^\]]*\]|\+\d+)?(\.[A-Za-z0-9+]+)?")
 
-_INTS = ("elapsedraw", "nnodes", "ncpus", "alloccpus", "reqcpus", "uid", "gid", "cputimeraw",
-         "reqnodes", "allocnodes", "associd", "priority", "restarts", "dbindex")  # fmt: skip
-_DURATIONS = ("elapsed", "timelimit", "timelimitraw", "cputime", "suspended", "totalcpu",
-              "usercpu", "systemcpu", "reserved", "planned", "plannedcpu")  # fmt: skip
+_INTS = (
+    "elapsedraw",
+    "nnodes",
+    "ncpus",
+    "alloccpus",
+    "reqcpus",
+    "uid",
+    "gid",
+    "cputimeraw",
+    "reqnodes",
+    "allocnodes",
+    "associd",
+    "priority",
+    "restarts",
+    "dbindex",
+)
+_DURATIONS = (
+    "elapsed",
+    "timelimit",
+    "timelimitraw",
+    "cputime",
+    "suspended",
+    "totalcpu",
+    "usercpu",
+    "systemcpu",
+    "reserved",
+    "planned",
+    "plannedcpu",
+)
 _TYPED: dict[str, re.Pattern[str]] = {
     **dict.fromkeys(_INTS, _INT),
     **dict.fromkeys(("submit", "start", "end", "eligible"), _TIME),

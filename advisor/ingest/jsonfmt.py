@@ -22,16 +22,53 @@ from advisor.errors import InputError
 from advisor.ingest.records import Reject
 
 _BASE_STATES = {
-    "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
-    "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REQUEUED",
-    "RESIZING", "REVOKED",
-}  # fmt: skip
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+    "REQUEUED",
+    "RESIZING",
+    "REVOKED",
+}
 _PRESENT = {
-    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "jobname",
-    "state", "exitcode", "submit", "eligible", "start", "end", "elapsedraw", "timelimitraw",
-    "nnodes", "reqcpus", "reqmem", "alloctres", "reqtres", "nodelist", "submitline", "workdir",
-    "totalcpu", "tresusageintot", "tresusageinmax", "admincomment",
-}  # fmt: skip
+    "jobid",
+    "jobidraw",
+    "cluster",
+    "partition",
+    "qos",
+    "account",
+    "group",
+    "user",
+    "jobname",
+    "state",
+    "exitcode",
+    "submit",
+    "eligible",
+    "start",
+    "end",
+    "elapsedraw",
+    "timelimitraw",
+    "nnodes",
+    "reqcpus",
+    "reqmem",
+    "alloctres",
+    "reqtres",
+    "nodelist",
+    "submitline",
+    "workdir",
+    "totalcpu",
+    "tresusageintot",
+    "tresusageinmax",
+    "admincomment",
+}
 
 
 def number(v: Any) -> int | None:
@@ -131,10 +168,16 @@ def _exit(v: Any) -> str | None:
 # data_parser version -> the Slurm release whose sacct --json first writes it (SchedMD/slurm
 # RELEASE_NOTES and CHANGELOG/slurm-*.md: "Added new v0.0.4x API endpoints").
 DATA_PARSER_RELEASES = {
-    "v0.0.37": "21.08", "v0.0.38": "22.05", "v0.0.39": "23.02", "v0.0.40": "23.11",
-    "v0.0.41": "24.05", "v0.0.42": "24.11", "v0.0.43": "25.05", "v0.0.44": "25.11",
+    "v0.0.37": "21.08",
+    "v0.0.38": "22.05",
+    "v0.0.39": "23.02",
+    "v0.0.40": "23.11",
+    "v0.0.41": "24.05",
+    "v0.0.42": "24.11",
+    "v0.0.43": "25.05",
+    "v0.0.44": "25.11",
     "v0.0.45": "26.05",
-}  # fmt: skip
+}
 
 
 def data_parser_version(meta: Any) -> str | None:
@@ -298,9 +341,10 @@ def _job_records(
         "totalcpu": _cpu_seconds(t.get("total")),
         "admincomment": _text((job.get("comment") or {}).get("administrator"), "comment"),
         "line_no": index,
-        "_raw": json.dumps({k: job.get(k) for k in ("job_id", "name", "state", "tres")},
-                           ensure_ascii=False)[:4000],
-    }  # fmt: skip
+        "_raw": json.dumps(
+            {k: job.get(k) for k in ("job_id", "name", "state", "tres")}, ensure_ascii=False
+        )[:4000],
+    }
     out = [rec]
     for step in job.get("steps") or []:
         suffix = _step_suffix(step) if isinstance(step, dict) else None

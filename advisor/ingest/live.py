@@ -28,13 +28,39 @@ from advisor.store import query
 
 DELIMITER = "\x1f"
 SACCT_FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "User", "UID",
-    "Submit", "Eligible", "Start", "End", "ElapsedRaw", "TimelimitRaw", "ExitCode", "State",
-    "NNodes", "NCPUS", "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "NodeList", "WorkDir",
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "QOS",
+    "Account",
+    "Group",
+    "User",
+    "UID",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "ElapsedRaw",
+    "TimelimitRaw",
+    "ExitCode",
+    "State",
+    "NNodes",
+    "NCPUS",
+    "ReqCPUS",
+    "ReqMem",
+    "ReqTRES",
+    "AllocTRES",
+    "NodeList",
+    "WorkDir",
     # what jobs used (issue 23; blank where the site gathers none, stored as NULL)
-    "TotalCPU", "CPUTimeRAW", "TRESUsageInTot", "TRESUsageInMax",
-    "JobName", "SubmitLine",
-)  # fmt: skip
+    "TotalCPU",
+    "CPUTimeRAW",
+    "TRESUsageInTot",
+    "TRESUsageInMax",
+    "JobName",
+    "SubmitLine",
+)
 _TIME = "%Y-%m-%dT%H:%M:%S"
 
 
@@ -147,9 +173,13 @@ def _run(argv: list[str], out: Path, timeout_s: float) -> None:
     try:
         with out.open("wb") as fh:
             proc = subprocess.run(  # noqa: S603 - an argument list, no shell
-                argv, stdout=fh, stderr=subprocess.PIPE, env=sacct_env(), timeout=timeout_s,
+                argv,
+                stdout=fh,
+                stderr=subprocess.PIPE,
+                env=sacct_env(),
+                timeout=timeout_s,
                 check=False,
-            )  # fmt: skip
+            )
     except FileNotFoundError as exc:
         raise ExternalToolError(
             f"{argv[0]}: not found; install slurm-client or give --sacct-bin PATH"

@@ -25,22 +25,65 @@ STRATEGIES = ("auto", "bulk", "careful")
 # What a job used (issue 23): CPU seconds, CPU time allocated, peak and total TRES usage, and
 # Princeton jobstats' summary in AdminComment. Most sites export none of them (NULL columns).
 USAGE_FIELDS: tuple[str, ...] = (
-    "totalcpu", "cputimeraw", "tresusageintot", "tresusageinmax", "admincomment",
-)  # fmt: skip
+    "totalcpu",
+    "cputimeraw",
+    "tresusageintot",
+    "tresusageinmax",
+    "admincomment",
+)
 
 # Canonical (lower-case) sacct field names every parser maps its input to; the SQL sees exactly
 # these columns (absent ones as NULL). exclusive_hint carries JSON's / jobcomp's own flag.
 CANONICAL_FIELDS: tuple[str, ...] = (
-    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "uid",
-    "jobname", "state", "exitcode", "submit", "eligible", "start", "end", "elapsed",
-    "elapsedraw", "timelimit", "timelimitraw", "nnodes", "ncpus", "alloccpus", "reqcpus",
-    "reqmem", "reqtres", "alloctres", "allocgres", "reqgres", "nodelist", "submitline",
-    "workdir", "exclusive_hint", *USAGE_FIELDS,
-)  # fmt: skip
+    "jobid",
+    "jobidraw",
+    "cluster",
+    "partition",
+    "qos",
+    "account",
+    "group",
+    "user",
+    "uid",
+    "jobname",
+    "state",
+    "exitcode",
+    "submit",
+    "eligible",
+    "start",
+    "end",
+    "elapsed",
+    "elapsedraw",
+    "timelimit",
+    "timelimitraw",
+    "nnodes",
+    "ncpus",
+    "alloccpus",
+    "reqcpus",
+    "reqmem",
+    "reqtres",
+    "alloctres",
+    "allocgres",
+    "reqgres",
+    "nodelist",
+    "submitline",
+    "workdir",
+    "exclusive_hint",
+    *USAGE_FIELDS,
+)
 
 # Fields whose text is free (may hold the delimiter, newlines, non-UTF-8 bytes).
-FREE_TEXT_FIELDS = frozenset({"jobname", "submitline", "workdir", "comment", "admincomment",
-                              "constraints", "reason", "wckey"})  # fmt: skip
+FREE_TEXT_FIELDS = frozenset(
+    {
+        "jobname",
+        "submitline",
+        "workdir",
+        "comment",
+        "admincomment",
+        "constraints",
+        "reason",
+        "wckey",
+    }
+)
 
 # What each missing field (or group: all of them missing) switches off. Shown per ingest.
 DISABLED_BY_MISSING: tuple[tuple[tuple[str, ...], str, str], ...] = (
@@ -123,7 +166,7 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
 REQUEST_ONLY_COLUMNS: dict[str, frozenset[str]] = {
     "jobcomp": frozenset(
         {"gpus", "gpu_type", "gpu_type_raw", "gpu_types", "mem_mb", "billing", "alloc_tres"}
-    ),  # fmt: skip
+    ),
 }
 # TRES strings compared as sets of items: sacct text and JSON list the same TRES in
 # different orders, which is no change.
@@ -238,8 +281,25 @@ class JobFilter:
 
 
 JOB_COLUMNS: tuple[str, ...] = (
-    "cluster", "job_id", "job_id_raw", "user", "account", "partition", "state", "submit",
-    "start", "end", "elapsed_s", "nnodes", "cpus", "gpus", "gpu_type", "gpu_type_raw", "mem_mb",
+    "cluster",
+    "job_id",
+    "job_id_raw",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "submit",
+    "start",
+    "end",
+    "elapsed_s",
+    "nnodes",
+    "cpus",
+    "gpus",
+    "gpu_type",
+    "gpu_type_raw",
+    "mem_mb",
     # what the job used (issue 23; NULL where the site exports no usage)
-    "cpu_efficiency", "gpu_util_mean_pct", "gpu_util_max_pct",
-)  # fmt: skip
+    "cpu_efficiency",
+    "gpu_util_mean_pct",
+    "gpu_util_max_pct",
+)

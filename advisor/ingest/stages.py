@@ -295,9 +295,13 @@ def finish(
     missing, disabled = missing_and_disabled(loaded.present)
     folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
     warnings = (
-        (f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
-         " `advisor jobs` shows them with no state",) if unknown else ()
-    )  # fmt: skip
+        (
+            f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
+            " `advisor jobs` shows them with no state",
+        )
+        if unknown
+        else ()
+    )
     bookkeeping.finish_ingest(
         con,
         ingest_id,
@@ -378,8 +382,9 @@ def collect_rejects(
 def _orphan_lines(con: duckdb.DuckDBPyConnection, loaded: Loaded, found: list[Any]) -> list[Any]:
     """Orphan steps come with their id (``123.batch``) for text: the whole line of each,
     read again by that id, so that find_lines numbers it and ``rejects`` keeps it."""
-    idx = [i for i, r in enumerate(found)
-           if r[0] is None and str(r[2]).startswith(keys.ORPHAN_REASON)]  # fmt: skip
+    idx = [
+        i for i, r in enumerate(found) if r[0] is None and str(r[2]).startswith(keys.ORPHAN_REASON)
+    ]
     if not idx:
         return found
     texts = keys.raw_by_id(con, loaded.source, sorted({str(found[i][3]) for i in idx}))
@@ -396,8 +401,9 @@ def numbered(source: Source, rejects: list[Reject]) -> list[Reject]:
     missing = [i for i, r in enumerate(rejects) if r.line_no is None and r.raw]
     if not missing or source.layout is None:
         return rejects
-    lines = text.find_lines(source.path, source.compression,
-                            [rejects[i].raw for i in missing], source.layout.has_header)  # fmt: skip
+    lines = text.find_lines(
+        source.path, source.compression, [rejects[i].raw for i in missing], source.layout.has_header
+    )
     out = list(rejects)
     for i, ln in zip(missing, lines, strict=True):
         out[i] = Reject(ln, rejects[i].raw, rejects[i].reason, rejects[i].field)

@@ -447,8 +447,14 @@ def _repair(
                 rows.append((prev, whole))
                 continue
         if _binary(texts.get(ln, b""), delim):
-            rejects.append(Reject(ln, text, "binary bytes (NUL or control characters):"
-                                      " not the text of a record, nor of its free text"))  # fmt: skip
+            rejects.append(
+                Reject(
+                    ln,
+                    text,
+                    "binary bytes (NUL or control characters):"
+                    " not the text of a record, nor of its free text",
+                )
+            )
             continue
         got = text.count(delim) + 1
         from advisor.ingest import freetext
