@@ -1,6 +1,6 @@
-"""CLI of the ingest domain: ``advisor ingest``, ``advisor jobs``, ``advisor synth``.
+"""`advisor ingest`: load Slurm accounting records into the database.
 
-Each command parses its options, calls one core function (advisor.ingest / advisor.synth) and
+Each command parses its options, calls one core function (advisor.ingest) and
 formats the result; core modules are imported inside the commands to keep start-up fast.
 """
 
@@ -15,7 +15,6 @@ import typer
 
 from advisor.cli._output import (
     DbOption,
-    FormatOption,
     OutputFormat,
     RichProgress,
     emit_rows,
@@ -23,6 +22,7 @@ from advisor.cli._output import (
     stderr,
     terminal_text,
 )
+from advisor.cli._parse import utc_time
 from advisor.errors import ExitCode
 
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
@@ -41,18 +41,6 @@ _SUMMARY_COLUMNS = (
     "rows_per_s",
     "first_reasons",
 )
-
-
-def _parse_time(value: str | None, flag: str) -> dt.datetime | None:
-    if value is None:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise fail(f"{flag} {value!r}: not an ISO 8601 date or time", ExitCode.USAGE) from exc
-    if t.tzinfo is not None:
-        t = t.astimezone(dt.UTC).replace(tzinfo=None)
-    return t
 
 
 def _output_format(value: str, input_format: str | None) -> tuple[OutputFormat, str | None]:
@@ -182,7 +170,7 @@ def ingest_cmd(
         if sacct:
             if files:
                 raise fail("give files or --sacct, not both", ExitCode.USAGE)
-            t0, t1 = _parse_time(start, "--start"), _parse_time(end, "--end")
+            t0, t1 = utc_time(start, "--start"), utc_time(end, "--end")
             if t0 is None or t1 is None:
                 raise fail("--sacct needs --start and --end", ExitCode.USAGE)
             config = SacctWindowConfig(
@@ -223,104 +211,6 @@ def ingest_cmd(
         emit_rows(rows, out_fmt, columns=_SUMMARY_COLUMNS, title="ingest")
 
 
-def jobs_cmd(
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", metavar="NAME", help="Only this cluster.")
-    ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option("--since", metavar="TIME", help="Submitted at or after (ISO 8601, UTC)."),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option("--until", metavar="TIME", help="Submitted before (ISO 8601, UTC)."),
-    ] = None,
-    state: Annotated[
-        str | None, typer.Option("--state", metavar="STATE", help="COMPLETED, FAILED, ...")
-    ] = None,
-    gpu_type: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu-type", metavar="TYPE", help="Canonical (H100) or site name (h100_80gb)."
-        ),
-    ] = None,
-    account: Annotated[
-        str | None, typer.Option("--account", metavar="NAME", help="Only this account.")
-    ] = None,
-    user: Annotated[
-        str | None, typer.Option("--user", metavar="NAME", help="Only this user.")
-    ] = None,
-    limit: Annotated[
-        int, typer.Option("--limit", metavar="N", help="At most this many rows (0: all).")
-    ] = 1000,
-    fmt: FormatOption = OutputFormat.table,
-    db: DbOption = None,
-) -> None:
-    """List the loaded allocation rows (one per job, array task or het component)."""
-    from advisor.ingest import JobFilter, list_jobs
-    from advisor.store import connect
-
-    flt = JobFilter(
-        cluster=cluster,
-        since=_parse_time(since, "--since"),
-        until=_parse_time(until, "--until"),
-        state=state,
-        gpu_type=gpu_type,
-        account=account,
-        user=user,
-        limit=None if limit == 0 else limit,
-    )
-    con = connect(db, read_only=True)
-    try:
-        rows = list_jobs(con, flt)
-    finally:
-        con.close()
-    from advisor.ingest.records import JOB_COLUMNS
-
-    emit_rows(rows, fmt, columns=JOB_COLUMNS, title="jobs")
-
-
-def synth_cmd(
-    out: Annotated[
-        Path,
-        typer.Option("--out", "-o", metavar="FILE", help="File to write (.gz / .zst compress)."),
-    ],
-    records: Annotated[
-        int, typer.Option("--records", "-n", metavar="N", help="Allocations to generate.")
-    ] = 20_000,
-    seed: Annotated[
-        int, typer.Option("--seed", metavar="N", help="Random seed: same seed, same bytes.")
-    ] = 0,
-    step_share: Annotated[
-        float,
-        typer.Option(
-            "--step-share",
-            metavar="SHARE",
-            help="Share of started jobs printed with step lines (0 to 1).",
-        ),
-    ] = 0.3,
-    output: Annotated[
-        str,
-        typer.Option(
-            "--as",
-            metavar="[sacct-text|sacct-json|jobcomp]",
-            help="What to write (sacct-json and jobcomp: samples only).",
-        ),
-    ] = "sacct-text",
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """Generate realistic `sacct -P` text calibrated to the research's cluster figures."""
-    from advisor.synth import SynthConfig, generate_as
-
-    with RichProgress(unit="lines") as progress:
-        result = generate_as(
-            SynthConfig(records=records, seed=seed, step_share=step_share), out, output, progress
-        )
-    emit_rows([result], fmt)
-
-
 def register(app: typer.Typer) -> None:
-    """Add this domain's commands to the app."""
+    """Add this command to the app."""
     app.command("ingest")(ingest_cmd)
-    app.command("jobs")(jobs_cmd)
-    app.command("synth")(synth_cmd)

@@ -6,7 +6,6 @@ imported inside the command for a fast cold start) and formats the result.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from enum import StrEnum
 from typing import Annotated
@@ -14,20 +13,13 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_rows
+from advisor.cli._parse import csv_list, pct, utc_time
 from advisor.cli.export import ParquetOption
 
 
 class WeightChoice(StrEnum):
     jobs = "jobs"
     gpu_hours = "gpu-hours"
-
-
-def _csv_list(values: list[str] | None) -> tuple[str, ...]:
-    """Repeated options and comma-separated values, flattened: ['a,b', 'c'] -> (a, b, c)."""
-    out: list[str] = []
-    for v in values or ():
-        out.extend(p.strip() for p in v.split(",") if p.strip())
-    return tuple(out)
 
 
 def _thresholds(text: str) -> tuple[float, ...]:
@@ -44,25 +36,6 @@ def _thresholds(text: str) -> tuple[float, ...]:
                 f"--thresholds: {part.strip()!r} is not a number (e.g. --thresholds 1,2,4,8)"
             ) from None
     return tuple(out)
-
-
-def _time(value: str | None, flag: str) -> dt.datetime | None:
-    """A date or date-time (ISO 8601; one with an offset is converted) as naive UTC."""
-    if value is None:
-        return None
-    from advisor.errors import UsageError
-
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{flag} {value!r}: not a date (YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS in UTC)"
-        ) from None
-    return t if t.tzinfo is None else t.astimezone(dt.UTC).replace(tzinfo=None)
-
-
-def _pct(v: float | None) -> str | None:
-    return None if v is None else f"{100 * v:.1f}%"
 
 
 def ratios_command(
@@ -148,17 +121,17 @@ def ratios_command(
     from advisor import ratios, store
 
     q = ratios.RatioQuery(
-        by=_csv_list([by]),
+        by=csv_list([by]),
         weight=ratios.Weight(weight.value),
         thresholds_cores_per_gpu=_thresholds(thresholds),
-        start=_time(start, "--start"),
-        end=_time(end, "--end"),
-        states=_csv_list(state),
-        partitions=_csv_list(partition),
-        clusters=_csv_list(cluster),
-        gpu_types=_csv_list(gpu_type),
-        accounts=_csv_list(account),
-        users=_csv_list(user),
+        start=utc_time(start, "--start"),
+        end=utc_time(end, "--end"),
+        states=csv_list(state),
+        partitions=csv_list(partition),
+        clusters=csv_list(cluster),
+        gpu_types=csv_list(gpu_type),
+        accounts=csv_list(account),
+        users=csv_list(user),
         min_gpus=min_gpus,
     )
     if parquet is not None:
@@ -197,20 +170,20 @@ def ratios_command(
         t["mean"] = r["mean"]
         for k, v in r.items():
             if k.startswith(share) and not k.endswith("_fair_share"):
-                t["<" + k.removeprefix(share)] = _pct(v)
+                t["<" + k.removeprefix(share)] = pct(v)
         if any(g["fair_share_cores_per_gpu"] is not None for g in rows):
             t["fair share"] = r["fair_share_cores_per_gpu"]
-            t["<fair"] = _pct(
+            t["<fair"] = pct(
                 r["share_jobs_below_fair_share"]
                 if q.weight is ratios.Weight.jobs
                 else r["share_gpu_hours_below_fair_share"]
             )
         if with_usage:
-            t["CPU eff"] = _pct(r["cpu_efficiency"])
-            t["GPU util"] = _pct(
+            t["CPU eff"] = pct(r["cpu_efficiency"])
+            t["GPU util"] = pct(
                 None if r["gpu_util_mean_pct"] is None else r["gpu_util_mean_pct"] / 100
             )
-            t["starved GPU-h"] = _pct(r["share_gpu_hours_starved"])
+            t["starved GPU-h"] = pct(r["share_gpu_hours_starved"])
         table.append(t)
     what = "jobs" if q.weight is ratios.Weight.jobs else "GPU-hours"
     emit_rows(

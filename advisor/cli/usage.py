@@ -13,19 +13,9 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+from advisor.cli._parse import csv_list, pct
 
 _TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
-
-
-def _csv_list(values: list[str] | None) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values or ():
-        out.extend(p.strip() for p in v.split(",") if p.strip())
-    return tuple(out)
-
-
-def _pct(v: float | None) -> str | None:
-    return None if v is None else f"{100 * v:.1f}%"
 
 
 def usage_command(
@@ -88,7 +78,7 @@ def usage_command(
     from advisor import store, usage
 
     q = usage.UsageQuery(
-        by=_csv_list([by]),
+        by=csv_list([by]),
         thresholds=usage.UsageThresholds(
             starved_cpu_eff=starved_cpu_eff,
             starved_gpu_util_pct=starved_gpu_util,
@@ -97,11 +87,11 @@ def usage_command(
         ),
         start=start,
         end=end,
-        clusters=_csv_list(cluster),
-        partitions=_csv_list(partition),
-        gpu_types=_csv_list(gpu_type),
-        accounts=_csv_list(account),
-        users=_csv_list(user),
+        clusters=csv_list(cluster),
+        partitions=csv_list(partition),
+        gpu_types=csv_list(gpu_type),
+        accounts=csv_list(account),
+        users=csv_list(user),
         pricing_file=pricing,
     )
     con = store.connect(db, read_only=True)
@@ -126,12 +116,12 @@ def usage_command(
     for r in rows:
         t = {k: r[k] for k in q.by}
         t["jobs"] = r["jobs"]
-        t["with usage"] = _pct(r["share_gpu_hours_with_cpu_usage"])
+        t["with usage"] = pct(r["share_gpu_hours_with_cpu_usage"])
         t["cores/GPU"] = r["mean_cores_per_gpu"]
-        t["CPU eff"] = _pct(r["cpu_efficiency"])
+        t["CPU eff"] = pct(r["cpu_efficiency"])
         t["busy cores/GPU"] = r["busy_cores_per_gpu"]
         t["GPU util"] = None if r["gpu_util_mean_pct"] is None else f"{r['gpu_util_mean_pct']:.0f}%"
-        t["starved GPU-h"] = _pct(r["share_gpu_hours_starved"])
+        t["starved GPU-h"] = pct(r["share_gpu_hours_starved"])
         t["starved $"] = None if r["starved_usd"] is None else f"{r['starved_usd']:,.0f}"
         t["over-prov jobs"] = r["over_provisioned_jobs"]
         table.append(t)
