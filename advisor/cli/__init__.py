@@ -127,7 +127,8 @@ def main() -> None:
     """Console-script entry point: maps core errors to exit codes (see advisor.errors).
 
     ``advisor recommend ... --format json`` for one job (the job-submit path) is answered
-    without building the typer app, whose option adapters alone cost about 0.1 s.
+    without building the typer app, whose option adapters are a large share of the start-up
+    budget (docs/model.md).
     """
     try:
         fast = recommend.fast_recommend(sys.argv[1:])
