@@ -21,31 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.calibration import COLUMNS
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
 from advisor.progress import ProgressFn, no_progress
 
-CALIBRATION_COLUMNS = (
-    "point_id",
-    "source",
-    "source_ref",
-    "platform",
-    "engine",
-    "engine_version",
-    "model",
-    "model_params_b",
-    "gpus",
-    "workload",
-    "load_rps",
-    "prompt_tokens",
-    "cores",
-    "cores_per_gpu",
-    "metric",
-    "value",
-    "unit",
-    "measured_on",
-    "notes",
-)
+# The calibration table's columns, in its order: the same tuple the CSV loader reads.
+CALIBRATION_COLUMNS = COLUMNS
 RUN_COLUMNS = (
     "run_id",
     "started_at",
