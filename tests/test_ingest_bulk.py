@@ -472,7 +472,7 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(
         st.tuples(
