@@ -7,7 +7,8 @@ which estimate an admin should trust for a cluster (usage or allocation), per-cl
 for ``advisor data status``, and the check of the model against measured efficiency.
 
 Everything is derived on read from the usage columns of ``jobs`` (migration 012) by
-``advisor/sql/usage/``. CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
+``advisor/sql/usage/``; a summary's sums also come from the derived table ``usage_months``
+(rebuilt with the ratio cubes) when it can answer the query (:func:`table_answers`). CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
 utilisation is a percent (mean over the job's GPUs and the peak of one). Most sites export no
 usage: the figures are then None and the verdict falls back to the allocation-based estimate.
 """
