@@ -120,10 +120,14 @@ class Workload:
         """Raise UsageError for a value no server can have."""
         if self.prefix_hit is not None and not 0.0 <= self.prefix_hit <= 1.0:
             raise UsageError(f"--prefix-hit must be between 0 and 1, got {self.prefix_hit}")
-        if (self.workload is not None
-                and self.workload.split("/")[0] not in slowdown.WORKLOAD_PREFIX_HIT):
-            raise UsageError(f"--workload {self.workload!r}: choose one of "
-                             f"{', '.join(slowdown.WORKLOAD_PREFIX_HIT)} (or give --prefix-hit)")
+        if (
+            self.workload is not None
+            and self.workload.split("/")[0] not in slowdown.WORKLOAD_PREFIX_HIT
+        ):
+            raise UsageError(
+                f"--workload {self.workload!r}: choose one of "
+                f"{', '.join(slowdown.WORKLOAD_PREFIX_HIT)} (or give --prefix-hit)"
+            )
         if self.renderer_workers is not None and self.renderer_workers < 1:
             raise UsageError(f"--renderer-workers must be at least 1, got {self.renderer_workers}")
         for name, v in (("--rps", self.load_rps), ("--prompt-tokens", self.prompt_tokens)):
@@ -216,8 +220,13 @@ class RecommendContext:
     ``pricing_file`` and ``model_file`` are not read when a context is given.
     """
 
-    def __init__(self, params: slowdown.CurveParams, book: PriceBook, db_path: Path,
-                 model_file: str | None = None) -> None:
+    def __init__(
+        self,
+        params: slowdown.CurveParams,
+        book: PriceBook,
+        db_path: Path,
+        model_file: str | None = None,
+    ) -> None:
         self.params = params
         self.book = book
         self.db_path = db_path  # resolved; it may not exist
@@ -225,12 +234,21 @@ class RecommendContext:
         self._con: Any = None
 
     @classmethod
-    def open(cls, *, db: str | os.PathLike[str] | None = None, fit_file: str | None = None,
-             pricing_file: str | None = None) -> RecommendContext:
+    def open(
+        cls,
+        *,
+        db: str | os.PathLike[str] | None = None,
+        fit_file: str | None = None,
+        pricing_file: str | None = None,
+    ) -> RecommendContext:
         """Load the curve (``fit_file``, else ``$ADVISOR_MODEL``, else the shipped one) and
         the prices (``pricing_file`` over the built-in ones) for the database ``db``."""
-        return cls(slowdown.load_params(fit_file), load_pricing(pricing_file),
-                   resolve_db_path(db), fit_file)
+        return cls(
+            slowdown.load_params(fit_file),
+            load_pricing(pricing_file),
+            resolve_db_path(db),
+            fit_file,
+        )
 
     @property
     def has_db(self) -> bool:
@@ -252,21 +270,25 @@ class RecommendContext:
     def __enter__(self) -> RecommendContext:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
-def node_cap(ctx: RecommendContext, gpu_type: str,
-             partition: str | None) -> tuple[int, int] | None:
+def node_cap(ctx: RecommendContext, gpu_type: str, partition: str | None) -> tuple[int, int] | None:
     """(cores per GPU every node of the type can give, nodes) from the inventory, or None."""
     con = ctx.connection()
     if con is None:
         return None
     from advisor.store import query
 
-    row = con.execute(query("recommend/node_cap"),
-                      {"gpu_type": gpu_type, "partition": partition}).fetchone()
+    row = con.execute(
+        query("recommend/node_cap"), {"gpu_type": gpu_type, "partition": partition}
+    ).fetchone()
     if not row or row[0] is None or int(row[1]) == 0:
         return None
     return int(row[0]), int(row[1])
@@ -274,13 +296,26 @@ def node_cap(ctx: RecommendContext, gpu_type: str,
 
 def _template(gpus: float, platform: str | None, w: Workload, tp: int | None = None) -> list[float]:
     return slowdown.feature_row(
-        1.0, gpus=gpus, model_params_b=w.model_params_b, load_rps=w.load_rps,
-        prompt_tokens=w.prompt_tokens, platform=platform, tp=tp, prefix_hit=w.hit(),
-        renderer_workers=w.renderers())
+        1.0,
+        gpus=gpus,
+        model_params_b=w.model_params_b,
+        load_rps=w.load_rps,
+        prompt_tokens=w.prompt_tokens,
+        platform=platform,
+        tp=tp,
+        prefix_hit=w.hit(),
+        renderer_workers=w.renderers(),
+    )
 
 
-def _rows(params: slowdown.CurveParams, cores: Sequence[float], gpus: float, platform: str | None,
-          w: Workload, tp: int | None = None) -> np.ndarray:
+def _rows(
+    params: slowdown.CurveParams,
+    cores: Sequence[float],
+    gpus: float,
+    platform: str | None,
+    w: Workload,
+    tp: int | None = None,
+) -> np.ndarray:
     t = _template(gpus, platform, w, tp)
     return np.array([[float(c), *t[1:]] for c in cores])
 
@@ -303,8 +338,14 @@ class Sufficient:
 
 
 def sufficient_cores(
-    params: slowdown.CurveParams, *, gpus: int, platform: str | None, workload: Workload,
-    tolerance: float, cap: int, tp: int | None = None,
+    params: slowdown.CurveParams,
+    *,
+    gpus: int,
+    platform: str | None,
+    workload: Workload,
+    tolerance: float,
+    cap: int,
+    tp: int | None = None,
 ) -> Sufficient:
     """Whole cores per GPU to ask for: the knee (fewest total cores within ``tolerance`` of
     ample cores), never below the 2 + N floor nor below the knee measured in a series of the
@@ -312,25 +353,36 @@ def sufficient_cores(
     function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the
     policy's rules."""
     cap = max(int(cap), 1)
-    knee = slowdown.knee_total_cores(params, _template(gpus, platform, workload, tp), tolerance,
-                                     max_total=cap * gpus)
-    near = measured_knee_near(evidence_for(params, platform=platform, gpus=gpus,
-                                           workload=workload))
-    total = max(knee if knee is not None else cap * gpus, floor_cores(gpus),
-                near[0] if near else 0)
+    knee = slowdown.knee_total_cores(
+        params, _template(gpus, platform, workload, tp), tolerance, max_total=cap * gpus
+    )
+    near = measured_knee_near(evidence_for(params, platform=platform, gpus=gpus, workload=workload))
+    total = max(knee if knee is not None else cap * gpus, floor_cores(gpus), near[0] if near else 0)
     per_gpu = min(math.ceil(total / gpus), cap)
-    return Sufficient(per_gpu, knee, knee is not None, near[0] if near else None,
-                      near[1] if near else None)
+    return Sufficient(
+        per_gpu, knee, knee is not None, near[0] if near else None, near[1] if near else None
+    )
 
 
 def smallest_sufficient(
-    params: slowdown.CurveParams, *, gpus: float, platform: str | None, workload: Workload,
-    tolerance: float, cap: int,
+    params: slowdown.CurveParams,
+    *,
+    gpus: float,
+    platform: str | None,
+    workload: Workload,
+    tolerance: float,
+    cap: int,
 ) -> tuple[int, bool]:
     """(cores per GPU, reached) of :func:`sufficient_cores` (``reached`` is False when even
     ``cap`` is not enough)."""
-    s = sufficient_cores(params, gpus=max(int(round(gpus)), 1), platform=platform,
-                         workload=workload, tolerance=tolerance, cap=cap)
+    s = sufficient_cores(
+        params,
+        gpus=max(int(round(gpus)), 1),
+        platform=platform,
+        workload=workload,
+        tolerance=tolerance,
+        cap=cap,
+    )
     return s.cpus_per_gpu, s.reached
 
 
@@ -340,8 +392,14 @@ def _canonical(gpu_type: str) -> str:
     return canonical_gpu_type(gpu_type) or gpu_type
 
 
-def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: int,
-                 workload: Workload, top: int = 3) -> list[dict[str, Any]]:
+def evidence_for(
+    params: slowdown.CurveParams,
+    *,
+    platform: str | None,
+    gpus: int,
+    workload: Workload,
+    top: int = 3,
+) -> list[dict[str, Any]]:
     """The measured series nearest to the request (from the fitted model's record of them),
     each with its ``distance``: the sum of |log2| ratios of GPUs, model size, load, prompt
     tokens and renderer workers, twice the prefix-hit difference, 1 for another platform and
@@ -354,15 +412,22 @@ def evidence_for(params: slowdown.CurveParams, *, platform: str | None, gpus: in
     for s in params.meta.get("series") or []:
         if len(s.get("cores") or []) < 2 and s.get("source_kind") != "paper":
             continue
-        d = (l2(s.get("gpus"), gpus, slowdown.REF_GPUS)
-             + l2(s.get("model_params_b"), workload.model_params_b, slowdown.REF_MODEL_PARAMS_B)
-             + l2(s.get("load_rps"), workload.load_rps, slowdown.REF_LOAD_RPS)
-             + l2(s.get("prompt_tokens"), workload.prompt_tokens, slowdown.REF_PROMPT_TOKENS)
-             + 2.0 * abs(float(s.get("prefix_hit") or 0.0) - workload.hit())
-             + l2(slowdown.renderer_workers_of(s.get("workload")), workload.renderers(), 1.0)
-             + (0.0 if s.get("platform") == platform else 1.0)
-             + (0.5 if workload.engine_version and s.get("engine_version")
-                and s.get("engine_version") != workload.engine_version else 0.0))
+        d = (
+            l2(s.get("gpus"), gpus, slowdown.REF_GPUS)
+            + l2(s.get("model_params_b"), workload.model_params_b, slowdown.REF_MODEL_PARAMS_B)
+            + l2(s.get("load_rps"), workload.load_rps, slowdown.REF_LOAD_RPS)
+            + l2(s.get("prompt_tokens"), workload.prompt_tokens, slowdown.REF_PROMPT_TOKENS)
+            + 2.0 * abs(float(s.get("prefix_hit") or 0.0) - workload.hit())
+            + l2(slowdown.renderer_workers_of(s.get("workload")), workload.renderers(), 1.0)
+            + (0.0 if s.get("platform") == platform else 1.0)
+            + (
+                0.5
+                if workload.engine_version
+                and s.get("engine_version")
+                and s.get("engine_version") != workload.engine_version
+                else 0.0
+            )
+        )
         out.append({**s, "distance": round(d, 3)})
     out.sort(key=lambda e: e["distance"])
     return out[:top]
@@ -405,8 +470,9 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
         raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
     q.workload.check()
     if ctx is None:
-        with RecommendContext.open(db=q.db, fit_file=q.model_file,
-                                   pricing_file=q.pricing_file) as own:
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
             return recommend_job(q, own)
     params, book = ctx.params, ctx.book
     platform = _canonical(q.gpu_type)
@@ -423,48 +489,70 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
         if inv is not None:
             cap, n = inv
             cap_source = f"node inventory: {n} {platform} node(s)" + (
-                f" in partition {q.partition}" if q.partition else "")
+                f" in partition {q.partition}" if q.partition else ""
+            )
         else:
             cap = int(instance.vcpus_per_gpu)
-            cap_source = (f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} "
-                          "vCPUs per GPU")
+            cap_source = (
+                f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} vCPUs per GPU"
+            )
     cap = max(int(cap), 1)
 
     current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
-    suff = sufficient_cores(params, gpus=q.gpus, platform=platform, workload=q.workload,
-                            tolerance=q.tolerance, cap=cap, tp=tp)
+    suff = sufficient_cores(
+        params,
+        gpus=q.gpus,
+        platform=platform,
+        workload=q.workload,
+        tolerance=q.tolerance,
+        cap=cap,
+        tp=tp,
+    )
     rec = suff.cpus_per_gpu
     floor = floor_cores(q.gpus)
     total_wanted = max(suff.knee_total or 0, floor, suff.measured_knee_total or 0)
-    knee_source = ("measured: " + str(suff.measured_series)
-                   if suff.measured_knee_total and suff.measured_knee_total == total_wanted
-                   and suff.measured_knee_total > (suff.knee_total or 0)
-                   else "2 + N floor" if floor == total_wanted and floor > (suff.knee_total or 0)
-                   else "model")
+    knee_source = (
+        "measured: " + str(suff.measured_series)
+        if suff.measured_knee_total
+        and suff.measured_knee_total == total_wanted
+        and suff.measured_knee_total > (suff.knee_total or 0)
+        else "2 + N floor"
+        if floor == total_wanted and floor > (suff.knee_total or 0)
+        else "model"
+    )
     template = _template(q.gpus, platform, q.workload, tp)
-    knees = slowdown.knees_total_cores(params, template, q.tolerance, cap * q.gpus,
-                                       params.bootstrap_values)
+    knees = slowdown.knees_total_cores(
+        params, template, q.tolerance, cap * q.gpus, params.bootstrap_values
+    )
     if knees:
         ks = np.array([math.inf if k is None else k for k in knees], dtype=float)
         lo_k, hi_k = np.quantile(ks, 0.05, method="lower"), np.quantile(ks, 0.95, method="higher")
         knee_interval: tuple[int | None, int | None] = (
-            None if math.isinf(lo_k) else int(lo_k), None if math.isinf(hi_k) else int(hi_k))
+            None if math.isinf(lo_k) else int(lo_k),
+            None if math.isinf(hi_k) else int(hi_k),
+        )
     else:
         knee_interval = (suff.knee_total, suff.knee_total)
     if not suff.reached:
-        warnings.append(f"even {cap} cores per GPU (the most the node type gives) are predicted "
-                        f"more than {q.tolerance:.0%} slower than ample cores")
+        warnings.append(
+            f"even {cap} cores per GPU (the most the node type gives) are predicted "
+            f"more than {q.tolerance:.0%} slower than ample cores"
+        )
     if floor > cap * q.gpus:
-        warnings.append(f"the node type gives {cap} cores per GPU, below vLLM's 2 + N floor "
-                        f"({floor} cores for {q.gpus} GPUs)")
+        warnings.append(
+            f"the node type gives {cap} cores per GPU, below vLLM's 2 + N floor "
+            f"({floor} cores for {q.gpus} GPUs)"
+        )
     X = _rows(params, [current, rec], q.gpus, platform, q.workload, tp)
     mech = slowdown.mechanism(params.values, X, params.pole_exponent)
     pred = slowdown.predict(params, X)
     ratio_boot = slowdown.bootstrap_curves(params, X)
     demand = float(mech.demand_cores[0])
-    parts = {"api_server": float(mech.api_server_cores[0]),
-             "engine_core": float(mech.engine_core_cores[0]),
-             "gpu_workers": float(mech.worker_cores[0]) * q.gpus}
+    parts = {
+        "api_server": float(mech.api_server_cores[0]),
+        "engine_core": float(mech.engine_core_cores[0]),
+        "gpu_workers": float(mech.worker_cores[0]) * q.gpus,
+    }
     tokenizer = float(mech.tokenizer_utilisation[0])
     evidence = evidence_for(params, platform=platform, gpus=q.gpus, workload=q.workload)
     patho_now = bool(mech.pathological[0])
@@ -476,23 +564,28 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
         warnings.append(
             f"the API server's tokenizer is saturated ({tokenizer:.2f} of {renderers} renderer "
             "worker(s) busy): no number of cores helps; run more renderer workers (vLLM's "
-            "renderer_num_workers) or fewer tokens per second")
+            "renderer_num_workers) or fewer tokens per second"
+        )
     elif tokenizer >= 0.7:
         warnings.append(
             f"the API server's tokenizer is {tokenizer:.0%} busy ({renderers} renderer "
             "worker(s)): its queue, not the cores, sets TTFT near this load; more renderer "
-            "workers (vLLM's renderer_num_workers) lift it")
+            "workers (vLLM's renderer_num_workers) lift it"
+        )
     if patho_now:
         measured = _measured_below(evidence)
-        where = (f"below {patho_below} cores" if patho_below is not None
-                 else "at any core count")
-        note = (f"pathological {where}: the CPU demand (about {demand:.1f} cores: API server "
-                f"{parts['api_server']:.1f}, engine core {parts['engine_core']:.1f}, GPU workers "
-                f"{parts['gpu_workers']:.1f}) exceeds the {current * q.gpus:g} given; queues "
-                "grow without bound and requests time out")
+        where = f"below {patho_below} cores" if patho_below is not None else "at any core count"
+        note = (
+            f"pathological {where}: the CPU demand (about {demand:.1f} cores: API server "
+            f"{parts['api_server']:.1f}, engine core {parts['engine_core']:.1f}, GPU workers "
+            f"{parts['gpu_workers']:.1f}) exceeds the {current * q.gpus:g} given; queues "
+            "grow without bound and requests time out"
+        )
         if measured is not None:
-            note += (f"; the nearest measured series ({measured[2]}) was {measured[0]:.2f}x to "
-                     f"{measured[1]:.2f}x slower than with ample cores below its knee")
+            note += (
+                f"; the nearest measured series ({measured[2]}) was {measured[0]:.2f}x to "
+                f"{measured[1]:.2f}x slower than with ample cores below its knee"
+            )
         warnings.append(note)
     slow_now = None if patho_now else float(mech.slowdown[0])
     slow_rec = None if mech.pathological[1] else float(mech.slowdown[1])
@@ -513,16 +606,19 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
         s_lo = max(s_lo, min(1.0, speed))
         lower_bound = False
     bound = 1.0 + q.tolerance
-    regime = ("pathological" if patho_now else
-              "cpu-bound" if (slow_now or 1.0) > bound else "gpu-bound")
+    regime = (
+        "pathological" if patho_now else "cpu-bound" if (slow_now or 1.0) > bound else "gpu-bound"
+    )
     load_regime = "gpu-bound" if total_wanted <= floor else "cpu-bound"
     if current >= rec:
         warnings.append(f"the current {current:g} cores per GPU already suffice")
     extra = max(0.0, (rec - current) * q.gpus)
     vcpu = book.vcpu
     cost: CostDelta = cost_delta(extra, q.gpus, instance, vcpu.usd_per_vcpu_hour)
-    pcts = [cost_delta(extra, q.gpus, instance, v.usd_per_vcpu_hour).cost_delta_pct
-            for v in book.vcpu_prices]
+    pcts = [
+        cost_delta(extra, q.gpus, instance, v.usd_per_vcpu_hour).cost_delta_pct
+        for v in book.vcpu_prices
+    ]
     ttft_now = ttft_rec = None
     if q.ample_ttft_ms is not None:
         ttft_now = None if slow_now is None else q.ample_ttft_ms * slow_now
@@ -531,18 +627,28 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
     if q.workload.engine_version:
         versions = {s.get("engine_version") for s in params.meta.get("series") or []}
         if q.workload.engine_version not in versions:
-            warnings.append(f"extrapolation: no calibration series of engine version "
-                            f"{q.workload.engine_version} (measured: "
-                            f"{', '.join(sorted(v for v in versions if v))})")
-    hit_source = ("given" if q.workload.prefix_hit is not None else
-                  f"workload {q.workload.workload}" if q.workload.workload else
-                  "default: unique prompts")
+            warnings.append(
+                f"extrapolation: no calibration series of engine version "
+                f"{q.workload.engine_version} (measured: "
+                f"{', '.join(sorted(v for v in versions if v))})"
+            )
+    hit_source = (
+        "given"
+        if q.workload.prefix_hit is not None
+        else f"workload {q.workload.workload}"
+        if q.workload.workload
+        else "default: unique prompts"
+    )
     assumptions = {
-        "current_cpus_per_gpu": ("given" if q.current_cpus_per_gpu is not None else
-                                 "Slurm's default: 1 CPU per task, one task, so 1/GPUs per GPU"),
+        "current_cpus_per_gpu": (
+            "given"
+            if q.current_cpus_per_gpu is not None
+            else "Slurm's default: 1 CPU per task, one task, so 1/GPUs per GPU"
+        ),
         "workload": {
             "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
-            "load_rps": q.workload.load_rps if q.workload.load_rps is not None
+            "load_rps": q.workload.load_rps
+            if q.workload.load_rps is not None
             else slowdown.REF_LOAD_RPS,
             "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
             "prefix_hit": q.workload.hit(),
@@ -551,13 +657,16 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
             "tp": tp,
             "engine_version": q.workload.engine_version,
             "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
-                        "unique prompts, 1 renderer worker, TP = GPUs)",
+            "unique prompts, 1 renderer worker, TP = GPUs)",
         },
         "target": f"TTFT within {q.tolerance:.0%} of TTFT with ample cores, and at least "
-                  f"vLLM's 2 + N cores ({floor})",
+        f"vLLM's 2 + N cores ({floor})",
         "model": {
-            "file": str(ctx.model_file or os.environ.get(slowdown.MODEL_ENV)
-                        or slowdown.shipped_model_path().name),
+            "file": str(
+                ctx.model_file
+                or os.environ.get(slowdown.MODEL_ENV)
+                or slowdown.shipped_model_path().name
+            ),
             "fitted_at": params.meta.get("fitted_at"),
             "validation_error": validation.get("model"),
             "validation_metric": validation.get("metric"),
@@ -578,7 +687,7 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
             "vcpu_source": vcpu.source,
             "rule": "extra vCPUs x per-vCPU price against instance price x GPUs / instance GPUs",
             "band": "cost_delta_pct_band: the same with each per-vCPU price of the price book "
-                    "(c7i compute to the g6e in-family marginal vCPU, RAM included)",
+            "(c7i compute to the g6e in-family marginal vCPU, RAM included)",
         },
     }
     return JobRecommendation(
@@ -607,8 +716,10 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
         slowdown_now=slow_now,
         slowdown_now_interval=(None if patho_now else float(pred.low[0]), float(pred.high[0])),
         slowdown_recommended=slow_rec,
-        slowdown_recommended_interval=(None if slow_rec is None else float(pred.low[1]),
-                                       float(pred.high[1])),
+        slowdown_recommended_interval=(
+            None if slow_rec is None else float(pred.low[1]),
+            float(pred.high[1]),
+        ),
         pathological_now=patho_now,
         ttft_ms_now=ttft_now,
         ttft_ms_recommended=ttft_rec,
@@ -705,9 +816,15 @@ class Starvation:
 
 
 def starvation(
-    params: slowdown.CurveParams, *, cpus: ArrayLike, gpus: ArrayLike, gpu_hours: ArrayLike,
-    elapsed_s: ArrayLike, recommended_cores_per_gpu: float,
-    platform: str | None, workload: Workload = Workload(),
+    params: slowdown.CurveParams,
+    *,
+    cpus: ArrayLike,
+    gpus: ArrayLike,
+    gpu_hours: ArrayLike,
+    elapsed_s: ArrayLike,
+    recommended_cores_per_gpu: float,
+    platform: str | None,
+    workload: Workload = Workload(),
 ) -> Starvation:
     """The GPU time lost to CPU starvation by job rows (CPUs, GPUs, GPU-hours, elapsed
     seconds each), the one formula behind a partition's recommendation and the report.
@@ -719,13 +836,21 @@ def starvation(
     cpus_a = np.asarray(cpus, dtype=float)
     gpus_a = np.asarray(gpus, dtype=float)
     cores = cpus_a / gpus_a
-    X_job = np.array([
-        slowdown.feature_row(c, gpus=g, model_params_b=workload.model_params_b,
-                             load_rps=workload.load_rps, prompt_tokens=workload.prompt_tokens,
-                             platform=platform, prefix_hit=workload.hit(),
-                             renderer_workers=workload.renderers())
-        for c, g in zip(cores, gpus_a, strict=True)
-    ])
+    X_job = np.array(
+        [
+            slowdown.feature_row(
+                c,
+                gpus=g,
+                model_params_b=workload.model_params_b,
+                load_rps=workload.load_rps,
+                prompt_tokens=workload.prompt_tokens,
+                platform=platform,
+                prefix_hit=workload.hit(),
+                renderer_workers=workload.renderers(),
+            )
+            for c, g in zip(cores, gpus_a, strict=True)
+        ]
+    )
     X_rec = X_job.copy()
     X_rec[:, 0] = recommended_cores_per_gpu
     s_job, _ = slowdown.evaluate(params, X_job)
@@ -746,14 +871,22 @@ def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
     elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
     from advisor.ratios.cube import job_mix
 
-    return job_mix(con, {
-        "partition": q.partition, "gpu_type": q.gpu_type, "clusters": list(q.clusters),
-        "start": _utc_naive(q.start), "end": _utc_naive(q.end),
-    })
+    return job_mix(
+        con,
+        {
+            "partition": q.partition,
+            "gpu_type": q.gpu_type,
+            "clusters": list(q.clusters),
+            "start": _utc_naive(q.start),
+            "end": _utc_naive(q.end),
+        },
+    )
 
 
 def recommend_partitions(
-    q: PartitionQuery, progress: ProgressFn = no_progress, ctx: RecommendContext | None = None,
+    q: PartitionQuery,
+    progress: ProgressFn = no_progress,
+    ctx: RecommendContext | None = None,
 ) -> PartitionReport:
     """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect. Without
     ``ctx``, the query's own files are loaded for this one call."""
@@ -763,25 +896,49 @@ def recommend_partitions(
     if ctx is None:
         path = resolve_db_path(q.db)
         if not path.exists():  # before loading the curve, as the message is about the jobs
-            raise NotFoundError(f"{path}: no such database; a partition recommendation needs "
-                                f"the observed jobs: load them first with `advisor ingest FILE "
-                                f"--db {path}`")
-        with RecommendContext.open(db=q.db, fit_file=q.model_file,
-                                   pricing_file=q.pricing_file) as own:
+            raise NotFoundError(
+                f"{path}: no such database; a partition recommendation needs "
+                f"the observed jobs: load them first with `advisor ingest FILE "
+                f"--db {path}`"
+            )
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
             return recommend_partitions(q, progress, own)
     path = ctx.db_path
     con = ctx.connection()
     if con is None:
-        raise NotFoundError(f"{path}: no such database; a partition recommendation needs the "
-                            f"observed jobs: load them first with `advisor ingest FILE --db {path}`")
+        raise NotFoundError(
+            f"{path}: no such database; a partition recommendation needs the "
+            f"observed jobs: load them first with `advisor ingest FILE --db {path}`"
+        )
     params, book = ctx.params, ctx.book
     mix = _job_mix(con, q)
-    caps = {(r[0], r[1]): (int(r[2]), int(r[3]))
-            for r in con.execute(query("recommend/partition_caps")).fetchall()}
+    caps = {
+        (r[0], r[1]): (int(r[2]), int(r[3]))
+        for r in con.execute(query("recommend/partition_caps")).fetchall()
+    }
     buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in mix:
         buckets[(r[0], r[1])].append(r)
     # The recommendation of each group (at its typical GPU count), then what it changes.
+    # Partitions share GPU types, typical GPU counts and caps: the model is asked once for each
+    # distinct question (its answer depends on nothing else).
+    asked: dict[tuple[int, str | None, float, int], tuple[int, bool]] = {}
+
+    def sufficient(gpus: int, platform: str | None, tolerance: float, cap: int) -> tuple[int, bool]:
+        k = (gpus, platform, tolerance, cap)
+        if k not in asked:
+            asked[k] = smallest_sufficient(
+                params,
+                gpus=gpus,
+                platform=platform,
+                workload=q.workload,
+                tolerance=tolerance,
+                cap=cap,
+            )
+        return asked[k]
+
     plans = {}
     for n, (key, rows) in enumerate(buckets.items()):
         partition, gpu_type = key
@@ -789,12 +946,8 @@ def recommend_partitions(
         cap_row = caps.get((partition, gpu_type))
         cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
         platform = None if gpu_type == "(untyped)" else _canonical(gpu_type)
-        dflt, reached = smallest_sufficient(params, gpus=gpus_typ, platform=platform,
-                                            workload=q.workload, tolerance=q.tolerance,
-                                            cap=max(cap, 1))
-        mn, _ = smallest_sufficient(params, gpus=gpus_typ, platform=platform,
-                                    workload=q.workload, tolerance=q.min_tolerance,
-                                    cap=max(cap, 1))
+        dflt, reached = sufficient(gpus_typ, platform, q.tolerance, max(cap, 1))
+        mn, _ = sufficient(gpus_typ, platform, q.min_tolerance, max(cap, 1))
         plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
         progress("partitions", n + 1, len(buckets))
 
@@ -804,17 +957,27 @@ def recommend_partitions(
         gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
         warnings = slowdown.coverage_warnings(params, platform=platform, gpus=gpus_typ)
         if not reached:
-            warnings.append(f"even {dflt} cores per GPU (the node maximum) are predicted more "
-                            f"than {q.tolerance:.0%} slower than ample cores")
+            warnings.append(
+                f"even {dflt} cores per GPU (the node maximum) are predicted more "
+                f"than {q.tolerance:.0%} slower than ample cores"
+            )
         if cap_row is None:
-            warnings.append("no node inventory for this partition and GPU type; "
-                            f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU")
+            warnings.append(
+                "no node inventory for this partition and GPU type; "
+                f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU"
+            )
         cores_job = [r[3] / r[4] for r in rows]
         gpu_h = np.array([float(r[7]) for r in rows])
-        starved = starvation(params, cpus=[r[3] for r in rows], gpus=[r[4] for r in rows],
-                             gpu_hours=gpu_h, elapsed_s=[r[6] for r in rows],
-                             recommended_cores_per_gpu=dflt, platform=platform,
-                             workload=q.workload)
+        starved = starvation(
+            params,
+            cpus=[r[3] for r in rows],
+            gpus=[r[4] for r in rows],
+            gpu_hours=gpu_h,
+            elapsed_s=[r[6] for r in rows],
+            recommended_cores_per_gpu=dflt,
+            platform=platform,
+            workload=q.workload,
+        )
         below = starved.below
         lost = starved.gpu_hours_lost
         fix_vcpu_h = starved.fix_vcpu_hours
@@ -831,43 +994,45 @@ def recommend_partitions(
         gpu_hours = float(gpu_h.sum())
         jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
         gh_below = float(gpu_h[below].sum())
-        out.append(PartitionRecommendation(
-            partition=partition,
-            gpu_type=gpu_type,
-            gres_type=next((r[2] for r in rows if r[2]), None),
-            jobs=jobs,
-            gpu_hours=gpu_hours,
-            p25_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.25),
-            p50_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.50),
-            typical_gpus=gpus_typ,
-            node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
-            def_cpu_per_gpu=dflt,
-            min_cpus_per_gpu=mn,
-            jobs_below=jobs_below,
-            share_jobs_below=jobs_below / jobs,
-            gpu_hours_below=gh_below,
-            share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
-            gpu_hours_lost=lost,
-            months_observed=months,
-            gpu_hours_lost_per_month=lost / months,
-            lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
-            fix_vcpu_hours_per_month=fix_vcpu_h / months,
-            fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
-            warnings=tuple(warnings),
-        ))
+        out.append(
+            PartitionRecommendation(
+                partition=partition,
+                gpu_type=gpu_type,
+                gres_type=next((r[2] for r in rows if r[2]), None),
+                jobs=jobs,
+                gpu_hours=gpu_hours,
+                p25_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.25),
+                p50_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.50),
+                typical_gpus=gpus_typ,
+                node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
+                def_cpu_per_gpu=dflt,
+                min_cpus_per_gpu=mn,
+                jobs_below=jobs_below,
+                share_jobs_below=jobs_below / jobs,
+                gpu_hours_below=gh_below,
+                share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
+                gpu_hours_lost=lost,
+                months_observed=months,
+                gpu_hours_lost_per_month=lost / months,
+                lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
+                fix_vcpu_hours_per_month=fix_vcpu_h / months,
+                fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
+                warnings=tuple(warnings),
+            )
+        )
     vcpu = book.vcpu
     assumptions = {
         "default_cpus_per_gpu": f"TTFT within {q.tolerance:.0%} of ample cores",
         "min_cpus_per_gpu": f"TTFT within {q.min_tolerance:.0%} of ample cores",
         "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
         "gpu_time_lost": "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
-                         "jobs below the recommendation, as if every GPU job were an LLM server "
-                         "bound by TTFT (an upper bound for training and batch jobs)",
+        "jobs below the recommendation, as if every GPU job were an LLM server "
+        "bound by TTFT (an upper bound for training and batch jobs)",
         "fix_cost": "(recommended x GPUs - CPUs) x elapsed hours of the jobs below, x "
-                    f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
+        f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
         "lost_usd": "lost GPU-hours x the reference instance's $/GPU-hour",
         "per_month": f"totals over the observed span (first start to last end) / "
-                     f"{DAYS_PER_MONTH} days",
+        f"{DAYS_PER_MONTH} days",
         "workload": {
             "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
             "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,

@@ -7,7 +7,8 @@ which estimate an admin should trust for a cluster (usage or allocation), per-cl
 for ``advisor data status``, and the check of the model against measured efficiency.
 
 Everything is derived on read from the usage columns of ``jobs`` (migration 012) by
-``advisor/sql/usage/``. CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
+``advisor/sql/usage/``; a summary's sums also come from the derived table ``usage_months``
+(rebuilt with the ratio cubes) when it can answer the query (:func:`table_answers`). CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
 utilisation is a percent (mean over the job's GPUs and the peak of one). Most sites export no
 usage: the figures are then None and the verdict falls back to the allocation-based estimate.
 """
@@ -27,9 +28,15 @@ from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
 GROUP_KEYS: tuple[str, ...] = (
-    "gpu_type", "cluster", "partition", "account", "user", "month", "gpu_count",
+    "gpu_type",
+    "cluster",
+    "partition",
+    "account",
+    "user",
+    "month",
+    "gpu_count",
     "cores_per_gpu_bin",
-)  # fmt: skip
+)
 VERDICTS = ("starved", "over_provisioned", "ok")
 
 
@@ -42,7 +49,8 @@ class UsageThresholds:
     mostly idle; ``idle_cores_per_gpu``: idle cores per GPU (cores per GPU x (1 - efficiency))
     at or above which it was over-provisioned; ``min_elapsed_s``: shorter jobs get no verdict;
     ``trust_coverage``: share of GPU-hours with CPU and GPU usage from which the usage-based
-    estimate is the one to trust.
+    estimate is the one to trust. The derived table ``usage_months`` holds the verdicts of
+    these defaults: changing one needs a new ``advisor.ratios.cube.CUBE_RULES_VERSION``.
     """
 
     starved_cpu_eff: float = 0.9
@@ -191,10 +199,37 @@ def _groups(con: duckdb.DuckDBPyConnection, q: UsageQuery, by: Sequence[str]) ->
     return _group_sets(con, q, [tuple(by)])[0]
 
 
-def _group_sets(
-    con: duckdb.DuckDBPyConnection, q: UsageQuery, sets: Sequence[tuple[str, ...]]
-) -> list[list[UsageGroup]]:
-    """Usage per group of each grouping in ``sets`` (distinct), in one pass over the facts."""
+# The group keys usage_months holds (a cell per value of each), and the filters it can apply.
+TABLE_KEYS: tuple[str, ...] = (
+    "gpu_type",
+    "cluster",
+    "partition",
+    "month",
+    "gpu_count",
+    "cores_per_gpu_bin",
+)
+
+
+def table_answers(q: UsageQuery) -> bool:
+    """Whether ``usage_months`` can answer ``q`` (given fresh cubes): groups of its keys, the
+    default thresholds (its verdicts'), month-aligned bounds and no filter it lacks."""
+    return (
+        q.thresholds == UsageThresholds()
+        and all(k in TABLE_KEYS for k in q.by)
+        and not (q.states or q.accounts or q.users or q.min_gpus is not None)
+        and all(_month_start(t) for t in (q.start, q.end))
+    )
+
+
+def _month_start(t: dt.datetime | None) -> bool:
+    return t is None or (t.day == 1 and t.hour == t.minute == t.second == t.microsecond == 0)
+
+
+def _sets_sql(
+    sets: Sequence[tuple[str, ...]],
+) -> tuple[dict[str, str], list[int], list[str]]:
+    """The placeholders of usage/summary.sql for ``sets``, each set's grouping() value and the
+    key columns."""
     columns = list(dict.fromkeys(k for by in sets for k in by))
     quoted = [quote_ident(k) for k in columns]
     # grouping() sets a column's bit (the first column's highest) where a row sums it away
@@ -202,23 +237,68 @@ def _group_sets(
         sum(1 << (len(columns) - 1 - i) for i, k in enumerate(columns) if k not in by)
         for by in sets
     ]
-    sql = render(
-        "usage/summary",
-        facts=query("usage/facts"),
-        keys="".join(f"{c}, " for c in quoted),
-        sets=", ".join("(" + ", ".join(quote_ident(k) for k in by) + ")" for by in sets),
-        grouping=f"grouping({', '.join(quoted)})" if quoted else "0",
-        order="".join(f", {c}" for c in quoted),
-    )
-    prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
-    params = {**_params(q), "price_types": list(prices), "price_usd": list(prices.values())}
-    cur = con.execute(sql, params)
+    parts = {
+        "keys": "".join(f"{c}, " for c in quoted),
+        "sets": ", ".join("(" + ", ".join(quote_ident(k) for k in by) + ")" for by in sets),
+        "grouping": f"grouping({', '.join(quoted)})" if quoted else "0",
+        "order": "".join(f", {c}" for c in quoted),
+    }
+    return parts, masks, columns
+
+
+def _dict_rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     names = [d[0] for d in cur.description or []]
-    rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _group_sets(
+    con: duckdb.DuckDBPyConnection,
+    q: UsageQuery,
+    sets: Sequence[tuple[str, ...]],
+    use_table: bool | None = None,
+) -> list[list[UsageGroup]]:
+    """Usage per group of each grouping in ``sets`` (distinct), in one pass over the facts, or
+    over ``usage_months`` when it answers ``q`` and the cubes are fresh (``use_table`` None;
+    True or False forces one). The table's figures are the same sums (up to the order floats
+    are added in); the median job's efficiency is then taken from the jobs with CPU usage,
+    and only when the selection has any (else it is None either way)."""
+    parts, masks, columns = _sets_sql(sets)
+    prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
+    price_params = {"price_types": list(prices), "price_usd": list(prices.values())}
+    if use_table is None:
+        from advisor.ratios import cube
+
+        use_table = table_answers(q) and cube.cube_is_fresh(con)
+    elif use_table and not table_answers(q):
+        raise UsageError("usage_months answers only its keys, month bounds, default thresholds")
+    if use_table:
+        sql = render("usage/summary_months", **parts)
+        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
+        rows = _dict_rows(con.execute(sql, {**params, **price_params}))
+        if any(r["jobs_with_usage"] for r in rows):
+            medians = render(
+                "usage/medians",
+                facts=query("usage/facts"),
+                keys=parts["keys"],
+                sets=parts["sets"],
+                grouping=parts["grouping"],
+            )
+            found = {
+                (r["_set"], *(r[k] for k in columns)): r["cpu_efficiency_p50"]
+                for r in _dict_rows(con.execute(medians, _params(q)))
+            }
+            for r in rows:
+                r["cpu_efficiency_p50"] = found.get((r["_set"], *(r[k] for k in columns)))
+    else:
+        sql = render("usage/summary", facts=query("usage/facts"), **parts)
+        rows = _dict_rows(con.execute(sql, {**_params(q), **price_params}))
     return [
         _usage_groups([r for r in rows if r["_set"] == mask], by)
         for by, mask in zip(sets, masks, strict=True)
     ]
+
+
+_TABLE_PARAMS = ("start", "end", "partitions", "clusters", "gpu_types")
 
 
 def _usage_groups(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> list[UsageGroup]:
@@ -266,8 +346,9 @@ def prices_of(book: Any) -> dict[str, float]:
 
 
 def _empty_group() -> UsageGroup:
-    return UsageGroup({}, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None, None, None, None, 0, 0.0, None,
-                      None, 0, 0.0, 0.0)  # fmt: skip
+    return UsageGroup(
+        {}, 0, 0.0, 0, 0.0, 0.0, 0.0, None, None, None, None, None, 0, 0.0, None, None, 0, 0.0, 0.0
+    )
 
 
 def advice(overall: UsageGroup, thresholds: UsageThresholds) -> TrustAdvice:
@@ -305,11 +386,14 @@ def advice(overall: UsageGroup, thresholds: UsageThresholds) -> TrustAdvice:
     return TrustAdvice("allocation", both, why)
 
 
-def usage_summary(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> UsageReport:
-    """Usage per group of ``q.by`` (and overall), with the trust advice."""
+def usage_summary(
+    con: duckdb.DuckDBPyConnection, q: UsageQuery, *, use_table: bool | None = None
+) -> UsageReport:
+    """Usage per group of ``q.by`` (and overall), with the trust advice; from the derived table
+    ``usage_months`` when it can answer (``use_table`` as in :func:`_group_sets`)."""
     _check(q)
     sets = list(dict.fromkeys([tuple(q.by), (), ("cores_per_gpu_bin",)]))
-    found = dict(zip(sets, _group_sets(con, q, sets), strict=True))
+    found = dict(zip(sets, _group_sets(con, q, sets, use_table), strict=True))
     groups = found[tuple(q.by)]
     overall_rows = found[()]
     overall = overall_rows[0] if overall_rows else _empty_group()
@@ -323,6 +407,12 @@ def usage_summary(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> UsageReport:
         tuple(bins),
         saturation_cores_per_gpu(bins),
     )
+
+
+def refresh_usage_months(con: duckdb.DuckDBPyConnection) -> None:
+    """Fill the emptied ``usage_months`` from every job under the default thresholds (the cube
+    rebuild calls this inside its transaction; advisor.ratios.cube owns the table)."""
+    con.execute(render("usage/months_refresh", facts=query("usage/facts")), _params(UsageQuery()))
 
 
 def job_usage(
@@ -515,9 +605,14 @@ def model_agreement(
 
 # Usage columns ``advisor ratios --usage`` adds to each ratio group.
 RATIO_USAGE_COLUMNS: tuple[str, ...] = (
-    "share_gpu_hours_with_cpu_usage", "cpu_efficiency", "busy_cores_per_gpu",
-    "gpu_util_mean_pct", "share_gpu_hours_starved", "starved_usd", "over_provisioned_jobs",
-)  # fmt: skip
+    "share_gpu_hours_with_cpu_usage",
+    "cpu_efficiency",
+    "busy_cores_per_gpu",
+    "gpu_util_mean_pct",
+    "share_gpu_hours_starved",
+    "starved_usd",
+    "over_provisioned_jobs",
+)
 
 
 def ratios_with_usage(

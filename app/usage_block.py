@@ -34,11 +34,17 @@ def show_usage_block(key: common.DbKey, filters: common.Filters, by: str = "gpu_
     with the most likely-starved GPU-hours (names through the privacy setting)."""
     from advisor import usage
 
-    rep = common.guarded(
-        lambda: common.cached_core(
-            "usage_summary", key, usage.usage_summary, _query(filters, (by,))
+    def summary(keys: tuple[str, ...]) -> Any:
+        return common.guarded(
+            lambda: common.cached_core(
+                "usage_summary", key, usage.usage_summary, _query(filters, keys)
+            )
         )
-    )
+
+    # The advice and the four figures need no grouping: asked first, they come from the
+    # pre-aggregated usage table for any ``by``; groups by account or user (which the table
+    # does not hold) are asked for only when a selected job carries usage.
+    rep = summary((by,) if by in usage.TABLE_KEYS else ())
     st.subheader("What the jobs used (usage data)")
     text = f"Trust the **{rep.advice.trust}-based** estimate here: {rep.advice.reason}."
     if rep.advice.trust == "usage":
@@ -54,8 +60,15 @@ def show_usage_block(key: common.DbKey, filters: common.Filters, by: str = "gpu_
     util = "–" if o.gpu_util_mean_pct is None else f"{o.gpu_util_mean_pct:.0f}%"
     c3.metric("GPU utilisation (mean)", util)
     usd = "" if o.starved_usd is None else f" · ${o.starved_usd:,.0f}"
-    c4.metric("GPU-hours likely CPU-starved", _pct(o.share_gpu_hours_starved), usd.strip(" ·"),
-              delta_color="off", delta_arrow="off")  # fmt: skip
+    c4.metric(
+        "GPU-hours likely CPU-starved",
+        _pct(o.share_gpu_hours_starved),
+        usd.strip(" ·"),
+        delta_color="off",
+        delta_arrow="off",
+    )
+    if by not in usage.TABLE_KEYS:
+        rep = summary((by,))
     rows = sorted(rep.groups, key=lambda g: -g.starved_gpu_hours)[:10]
     table = pd.DataFrame(
         [

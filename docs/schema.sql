@@ -42,3 +42,5 @@ CREATE TABLE rejects(ingest_id BIGINT NOT NULL, "source" VARCHAR NOT NULL, line_
 CREATE TABLE schema_version("version" INTEGER PRIMARY KEY, "name" VARCHAR NOT NULL, applied_at TIMESTAMP DEFAULT(main.timezone('UTC', now())) NOT NULL);
 
 CREATE MACRO usage_cpu_efficiency(cpu_used_s, elapsed_s, cpus, cpu_time_alloc_s) AS (cpu_used_s / "nullif"(CASE  WHEN (((elapsed_s > 0) AND (cpus > 0))) THEN ((elapsed_s * cpus)) ELSE cpu_time_alloc_s END, 0));
+
+CREATE TABLE usage_months("cluster" VARCHAR, "partition" VARCHAR, gpu_type VARCHAR, "month" DATE, gpu_count INTEGER, cores_per_gpu_bin INTEGER, jobs BIGINT NOT NULL, gpu_hours DOUBLE, sum_cores_per_gpu DOUBLE, jobs_with_usage BIGINT NOT NULL, gpu_hours_cpu DOUBLE, gpu_hours_gpu DOUBLE, cpu_used_s DOUBLE, core_s DOUBLE, gpu_s DOUBLE, util_gpu_hours DOUBLE, gpu_util_peak_pct DOUBLE, starved_jobs BIGINT NOT NULL, starved_gpu_hours DOUBLE, verdict_gpu_hours DOUBLE, over_jobs BIGINT NOT NULL, over_gpu_hours DOUBLE, idle_core_hours DOUBLE);

@@ -17,7 +17,7 @@ import duckdb
 from advisor.errors import StoreError
 from advisor.store import query, render
 
-CUBE_RULES_VERSION = 6
+CUBE_RULES_VERSION = 7
 """Bumped whenever the rules or the schema the cubes are built with change: the derived tables
 are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
 
@@ -28,6 +28,7 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_cube_people_months",
     "ratio_cube_people_month_ratios",
     "job_mix_months",
+    "usage_months",
     "ratio_cube_people_months_state",
     "ratio_cube_state",
 )
@@ -170,6 +171,9 @@ def refresh_ratio_cube(
         con.execute(query("ratios/cube_people_refresh"))
         con.execute("DROP TABLE _ratio_fine")
         con.execute(query("ratios/cube_job_mix_refresh"))
+        from advisor import usage  # it imports this module's reader on demand
+
+        usage.refresh_usage_months(con)
         _write_state(con, "ratio_cube_state", fp)
         if own:
             con.execute("COMMIT")

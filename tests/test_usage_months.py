@@ -1,0 +1,127 @@
+"""The derived table ``usage_months`` answers a usage summary as the jobs do: every figure of
+every group the same (floats up to the order they are added in), the median job's efficiency
+exact (taken from the jobs when the selection carries usage), and the jobs table read whenever
+the table cannot answer (other thresholds, a filter it lacks, bounds inside a month, stale).
+
+Real DuckDB files in a temp dir, loaded by the real ingest: the usage fixture (jobs with and
+without usage, starved and over-provisioned ones) and a synthetic log with usage fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor import ratios, store, usage
+from advisor.errors import UsageError
+from advisor.ingest import ingest_files
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "usage"
+
+
+@pytest.fixture(scope="module")
+def text_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("usage_months") / "advisor.duckdb"
+    ingest_files(db, [FIX / "sacct-usage.txt"])
+    return db
+
+
+@pytest.fixture(scope="module")
+def synth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from advisor import synth
+
+    tmp = tmp_path_factory.mktemp("usage_months_synth")
+    synth.generate(synth.SynthConfig(records=4_000, seed=11, usage=True), tmp / "sacct.txt")
+    db = tmp / "advisor.duckdb"
+    ingest_files(db, [tmp / "sacct.txt"])
+    return db
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def _assert_same_report(got: usage.UsageReport, want: usage.UsageReport) -> None:
+    assert got.advice == want.advice
+    assert got.saturates_at_cores_per_gpu == want.saturates_at_cores_per_gpu
+    for mine, theirs in (
+        ([got.overall], [want.overall]),
+        (got.groups, want.groups),
+        (got.by_cores_per_gpu, want.by_cores_per_gpu),
+    ):
+        assert [g.keys for g in mine] == [g.keys for g in theirs]
+        for g, w in zip(mine, theirs, strict=True):
+            gr, wr = dataclasses.asdict(g), dataclasses.asdict(w)
+            bad = {k: (gr[k], wr[k]) for k in gr if not _same(gr[k], wr[k])}
+            assert not bad, (g.keys, bad)
+
+
+QUERIES = (
+    {"by": ("gpu_type",)},
+    {"by": ()},
+    {"by": ("cluster", "partition")},
+    {"by": ("month",), "start": dt.datetime(2024, 2, 1)},
+    {"by": ("gpu_count",), "end": dt.datetime(2024, 3, 1)},
+    {"by": ("cores_per_gpu_bin",), "gpu_types": ("H100",)},
+    {"by": ("gpu_type",), "clusters": ("nowhere",)},  # nothing selected
+)
+
+
+@pytest.mark.parametrize("which", ["text_db", "synth_db"])
+def test_the_table_gives_every_figure_of_the_jobs_table(which, request) -> None:
+    con = store.connect(request.getfixturevalue(which))
+    ratios.refresh_ratio_cube(con)
+    for kw in QUERIES:
+        q = usage.UsageQuery(usd_per_gpu_hour={"H100": 6.0, "A100": 4.0}, **kw)
+        assert usage.table_answers(q)
+        want = usage.usage_summary(con, q, use_table=False)
+        _assert_same_report(usage.usage_summary(con, q, use_table=True), want)
+        _assert_same_report(usage.usage_summary(con, q), want)  # fresh: the table is read
+    con.close()
+
+
+def test_the_fixture_has_usage_so_the_median_comes_from_the_jobs(text_db) -> None:
+    con = store.connect(text_db)
+    ratios.refresh_ratio_cube(con)
+    rep = usage.usage_summary(con, usage.UsageQuery(by=("gpu_type",)), use_table=True)
+    h100 = next(g for g in rep.groups if g.keys["gpu_type"] == "H100")
+    assert h100.jobs_with_usage > 0 and h100.cpu_efficiency_p50 is not None
+    assert rep.overall.cpu_efficiency_p50 == pytest.approx(
+        usage.usage_summary(
+            con, usage.UsageQuery(by=()), use_table=False
+        ).overall.cpu_efficiency_p50
+    )
+    con.close()
+
+
+def test_what_the_table_cannot_answer_reads_the_jobs(text_db) -> None:
+    con = store.connect(text_db)
+    ratios.refresh_ratio_cube(con)
+    cannot = (
+        usage.UsageQuery(by=("user",)),
+        usage.UsageQuery(thresholds=usage.UsageThresholds(starved_gpu_util_pct=20.0)),
+        usage.UsageQuery(accounts=("physics",)),
+        usage.UsageQuery(start=dt.datetime(2024, 2, 10)),
+    )
+    for q in cannot:
+        assert not usage.table_answers(q)
+        with pytest.raises(UsageError):
+            usage.usage_summary(con, q, use_table=True)
+    # other thresholds move the verdicts: the answer is the jobs table's, not the table's
+    strict = usage.UsageQuery(thresholds=usage.UsageThresholds(starved_gpu_util_pct=20.0))
+    _assert_same_report(
+        usage.usage_summary(con, strict), usage.usage_summary(con, strict, use_table=False)
+    )
+    con.execute("DELETE FROM ratio_cube_state")  # stale: the jobs are read
+    con.execute("DELETE FROM usage_months")
+    q = usage.UsageQuery(by=("gpu_type",))
+    _assert_same_report(usage.usage_summary(con, q), usage.usage_summary(con, q, use_table=False))
+    assert usage.usage_summary(con, q).overall.jobs > 0
+    con.close()
