@@ -44,8 +44,14 @@ _LEGEND: dict[str, Any] = {"labelLimit": 0, "titleLimit": 0}
 
 def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
     # the symbol's colour is set: a legend merged from lines and points would draw none
-    return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2,
-                      symbolStrokeColor="#444", **_LEGEND, **kw)
+    return alt.Legend(
+        title=title,
+        symbolType="stroke",
+        symbolStrokeWidth=2,
+        symbolStrokeColor="#444",
+        **_LEGEND,
+        **kw,
+    )
 
 
 def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -144,13 +150,16 @@ def ratio_histogram(
         .encode(
             fillOpacity=alt.condition("datum.layer == 'prev'", alt.value(0), alt.value(0.8)),
             stroke=alt.condition("datum.layer == 'prev'", alt.value("#222"), alt.value("white")),
-            strokeDash=alt.condition("datum.layer == 'prev'", alt.value([4, 2]),
-                                     alt.value([1, 0])),
+            strokeDash=alt.condition("datum.layer == 'prev'", alt.value([4, 2]), alt.value([1, 0])),
             strokeWidth=alt.condition("datum.layer == 'prev'", alt.value(1.5), alt.value(1)),
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2=alt.X2("bin_hi"),
-            y=alt.Y("share:Q", axis=alt.Axis(format="%"), title=f"share of {weight}",
-                    scale=alt.Scale(zero=True)),
+            y=alt.Y(
+                "share:Q",
+                axis=alt.Axis(format="%"),
+                title=f"share of {weight}",
+                scale=alt.Scale(zero=True),
+            ),
             y2=alt.Y2Datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
             tooltip=[
                 alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
@@ -165,8 +174,9 @@ def ratio_histogram(
         base.mark_rule(color="#d62728", size=2)
         .encode(
             x=alt.X("cores_per_gpu:Q"),
-            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
-                                      legend=_legend("percentile")),
+            strokeDash=alt.StrokeDash(
+                "quantile:N", scale=QUANTILE_DASH, legend=_legend("percentile")
+            ),
             tooltip=[alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
         )
         .transform_filter(alt.datum.layer == "quantile")
@@ -182,9 +192,14 @@ def ratio_histogram(
     return (
         alt.layer(bars, rules, fair, data=data)
         .properties(width=width, height=height)
-        .facet(row=alt.Row("gpu_type:N", sort=order, title=None,
-                           header=alt.Header(labelAngle=0, labelAlign="left",
-                                             labelFontWeight="bold")))
+        .facet(
+            row=alt.Row(
+                "gpu_type:N",
+                sort=order,
+                title=None,
+                header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
+            )
+        )
         .resolve_scale(y="independent")
     )
 
@@ -207,7 +222,9 @@ def ratio_ecdf(
         .mark_line(interpolate="step-after", point=False)
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-            y=alt.Y("cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"),
+            y=alt.Y(
+                "cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"
+            ),
             color=alt.Color("gpu_type:N", sort=order, legend=_legend("GPU type")),
             tooltip=[
                 "gpu_type:N",
@@ -234,7 +251,10 @@ def ratio_ecdf(
 
 
 def share_below_chart(
-    shares: pd.DataFrame, *, order: Sequence[str] | None = None, width: int = 140,
+    shares: pd.DataFrame,
+    *,
+    order: Sequence[str] | None = None,
+    width: int = 140,
     height: int = 200,
 ) -> AnyChart:
     """Share of jobs and of GPU-hours below each threshold, one panel per GPU type (in
@@ -257,20 +277,38 @@ def share_below_chart(
         .encode(
             x=alt.X("threshold:N", sort=order, title="cores per GPU"),
             xOffset=alt.XOffset("weighted_by:N"),
-            y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
-                    title="share below"),
+            y=alt.Y(
+                "share:Q",
+                axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1]),
+                title="share below",
+            ),
             color=alt.Color("weighted_by:N", legend=alt.Legend(title="weighted by", **_LEGEND)),
-            tooltip=[alt.Tooltip("gpu_type:N"), alt.Tooltip("threshold:N"),
-                     alt.Tooltip("weighted_by:N"), alt.Tooltip("share:Q", format=".1%")],
+            tooltip=[
+                alt.Tooltip("gpu_type:N"),
+                alt.Tooltip("threshold:N"),
+                alt.Tooltip("weighted_by:N"),
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
         )
         .properties(width=width, height=height)
-        .facet(column=alt.Column("gpu_type:N", title=None, sort=facet_order,
-                                 header=alt.Header(labelFontWeight="bold", labelLimit=0)))
+        .facet(
+            column=alt.Column(
+                "gpu_type:N",
+                title=None,
+                sort=facet_order,
+                header=alt.Header(labelFontWeight="bold", labelLimit=0),
+            )
+        )
     )
 
 
 def trend_chart(
-    trends: pd.DataFrame, *, group: str = "cluster", min_jobs: int = 0, width: int = 620,
+    trends: pd.DataFrame,
+    *,
+    group: str = "cluster",
+    min_jobs: int = 0,
+    width: int = 620,
     height: int = 300,
 ) -> AnyChart:
     """P50 (solid) and P25 (dashed) cores per GPU by month, one colour per ``group`` value.
@@ -288,21 +326,23 @@ def trend_chart(
         var_name="quantile",
         value_name="cores_per_gpu",
     )
-    long["quantile"] = long["quantile"].map({"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"})
+    long["quantile"] = long["quantile"].map(
+        {"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"}
+    )
     long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
-    base = (
-        alt.Chart(long)
-        .encode(
-            x=alt.X("month:T", title="month", timeUnit="yearmonth"),
-            y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
-            strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH,
-                                      legend=_legend("percentile")),
-            detail=alt.Detail("quantile:N"),
-            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip(f"{group}:N"),
-                     alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                     alt.Tooltip("jobs:Q", format=",")],
-        )
+    base = alt.Chart(long).encode(
+        x=alt.X("month:T", title="month", timeUnit="yearmonth"),
+        y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
+        color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+        strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH, legend=_legend("percentile")),
+        detail=alt.Detail("quantile:N"),
+        tooltip=[
+            alt.Tooltip("month:T", format="%Y-%m"),
+            alt.Tooltip(f"{group}:N"),
+            alt.Tooltip("quantile:N"),
+            alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+            alt.Tooltip("jobs:Q", format=","),
+        ],
     )
     return _with_faded_months(base, width, height)
 
@@ -337,8 +377,11 @@ def top_bar_chart(
         .encode(
             y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
-            tooltip=[alt.Tooltip(f"{name}:N"), alt.Tooltip(f"{value}:Q", format=",.0f"),
-                     *(alt.Tooltip(t) for t in tooltip)],
+            tooltip=[
+                alt.Tooltip(f"{name}:N"),
+                alt.Tooltip(f"{value}:Q", format=",.0f"),
+                *(alt.Tooltip(t) for t in tooltip),
+            ],
         )
         .properties(width=width, height=alt.Step(22))
     )
@@ -375,8 +418,10 @@ def ttft_curve_chart(
     layers.append(
         base.mark_line(color="#1f77b4", size=2).encode(
             y=alt.Y(f"{value}:Q", scale=y_scale, title=y_title),
-            tooltip=[alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                     alt.Tooltip(f"{value}:Q", format=",.2f")],
+            tooltip=[
+                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                alt.Tooltip(f"{value}:Q", format=",.2f"),
+            ],
         )
     )
     if points is not None and not points.empty:
@@ -388,8 +433,11 @@ def ttft_curve_chart(
                 y=f"{value}:Q",
                 shape=alt.Shape("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 color=alt.Color("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
-                tooltip=["source:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                         alt.Tooltip(f"{value}:Q", format=",.2f")],
+                tooltip=[
+                    "source:N",
+                    alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                    alt.Tooltip(f"{value}:Q", format=",.2f"),
+                ],
             )
         )
     marks = []
@@ -405,9 +453,9 @@ def ttft_curve_chart(
         )
         layers.append(rule.mark_rule(color=colour, size=3, strokeDash=dash))
         layers.append(
-            rule.mark_text(color=colour, align="left", baseline="top", dx=4, dy=2,
-                           fontWeight="bold")
-            .encode(text="label:N", y=alt.value(0))
+            rule.mark_text(
+                color=colour, align="left", baseline="top", dx=4, dy=2, fontWeight="bold"
+            ).encode(text="label:N", y=alt.value(0))
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -429,8 +477,11 @@ def bench_curves_chart(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
             color=alt.Color(f"{series}:N", legend=_legend(None, orient="bottom", columns=1)),
-            tooltip=[f"{series}:N", alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                     alt.Tooltip("ttft_ms:Q", format=",.0f")],
+            tooltip=[
+                f"{series}:N",
+                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                alt.Tooltip("ttft_ms:Q", format=",.0f"),
+            ],
         )
     )
     layers: list[alt.Chart] = [measured]
@@ -440,11 +491,16 @@ def bench_curves_chart(
             alt.Chart(runs)
             .mark_rule(size=2, opacity=0.6)
             .encode(
-                x="cores_per_gpu:Q", y="ttft_min_ms:Q", y2="ttft_max_ms:Q",
+                x="cores_per_gpu:Q",
+                y="ttft_min_ms:Q",
+                y2="ttft_max_ms:Q",
                 color=alt.Color(f"{series}:N"),
-                tooltip=[f"{series}:N", alt.Tooltip("runs:Q", title="repeats"),
-                         alt.Tooltip("ttft_min_ms:Q", format=",.0f", title="fastest (ms)"),
-                         alt.Tooltip("ttft_max_ms:Q", format=",.0f", title="slowest (ms)")],
+                tooltip=[
+                    f"{series}:N",
+                    alt.Tooltip("runs:Q", title="repeats"),
+                    alt.Tooltip("ttft_min_ms:Q", format=",.0f", title="fastest (ms)"),
+                    alt.Tooltip("ttft_max_ms:Q", format=",.0f", title="slowest (ms)"),
+                ],
             )
         )
     if fit is not None and not fit.empty:
@@ -485,21 +541,28 @@ def share_trend_chart(
         {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"}
     )
     long = long[long["share"].notna()]
-    base = (
-        alt.Chart(long)
-        .encode(
-            x=alt.X("month:T", title="month", timeUnit="yearmonth"),
-            y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]),
-                    title=f"share below {threshold_cores_per_gpu:g} cores/GPU"),
-            color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
-            strokeDash=alt.StrokeDash(
-                "weighted_by:N", scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
-                legend=_legend("weighted by"),
-            ),
-            detail="weighted_by:N",
-            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), f"{group}:N", "weighted_by:N",
-                     alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("jobs:Q", format=",")],
-        )
+    base = alt.Chart(long).encode(
+        x=alt.X("month:T", title="month", timeUnit="yearmonth"),
+        y=alt.Y(
+            "share:Q",
+            axis=alt.Axis(format="%"),
+            scale=alt.Scale(domain=[0, 1]),
+            title=f"share below {threshold_cores_per_gpu:g} cores/GPU",
+        ),
+        color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+        strokeDash=alt.StrokeDash(
+            "weighted_by:N",
+            scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
+            legend=_legend("weighted by"),
+        ),
+        detail="weighted_by:N",
+        tooltip=[
+            alt.Tooltip("month:T", format="%Y-%m"),
+            f"{group}:N",
+            "weighted_by:N",
+            alt.Tooltip("share:Q", format=".1%"),
+            alt.Tooltip("jobs:Q", format=","),
+        ],
     )
     return _with_faded_months(base, width, height)
 
@@ -531,20 +594,30 @@ def model_curve_frame(
     lo = 1.0 / max(gpus, 1)
     n = int(points_per_octave * math.log2(max_cores_per_gpu / lo)) + 1
     cores = np.geomspace(lo, max_cores_per_gpu, n)
-    X = np.array([
-        slowdown.feature_row(c, gpus=gpus, model_params_b=model_params_b, load_rps=load_rps,
-                             prompt_tokens=prompt_tokens, platform=platform)
-        for c in cores
-    ])
+    X = np.array(
+        [
+            slowdown.feature_row(
+                c,
+                gpus=gpus,
+                model_params_b=model_params_b,
+                load_rps=load_rps,
+                prompt_tokens=prompt_tokens,
+                platform=platform,
+            )
+            for c in cores
+        ]
+    )
     pred = slowdown.predict(params, X)
     cap = float(params.max_slowdown)
-    frame = pd.DataFrame({
-        "cores_per_gpu": cores,
-        "slowdown": pred.slowdown,
-        "slowdown_low": np.minimum(pred.low, cap),
-        "slowdown_high": np.minimum(pred.high, cap),
-        "pathological": pred.pathological,
-    })
+    frame = pd.DataFrame(
+        {
+            "cores_per_gpu": cores,
+            "slowdown": pred.slowdown,
+            "slowdown_low": np.minimum(pred.low, cap),
+            "slowdown_high": np.minimum(pred.high, cap),
+            "pathological": pred.pathological,
+        }
+    )
     if ample_ttft_ms is not None:
         frame["ttft_ms"] = frame["slowdown"] * ample_ttft_ms
         frame["ttft_low_ms"] = frame["slowdown_low"] * ample_ttft_ms
@@ -552,8 +625,9 @@ def model_curve_frame(
     return frame
 
 
-def calibration_frame(training: Any, *, platform: str | None = None,
-                      gpus: int | None = None) -> pd.DataFrame:
+def calibration_frame(
+    training: Any, *, platform: str | None = None, gpus: int | None = None
+) -> pd.DataFrame:
     """Calibration points as chart data: ``cores_per_gpu``, ``slowdown`` (the fit's target),
     ``source`` (paper / bench, and whether the run timed out), ``point_id``.
 
@@ -561,21 +635,24 @@ def calibration_frame(training: Any, *, platform: str | None = None,
     points of that platform and GPU count when given.
     """
     rows = []
-    for x, y, p, censored in zip(training.X, training.y, training.points, training.censored,
-                                 strict=True):
+    for x, y, p, censored in zip(
+        training.X, training.y, training.points, training.censored, strict=True
+    ):
         if platform is not None and p.platform != platform:
             continue
         if gpus is not None and p.gpus != gpus:
             continue
         label = f"{p.source_kind}: {p.platform or '?'}, {p.gpus or '?'} GPUs"
-        rows.append({
-            "cores_per_gpu": float(x[0]),
-            "slowdown": float(y),
-            "source": label + (" (timed out)" if censored else ""),
-            "point_id": p.point_id,
-            "platform": p.platform,
-            "gpus": p.gpus,
-        })
+        rows.append(
+            {
+                "cores_per_gpu": float(x[0]),
+                "slowdown": float(y),
+                "source": label + (" (timed out)" if censored else ""),
+                "point_id": p.point_id,
+                "platform": p.platform,
+                "gpus": p.gpus,
+            }
+        )
     return pd.DataFrame(
         rows, columns=["cores_per_gpu", "slowdown", "source", "point_id", "platform", "gpus"]
     )
@@ -591,25 +668,50 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     Columns used: ``platform``, ``model``, ``gpus``, ``attacker_rps``, ``workload``,
     ``cores_per_gpu``, ``victim_ttft_p50_ms``, ``status``, ``model_params_b``.
     """
-    cols = ["series", "platform", "model", "model_params_b", "gpus", "attacker_rps", "workload",
-            "cores_per_gpu", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct", "runs"]
-    ok = runs[(runs["status"] == "ok") & runs["victim_ttft_p50_ms"].notna()
-              & runs["cores_per_gpu"].notna()]
+    cols = [
+        "series",
+        "platform",
+        "model",
+        "model_params_b",
+        "gpus",
+        "attacker_rps",
+        "workload",
+        "cores_per_gpu",
+        "ttft_ms",
+        "ttft_min_ms",
+        "ttft_max_ms",
+        "spread_pct",
+        "runs",
+    ]
+    ok = runs[
+        (runs["status"] == "ok")
+        & runs["victim_ttft_p50_ms"].notna()
+        & runs["cores_per_gpu"].notna()
+    ]
     if ok.empty:
         return pd.DataFrame(columns=cols)
     keys = ["platform", "model", "model_params_b", "gpus", "attacker_rps", "workload"]
     g = (
         ok.fillna({k: "?" for k in ("platform", "model", "workload")})
         .groupby([*keys, "cores_per_gpu"], dropna=False, as_index=False)
-        .agg(ttft_ms=("victim_ttft_p50_ms", "median"), runs=("victim_ttft_p50_ms", "size"),
-             ttft_min_ms=("victim_ttft_p50_ms", "min"), ttft_max_ms=("victim_ttft_p50_ms", "max"))
+        .agg(
+            ttft_ms=("victim_ttft_p50_ms", "median"),
+            runs=("victim_ttft_p50_ms", "size"),
+            ttft_min_ms=("victim_ttft_p50_ms", "min"),
+            ttft_max_ms=("victim_ttft_p50_ms", "max"),
+        )
     )
     g["spread_pct"] = 100.0 * (g["ttft_max_ms"] - g["ttft_min_ms"]) / g["ttft_ms"]
     g["series"] = (
-        g["platform"].astype(str) + " · " + g["model"].astype(str) + " · "
-        + g["gpus"].map(lambda n: f"{n:g} GPUs" if pd.notna(n) else "? GPUs") + " · "
+        g["platform"].astype(str)
+        + " · "
+        + g["model"].astype(str)
+        + " · "
+        + g["gpus"].map(lambda n: f"{n:g} GPUs" if pd.notna(n) else "? GPUs")
+        + " · "
         + g["attacker_rps"].map(lambda r: f"{r:g} rps" if pd.notna(r) else "? rps")
-        + " · " + g["workload"].astype(str)
+        + " · "
+        + g["workload"].astype(str)
     )
     return g[cols].sort_values(["series", "cores_per_gpu"]).reset_index(drop=True)
 
@@ -631,8 +733,9 @@ def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 
         rps = float(top["attacker_rps"]) if pd.notna(top["attacker_rps"]) else None
 
         def row(c: float, gpus=gpus, platform=platform, mp=mp, rps=rps) -> list[float]:
-            return slowdown.feature_row(c, gpus=gpus, model_params_b=mp, load_rps=rps,
-                                        platform=platform)
+            return slowdown.feature_row(
+                c, gpus=gpus, model_params_b=mp, load_rps=rps, platform=platform
+            )
 
         at_top = slowdown.predict(params, np.array([row(float(top["cores_per_gpu"]))]))
         ample_ms = float(top["ttft_ms"]) / float(at_top.slowdown[0])
@@ -640,8 +743,11 @@ def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 
         n = max(2, int(points_per_octave * math.log2(hi / lo)) + 1) if hi > lo else 2
         grid = np.geomspace(lo, hi if hi > lo else lo * 2, n)
         pred = slowdown.predict(params, np.array([row(float(c)) for c in grid]))
-        out.append(pd.DataFrame({"series": label, "cores_per_gpu": grid,
-                                 "ttft_ms": pred.slowdown * ample_ms}))
+        out.append(
+            pd.DataFrame(
+                {"series": label, "cores_per_gpu": grid, "ttft_ms": pred.slowdown * ample_ms}
+            )
+        )
     if not out:
         return pd.DataFrame(columns=["series", "cores_per_gpu", "ttft_ms"])
     return pd.concat(out, ignore_index=True)

@@ -340,14 +340,24 @@ def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str
             f"`advisor ingest FILE --db {config.db_path}`"
         )
     argv = [
-        sys.executable, "-m", "streamlit", "run", str(app_script()),
-        "--server.port", str(config.port),
-        "--server.address", config.address,
-        "--server.headless", "true" if config.headless else "false",
-        "--browser.gatherUsageStats", "false",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_script()),
+        "--server.port",
+        str(config.port),
+        "--server.address",
+        config.address,
+        "--server.headless",
+        "true" if config.headless else "false",
+        "--browser.gatherUsageStats",
+        "false",
         *config.extra_args,
-        "--", "--db", str(db),
-    ]  # fmt: skip
+        "--",
+        "--db",
+        str(db),
+    ]
     env = dict(os.environ)
     env["ADVISOR_DB"] = str(db)
     if config.hash_users:

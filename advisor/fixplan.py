@@ -180,7 +180,9 @@ def fix_plan(q: FixQuery) -> FixPlan:
                 gpu_hours_lost_per_month=r.gpu_hours_lost_per_month,
                 lost_usd_per_month=r.lost_usd_per_month,
                 fix_usd_per_month=r.fix_usd_per_month,
-                warnings=r.warnings, gres_type=r.gres_type, min_cpus_per_gpu=r.min_cpus_per_gpu,
+                warnings=r.warnings,
+                gres_type=r.gres_type,
+                min_cpus_per_gpu=r.min_cpus_per_gpu,
             )
             for r in recs
         )
@@ -203,9 +205,13 @@ def merge(
     the plan of the narrower query: the dashboard computes one plan per cluster and month range
     and narrows it, instead of asking the model again for every filter change."""
     rows = sorted(
-        (r for p in plans for r in p.rows
-         if (not partitions or r.partition in partitions)
-         and (not gpu_types or r.gpu_type in gpu_types)),
+        (
+            r
+            for p in plans
+            for r in p.rows
+            if (not partitions or r.partition in partitions)
+            and (not gpu_types or r.gpu_type in gpu_types)
+        ),
         key=lambda r: (-r.gpu_hours_lost_per_month, r.cluster, r.partition or ""),
     )
     by_cluster: dict[str, list[FixRow]] = {}

@@ -287,8 +287,12 @@ def bench_runs(key: DbKey, filters: Filters | None = None) -> list[datainfo.Benc
     f = filters or Filters()
     with connection(key) as con:
         return datainfo.bench_runs(
-            con, platforms=f.gpu_types, clusters=f.clusters, partitions=f.partitions,
-            start=f.since_datetime, end=f.until_exclusive,
+            con,
+            platforms=f.gpu_types,
+            clusters=f.clusters,
+            partitions=f.partitions,
+            start=f.since_datetime,
+            end=f.until_exclusive,
         )
 
 
@@ -358,7 +362,9 @@ def sidebar_filters(key: DbKey) -> Filters:
         months = months_between(opts.first_time, opts.last_time)
         if len(months) > 1:
             chosen = sb.select_slider(
-                "Months (job start, UTC)", options=months, value=(months[0], months[-1]),
+                "Months (job start, UTC)",
+                options=months,
+                value=(months[0], months[-1]),
                 key="f_months",
             )
             first, last = chosen
@@ -501,7 +507,9 @@ def node_types(key: DbKey) -> list[Any]:
 def excluded_caption(report: Any) -> None:
     """Say how many jobs the filters selected but the ratio cannot count, and why."""
     if report.excluded_jobs:
-        parts = ", ".join(f"{n:,} {reason.replace('_', ' ')}" for reason, n in report.excluded.items())
+        parts = ", ".join(
+            f"{n:,} {reason.replace('_', ' ')}" for reason, n in report.excluded.items()
+        )
         st.caption(f"Not counted: {parts} (jobs without GPUs, never started, or without CPUs).")
 
 
@@ -572,9 +580,11 @@ def partition_recommendations(
 
     a = a or Assumptions()
     report = cached_call(
-        "recommend_partitions", recommend.recommend_partitions,
-        recommend.PartitionQuery(db=key[0], workload=a.workload, tolerance=a.tolerance,
-                                 model_file=model_file()),
+        "recommend_partitions",
+        recommend.recommend_partitions,
+        recommend.PartitionQuery(
+            db=key[0], workload=a.workload, tolerance=a.tolerance, model_file=model_file()
+        ),
         extra=(key, model_key()),
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}
@@ -598,7 +608,7 @@ def _chart_spec(builder: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 def show_chart(builder: str, *args: Any, **kwargs: Any) -> None:
     """Draw ``advisor.charts.<builder>(*args, **kwargs)``; the spec is cached by its inputs
-    (building an altair chart costs ~100 ms, more than a cached page re-run)."""
+    (building an altair chart costs more than the rest of a cached page re-run)."""
     spec = _chart_spec(builder, args, kwargs)
     st.vega_lite_chart(spec, width="stretch" if spec.get("width") == "container" else "content")
 
@@ -645,10 +655,22 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
     # types chosen: a partition or GPU type filter change then asks the model nothing new.
     clusters = filters.clusters or filter_options(key).clusters
     plans = [
-        _cached_call("fix_plan", (fixplan.FixQuery(
-            db=key[0], clusters=(c,), start=filters.since_datetime, end=filters.until_exclusive,
-            workload=a.workload, tolerance=a.tolerance, model_file=model_file(),
-        ),), _FunctionRef(fixplan.fix_plan), (key, model_key()))
+        _cached_call(
+            "fix_plan",
+            (
+                fixplan.FixQuery(
+                    db=key[0],
+                    clusters=(c,),
+                    start=filters.since_datetime,
+                    end=filters.until_exclusive,
+                    workload=a.workload,
+                    tolerance=a.tolerance,
+                    model_file=model_file(),
+                ),
+            ),
+            _FunctionRef(fixplan.fix_plan),
+            (key, model_key()),
+        )
         for c in clusters
     ]
     return fixplan.merge(plans, filters.partitions, filters.gpu_types)
@@ -749,8 +771,14 @@ COLUMNS: dict[str, tuple[str, str]] = {
 _SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
 # "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
 # of decimals, and one share should read like the next.
-_FORMATS = {"int": "%,.0f", "num": "%,.2f", "ratio": "%.2f", "pct": "%.1f%%", "usd": "$%,.0f",
-            "pct100": "%.0f%%"}
+_FORMATS = {
+    "int": "%,.0f",
+    "num": "%,.2f",
+    "ratio": "%.2f",
+    "pct": "%.1f%%",
+    "usd": "$%,.0f",
+    "pct100": "%.0f%%",
+}
 
 
 def column_kind(column: str) -> tuple[str, str]:
@@ -784,7 +812,9 @@ def month_label(value: Any) -> str:
 
 
 def show_table(
-    frame: Any, columns: list[str] | None = None, labels: dict[str, str] | None = None,
+    frame: Any,
+    columns: list[str] | None = None,
+    labels: dict[str, str] | None = None,
     height: int | Literal["auto", "stretch", "content"] = "auto",
 ) -> None:
     """A table for people: the ``columns`` given first (else all), labelled and formatted by
@@ -799,5 +829,10 @@ def show_table(
     pct = [c for c in df.columns if column_kind(str(c))[1] == "pct"]
     if pct:
         df = df.assign(**{c: df[c] * 100.0 for c in pct})
-    st.dataframe(df, hide_index=True, column_config=table_config(list(df.columns), labels),
-                 width="stretch", height=height)
+    st.dataframe(
+        df,
+        hide_index=True,
+        column_config=table_config(list(df.columns), labels),
+        width="stretch",
+        height=height,
+    )

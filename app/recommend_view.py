@@ -45,7 +45,8 @@ def validated_error(params: Any) -> str:
         n = validation.get("points")
         how = validation.get("method", "held-out")
         return f"±{100 * float(validation['mape']):.0f}% ({how} error" + (
-            f" over {n} points)" if n else ")")
+            f" over {n} points)" if n else ")"
+        )
     loo = params.meta.get("loo_mape")
     if loo is None:
         return "error not validated"
@@ -129,10 +130,13 @@ def disagreements(
 
     rows = [
         (x, y, p)
-        for x, y, p, censored in zip(training.X, training.y, training.points, training.censored,
-                                     strict=True)
-        if p.source_kind == "bench" and not censored
-        and (platform is None or p.platform == platform) and p.gpus == gpus
+        for x, y, p, censored in zip(
+            training.X, training.y, training.points, training.censored, strict=True
+        )
+        if p.source_kind == "bench"
+        and not censored
+        and (platform is None or p.platform == platform)
+        and p.gpus == gpus
     ]
     if not rows:
         return []
@@ -140,6 +144,12 @@ def disagreements(
     out = []
     for (x, y, p), s, lo, hi in zip(rows, pred.slowdown, pred.low, pred.high, strict=True):
         if y < lo or y > hi:
-            out.append(Disagreement(f"{p.platform}, {p.gpus} GPUs, {p.model or '?'}",
-                                    float(x[0]), float(y), float(s)))
+            out.append(
+                Disagreement(
+                    f"{p.platform}, {p.gpus} GPUs, {p.model or '?'}",
+                    float(x[0]),
+                    float(y),
+                    float(s),
+                )
+            )
     return out

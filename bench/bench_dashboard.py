@@ -135,11 +135,17 @@ def run(db: Path, repeat: int) -> int:
     # included, stored fresh in the file, so that no session builds a private copy
     t0 = time.perf_counter()
     stored = ratios.store_fresh_cubes(db)
-    print(f"cubes stored fresh before serving (as advisor dashboard does): "
-          f"{time.perf_counter() - t0:.1f} s" + ("" if stored else " (file not writable: skipped)"))
+    print(
+        f"cubes stored fresh before serving (as advisor dashboard does): "
+        f"{time.perf_counter() - t0:.1f} s" + ("" if stored else " (file not writable: skipped)")
+    )
     con = store.connect(db, read_only=True)
-    jobs, gpu_jobs = con.execute("SELECT count(*), count(*) FILTER (WHERE gpus > 0) FROM jobs").fetchone()
-    clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM jobs ORDER BY 1").fetchall()]
+    jobs, gpu_jobs = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE gpus > 0) FROM jobs"
+    ).fetchone()
+    clusters = [
+        r[0] for r in con.execute("SELECT DISTINCT cluster FROM jobs ORDER BY 1").fetchall()
+    ]
     print(f"database: {db.name}, {jobs:,} jobs ({gpu_jobs:,} with GPUs)")
 
     # Baseline: the Overview page's core calls, made directly (no Streamlit), new filter each.
@@ -149,15 +155,25 @@ def run(db: Path, repeat: int) -> int:
         ratios.ratio_distribution(con, q, use_cube=use_cube)
 
     scan = [timed(lambda c=c: core_overview(c, False)) for c in clusters]
-    raw = [timed(lambda c=c: con.execute(
-        "SELECT count(*) FROM jobs WHERE cluster = ? AND gpus > 0", [c]).fetchone()) for c in clusters]
+    raw = [
+        timed(
+            lambda c=c: con.execute(
+                "SELECT count(*) FROM jobs WHERE cluster = ? AND gpus > 0", [c]
+            ).fetchone()
+        )
+        for c in clusters
+    ]
     base = [timed(lambda c=c: core_overview(c, True)) for c in clusters]
     con.close()
     base_ms = statistics.median(base)
-    print(f"baseline A, Overview core calls direct (ratio_summary + ratio_distribution), over "
-          f"the ratio cube: {base_ms:.0f} ms (the 'x baseline' column)")
-    print(f"baseline B, the same over the jobs table (no cube): {statistics.median(scan):.0f} ms; "
-          f"a raw filtered count(*): {statistics.median(raw):.1f} ms")
+    print(
+        f"baseline A, Overview core calls direct (ratio_summary + ratio_distribution), over "
+        f"the ratio cube: {base_ms:.0f} ms (the 'x baseline' column)"
+    )
+    print(
+        f"baseline B, the same over the jobs table (no cube): {statistics.median(scan):.0f} ms; "
+        f"a raw filtered count(*): {statistics.median(raw):.1f} ms"
+    )
 
     os.environ["ADVISOR_DB"] = str(db)
     at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=600)
@@ -183,45 +199,111 @@ def run(db: Path, repeat: int) -> int:
     steps: list[tuple[str, str, Callable[[], object]]] = []
     gpu_types = at.sidebar.multiselect(key="f_gpu_types").options
     for c in clusters:
-        steps.append(("overview", f"cluster = {c}",
-                      lambda c=c: at.sidebar.multiselect(key="f_clusters").set_value([c])))
-    steps.append(("overview", f"GPU type = {gpu_types[0]}",
-                  lambda: at.sidebar.multiselect(key="f_gpu_types").set_value([gpu_types[0]])))
-    steps.append(("overview", "partition = gpu",
-                  lambda: at.sidebar.multiselect(key="f_partitions").set_value(["gpu"])))
+        steps.append(
+            (
+                "overview",
+                f"cluster = {c}",
+                lambda c=c: at.sidebar.multiselect(key="f_clusters").set_value([c]),
+            )
+        )
+    steps.append(
+        (
+            "overview",
+            f"GPU type = {gpu_types[0]}",
+            lambda: at.sidebar.multiselect(key="f_gpu_types").set_value([gpu_types[0]]),
+        )
+    )
+    steps.append(
+        (
+            "overview",
+            "partition = gpu",
+            lambda: at.sidebar.multiselect(key="f_partitions").set_value(["gpu"]),
+        )
+    )
     if lo and hi:
-        steps.append(("overview", "months = first quarter",
-                      lambda: at.sidebar.select_slider(key="f_months").set_value(
-                          (months[0], months[min(2, len(months) - 1)]))))
-    steps.append(("overview", "weight = GPU-hours",
-                  lambda: at.button_group(key="ov_weight").set_value("GPU-hours")))
-    steps.append(("overview", "view = ECDF",
-                  lambda: at.button_group(key="ov_view").set_value("ECDF")))
-    steps.append(("trends", "split = partition",
-                  lambda: at.button_group(key="tr_split").set_value("partition")))
-    steps.append(("trends", "threshold = 4",
-                  lambda: at.selectbox(key="tr_threshold").set_value(4.0)))
-    steps.append(("who", "who = user",
-                  lambda: at.button_group(key="who_by").set_value("user")))
-    steps.append(("who", "target = fixed",
-                  lambda: at.button_group(key="who_mode").set_value("fixed")))
-    steps.append(("who", "fixed target = 4 cores/GPU",
-                  lambda: at.number_input(key="who_target").set_value(4.0)))
+        steps.append(
+            (
+                "overview",
+                "months = first quarter",
+                lambda: at.sidebar.select_slider(key="f_months").set_value(
+                    (months[0], months[min(2, len(months) - 1)])
+                ),
+            )
+        )
+    steps.append(
+        (
+            "overview",
+            "weight = GPU-hours",
+            lambda: at.button_group(key="ov_weight").set_value("GPU-hours"),
+        )
+    )
+    steps.append(
+        ("overview", "view = ECDF", lambda: at.button_group(key="ov_view").set_value("ECDF"))
+    )
+    steps.append(
+        (
+            "trends",
+            "split = partition",
+            lambda: at.button_group(key="tr_split").set_value("partition"),
+        )
+    )
+    steps.append(
+        ("trends", "threshold = 4", lambda: at.selectbox(key="tr_threshold").set_value(4.0))
+    )
+    steps.append(("who", "who = user", lambda: at.button_group(key="who_by").set_value("user")))
+    steps.append(
+        ("who", "target = fixed", lambda: at.button_group(key="who_mode").set_value("fixed"))
+    )
+    steps.append(
+        (
+            "who",
+            "fixed target = 4 cores/GPU",
+            lambda: at.number_input(key="who_target").set_value(4.0),
+        )
+    )
     # Who under each sidebar filter (combinations not seen on the Overview: uncached).
-    steps.append(("who", "target = recommended",
-                  lambda: at.button_group(key="who_mode").set_value("recommended")))
-    steps.append(("who", "cluster = all",
-                  lambda: at.sidebar.multiselect(key="f_clusters").set_value([])))
-    steps.append(("who", f"GPU type = {gpu_types[-1]}",
-                  lambda: at.sidebar.multiselect(key="f_gpu_types").set_value([gpu_types[-1]])))
-    steps.append(("who", "partition = gpu-long",
-                  lambda: at.sidebar.multiselect(key="f_partitions").set_value(["gpu-long"])))
+    steps.append(
+        (
+            "who",
+            "target = recommended",
+            lambda: at.button_group(key="who_mode").set_value("recommended"),
+        )
+    )
+    steps.append(
+        ("who", "cluster = all", lambda: at.sidebar.multiselect(key="f_clusters").set_value([]))
+    )
+    steps.append(
+        (
+            "who",
+            f"GPU type = {gpu_types[-1]}",
+            lambda: at.sidebar.multiselect(key="f_gpu_types").set_value([gpu_types[-1]]),
+        )
+    )
+    steps.append(
+        (
+            "who",
+            "partition = gpu-long",
+            lambda: at.sidebar.multiselect(key="f_partitions").set_value(["gpu-long"]),
+        )
+    )
     if lo and hi:
-        steps.append(("who", "months = second quarter",
-                      lambda: at.sidebar.select_slider(key="f_months").set_value(
-                          (months[min(3, len(months) - 1)], months[min(5, len(months) - 1)]))))
-    steps.append(("who", f"cluster = {clusters[0]}",
-                  lambda: at.sidebar.multiselect(key="f_clusters").set_value([clusters[0]])))
+        steps.append(
+            (
+                "who",
+                "months = second quarter",
+                lambda: at.sidebar.select_slider(key="f_months").set_value(
+                    (months[min(3, len(months) - 1)], months[min(5, len(months) - 1)])
+                ),
+            )
+        )
+    steps.append(
+        (
+            "who",
+            f"cluster = {clusters[0]}",
+            lambda: at.sidebar.multiselect(key="f_clusters").set_value([clusters[0]]),
+        )
+    )
+
     # Who over the whole file: 100k+ (user, partition, GPU type) groups to rank.
     def clear_sidebar() -> None:
         for k in ("f_clusters", "f_gpu_types", "f_partitions"):
@@ -230,18 +312,32 @@ def run(db: Path, repeat: int) -> int:
             at.sidebar.select_slider(key="f_months").set_value((lo, hi))
 
     steps.append(("who", "every sidebar filter cleared", clear_sidebar))
-    steps.append(("who", "who = account (no filters)",
-                  lambda: at.button_group(key="who_by").set_value("account")))
+    steps.append(
+        (
+            "who",
+            "who = account (no filters)",
+            lambda: at.button_group(key="who_by").set_value("account"),
+        )
+    )
     if lo and hi:
-        steps.append(("who", "months = third quarter (alone)",
-                      lambda: at.sidebar.select_slider(key="f_months").set_value(
-                          (months[min(6, len(months) - 1)], months[min(8, len(months) - 1)]))))
-    steps.append(("who", "who = user (third quarter)",
-                  lambda: at.button_group(key="who_by").set_value("user")))
-    steps.append(("who", "show = 50",
-                  lambda: at.slider(key="who_top").set_value(50)))
-    steps.append(("recommend", "GPUs = 8",
-                  lambda: at.selectbox(key="rc_gpus").set_value(8)))
+        steps.append(
+            (
+                "who",
+                "months = third quarter (alone)",
+                lambda: at.sidebar.select_slider(key="f_months").set_value(
+                    (months[min(6, len(months) - 1)], months[min(8, len(months) - 1)])
+                ),
+            )
+        )
+    steps.append(
+        (
+            "who",
+            "who = user (third quarter)",
+            lambda: at.button_group(key="who_by").set_value("user"),
+        )
+    )
+    steps.append(("who", "show = 50", lambda: at.slider(key="who_top").set_value(50)))
+    steps.append(("recommend", "GPUs = 8", lambda: at.selectbox(key="rc_gpus").set_value(8)))
     current = None
     for name, label, action in steps:
         if name != current:
@@ -274,11 +370,15 @@ def run(db: Path, repeat: int) -> int:
         print(f"{kind:<16} {label:<40} {ms:8.0f} {ms / base_ms:11.2f}")
     unc = [ms for k, _, ms in results if k == "uncached change"]
     cac = [ms for k, _, ms in results if k == "cached change"]
-    print(f"\nuncached filter changes: median {statistics.median(unc):.0f} ms, "
-          f"max {max(unc):.0f} ms, {sum(m < TARGET_MS for m in unc)}/{len(unc)} under {TARGET_MS:.0f} ms")
+    print(
+        f"\nuncached filter changes: median {statistics.median(unc):.0f} ms, "
+        f"max {max(unc):.0f} ms, {sum(m < TARGET_MS for m in unc)}/{len(unc)} under {TARGET_MS:.0f} ms"
+    )
     print(f"cached filter changes:   median {statistics.median(cac):.0f} ms, max {max(cac):.0f} ms")
-    print("(shared 2-core machine: figures are noisy; rerun to compare); load average: "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        "(shared 2-core machine: figures are noisy; rerun to compare); load average: "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     return 0
 
 

@@ -26,7 +26,9 @@ CHARTS = {"overview": 2, "trends": 2, "who": 1, "recommend": 1, "benchmarks": 1,
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("dash")
-    return {k: make_db(root / f"{k}.duckdb", k) for k in ("gpu", "empty", "cpu_only", "unknown_gpu")}
+    return {
+        k: make_db(root / f"{k}.duckdb", k) for k in ("gpu", "empty", "cpu_only", "unknown_gpu")
+    }
 
 
 def _app(monkeypatch, db: Path) -> AppTest:
@@ -95,8 +97,9 @@ def _per_gpu_type(at: AppTest):
 def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeypatch, dbs):
     from advisor import fixplan
 
-    plan = fixplan.fix_plan(fixplan.FixQuery(
-        db=str(dbs["gpu"]), workload=ratios_workload(), tolerance=0.10))
+    plan = fixplan.fix_plan(
+        fixplan.FixQuery(db=str(dbs["gpu"]), workload=ratios_workload(), tolerance=0.10)
+    )
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
     _no_exception(at, "overview")
@@ -107,7 +110,8 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     answer = at.dataframe[0].value
     assert list(answer.columns[:4]) == ["cluster", "partition", "gpu_type", "def_cpu_per_gpu"]
     assert answer["gpu_hours_lost_per_month"].tolist() == pytest.approx(
-        [r.gpu_hours_lost_per_month for r in plan.rows])
+        [r.gpu_hours_lost_per_month for r in plan.rows]
+    )
     codes = [c.value for c in at.code]
     assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
     assert any("return {" in c for c in codes)  # the Lua policy
@@ -190,15 +194,22 @@ def test_who_targets_each_partition_with_the_recommended_flag(monkeypatch, dbs):
     _no_exception(at, "who")
     recs = recommend.recommend_partitions(recommend.PartitionQuery(db=str(dbs["gpu"])))
     expected = {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in recs.rows}
-    lost_share = {(r.partition, r.gpu_type): r.gpu_hours_lost / r.gpu_hours_below
-                  for r in recs.rows if r.gpu_hours_below}
+    lost_share = {
+        (r.partition, r.gpu_type): r.gpu_hours_lost / r.gpu_hours_below
+        for r in recs.rows
+        if r.gpu_hours_below
+    }
     table = at.dataframe[0].value
     assert len(table) > 0
     for row in table.itertuples():
         assert row.flag == f"--cpus-per-gpu={expected[(row.partition, row.gpu_type)]}"
-        assert row.p50_cores_per_gpu < expected[(row.partition, row.gpu_type)] or row.share_jobs_below > 0
+        assert (
+            row.p50_cores_per_gpu < expected[(row.partition, row.gpu_type)]
+            or row.share_jobs_below > 0
+        )
         assert row.gpu_hours_lost == pytest.approx(
-            row.gpu_hours_below * lost_share[(row.partition, row.gpu_type)])
+            row.gpu_hours_below * lost_share[(row.partition, row.gpu_type)]
+        )
     # ranked by the GPU-hours lost, not merely by those below the target
     assert table["gpu_hours_lost"].is_monotonic_decreasing
     assert json.loads(_charts(at)[0].proto.spec)["encoding"]["x"]["field"] == "gpu_hours_lost"
@@ -213,9 +224,12 @@ def test_who_and_overview_use_the_workload_set_on_recommend(monkeypatch, dbs):
     at.number_input(key="rc_model_b").set_value(70.0).run()
     _open(at, "who")
     _no_exception(at, "who")
-    recs = recommend.recommend_partitions(recommend.PartitionQuery(
-        db=str(dbs["gpu"]),
-        workload=recommend.Workload(model_params_b=70.0, load_rps=8.0, prompt_tokens=16384)))
+    recs = recommend.recommend_partitions(
+        recommend.PartitionQuery(
+            db=str(dbs["gpu"]),
+            workload=recommend.Workload(model_params_b=70.0, load_rps=8.0, prompt_tokens=16384),
+        )
+    )
     expected = {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in recs.rows}
     for row in at.dataframe[0].value.itertuples():
         assert row.flag == f"--cpus-per-gpu={expected[(row.partition, row.gpu_type)]}"
@@ -289,16 +303,27 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
     at.run()
     _no_exception(at, "recommend")
     # "current" starts at the observed P50 of the H100 partition with the most GPU-hours
-    observed = sorted((r for r in recommend.recommend_partitions(
-        recommend.PartitionQuery(db=str(dbs["gpu"]))).rows if r.gpu_type == "H100"),
-        key=lambda r: -r.gpu_hours)
+    observed = sorted(
+        (
+            r
+            for r in recommend.recommend_partitions(
+                recommend.PartitionQuery(db=str(dbs["gpu"]))
+            ).rows
+            if r.gpu_type == "H100"
+        ),
+        key=lambda r: -r.gpu_hours,
+    )
     assert at.selectbox(key="rc_partition").value == observed[0].partition
     assert _current_input(at).value == pytest.approx(observed[0].p50_cores_per_gpu)
-    expected = recommend.recommend_job(recommend.JobQuery(
-        gpu_type="H100", gpus=8, db=str(dbs["gpu"]),
-        current_cpus_per_gpu=round(observed[0].p50_cores_per_gpu, 2),
-        workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
-    ))
+    expected = recommend.recommend_job(
+        recommend.JobQuery(
+            gpu_type="H100",
+            gpus=8,
+            db=str(dbs["gpu"]),
+            current_cpus_per_gpu=round(observed[0].p50_cores_per_gpu, 2),
+            workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
+        )
+    )
     metrics = {m.label: m for m in at.metric}
     assert metrics["Recommended --cpus-per-gpu"].value == str(expected.cpus_per_gpu)
     assert expected.slurm_option in metrics["Recommended --cpus-per-gpu"].help
@@ -313,11 +338,20 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
         assert "Already enough cores" in metrics
     spec = json.loads(_charts(at)[0].proto.spec)
     assert [layer["mark"]["type"] for layer in spec["layer"]] == [
-        "area", "line", "point", "rule", "text", "rule", "text"]
+        "area",
+        "line",
+        "point",
+        "rule",
+        "text",
+        "rule",
+        "text",
+    ]
     assert spec["layer"][1]["encoding"]["y"]["field"] == "slowdown"
     labels = {r["label"] for r in chart_rows(_charts(at)[0]) if "label" in r}
-    assert labels == {f"recommended: {expected.cpus_per_gpu}",
-                      f"now: {expected.current_cpus_per_gpu:g}"}
+    assert labels == {
+        f"recommended: {expected.cpus_per_gpu}",
+        f"now: {expected.current_cpus_per_gpu:g}",
+    }
     assert any(loo in c.value for c in at.caption)
     # the per-partition table covers the partitions of the GPU jobs loaded
     table = at.dataframe[0].value
@@ -381,7 +415,9 @@ def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, 
     assert len(at.dataframe[1].value) == 9
     at.toggle(key="bn_fit").set_value(False).run()
     assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == [
-        "line", "rule"]
+        "line",
+        "rule",
+    ]
 
 
 def test_benchmarks_follow_the_sidebar_cluster_and_partition_but_not_the_jobs_months(
@@ -499,9 +535,7 @@ def test_a_broken_model_file_is_an_error_naming_the_file_and_line(monkeypatch, d
     assert not at.error and _charts(at)
 
 
-def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer(
-    monkeypatch, dbs
-):
+def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer(monkeypatch, dbs):
     """Streamlit runs each browser session in its own thread over one shared connection."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -532,8 +566,10 @@ def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer
         teach, research = pool.map(session, ["teach", "research"])
     con = store.connect(dbs["gpu"], read_only=True)
     want = {
-        c: {g.keys["gpu_type"]: g.jobs
-            for g in ratios.ratio_summary(con, ratios.RatioQuery(clusters=(c,))).groups}
+        c: {
+            g.keys["gpu_type"]: g.jobs
+            for g in ratios.ratio_summary(con, ratios.RatioQuery(clusters=(c,))).groups
+        }
         for c in ("teach", "research")
     }
     con.close()

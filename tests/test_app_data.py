@@ -60,9 +60,7 @@ def make_db(path: Path, kind: str = "gpu", n_jobs: int = 600) -> Path:
                 [n_jobs, n_jobs + 3, n_jobs],
             )
             gpu_type = "Zorblax9" if kind == "unknown_gpu" else "H100"
-            con.execute(
-                _JOBS_SQL, {"n": n_jobs, "gpus": kind != "cpu_only", "type": gpu_type}
-            )
+            con.execute(_JOBS_SQL, {"n": n_jobs, "gpus": kind != "cpu_only", "type": gpu_type})
             con.executemany(
                 "INSERT INTO rejects (ingest_id, source, line_no, field, raw, reason)"
                 " VALUES (1, 'sacct-2024H1.txt', ?, ?, ?, ?)",
@@ -87,13 +85,22 @@ def _insert_bench_runs(con) -> None:
     for cores_per_gpu, ttft in ((2, 900.0), (4, 400.0), (8, 260.0), (16, 240.0)):
         for repeat in (0, 1):
             where = ("research", "gpu", "2024-05-10") if repeat == 0 else (None, None, "2024-06-02")
-            rows.append([f"h100-c{cores_per_gpu}-r{repeat}", "ok", cores_per_gpu * 4,
-                         float(cores_per_gpu), repeat, ttft + 20.0 * repeat, *where])
+            rows.append(
+                [
+                    f"h100-c{cores_per_gpu}-r{repeat}",
+                    "ok",
+                    cores_per_gpu * 4,
+                    float(cores_per_gpu),
+                    repeat,
+                    ttft + 20.0 * repeat,
+                    *where,
+                ]
+            )
     rows.append(["h100-c1-r0", "hung", 4, 1.0, 0, None, "research", "gpu", "2024-05-10"])
     con.executemany(
         "INSERT INTO bench_runs (run_id, status, engine, model, model_params_b, platform, gpus,"
         " tp, cores, cores_per_gpu, workload, attacker_rps, repeat, victim_ttft_p50_ms,"
-        " cluster, \"partition\", started_at)"
+        ' cluster, "partition", started_at)'
         " VALUES (?, ?, 'vllm', 'Llama-3.1-8B', 8.0, 'H100', 4, 4, ?, ?, 'unique', 8.0, ?, ?,"
         " ?, ?, CAST(? AS TIMESTAMP))",
         rows,
@@ -119,7 +126,9 @@ def test_freshness_counts_jobs_per_cluster_and_ages_from_the_newest_record(gpu_d
     newest = max(r.last_end for r in rows if r.last_end)
     assert newest < dt.datetime(2024, 7, 1)
     for r in rows:
-        assert r.age_days == pytest.approx((dt.datetime(2024, 7, 31) - max(r.last_submit, r.last_end)).total_seconds() / 86400)
+        assert r.age_days == pytest.approx(
+            (dt.datetime(2024, 7, 31) - max(r.last_submit, r.last_end)).total_seconds() / 86400
+        )
         assert r.last_ingest == dt.datetime(2024, 7, 1, 0, 0, 9)
 
 
@@ -138,7 +147,9 @@ def test_a_load_recorded_under_another_cluster_name_counts_for_the_clusters_it_l
     rows = datainfo.freshness(con)
     con.close()
     assert {r.cluster: r.last_ingest for r in rows} == {
-        "research": dt.datetime(2024, 7, 1, 0, 0, 9), "teach": dt.datetime(2024, 7, 1, 0, 0, 9)}
+        "research": dt.datetime(2024, 7, 1, 0, 0, 9),
+        "teach": dt.datetime(2024, 7, 1, 0, 0, 9),
+    }
 
 
 def test_reject_reasons_group_lines_by_reason_and_field_with_an_example(gpu_db):
@@ -239,7 +250,9 @@ def test_data_status_command_prints_json_a_program_can_read(cli, gpu_db):
     assert status["unknown_gpu_types"] == []
 
 
-def test_data_status_command_csv_has_one_row_per_cluster_and_missing_db_fails(cli, gpu_db, tmp_path):
+def test_data_status_command_csv_has_one_row_per_cluster_and_missing_db_fails(
+    cli, gpu_db, tmp_path
+):
     import csv
     import io
 

@@ -37,9 +37,22 @@ def test_advisor_dashboard_serves_the_app_on_the_port_given(tmp_path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "ADVISOR_DB"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor", "dashboard", "--db", str(db), "--port", str(port),
-         "--address", "127.0.0.1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "advisor",
+            "dashboard",
+            "--db",
+            str(db),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     try:

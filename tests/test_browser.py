@@ -30,9 +30,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")
 APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # url path, title shown, charts it must draw on the shipped sample
 PAGES = [
     ("", "CPU cores per GPU", 2),
@@ -46,10 +52,18 @@ PAGES = [
 # one with a single GPU job.
 EXPECTED = {
     "sample": {
-        "": ["GPU-hours lost per month", "Cost of the fix per month", "PartitionName=",
-             "Settings to paste", "Distribution"],
+        "": [
+            "GPU-hours lost per month",
+            "Cost of the fix per month",
+            "PartitionName=",
+            "Settings to paste",
+            "Distribution",
+        ],
         "trends": ["Solid: P50", "Faded points off the lines: months with fewer than 30 jobs"],
-        "who": ["Each should submit with the flag shown", "Assumed: every GPU job is treated as an LLM server"],
+        "who": [
+            "Each should submit with the flag shown",
+            "Assumed: every GPU job is treated as an LLM server",
+        ],
         "recommend": ["Recommended --cpus-per-gpu", "Model error: ±", "recommended: "],
         "benchmarks": ["No benchmark runs are stored"],
         "data": ["days old", "advisor ingest --sacct --start"],
@@ -130,12 +144,29 @@ def served(request, tmp_path_factory) -> Iterator[tuple[str, str]]:
     env = {**os.environ, "ADVISOR_DB": str(db)}
     env.pop("ADVISOR_HASH_USERS", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP),
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--", "--db", str(db)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--",
+            "--db",
+            str(db),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         _wait_healthy(port, proc)
         yield kind, f"http://127.0.0.1:{port}"

@@ -37,9 +37,14 @@ def test_the_settings_of_each_cluster_set_its_partitions_def_cpu_per_gpu(db):
     by_cluster = {s.cluster: s for s in plan.settings}
     assert set(by_cluster) == {"teach", "research"}
     for r in plan.rows:
-        best = max(x.def_cpu_per_gpu for x in plan.rows
-                   if x.cluster == r.cluster and x.partition == r.partition)
-        assert f"PartitionName={r.partition} DefCpuPerGPU={best}" in by_cluster[r.cluster].slurm_conf
+        best = max(
+            x.def_cpu_per_gpu
+            for x in plan.rows
+            if x.cluster == r.cluster and x.partition == r.partition
+        )
+        assert (
+            f"PartitionName={r.partition} DefCpuPerGPU={best}" in by_cluster[r.cluster].slurm_conf
+        )
         assert f'partition = "{r.partition}"' in by_cluster[r.cluster].lua
 
 
@@ -57,15 +62,19 @@ def test_the_assumptions_read_as_an_admin_would_say_them():
 
 
 def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
-    plans = [fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=(c,))) for c in ("research", "teach")]
+    plans = [
+        fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=(c,))) for c in ("research", "teach")
+    ]
     merged = fixplan.merge(plans, partitions=("gpu",), gpu_types=("H100",))
     direct = fixplan.fix_plan(fixplan.FixQuery(db=db, partitions=("gpu",), gpu_types=("H100",)))
     assert [(r.cluster, r.partition, r.gpu_type) for r in merged.rows] == [
-        (r.cluster, r.partition, r.gpu_type) for r in direct.rows]
+        (r.cluster, r.partition, r.gpu_type) for r in direct.rows
+    ]
     for a, b in zip(merged.rows, direct.rows, strict=True):
         assert a.gpu_hours_lost_per_month == pytest.approx(b.gpu_hours_lost_per_month)
         assert a.def_cpu_per_gpu == b.def_cpu_per_gpu
     assert merged.fix_usd_per_month == pytest.approx(direct.fix_usd_per_month)
     assert [s.slurm_conf.splitlines()[3:] for s in merged.settings] == [
-        s.slurm_conf.splitlines()[3:] for s in direct.settings]
+        s.slurm_conf.splitlines()[3:] for s in direct.settings
+    ]
     assert fixplan.merge(plans, gpu_types=("B200",)).rows == ()

@@ -20,9 +20,21 @@ T0 = dt.datetime(2024, 1, 1)
 
 def _insert(con: duckdb.DuckDBPyConnection, jobs: list[dict]) -> None:
     cols = [
-        "cluster", "job_id_raw", "submit", "job_id", "user", "account", "partition", "state",
-        "start", "elapsed_s", "cpus", "gpus", "gpu_type", "is_interactive",
-    ]  # fmt: skip
+        "cluster",
+        "job_id_raw",
+        "submit",
+        "job_id",
+        "user",
+        "account",
+        "partition",
+        "state",
+        "start",
+        "elapsed_s",
+        "cpus",
+        "gpus",
+        "gpu_type",
+        "is_interactive",
+    ]
     rows = []
     for i, j in enumerate(jobs):
         base = {
@@ -142,7 +154,9 @@ def test_every_group_of_a_many_group_summary_equals_numpy_on_its_own_jobs(con, w
     for j in jobs[40:60]:  # and a GPU-hourless group
         j.update(user="zero", elapsed_s=0)
     _insert(con, jobs)
-    report = ratios.ratio_summary(con, RatioQuery(by=("user", "month"), weight=weight), use_cube=use_cube)
+    report = ratios.ratio_summary(
+        con, RatioQuery(by=("user", "month"), weight=weight), use_cube=use_cube
+    )
     counted = [j for j in jobs if j["start"] is not None and j["gpus"] > 0]
     assert sum(g.jobs for g in report.groups) == len(counted)
     assert min(g.jobs for g in report.groups) == 1
@@ -151,13 +165,19 @@ def test_every_group_of_a_many_group_summary_equals_numpy_on_its_own_jobs(con, w
     )
     for g in report.groups:
         sel = [
-            j for j in counted
+            j
+            for j in counted
             if j["user"] == g.keys["user"] and j["start"].strftime("%Y-%m") == g.keys["month"]
-        ]  # fmt: skip
+        ]
         x = np.array([j["cpus"] / j["gpus"] for j in sel])
         w = np.array([j["gpus"] * j["elapsed_s"] for j in sel], dtype=float)
-        got = [g.p10_cores_per_gpu, g.p25_cores_per_gpu, g.p50_cores_per_gpu,
-               g.p75_cores_per_gpu, g.p90_cores_per_gpu]  # fmt: skip
+        got = [
+            g.p10_cores_per_gpu,
+            g.p25_cores_per_gpu,
+            g.p50_cores_per_gpu,
+            g.p75_cores_per_gpu,
+            g.p90_cores_per_gpu,
+        ]
         if weight is Weight.jobs:
             assert got == pytest.approx(np.percentile(x, [10, 25, 50, 75, 90]), rel=1e-12)
             assert g.mean_cores_per_gpu == pytest.approx(x.mean(), rel=1e-12)
@@ -241,11 +261,15 @@ def test_a_job_belongs_to_the_month_it_started_in_whole(con):
         con,
         [
             # submitted in January, started in February, ran into March
-            {"submit": dt.datetime(2024, 1, 31, 23), "start": dt.datetime(2024, 2, 29, 23),
-             "elapsed_s": 86400 * 3, "cpus": 2},
+            {
+                "submit": dt.datetime(2024, 1, 31, 23),
+                "start": dt.datetime(2024, 2, 29, 23),
+                "elapsed_s": 86400 * 3,
+                "cpus": 2,
+            },
             {"start": dt.datetime(2024, 3, 1), "cpus": 8},
         ],
-    )  # fmt: skip
+    )
     report = ratios.ratio_summary(con, RatioQuery(by=("month",)))
     assert [(g.keys["month"], g.jobs, g.p50_cores_per_gpu) for g in report.groups] == [
         ("2024-02", 1, 2.0),
@@ -340,8 +364,11 @@ def test_distribution_histogram_and_ecdf_add_up_to_the_summary(con):
     for g in dist.groups:
         s = summary[g.keys["gpu_type"]]
         assert [(b.lo_cores_per_gpu, b.hi_cores_per_gpu) for b in g.histogram] == [
-            (0, 1), (1, 4), (4, 16), (16, None)
-        ]  # fmt: skip
+            (0, 1),
+            (1, 4),
+            (4, 16),
+            (16, None),
+        ]
         assert sum(b.jobs for b in g.histogram) == s.jobs
         assert sum(b.gpu_hours for b in g.histogram) == pytest.approx(s.gpu_hours)
         below_4 = sum(b.jobs for b in g.histogram[:2]) / s.jobs
@@ -391,11 +418,17 @@ def test_group_numbers_past_32_bits_are_exact(con, q):
     _insert(
         con,
         [
-            {"user": f"u{i:04d}", "account": f"a{i:04d}", "partition": f"p{i % 600:03d}",
-             "cpus": 1 + i % 16, "elapsed_s": 1000 + i, "start": T0 + dt.timedelta(days=i % 90)}
+            {
+                "user": f"u{i:04d}",
+                "account": f"a{i:04d}",
+                "partition": f"p{i % 600:03d}",
+                "cpus": 1 + i % 16,
+                "elapsed_s": 1000 + i,
+                "start": T0 + dt.timedelta(days=i % 90),
+            }
             for i in range(2000)
         ],
-    )  # fmt: skip
+    )
     got = ratios.ratio_summary(con, q)
     assert planning.people_digits(con, q) is not None  # numbered on the people cube
     want = ratios.ratio_summary(con, q, use_cube=False)
@@ -427,8 +460,17 @@ def test_ratios_json_is_one_array_with_keys_then_the_contract_fields(cli, db_pat
     assert isinstance(data, list) and len(data) == 1
     keys = list(data[0])
     assert keys[:10] == [
-        "gpu_type", "cluster", "jobs", "gpu_hours", "p10", "p25", "p50", "p75", "p90", "mean"
-    ]  # fmt: skip
+        "gpu_type",
+        "cluster",
+        "jobs",
+        "gpu_hours",
+        "p10",
+        "p25",
+        "p50",
+        "p75",
+        "p90",
+        "mean",
+    ]
     assert data[0]["jobs"] == 2 and data[0]["p50"] == pytest.approx(4.125)
     assert data[0]["share_jobs_below_1"] == 0.5
 
@@ -700,9 +742,22 @@ def test_ratios_cli_filters_by_time_state_and_gpu_count(cli, db_path):
         ],
     )
     code, out, err = cli(
-        "ratios", "--db", db, "--by", "", "--start", "2024-03-01", "--end", "2024-04-01",
-        "--state", "COMPLETED,failed", "--min-gpus", "2", "--format", "json",
-    )  # fmt: skip
+        "ratios",
+        "--db",
+        db,
+        "--by",
+        "",
+        "--start",
+        "2024-03-01",
+        "--end",
+        "2024-04-01",
+        "--state",
+        "COMPLETED,failed",
+        "--min-gpus",
+        "2",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert [(r["jobs"], r["p50"]) for r in data] == [(2, 4.5)]
@@ -781,7 +836,9 @@ def test_below_target_ranks_groups_as_a_full_summary_of_every_group_would(con, q
     assert got.excluded == full.excluded
     assert [b.group.keys for b in got.groups] == [e[2].keys for e in expected]
     shown = replace(q, thresholds_cores_per_gpu=tuple(sorted({e[1] for e in expected})))
-    exact = {tuple(g.keys.values()): g for g in ratios.ratio_summary(con, shown, use_cube=False).groups}
+    exact = {
+        tuple(g.keys.values()): g for g in ratios.ratio_summary(con, shown, use_cube=False).groups
+    }
     for b, (w_below, t, g) in zip(got.groups, expected, strict=True):
         assert b.target_cores_per_gpu == t
         assert b.gpu_hours_below == pytest.approx(w_below, rel=1e-12)
@@ -792,8 +849,14 @@ def test_below_target_ranks_groups_as_a_full_summary_of_every_group_would(con, q
 
 
 def test_below_target_lists_only_groups_with_gpu_hours_below_and_counts_all_groups(con):
-    _insert(con, [{"cpus": 16, "user": "big"}, {"cpus": 2, "user": "small"},
-                  {"cpus": 2, "user": "nogpu", "gpus": 0, "gpu_type": None}])
+    _insert(
+        con,
+        [
+            {"cpus": 16, "user": "big"},
+            {"cpus": 2, "user": "small"},
+            {"cpus": 2, "user": "nogpu", "gpus": 0, "gpu_type": None},
+        ],
+    )
     q = RatioQuery(by=("user", "partition", "gpu_type"), weight=Weight.gpu_hours)
     got = ratios.below_target(con, ratios.TargetQuery(q, fixed_cores_per_gpu=8.0))
     assert [b.group.keys["user"] for b in got.groups] == ["small"]
@@ -804,13 +867,20 @@ def test_below_target_lists_only_groups_with_gpu_hours_below_and_counts_all_grou
 def test_below_target_breaks_ties_by_the_key_values_with_missing_ones_last(con, monkeypatch):
     # four groups with the same GPU-hours below the target: ranked by user, then partition,
     # a missing user or partition last, on the people cube as on the jobs table
-    _insert(con, [{"cpus": 2, "user": u, "partition": p}
-                  for u, p in (("zed", "gpu"), (None, "gpu"), ("amy", None), ("amy", "gpu"))])
+    _insert(
+        con,
+        [
+            {"cpus": 2, "user": u, "partition": p}
+            for u, p in (("zed", "gpu"), (None, "gpu"), ("amy", None), ("amy", "gpu"))
+        ],
+    )
     q = RatioQuery(by=("user", "partition", "gpu_type"))
     tq = ratios.TargetQuery(q, fixed_cores_per_gpu=8.0, top=3)
     got = ratios.below_target(con, tq)
     assert [(b.group.keys["user"], b.group.keys["partition"]) for b in got.groups] == [
-        ("amy", "gpu"), ("amy", None), ("zed", "gpu")
+        ("amy", "gpu"),
+        ("amy", None),
+        ("zed", "gpu"),
     ]
     assert got.groups_counted == 4
     assert ratios.below_target(con, tq, use_cube=False) == got
@@ -894,11 +964,15 @@ def test_storing_fresh_cubes_changes_nothing_when_another_process_writes(db_path
     _insert(c, _varied_jobs(8, 50))
     c.close()
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True);"
-         " time.sleep(60)", str(db_path)],
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True);"
+            " time.sleep(60)",
+            str(db_path),
+        ],
         stdout=subprocess.PIPE,
-    )  # fmt: skip
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
         assert ratios.store_fresh_cubes(db_path) is False

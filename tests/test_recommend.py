@@ -36,8 +36,15 @@ def _add_nodes(db: Path, gpu_type: str, cpus: int, gpus: int, partitions: list[s
         con.execute(
             "INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw, partitions,"
             " snapshot_at) VALUES ('c1', ?, ?, ?, ?, ?, ?, TIMESTAMP '2026-11-01 00:00:00')",
-            [f"{gpu_type.lower()}-{partitions[0]}-{i}", cpus, gpus, gpu_type,
-             gpu_type.lower() + "_80gb", partitions])
+            [
+                f"{gpu_type.lower()}-{partitions[0]}-{i}",
+                cpus,
+                gpus,
+                gpu_type,
+                gpu_type.lower() + "_80gb",
+                partitions,
+            ],
+        )
     con.close()
 
 
@@ -49,21 +56,53 @@ def _add_jobs(db: Path, partition: str, gpu_type: str, specs: list[tuple[int, in
     for i, (cpus, gpus, hours) in enumerate(specs):
         s = start + dt.timedelta(days=i % 28)
         con.execute(
-            "INSERT INTO jobs (cluster, job_id_raw, submit, job_id, \"partition\", state, start,"
-            " \"end\", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES"
+            'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "partition", state, start,'
+            ' "end", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES'
             " ('c1', ?, ?, ?, ?, 'COMPLETED', ?, ?, ?, ?, ?, ?, ?)",
-            [base + i, s, str(base + i), partition, s, s + dt.timedelta(hours=hours), hours * 3600,
-             cpus, gpus, gpu_type, gpu_type.lower() + "_80gb"])
+            [
+                base + i,
+                s,
+                str(base + i),
+                partition,
+                s,
+                s + dt.timedelta(hours=hours),
+                hours * 3600,
+                cpus,
+                gpus,
+                gpu_type,
+                gpu_type.lower() + "_80gb",
+            ],
+        )
     con.close()
 
 
 def test_json_has_the_fields_a_job_submit_plugin_reads_and_needs_no_database(cli, no_db):
-    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "4", "--model-size", "8b",
-                         "--rps", "8", "--prompt-tokens", "32000", "--format", "json")
+    code, out, err = cli(
+        "recommend",
+        "--gpu-type",
+        "H100",
+        "--gpus",
+        "4",
+        "--model-size",
+        "8b",
+        "--rps",
+        "8",
+        "--prompt-tokens",
+        "32000",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     rec = json.loads(out)
-    for key in ("cpus_per_gpu", "predicted_speedup", "speedup_interval", "extra_vcpus",
-                "usd_per_hour_delta", "cost_delta_pct", "assumptions"):
+    for key in (
+        "cpus_per_gpu",
+        "predicted_speedup",
+        "speedup_interval",
+        "extra_vcpus",
+        "usd_per_hour_delta",
+        "cost_delta_pct",
+        "assumptions",
+    ):
         assert key in rec
     assert not (no_db / "advisor.duckdb").exists()
     assert rec["current_cpus_per_gpu"] == 0.25  # Slurm's default: 1 CPU for the task's 4 GPUs
@@ -77,12 +116,22 @@ def test_json_has_the_fields_a_job_submit_plugin_reads_and_needs_no_database(cli
 
 def test_the_cost_delta_reproduces_the_researchs_1_5_percent(no_db, tmp_path: Path):
     site = tmp_path / "paper.csv"
-    site.write_text(",".join(PRICING_COLUMNS) + "\n"
-                    "vcpu,paper,,,,,0.05,,2026-03-24,arXiv 2603.22774,\n")
+    site.write_text(
+        ",".join(PRICING_COLUMNS) + "\nvcpu,paper,,,,,0.05,,2026-03-24,arXiv 2603.22774,\n"
+    )
     # 8 GPUs of a p5.48xlarge; 2 more cores per GPU than the 1 given: 16 vCPUs.
     heavy = Workload(load_rps=64, prompt_tokens=100_000, renderer_workers=32)  # needs > 3
-    rec = recommend_job(JobQuery(gpu_type="H100", gpus=8, current_cpus_per_gpu=1, workload=heavy,
-                                 max_cpus_per_gpu=3, tolerance=0.01, pricing_file=str(site)))
+    rec = recommend_job(
+        JobQuery(
+            gpu_type="H100",
+            gpus=8,
+            current_cpus_per_gpu=1,
+            workload=heavy,
+            max_cpus_per_gpu=3,
+            tolerance=0.01,
+            pricing_file=str(site),
+        )
+    )
     assert rec.cpus_per_gpu == 3 and rec.extra_vcpus == 16
     assert rec.usd_per_hour_delta == pytest.approx(0.80)
     assert rec.gpu_share_usd_per_hour == pytest.approx(55.04)
@@ -93,8 +142,10 @@ def test_the_cost_delta_reproduces_the_researchs_1_5_percent(no_db, tmp_path: Pa
 
 
 def test_more_tolerance_never_asks_for_more_cores(no_db):
-    cores = [recommend_job(JobQuery(gpu_type="H200", gpus=4, tolerance=t)).cpus_per_gpu
-             for t in (0.02, 0.05, 0.1, 0.3, 1.0)]
+    cores = [
+        recommend_job(JobQuery(gpu_type="H200", gpus=4, tolerance=t)).cpus_per_gpu
+        for t in (0.02, 0.05, 0.1, 0.3, 1.0)
+    ]
     assert cores == sorted(cores, reverse=True)
     assert cores[0] > cores[-1]
 
@@ -127,8 +178,9 @@ def test_a_gpu_type_without_a_price_is_an_error_naming_the_fix(cli, no_db):
     assert "--pricing FILE" in err
 
 
-@pytest.mark.parametrize(("text", "value"), [("8b", 8.0), ("70B", 70.0), ("14.7", 14.7),
-                                             ("1.5t", 1500.0)])
+@pytest.mark.parametrize(
+    ("text", "value"), [("8b", 8.0), ("70B", 70.0), ("14.7", 14.7), ("1.5t", 1500.0)]
+)
 def test_model_sizes_parse_as_billions_of_parameters(text, value):
     assert parse_model_size(text) == pytest.approx(value)
 
@@ -169,8 +221,9 @@ def test_partition_recommendation_by_cli_without_a_database_says_how_to_load_one
 def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
     _add_nodes(db_path, "A100", cpus=64, gpus=8, partitions=["teach"])
     _add_jobs(db_path, "teach", "A100", [(2, 2, 5), (4, 2, 5), (16, 2, 5)])
-    code, out, err = cli("recommend", "--partition", "teach", "--db", str(db_path),
-                         "--format", "json")
+    code, out, err = cli(
+        "recommend", "--partition", "teach", "--db", str(db_path), "--format", "json"
+    )
     assert code == 0, err
     data = json.loads(out)
     (row,) = data["partitions"]
@@ -178,11 +231,14 @@ def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
     assert "gpu_time_lost" in data["assumptions"]
 
 
-@pytest.mark.parametrize("extra", [
-    [],
-    ["--model-size", "70b", "--rps", "16", "--prompt-tokens", "100000", "--tolerance", "0.05"],
-    ["--current-cpus-per-gpu=2", "--max-cpus-per-gpu", "12", "--ample-ttft-ms", "180"],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--model-size", "70b", "--rps", "16", "--prompt-tokens", "100000", "--tolerance", "0.05"],
+        ["--current-cpus-per-gpu=2", "--max-cpus-per-gpu", "12", "--ample-ttft-ms", "180"],
+    ],
+)
 def test_the_fast_job_submit_path_answers_exactly_as_the_typer_command(cli, no_db, capsys, extra):
     from advisor.cli.recommend import fast_recommend
 
@@ -201,11 +257,13 @@ def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(
 
     assert fast_recommend(["recommend", "--gpu-type", "Z9", "--gpus", "2", "-f", "json"]) == 4
     assert "Error: no instance price for GPU type 'Z9'" in capsys.readouterr().err
-    for argv in (["recommend", "--gpu-type", "H100", "--gpus", "2"],  # table output
-                 ["recommend", "--partition", "*", "--format", "json"],  # a partition
-                 ["recommend", "--help"],
-                 ["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"],
-                 ["fit", "--format", "json"]):
+    for argv in (
+        ["recommend", "--gpu-type", "H100", "--gpus", "2"],  # table output
+        ["recommend", "--partition", "*", "--format", "json"],  # a partition
+        ["recommend", "--help"],
+        ["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"],
+        ["fit", "--format", "json"],
+    ):
         assert fast_recommend(argv) is None
 
 
@@ -217,14 +275,21 @@ def test_partition_figures_equal_the_ratio_engines_on_a_mixed_cluster(db_path: P
 
     rng = np.random.default_rng(3)
     for partition, gpu_type in (("gpu", "H100"), ("teach", "A100"), ("gpu", "L40S")):
-        specs = [(int(rng.choice([1, 2, 4, 8, 16, 32, 48])), int(rng.choice([1, 2, 4, 8])),
-                  int(rng.integers(1, 30))) for _ in range(60)]
+        specs = [
+            (
+                int(rng.choice([1, 2, 4, 8, 16, 32, 48])),
+                int(rng.choice([1, 2, 4, 8])),
+                int(rng.integers(1, 30)),
+            )
+            for _ in range(60)
+        ]
         _add_jobs(db_path, partition, gpu_type, specs)
     report = recommend_partitions(PartitionQuery(db=str(db_path)))
     con = connect(db_path, read_only=True)
     thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in report.rows}))
-    summary = ratio_summary(con, RatioQuery(by=("partition", "gpu_type"),
-                                            thresholds_cores_per_gpu=thresholds))
+    summary = ratio_summary(
+        con, RatioQuery(by=("partition", "gpu_type"), thresholds_cores_per_gpu=thresholds)
+    )
     con.close()
     groups = {(g.keys["partition"], g.keys["gpu_type"]): g for g in summary.groups}
     assert len(report.rows) == len(groups) == 3
@@ -236,7 +301,8 @@ def test_partition_figures_equal_the_ratio_engines_on_a_mixed_cluster(db_path: P
         assert row.p50_cores_per_gpu == pytest.approx(g.p50_cores_per_gpu)
         assert row.share_jobs_below == pytest.approx(g.share_jobs_below[float(row.def_cpu_per_gpu)])
         assert row.share_gpu_hours_below == pytest.approx(
-            g.share_gpu_hours_below[float(row.def_cpu_per_gpu)])
+            g.share_gpu_hours_below[float(row.def_cpu_per_gpu)]
+        )
     values, counts = [0.5, 1.0, 3.0, 8.0], [3, 1, 4, 2]
     expanded = np.repeat(values, counts)
     for q in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0):
@@ -253,12 +319,14 @@ def test_a_partition_recommendation_can_be_limited_to_clusters_and_a_time_range(
     assert whole.jobs == 8
     (c1,) = recommend_partitions(PartitionQuery(db=str(db_path), clusters=("c1",))).rows
     assert c1.jobs == 7 and c1.jobs_below == 4
-    (early,) = recommend_partitions(PartitionQuery(
-        db=str(db_path), start=dt.datetime(2026, 11, 2), end=dt.datetime(2026, 11, 6))).rows
+    (early,) = recommend_partitions(
+        PartitionQuery(
+            db=str(db_path), start=dt.datetime(2026, 11, 2), end=dt.datetime(2026, 11, 6)
+        )
+    ).rows
     assert early.jobs == 4 and early.jobs_below == 3  # days 2..5: three starved, one fine
     assert early.p25_cores_per_gpu == pytest.approx(0.25)
-    assert not recommend_partitions(
-        PartitionQuery(db=str(db_path), clusters=("nowhere",))).rows
+    assert not recommend_partitions(PartitionQuery(db=str(db_path), clusters=("nowhere",))).rows
 
 
 def _installed(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None):
@@ -272,20 +340,32 @@ def _installed(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | 
     env = {**os.environ, **(env_extra or {})}
     env.pop("ADVISOR_MODEL", None)
     env.pop("ADVISOR_DB", None)
-    done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env=env)
+    done = subprocess.run(
+        [exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+    )
     return done.returncode, done.stdout, done.stderr
 
 
 def test_a_gpu_heavy_load_gets_the_2_plus_n_floor_and_no_more(no_db):
     # one H200, unique 16k-token prompts at 1 request/s: measured flat from 2 to 14 cores
-    rec = recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
-        load_rps=1, prompt_tokens=16_000, workload="unique")))
+    rec = recommend_job(
+        JobQuery(
+            gpu_type="H200",
+            gpus=1,
+            workload=Workload(load_rps=1, prompt_tokens=16_000, workload="unique"),
+        )
+    )
     assert rec.floor_cores == 3 and rec.cores_total == 3 and rec.cpus_per_gpu == 3
     assert rec.knee_cores is not None and rec.knee_cores <= rec.floor_cores
     assert rec.load_regime == "gpu-bound"
-    rec8 = recommend_job(JobQuery(gpu_type="H200", gpus=8, workload=Workload(
-        load_rps=1, prompt_tokens=16_000, workload="unique"), current_cpus_per_gpu=4))
+    rec8 = recommend_job(
+        JobQuery(
+            gpu_type="H200",
+            gpus=8,
+            workload=Workload(load_rps=1, prompt_tokens=16_000, workload="unique"),
+            current_cpus_per_gpu=4,
+        )
+    )
     assert rec8.floor_cores == 10 and rec8.cores_total == 16  # ceil(10 / 8) per GPU
     assert rec8.regime == "gpu-bound" and not rec8.pathological_now
 
@@ -301,8 +381,13 @@ def test_a_tokenize_heavy_load_gets_its_knee_above_the_floor(no_db):
     assert lo is None or lo <= rec.knee_cores
     assert hi is None or hi >= rec.knee_cores
     # the same load with unique prompts leans on the GPU: never more cores than the cached one
-    unique = recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
-        load_rps=8, prompt_tokens=33_000, workload="unique")))
+    unique = recommend_job(
+        JobQuery(
+            gpu_type="H200",
+            gpus=1,
+            workload=Workload(load_rps=8, prompt_tokens=33_000, workload="unique"),
+        )
+    )
     assert unique.cores_total <= rec.cores_total
 
 
@@ -310,13 +395,19 @@ def test_one_h200_lands_on_the_measured_knee_and_the_floor(no_db):
     # data/calibration/h200-vllm-0.26.0.csv: TP=1 tokenize-heavy, 30k-token prompts, ~99% hits;
     # at 3.4 requests/s victim TTFT is 1.8x at 2-3 cores and flat from 4; at 2/s flat from 2.
     def rec(rps: float):
-        return recommend_job(JobQuery(gpu_type="H200", gpus=1, workload=Workload(
-            load_rps=rps, prompt_tokens=30_000, workload="tokenize-heavy")))
+        return recommend_job(
+            JobQuery(
+                gpu_type="H200",
+                gpus=1,
+                workload=Workload(load_rps=rps, prompt_tokens=30_000, workload="tokenize-heavy"),
+            )
+        )
 
     at_34 = rec(3.4)
     assert at_34.cores_total == 4 and at_34.measured_knee_cores == 4
-    assert at_34.knee_source.startswith("measured: bench|H200|0.26.0|Llama-3.1-8B|1gpu|"
-                                        "tokenize-heavy|3.4rps")
+    assert at_34.knee_source.startswith(
+        "measured: bench|H200|0.26.0|Llama-3.1-8B|1gpu|tokenize-heavy|3.4rps"
+    )
     assert at_34.load_regime == "cpu-bound"
     at_2 = rec(2.0)
     assert at_2.cores_total == at_2.floor_cores == 3 and at_2.load_regime == "gpu-bound"
@@ -326,27 +417,48 @@ def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
     from advisor import slowdown
 
     cap = slowdown.load_params().max_slowdown
-    for q in (JobQuery(gpu_type="H100", gpus=4), JobQuery(gpu_type="B200", gpus=8),
-              JobQuery(gpu_type="H200", gpus=1, workload=Workload(
-                  load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy"))):
+    for q in (
+        JobQuery(gpu_type="H100", gpus=4),
+        JobQuery(gpu_type="B200", gpus=8),
+        JobQuery(
+            gpu_type="H200",
+            gpus=1,
+            workload=Workload(load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy"),
+        ),
+    ):
         rec = recommend_job(q)
         assert rec.pathological_now  # Slurm's default of one CPU for the whole job
         assert rec.regime == "pathological"
         assert rec.slowdown_now is None and rec.ttft_ms_now is None
         assert rec.speedup_is_lower_bound and rec.speedup_interval[1] == float("inf")
-        assert rec.pathological_note and f"below {rec.pathological_below_cores} cores" in \
+        assert (
             rec.pathological_note
-        numbers = [v for v in (rec.predicted_speedup, *rec.speedup_interval,
-                               rec.slowdown_recommended, *rec.slowdown_now_interval)
-                   if isinstance(v, float) and math.isfinite(v)]
+            and f"below {rec.pathological_below_cores} cores" in rec.pathological_note
+        )
+        numbers = [
+            v
+            for v in (
+                rec.predicted_speedup,
+                *rec.speedup_interval,
+                rec.slowdown_recommended,
+                *rec.slowdown_now_interval,
+            )
+            if isinstance(v, float) and math.isfinite(v)
+        ]
         artefacts = [cap, cap / (rec.slowdown_recommended or 1.0)]
         assert not any(v == pytest.approx(a) for v in numbers for a in artefacts), numbers
         assert rec.predicted_speedup < 10
 
 
 def test_the_evidence_names_the_nearest_measured_series(no_db):
-    rec = recommend_job(JobQuery(gpu_type="H200", gpus=2, tp=2, workload=Workload(
-        load_rps=6, prompt_tokens=7000, workload="unique")))
+    rec = recommend_job(
+        JobQuery(
+            gpu_type="H200",
+            gpus=2,
+            tp=2,
+            workload=Workload(load_rps=6, prompt_tokens=7000, workload="unique"),
+        )
+    )
     nearest = rec.evidence[0]
     assert nearest["series"].startswith("bench|H200|0.26.0|Llama-3.1-8B|2gpu|unique|6.0rps")
     assert nearest["distance"] < 0.01  # model size 8.03B against the reference 8B
@@ -355,8 +467,19 @@ def test_the_evidence_names_the_nearest_measured_series(no_db):
 
 
 def test_recommend_options_through_the_installed_console_script(tmp_path: Path):
-    base = ["recommend", "--gpu-type", "H200", "--gpus", "2", "--prompt-tokens", "30000",
-            "--rps", "8", "--format", "json"]
+    base = [
+        "recommend",
+        "--gpu-type",
+        "H200",
+        "--gpus",
+        "2",
+        "--prompt-tokens",
+        "30000",
+        "--rps",
+        "8",
+        "--format",
+        "json",
+    ]
     code, out, err = _installed(*base, "--tp", "1", "--prefix-hit", "0.95", cwd=tmp_path)
     assert code == 0, err
     one = json.loads(out)
@@ -367,13 +490,24 @@ def test_recommend_options_through_the_installed_console_script(tmp_path: Path):
     two = json.loads(out)
     assert two["tp"] == 2 and two["demand_parts"]["gpu_workers"] > 0  # a busy worker per GPU
     assert two["demand_cores"] > one["demand_cores"]
-    for key in ("cpus_per_gpu", "predicted_speedup", "cost_delta_pct", "cores_total",
-                "knee_cores", "knee_cores_interval", "regime", "evidence", "floor_cores"):
+    for key in (
+        "cpus_per_gpu",
+        "predicted_speedup",
+        "cost_delta_pct",
+        "cores_total",
+        "knee_cores",
+        "knee_cores_interval",
+        "regime",
+        "evidence",
+        "floor_cores",
+    ):
         assert key in two
     assert two["regime"] == "pathological"  # Slurm's default: one CPU for the job
-    for bad, msg in ((["--prefix-hit", "1.5"], "--prefix-hit must be between 0 and 1"),
-                     (["--workload", "chatty"], "--workload 'chatty'"),
-                     (["--tp", "4"], "--tp must be between 1 and --gpus")):
+    for bad, msg in (
+        (["--prefix-hit", "1.5"], "--prefix-hit must be between 0 and 1"),
+        (["--workload", "chatty"], "--workload 'chatty'"),
+        (["--tp", "4"], "--tp must be between 1 and --gpus"),
+    ):
         code, out, err = _installed(*base, *bad, cwd=tmp_path)
         assert code == 2 and f"Error: {msg}" in err and "Traceback" not in err, (bad, err)
     code, out, err = _installed(*base, "--fit-file", str(tmp_path / "none.json"), cwd=tmp_path)
@@ -398,12 +532,15 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
     import subprocess
     import sys
 
-    code = ("import sys; from advisor.recommend import JobQuery, Workload, recommend_job; "
-            "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
-            "workload='tokenize-heavy'))); "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy'}))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    code = (
+        "import sys; from advisor.recommend import JobQuery, Workload, recommend_job; "
+        "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
+        "workload='tokenize-heavy'))); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -418,26 +555,54 @@ def test_starvation_is_gpu_hours_times_the_slowdown_gap_for_rows_below_the_recom
 
     def slow(cores_per_gpu: float, w: Workload | None = None) -> float:
         w = w or Workload()
-        row = slowdown.feature_row(cores_per_gpu, gpus=4, platform="H100",
-                                   model_params_b=w.model_params_b, prefix_hit=w.hit())
+        row = slowdown.feature_row(
+            cores_per_gpu,
+            gpus=4,
+            platform="H100",
+            model_params_b=w.model_params_b,
+            prefix_hit=w.hit(),
+        )
         return float(slowdown.evaluate(params, np.array([row]))[0][0])
 
     # 4 GPUs each: 8 CPUs (2 per GPU, below 6) for 10 GPU-h over 2.5 h; 32 CPUs (8, above) for 5
-    got = starvation(params, cpus=[8, 32], gpus=[4, 4], gpu_hours=[10.0, 5.0],
-                     elapsed_s=[9000, 3600], recommended_cores_per_gpu=6, platform="H100")
+    got = starvation(
+        params,
+        cpus=[8, 32],
+        gpus=[4, 4],
+        gpu_hours=[10.0, 5.0],
+        elapsed_s=[9000, 3600],
+        recommended_cores_per_gpu=6,
+        platform="H100",
+    )
     assert got.below.tolist() == [True, False]
     assert slow(2) > slow(6), "2 cores per GPU must be starved for the check to mean anything"
     assert got.gpu_hours_lost == pytest.approx(10.0 * (1.0 - slow(6) / slow(2)), rel=1e-12)
     assert got.fix_vcpu_hours == (6 * 4 - 8) * 2.5  # the missing 16 cores for 2.5 hours
     # a larger model at the same cores: the workload reaches the curve
     big = Workload(model_params_b=70.0)
-    got70 = starvation(params, cpus=[8], gpus=[4], gpu_hours=[10.0], elapsed_s=[9000],
-                       recommended_cores_per_gpu=6, platform="H100", workload=big)
+    got70 = starvation(
+        params,
+        cpus=[8],
+        gpus=[4],
+        gpu_hours=[10.0],
+        elapsed_s=[9000],
+        recommended_cores_per_gpu=6,
+        platform="H100",
+        workload=big,
+    )
     assert got70.gpu_hours_lost == pytest.approx(
-        10.0 * (1.0 - slow(6, big) / slow(2, big)), rel=1e-12)
+        10.0 * (1.0 - slow(6, big) / slow(2, big)), rel=1e-12
+    )
     # nobody below: nothing lost, nothing to fix
-    none = starvation(params, cpus=[32], gpus=[4], gpu_hours=[5.0], elapsed_s=[3600],
-                      recommended_cores_per_gpu=6, platform="H100")
+    none = starvation(
+        params,
+        cpus=[32],
+        gpus=[4],
+        gpu_hours=[5.0],
+        elapsed_s=[3600],
+        recommended_cores_per_gpu=6,
+        platform="H100",
+    )
     assert (none.gpu_hours_lost, none.fix_vcpu_hours) == (0.0, 0.0)
 
 
@@ -465,11 +630,14 @@ def test_a_context_without_a_database_leaves_duckdb_unimported(tmp_path: Path):
     import subprocess
     import sys
 
-    code = ("import sys; from advisor.recommend import JobQuery, RecommendContext, recommend_job; "
-            "ctx = RecommendContext.open(db='missing.duckdb'); "
-            "print(ctx.connection(), recommend_job(JobQuery(gpu_type='H100', gpus=4), ctx)"
-            ".max_cpus_per_gpu_source.startswith('no node inventory'), 'duckdb' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    code = (
+        "import sys; from advisor.recommend import JobQuery, RecommendContext, recommend_job; "
+        "ctx = RecommendContext.open(db='missing.duckdb'); "
+        "print(ctx.connection(), recommend_job(JobQuery(gpu_type='H100', gpus=4), ctx)"
+        ".max_cpus_per_gpu_source.startswith('no node inventory'), 'duckdb' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "True", "False"]

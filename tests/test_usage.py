@@ -330,8 +330,10 @@ def test_cli_usage_json_jobs_json_and_data_status_show_usage(text_db: Path) -> N
     doc = json.loads(r.stdout)
     assert doc["advice"]["trust"] == "usage"
     assert {g["account"]: g["starved_jobs"] for g in doc["groups"]} == {
-        "bio": 1, "chem": 1, "phys": 0,
-    }  # fmt: skip
+        "bio": 1,
+        "chem": 1,
+        "phys": 0,
+    }
     r = _run("jobs", "--format", "json", db=text_db)
     assert r.returncode == 0, r.stderr
     by_id = {j["job_id"]: j for j in json.loads(r.stdout)}
@@ -387,8 +389,11 @@ def test_every_usage_number_in_the_report_html_equals_the_report_object(con) -> 
     from tests.test_report import html_values, lookup
 
     rep = report.build_report(con, report.parse_month("2026-11"))
-    values = {k: v for k, v in html_values(report.render_html(rep, charts=())).items()
-              if k.startswith("usage.")}  # fmt: skip
+    values = {
+        k: v
+        for k, v in html_values(report.render_html(rep, charts=())).items()
+        if k.startswith("usage.")
+    }
     data = report.report_as_dict(rep)
     assert len(values) >= 20  # every cell of both GPU types' rows, the advice, the saturation
     for key, shown in values.items():

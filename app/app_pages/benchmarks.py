@@ -24,12 +24,12 @@ filtered = stored != len(runs)
 if not runs:
     common.stop_info(
         f"None of the {stored:,} stored benchmark runs matches the sidebar's filters "
-         "(GPU type, cluster, partition). Widen them; runs made "
-         "outside Slurm record no cluster or partition."
-         if stored else
-         "No benchmark runs are stored. Run `advisor bench run ...` (or `advisor bench sweep "
-         f"--slurm` on a cluster), then `advisor bench collect RESULTS --db {key[0]}`. Until "
-         "then the model rests on the research's published points (see Recommend)."
+        "(GPU type, cluster, partition). Widen them; runs made "
+        "outside Slurm record no cluster or partition."
+        if stored
+        else "No benchmark runs are stored. Run `advisor bench run ...` (or `advisor bench sweep "
+        f"--slurm` on a cluster), then `advisor bench collect RESULTS --db {key[0]}`. Until "
+        "then the model rests on the research's published points (see Recommend)."
     )
 
 frame = pd.DataFrame([asdict(r) for r in runs])
@@ -57,13 +57,14 @@ else:
         st.warning(
             f"{len(noisy):,} core counts have repeats more than 20% apart (slowest against "
             "fastest, over the median): their medians are uncertain. "
-            + "; ".join(f"{r.series} at {r.cores_per_gpu:g} cores/GPU: {r.spread_pct:.0f}%"
-                        for r in noisy.head(5).itertuples())
+            + "; ".join(
+                f"{r.series} at {r.cores_per_gpu:g} cores/GPU: {r.spread_pct:.0f}%"
+                for r in noisy.head(5).itertuples()
+            )
         )
     common.show_table(
         series,
-        ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms",
-         "spread_pct"],
+        ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct"],
         labels={"series": "Series"},
     )
 
@@ -71,18 +72,39 @@ st.subheader("Runs")
 flag_col = next((c for c in ("flag_reasons", "flags") if c in frame.columns), None)
 if flag_col is not None:
     frame["flags_text"] = frame[flag_col].map(
-        lambda v: "; ".join(map(str, v)) if isinstance(v, (list, tuple)) else (v or ""))
+        lambda v: "; ".join(map(str, v)) if isinstance(v, (list, tuple)) else (v or "")
+    )
     flagged = frame[frame["flags_text"] != ""]
     if not flagged.empty:
-        st.warning(f"{len(flagged):,} runs carry flags from the benchmark (see the Flags column): "
-                   + "; ".join(f"{r.run_id}: {r.flags_text}" for r in flagged.head(5).itertuples()))
+        st.warning(
+            f"{len(flagged):,} runs carry flags from the benchmark (see the Flags column): "
+            + "; ".join(f"{r.run_id}: {r.flags_text}" for r in flagged.head(5).itertuples())
+        )
 common.show_table(
     frame,
-    ["run_id", "status", "flags_text", "platform", "model", "gpus", "cores_per_gpu",
-     "attacker_rps", "repeat", "victim_ttft_p50_ms", "requests_timed_out", "cluster",
-     "partition", "started_at"],
-    labels={"flags_text": "Flags", "run_id": "Run", "cores_per_gpu": "Cores / GPU",
-            "attacker_rps": "Load (req/s)", "requests_timed_out": "Timed out"},
+    [
+        "run_id",
+        "status",
+        "flags_text",
+        "platform",
+        "model",
+        "gpus",
+        "cores_per_gpu",
+        "attacker_rps",
+        "repeat",
+        "victim_ttft_p50_ms",
+        "requests_timed_out",
+        "cluster",
+        "partition",
+        "started_at",
+    ],
+    labels={
+        "flags_text": "Flags",
+        "run_id": "Run",
+        "cores_per_gpu": "Cores / GPU",
+        "attacker_rps": "Load (req/s)",
+        "requests_timed_out": "Timed out",
+    },
 )
 st.caption(
     (f"{len(runs):,} of {stored:,} stored runs match the sidebar's filters. " if filtered else "")

@@ -40,15 +40,32 @@ else:
     for col, f in zip(cols, fresh, strict=False):
         age = "age unknown" if f.age_days is None else f"newest record {f.age_days:,.1f} days old"
         stale = f.age_days is not None and f.age_days > common.STALE_DAYS
-        col.metric(f.cluster, f"{f.jobs:,} jobs", age, delta_color="inverse" if stale else "off",
-                   delta_arrow="off")
+        col.metric(
+            f.cluster,
+            f"{f.jobs:,} jobs",
+            age,
+            delta_color="inverse" if stale else "off",
+            delta_arrow="off",
+        )
     common.show_table(
         pd.DataFrame([asdict(f) for f in fresh]),
-        ["cluster", "jobs", "gpu_jobs", "age_days", "last_submit", "last_end", "last_ingest",
-         "first_submit"],
-        labels={"age_days": "Days since newest record", "last_submit": "Newest submit (UTC)",
-                "last_end": "Newest end (UTC)", "last_ingest": "Last load (UTC)",
-                "first_submit": "Oldest submit (UTC)"},
+        [
+            "cluster",
+            "jobs",
+            "gpu_jobs",
+            "age_days",
+            "last_submit",
+            "last_end",
+            "last_ingest",
+            "first_submit",
+        ],
+        labels={
+            "age_days": "Days since newest record",
+            "last_submit": "Newest submit (UTC)",
+            "last_end": "Newest end (UTC)",
+            "last_ingest": "Last load (UTC)",
+            "first_submit": "Oldest submit (UTC)",
+        },
     )
 
 st.subheader("GPU types")
@@ -66,9 +83,25 @@ if filters.clusters:
 if log:
     common.show_table(
         pd.DataFrame([asdict(i) for i in log]),
-        ["ingest_id", "source", "cluster", "status", "finished_at", "duration_s", "inserted",
-         "updated", "unchanged", "rejected", "rows_read", "lines_read", "format", "compression",
-         "missing_fields", "disabled_analyses", "started_at"],
+        [
+            "ingest_id",
+            "source",
+            "cluster",
+            "status",
+            "finished_at",
+            "duration_s",
+            "inserted",
+            "updated",
+            "unchanged",
+            "rejected",
+            "rows_read",
+            "lines_read",
+            "format",
+            "compression",
+            "missing_fields",
+            "disabled_analyses",
+            "started_at",
+        ],
     )
 else:
     st.caption("Nothing loaded yet.")
@@ -79,9 +112,15 @@ if not reasons:
     st.success("No record was rejected.")
 else:
     rdf = pd.DataFrame([asdict(r) for r in reasons])
-    rdf["label"] = rdf["reason"].str.slice(0, 80) + rdf["field"].map(lambda f: f" [{f}]" if f else "")
+    rdf["label"] = rdf["reason"].str.slice(0, 80) + rdf["field"].map(
+        lambda f: f" [{f}]" if f else ""
+    )
     common.show_chart(
-        "top_bar_chart", rdf, name="label", value="records", title="rejected records",
+        "top_bar_chart",
+        rdf,
+        name="label",
+        value="records",
+        title="rejected records",
         tooltip=("example_source:N", "example_line_no:Q"),
     )
     common.show_table(rdf.drop(columns=["label"]))

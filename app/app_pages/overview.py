@@ -28,16 +28,27 @@ except AdvisorError as exc:  # e.g. a broken model file: the distributions below
 if plan is None:
     pass
 elif not plan.rows:
-    st.info("No GPU job matches the filters (cluster, partition, GPU type, time range), so there "
-            "is nothing to recommend. Widen them in the sidebar.")
+    st.info(
+        "No GPU job matches the filters (cluster, partition, GPU type, time range), so there "
+        "is nothing to recommend. Widen them in the sidebar."
+    )
 else:
     m1, m2, m3 = st.columns(3)
-    m1.metric("GPU-hours lost per month", f"{plan.gpu_hours_lost_per_month:,.0f}",
-              help="Estimated: GPU time the jobs below the recommendation spend waiting on CPU.")
-    m2.metric("Their value per month", f"${plan.lost_usd_per_month:,.0f}",
-              help="Lost GPU-hours at the reference cloud instance's price per GPU-hour.")
-    m3.metric("Cost of the fix per month", f"${plan.fix_usd_per_month:,.0f}",
-              help="The extra vCPU-hours the jobs below would get, at the per-vCPU price.")
+    m1.metric(
+        "GPU-hours lost per month",
+        f"{plan.gpu_hours_lost_per_month:,.0f}",
+        help="Estimated: GPU time the jobs below the recommendation spend waiting on CPU.",
+    )
+    m2.metric(
+        "Their value per month",
+        f"${plan.lost_usd_per_month:,.0f}",
+        help="Lost GPU-hours at the reference cloud instance's price per GPU-hour.",
+    )
+    m3.metric(
+        "Cost of the fix per month",
+        f"${plan.fix_usd_per_month:,.0f}",
+        help="The extra vCPU-hours the jobs below would get, at the per-vCPU price.",
+    )
     top = plan.rows[0]
     st.markdown(
         f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
@@ -47,12 +58,22 @@ else:
     )
     common.show_table(
         [r.__dict__ for r in plan.rows],
-        ["cluster", "partition", "gpu_type", "def_cpu_per_gpu", "gpu_hours_lost_per_month",
-         "lost_usd_per_month", "fix_usd_per_month", "p50_cores_per_gpu",
-         "share_gpu_hours_below"],
+        [
+            "cluster",
+            "partition",
+            "gpu_type",
+            "def_cpu_per_gpu",
+            "gpu_hours_lost_per_month",
+            "lost_usd_per_month",
+            "fix_usd_per_month",
+            "p50_cores_per_gpu",
+            "share_gpu_hours_below",
+        ],
     )
-    st.markdown("**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
-                "`slurm/job_submit.lua` reads)")
+    st.markdown(
+        "**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
+        "`slurm/job_submit.lua` reads)"
+    )
     tabs = st.tabs([s.cluster for s in plan.settings])
     for tab, s in zip(tabs, plan.settings, strict=True):
         with tab:
@@ -65,9 +86,10 @@ st.subheader("How many cores per GPU jobs get")
 c1, c2 = st.columns(2)
 view = c1.segmented_control("Chart", ["Histogram", "ECDF"], default="Histogram", key="ov_view")
 # a segmented control can be clicked off (None): fall back to the default
-weight_label = c2.segmented_control(
-    "Weighted by", ["jobs", "GPU-hours"], default="jobs", key="ov_weight"
-) or "jobs"
+weight_label = (
+    c2.segmented_control("Weighted by", ["jobs", "GPU-hours"], default="jobs", key="ov_weight")
+    or "jobs"
+)
 weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
 column = "gpu_hours" if weight == "gpu-hours" else "jobs"
 
@@ -98,8 +120,10 @@ summary = pd.DataFrame(
 order = list(summary["gpu_type"])
 total_jobs = int(summary["jobs"].sum())
 if total_jobs < common.FEW_JOBS:
-    st.info(f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
-            "filters, too few for the percentiles and shares below to describe a cluster.")
+    st.info(
+        f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
+        "filters, too few for the percentiles and shares below to describe a cluster."
+    )
 
 cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
@@ -122,16 +146,24 @@ if view == "ECDF":
     common.show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
 else:
     common.show_chart(
-        "ratio_histogram", ecdf_rows, weight=column, quantiles=quantiles, fair_share=fair,
+        "ratio_histogram",
+        ecdf_rows,
+        weight=column,
+        quantiles=quantiles,
+        fair_share=fair,
         width=720,
     )
 if view == "ECDF":
-    st.caption("One line per GPU type: the share at or below each ratio. Diamonds: its P25 "
-               "(at 25%) and P50 (at 50%).")
+    st.caption(
+        "One line per GPU type: the share at or below each ratio. Diamonds: its P25 "
+        "(at 25%) and P50 (at 50%)."
+    )
 else:
-    st.caption("Red rules: P50 (solid) and P25 (dashed) of the chosen weight. Grey dotted rule: "
-               "the node type's fair share (usable CPUs / GPUs per node), when the node "
-               "inventory is loaded.")
+    st.caption(
+        "Red rules: P50 (solid) and P25 (dashed) of the chosen weight. Grey dotted rule: "
+        "the node type's fair share (usable CPUs / GPUs per node), when the node "
+        "inventory is loaded."
+    )
 
 st.subheader("Share below thresholds")
 shares = pd.DataFrame(
@@ -146,13 +178,22 @@ shares = pd.DataFrame(
         for t in sorted(g.share_jobs_below)
     ]
 )
-common.show_chart("share_below_chart", shares, order=order,
-                  width=max(120, min(240, 680 // max(1, len(order)))))
+common.show_chart(
+    "share_below_chart", shares, order=order, width=max(120, min(240, 680 // max(1, len(order))))
+)
 
 st.subheader("Per GPU type")
 per_type = pd.DataFrame(report.rows())
-first = ["gpu_type", "jobs", "gpu_hours", "p25", "p50", "p90", "fair_share_cores_per_gpu",
-         "share_jobs_below_fair_share"]
+first = [
+    "gpu_type",
+    "jobs",
+    "gpu_hours",
+    "p25",
+    "p50",
+    "p90",
+    "fair_share_cores_per_gpu",
+    "share_jobs_below_fair_share",
+]
 common.show_table(per_type, first)
 common.excluded_caption(report)
 show_usage_block(key, filters, "gpu_type")
@@ -162,9 +203,17 @@ with st.expander(f"Node types and their fair share ({len(types)})"):
     if types:
         common.show_table(
             pd.DataFrame([t.__dict__ for t in types]).assign(
-                partitions=lambda d: d["partitions"].map(lambda p: ", ".join(p or ()))),
-            ["cluster", "gpu_type", "nodes", "cpus_per_node", "gpus_per_node", "cores_per_gpu",
-             "partitions"],
+                partitions=lambda d: d["partitions"].map(lambda p: ", ".join(p or ()))
+            ),
+            [
+                "cluster",
+                "gpu_type",
+                "nodes",
+                "cpus_per_node",
+                "gpus_per_node",
+                "cores_per_gpu",
+                "partitions",
+            ],
             labels={"cores_per_gpu": "Fair share cores / GPU"},
         )
     else:

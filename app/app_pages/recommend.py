@@ -24,7 +24,9 @@ except ImportError:
 
 book = common.cached_call("load_pricing", pricing.load_pricing, None)
 types = book.gpu_types()
-preferred = next((t for t in filters.gpu_types if t in types), "H100" if "H100" in types else types[0])
+preferred = next(
+    (t for t in filters.gpu_types if t in types), "H100" if "H100" in types else types[0]
+)
 
 assumed = common.assumptions()
 wl = assumed.workload
@@ -33,47 +35,85 @@ recs = common.partition_recommendations(key)  # observed P50s only: any workload
 c1, c2, c3, c4 = st.columns(4)
 gpu_type = c1.selectbox("GPU type", types, index=types.index(preferred), key="rc_gpu_type")
 gpus = c2.selectbox("GPUs per job", [1, 2, 4, 8], index=2, key="rc_gpus")
-model_b = c3.number_input("Model size (billion parameters)", min_value=0.1, max_value=2000.0,
-                          value=float(wl.model_params_b or 8.0), step=1.0, key="rc_model_b")
-load_rps = c4.number_input("Load (long requests per second)", min_value=0.1, max_value=256.0,
-                           value=float(wl.load_rps or 8.0), step=1.0, key="rc_load")
+model_b = c3.number_input(
+    "Model size (billion parameters)",
+    min_value=0.1,
+    max_value=2000.0,
+    value=float(wl.model_params_b or 8.0),
+    step=1.0,
+    key="rc_model_b",
+)
+load_rps = c4.number_input(
+    "Load (long requests per second)",
+    min_value=0.1,
+    max_value=256.0,
+    value=float(wl.load_rps or 8.0),
+    step=1.0,
+    key="rc_load",
+)
 c5, c6, c7, c8 = st.columns(4)
 token_options = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 prompt_tokens = c5.select_slider(
-    "Prompt tokens", options=token_options,
-    value=wl.prompt_tokens if wl.prompt_tokens in token_options else 16384, key="rc_tokens",
+    "Prompt tokens",
+    options=token_options,
+    value=wl.prompt_tokens if wl.prompt_tokens in token_options else 16384,
+    key="rc_tokens",
 )
 # "Current" starts at what the chosen partition's jobs of this GPU type get (their P50).
-observed = sorted(
-    (r for (_, g), r in recs.items() if g == gpu_type), key=lambda r: -r.gpu_hours
-)
+observed = sorted((r for (_, g), r in recs.items() if g == gpu_type), key=lambda r: -r.gpu_hours)
 part_names = [r.partition or "(none)" for r in observed]
 partition = c6.selectbox(
-    "Current allocation: partition", part_names + ["Slurm's default"],
-    index=0, key="rc_partition",
+    "Current allocation: partition",
+    part_names + ["Slurm's default"],
+    index=0,
+    key="rc_partition",
     help="The current cores per GPU start at the median (P50) of this partition's jobs.",
 )
 chosen = next((r for r in observed if (r.partition or "(none)") == partition), None)
 default_now = float(chosen.p50_cores_per_gpu) if chosen else 1.0 / int(gpus)
 current = c6.number_input(
-    "Current cores per GPU", min_value=0.01, max_value=256.0, value=round(default_now, 2),
-    step=0.25, key=f"rc_current::{gpu_type}::{gpus}::{partition}",
+    "Current cores per GPU",
+    min_value=0.01,
+    max_value=256.0,
+    value=round(default_now, 2),
+    step=0.25,
+    key=f"rc_current::{gpu_type}::{gpus}::{partition}",
     help="Slurm gives one CPU per task when a job asks for none: 1/GPUs cores per GPU.",
 )
-tolerance = c7.slider("Within % of ample cores", min_value=5, max_value=50,
-                      value=int(round(assumed.tolerance * 100)), step=5, key="rc_tol") / 100.0
+tolerance = (
+    c7.slider(
+        "Within % of ample cores",
+        min_value=5,
+        max_value=50,
+        value=int(round(assumed.tolerance * 100)),
+        step=5,
+        key="rc_tol",
+    )
+    / 100.0
+)
 ample_ttft = c8.number_input(
-    "TTFT with ample cores (ms, 0: show the slowdown)", min_value=0.0, max_value=1e6,
-    value=0.0, step=50.0, key="rc_ample",
+    "TTFT with ample cores (ms, 0: show the slowdown)",
+    min_value=0.0,
+    max_value=1e6,
+    value=0.0,
+    step=50.0,
+    key="rc_ample",
 )
 
-workload = recommend.Workload(model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens)
+workload = recommend.Workload(
+    model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens
+)
 # Every page (Overview, Who) answers under the workload chosen here.
 common.set_assumptions(common.Assumptions(workload=workload, tolerance=tolerance))
 job = recommend.JobQuery(
-    gpu_type=gpu_type, gpus=int(gpus), workload=workload,
-    current_cpus_per_gpu=current, tolerance=tolerance,
-    ample_ttft_ms=ample_ttft or None, db=key[0], model_file=common.model_file(),
+    gpu_type=gpu_type,
+    gpus=int(gpus),
+    workload=workload,
+    current_cpus_per_gpu=current,
+    tolerance=tolerance,
+    ample_ttft_ms=ample_ttft or None,
+    db=key[0],
+    model_file=common.model_file(),
 )
 rec = common.cached_call(
     "recommend_job", recommend.recommend_job, job, extra=(key, common.model_key())
@@ -82,13 +122,23 @@ params = common.model_params()
 head = rv.headline(rec, params)
 
 m1, m2, m3 = st.columns(3)
-m1.metric("Recommended --cpus-per-gpu", f"{rec.cpus_per_gpu}",
-          f"{rec.cpus_per_gpu * rec.gpus} CPUs for {rec.gpus} GPUs", delta_color="off",
-          delta_arrow="off", help=f"Submit with `{rec.slurm_option}`.")
-m2.metric(head.effect_label, head.effect_value, head.effect_short, delta_color="off",
-          delta_arrow="off", help=head.effect_note)
-m3.metric(head.cost_label, head.cost_value, head.cost_note, delta_color="off",
-          delta_arrow="off")
+m1.metric(
+    "Recommended --cpus-per-gpu",
+    f"{rec.cpus_per_gpu}",
+    f"{rec.cpus_per_gpu * rec.gpus} CPUs for {rec.gpus} GPUs",
+    delta_color="off",
+    delta_arrow="off",
+    help=f"Submit with `{rec.slurm_option}`.",
+)
+m2.metric(
+    head.effect_label,
+    head.effect_value,
+    head.effect_short,
+    delta_color="off",
+    delta_arrow="off",
+    help=head.effect_note,
+)
+m3.metric(head.cost_label, head.cost_value, head.cost_note, delta_color="off", delta_arrow="off")
 st.caption(f"{head.effect_value}: {head.effect_note}.")
 for w in rec.warnings:
     if "the slowdown shown is the model's cap" in w or "already suffice" in w:
@@ -96,9 +146,14 @@ for w in rec.warnings:
     st.warning(w)
 
 curve = charts.model_curve_frame(
-    params, gpus=int(gpus), platform=rec.assumptions.get("platform", gpu_type),
-    model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens,
-    ample_ttft_ms=ample_ttft or None, max_cores_per_gpu=max(64.0, float(rec.max_cpus_per_gpu)),
+    params,
+    gpus=int(gpus),
+    platform=rec.assumptions.get("platform", gpu_type),
+    model_params_b=model_b,
+    load_rps=load_rps,
+    prompt_tokens=prompt_tokens,
+    ample_ttft_ms=ample_ttft or None,
+    max_cores_per_gpu=max(64.0, float(rec.max_cpus_per_gpu)),
 )
 training = common.calibration_points(key, float(params.max_slowdown))
 points = charts.calibration_frame(training)
@@ -109,11 +164,21 @@ if ample_ttft:
     points = points.assign(ttft_ms=points["slowdown"] * ample_ttft)
     chart_kwargs: dict[str, object] = {}
 else:
-    chart_kwargs = {"value": "slowdown", "low": "slowdown_low", "high": "slowdown_high",
-                    "y_title": "TTFT slowdown vs ample cores (log)"}
+    chart_kwargs = {
+        "value": "slowdown",
+        "low": "slowdown_low",
+        "high": "slowdown_high",
+        "y_title": "TTFT slowdown vs ample cores (log)",
+    }
 st.subheader("Predicted TTFT against cores per GPU")
-common.show_chart("ttft_curve_chart", curve, points, recommended_cores_per_gpu=rec.cpus_per_gpu,
-                  current_cores_per_gpu=rec.current_cpus_per_gpu, **chart_kwargs)
+common.show_chart(
+    "ttft_curve_chart",
+    curve,
+    points,
+    recommended_cores_per_gpu=rec.cpus_per_gpu,
+    current_cores_per_gpu=rec.current_cpus_per_gpu,
+    **chart_kwargs,
+)
 st.caption(
     f"Band: the model's {params.interval:.0%} interval (bootstrap refits plus residual spread); "
     f"it stops at the model's cap ({params.max_slowdown:g}x) where the model predicts timeouts: "
@@ -121,15 +186,19 @@ st.caption(
     + ("this GPU count" if same_gpus else "every platform and GPU count")
     + ", as slowdowns against the fewest-to-best ratio of their series. Green rule: the "
     "recommendation; orange dashed rule: the current allocation. Model error: "
-    + rv.validated_error(params) + "."
+    + rv.validated_error(params)
+    + "."
 )
 off = rv.disagreements(params, training, rec.assumptions.get("platform", gpu_type), int(gpus))
 if off:
     st.warning(
         f"{len(off)} measured benchmark points of {off[0].source.split(',')[0]} with {gpus} GPUs "
         "fall outside the curve's interval: "
-        + "; ".join(f"{d.cores_per_gpu:g} cores/GPU measured {d.measured:.2f}x, "
-                    f"predicted {d.predicted:.2f}x" for d in off[:4])
+        + "; ".join(
+            f"{d.cores_per_gpu:g} cores/GPU measured {d.measured:.2f}x, "
+            f"predicted {d.predicted:.2f}x"
+            for d in off[:4]
+        )
         + ("; ..." if len(off) > 4 else "")
         + ". Trust the measurements; the model needs a refit (`advisor fit`)."
     )
@@ -153,9 +222,12 @@ else:
             db=key[0],
             gpu_type=filters.gpu_types[0] if len(filters.gpu_types) == 1 else None,
             partition=filters.partitions[0] if len(filters.partitions) == 1 else None,
-            clusters=filters.clusters, start=filters.since_datetime,
+            clusters=filters.clusters,
+            start=filters.since_datetime,
             end=filters.until_exclusive,
-            workload=workload, tolerance=tolerance, model_file=common.model_file(),
+            workload=workload,
+            tolerance=tolerance,
+            model_file=common.model_file(),
         ),
         extra=(key, common.model_key()),
     )
@@ -165,9 +237,16 @@ else:
     else:
         common.show_table(
             rows,
-            ["partition", "gpu_type", "def_cpu_per_gpu", "gpu_hours_lost_per_month",
-             "lost_usd_per_month", "fix_usd_per_month", "p50_cores_per_gpu",
-             "share_gpu_hours_below"],
+            [
+                "partition",
+                "gpu_type",
+                "def_cpu_per_gpu",
+                "gpu_hours_lost_per_month",
+                "lost_usd_per_month",
+                "fix_usd_per_month",
+                "p50_cores_per_gpu",
+                "share_gpu_hours_below",
+            ],
         )
         st.caption(
             "DefCpuPerGPU is the value to set per partition (export it with "

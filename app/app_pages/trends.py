@@ -21,12 +21,14 @@ split_label = c1.segmented_control(
 split = {"cluster": "cluster", "partition": "partition", "GPU type": "gpu_type"}[
     split_label or "cluster"
 ]
-weight_label = c2.segmented_control(
-    "Weighted by", ["jobs", "GPU-hours"], default="jobs", key="tr_weight"
-) or "jobs"
+weight_label = (
+    c2.segmented_control("Weighted by", ["jobs", "GPU-hours"], default="jobs", key="tr_weight")
+    or "jobs"
+)
 weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
-threshold = c3.selectbox("Threshold (cores per GPU)", [1.0, 2.0, 4.0, 8.0, 16.0], index=3,
-                         key="tr_threshold")
+threshold = c3.selectbox(
+    "Threshold (cores per GPU)", [1.0, 2.0, 4.0, 8.0, 16.0], index=3, key="tr_threshold"
+)
 
 q = common.ratio_query(filters, by=("month", split), weight=weight, thresholds=(threshold,))
 report = common.ratio_summary(key, q)
@@ -54,10 +56,14 @@ few = rows[rows["jobs"] < common.FEW_JOBS]
 few_note = (
     "Faded points off the lines: months with fewer than "
     f"{common.FEW_JOBS} jobs, whose percentiles rest on few jobs ("
-    + "; ".join(f"{common.month_label(m)} {g}: {n:,}"
-                for m, g, n in few[["month", split, "jobs"]].head(12).itertuples(index=False))
-    + ("; ..." if len(few) > 12 else "") + ")."
-    if not few.empty else ""
+    + "; ".join(
+        f"{common.month_label(m)} {g}: {n:,}"
+        for m, g, n in few[["month", split, "jobs"]].head(12).itertuples(index=False)
+    )
+    + ("; ..." if len(few) > 12 else "")
+    + ")."
+    if not few.empty
+    else ""
 )
 
 st.subheader(f"P25 and P50 cores per GPU, by {split_label}")
@@ -65,16 +71,31 @@ common.show_chart("trend_chart", rows, group=split, min_jobs=common.FEW_JOBS)
 st.caption("Solid: P50 (the median job). Dashed: P25 (a quarter of jobs get less). " + few_note)
 
 st.subheader(f"Share below {threshold:g} cores per GPU")
-common.show_chart("share_trend_chart", rows, group=split, threshold_cores_per_gpu=threshold,
-                  min_jobs=common.FEW_JOBS)
+common.show_chart(
+    "share_trend_chart",
+    rows,
+    group=split,
+    threshold_cores_per_gpu=threshold,
+    min_jobs=common.FEW_JOBS,
+)
 st.caption("Solid: share of GPU-hours. Dashed: share of jobs. " + few_note)
 
 with st.expander("The numbers"):
     common.show_table(
         rows.sort_values(["month", split]),
-        ["month", split, "jobs", "gpu_hours", "p25_cores_per_gpu", "p50_cores_per_gpu",
-         "share_jobs_below", "share_gpu_hours_below"],
-        labels={"share_jobs_below": f"Jobs below {threshold:g} cores/GPU",
-                "share_gpu_hours_below": f"GPU-hours below {threshold:g} cores/GPU"},
+        [
+            "month",
+            split,
+            "jobs",
+            "gpu_hours",
+            "p25_cores_per_gpu",
+            "p50_cores_per_gpu",
+            "share_jobs_below",
+            "share_gpu_hours_below",
+        ],
+        labels={
+            "share_jobs_below": f"Jobs below {threshold:g} cores/GPU",
+            "share_gpu_hours_below": f"GPU-hours below {threshold:g} cores/GPU",
+        },
     )
 common.excluded_caption(report)

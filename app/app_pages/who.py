@@ -25,14 +25,25 @@ assumed = common.assumptions()
 
 c1, c2, c3, c4 = st.columns(4)
 who = c1.segmented_control("Who", ["account", "user"], default="account", key="who_by") or "account"
-mode = c2.segmented_control(
-    "Target", ["recommended", "fixed"], default="recommended", key="who_mode",
-    help="recommended: the model's DefCpuPerGPU for each partition and GPU type; "
-    "fixed: one number of cores per GPU for every job.",
-) or "recommended"
+mode = (
+    c2.segmented_control(
+        "Target",
+        ["recommended", "fixed"],
+        default="recommended",
+        key="who_mode",
+        help="recommended: the model's DefCpuPerGPU for each partition and GPU type; "
+        "fixed: one number of cores per GPU for every job.",
+    )
+    or "recommended"
+)
 fixed = c3.number_input(
-    "Fixed target (cores per GPU)", min_value=0.25, max_value=128.0, value=8.0, step=1.0,
-    key="who_target", disabled=mode != "fixed",
+    "Fixed target (cores per GPU)",
+    min_value=0.25,
+    max_value=128.0,
+    value=8.0,
+    step=1.0,
+    key="who_target",
+    disabled=mode != "fixed",
 )
 top_n = c4.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
 
@@ -57,6 +68,7 @@ if not report.groups_counted:
 if not report.groups:
     common.stop_info("No GPU-hours ran below the target with these filters.")
 
+
 def lost_share(partition: str | None, gpu_type: str) -> float:
     """Of the GPU-hours below the recommendation in this partition, the share the model says is
     lost (0 when the partition has no recommendation)."""
@@ -64,38 +76,51 @@ def lost_share(partition: str | None, gpu_type: str) -> float:
     return r.gpu_hours_lost / r.gpu_hours_below if r and r.gpu_hours_below else 0.0
 
 
-rows = pd.DataFrame([
-    {
-        who: common.display_name(b.group.keys[who]) or "(none)",
-        "cluster": b.group.keys["cluster"],
-        "partition": b.group.keys["partition"],
-        "gpu_type": b.group.keys["gpu_type"],
-        "jobs": b.group.jobs,
-        "gpu_hours": b.group.gpu_hours,
-        "gpu_hours_below": b.gpu_hours_below,
-        "gpu_hours_lost": b.gpu_hours_below
-        * lost_share(b.group.keys["partition"], b.group.keys["gpu_type"]),
-        "share_jobs_below": b.group.share_jobs_below[b.target_cores_per_gpu],
-        "p50_cores_per_gpu": b.group.p50_cores_per_gpu,
-        "target_cores_per_gpu": b.target_cores_per_gpu,
-        "flag": f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
-    }
-    for b in report.groups
-])
-rows["label"] = (rows[who] + " · " + rows["cluster"].fillna("?") + " / "
-                 + rows["partition"].fillna("?") + " · " + rows["gpu_type"])
+rows = pd.DataFrame(
+    [
+        {
+            who: common.display_name(b.group.keys[who]) or "(none)",
+            "cluster": b.group.keys["cluster"],
+            "partition": b.group.keys["partition"],
+            "gpu_type": b.group.keys["gpu_type"],
+            "jobs": b.group.jobs,
+            "gpu_hours": b.group.gpu_hours,
+            "gpu_hours_below": b.gpu_hours_below,
+            "gpu_hours_lost": b.gpu_hours_below
+            * lost_share(b.group.keys["partition"], b.group.keys["gpu_type"]),
+            "share_jobs_below": b.group.share_jobs_below[b.target_cores_per_gpu],
+            "p50_cores_per_gpu": b.group.p50_cores_per_gpu,
+            "target_cores_per_gpu": b.target_cores_per_gpu,
+            "flag": f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
+        }
+        for b in report.groups
+    ]
+)
+rows["label"] = (
+    rows[who]
+    + " · "
+    + rows["cluster"].fillna("?")
+    + " / "
+    + rows["partition"].fillna("?")
+    + " · "
+    + rows["gpu_type"]
+)
 if mode == "recommended":
     # the model's loss is defined against its own recommendation, so it ranks only that mode
     rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.)"
-    columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_lost", "flag",
-               "gpu_hours_below"]
+    columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_lost", "flag", "gpu_hours_below"]
 else:
     rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU"
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_below", "flag"]
 rows = rows.sort_values([rank, "gpu_hours_below"], ascending=False).head(top_n)
 
 common.show_chart(
-    "top_bar_chart", rows, name="label", value=rank, title=rank_title, limit=top_n,
+    "top_bar_chart",
+    rows,
+    name="label",
+    value=rank,
+    title=rank_title,
+    limit=top_n,
     tooltip=("gpu_hours_below:Q", "jobs:Q", "flag:N"),
 )
 common.show_table(
@@ -105,8 +130,11 @@ common.show_table(
 st.caption(
     "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
     "task). GPU-hours weighted; a job belongs to the month it started in."
-    + (" Targets: the model's recommendation per partition and GPU type (see Recommend)."
-       if mode == "recommended" else "")
+    + (
+        " Targets: the model's recommendation per partition and GPU type (see Recommend)."
+        if mode == "recommended"
+        else ""
+    )
 )
 common.assumptions_caption(assumed)
 common.excluded_caption(report)
