@@ -55,7 +55,7 @@ def _stored_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
     ).fetchone()
     if not row or not row[0]:
         return None
-    got = con.execute(f"SELECT max(rules_version) FROM {_SCHEMA_TABLE}").fetchone()  # noqa: S608 - fixed name
+    got = con.execute(query("ratios/state/rules_version")).fetchone()
     return None if got is None or got[0] is None else int(got[0])
 
 
@@ -65,7 +65,7 @@ def _create(con: duckdb.DuckDBPyConnection, tables: Sequence[str], *, temporary:
     create = "CREATE OR REPLACE TEMP TABLE" if temporary else "CREATE TABLE"
     for table in (*tables, _SCHEMA_TABLE):
         con.execute(render(f"ratios/cube/{table}", create=create))
-    con.execute(f"INSERT INTO {_SCHEMA_TABLE} VALUES (?)", [CUBE_RULES_VERSION])  # noqa: S608 - fixed name
+    con.execute(query("ratios/state/set_rules_version"), {"rules_version": CUBE_RULES_VERSION})
 
 
 def ensure_cube_schema(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> bool:
@@ -102,9 +102,7 @@ def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
 def _cube_state(con: duckdb.DuckDBPyConnection, table: str = "ratio_cube_state") -> Any:
     if _stored_rules_version(con) != CUBE_RULES_VERSION:
         return None  # no derived tables, or another version's: stale
-    row = con.execute(
-        f"SELECT jobs_rows, ingest_id, finished_at, rules_version FROM {table} LIMIT 1"  # noqa: S608 - fixed names
-    ).fetchone()
+    row = con.execute(render("ratios/state/read", table=table)).fetchone()
     return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
 
 
@@ -126,12 +124,8 @@ def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _write_state(con: duckdb.DuckDBPyConnection, table: str, fp: tuple[Any, ...]) -> None:
-    con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
-    con.execute(
-        f"INSERT INTO {table} (jobs_rows, ingest_id, finished_at, rules_version, "  # noqa: S608
-        "built_at) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC')",
-        list(fp),
-    )
+    names = ("jobs_rows", "ingest_id", "finished_at", "rules_version")
+    con.execute(render("ratios/state/write", table=table), dict(zip(names, fp, strict=True)))
 
 
 def _temp_copies(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:

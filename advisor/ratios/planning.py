@@ -243,7 +243,7 @@ def people_digits(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> list[Digit] 
         digits.append(Digit("month", 12 * 10_000, _MONTH_DIGIT))
     cube = people_summary_cube(q)[0]
     if "gpu_count" in q.by:
-        row = con.execute(f"SELECT coalesce(max(gpus), 0) + 1 FROM {cube}").fetchone()  # noqa: S608 - fixed names
+        row = con.execute(render("ratios/gpu_radix", cube=cube)).fetchone()
         digits.append(Digit("gpu_count", int(row[0]) if row else 1, "c.gpus"))
     if "interactive" in q.by:
         labels = _interactive_labels(con, cube)
@@ -256,9 +256,7 @@ def people_digits(con: duckdb.DuckDBPyConnection, q: RatioQuery) -> list[Digit] 
 
 def _interactive_labels(con: duckdb.DuckDBPyConnection, cube: str) -> tuple[str, ...]:
     """The interactive labels of a people cube's counted jobs, in sort order."""
-    rows = con.execute(
-        f"SELECT DISTINCT interactive FROM {cube} WHERE excluded_reason IS NULL ORDER BY 1"  # noqa: S608 - fixed names
-    ).fetchall()
+    rows = con.execute(render("ratios/interactive_labels", cube=cube)).fetchall()
     if any(r[0] is None for r in rows):  # the cube's rules label every job
         raise StoreError(f"{cube} holds a job without an interactive label: rebuild the cubes")
     return tuple(str(r[0]) for r in rows)
