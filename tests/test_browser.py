@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,6 @@ from tests.test_app_data import make_db
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")
-APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -93,6 +91,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_dashboard(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """The dashboard served as ``advisor dashboard`` serves it (its own command line,
+    :func:`advisor.datainfo.dashboard_command`) on a free local port, in ``env``."""
+    from advisor.datainfo import DashboardConfig, dashboard_command
+
+    port = _free_port()
+    argv, served = dashboard_command(DashboardConfig(db_path=db, port=port, address="127.0.0.1"))
+    proc = subprocess.Popen(
+        argv,
+        env={**env, "ADVISOR_DB": served["ADVISOR_DB"]},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    return proc, port
+
+
 def _wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
     import httpx
 
@@ -140,33 +155,9 @@ def served(request, tmp_path_factory) -> Iterator[tuple[str, str]]:
     pytest.importorskip("playwright.sync_api", reason="SKIPPED LOUDLY: playwright not installed")
     kind = request.param
     db = _database(kind, tmp_path_factory.mktemp(f"served-{kind}"))
-    port = _free_port()
-    env = {**os.environ, "ADVISOR_DB": str(db)}
+    env = dict(os.environ)
     env.pop("ADVISOR_HASH_USERS", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(APP),
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-            "--",
-            "--db",
-            str(db),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, port = start_dashboard(db, env)
     try:
         _wait_healthy(port, proc)
         yield kind, f"http://127.0.0.1:{port}"

@@ -268,33 +268,9 @@ def test_dashboard_pages_show_hostile_names_verbatim_and_raise_nothing(hostile_d
 def test_served_dashboard_with_hostile_names_draws_its_charts_and_runs_no_payload(
     hostile_db, browser
 ):
-    from tests.test_browser import _free_port, _wait_for_run, _wait_healthy
+    from tests.test_browser import _wait_for_run, _wait_healthy, start_dashboard
 
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(APP),
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-            "--",
-            "--db",
-            str(hostile_db),
-        ],
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, port = start_dashboard(hostile_db, _env())
     page = None
     try:
         _wait_healthy(port, proc)
@@ -647,33 +623,9 @@ def test_a_dashboard_request_during_a_write_says_who_is_writing(served_db, monke
 @pytest.mark.browser
 @pytest.mark.slow
 def test_ingest_succeeds_while_chromium_shows_the_served_dashboard(served_db, browser):
-    from tests.test_browser import _free_port, _wait_for_run, _wait_healthy
+    from tests.test_browser import _wait_for_run, _wait_healthy, start_dashboard
 
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(APP),
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-            "--",
-            "--db",
-            str(served_db),
-        ],
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, port = start_dashboard(served_db, _env())
     page = None
     try:
         _wait_healthy(port, proc)
