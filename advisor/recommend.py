@@ -794,10 +794,6 @@ class PartitionReport:
     assumptions: dict[str, Any]
 
 
-def _utc_naive(t: dt.datetime | None) -> dt.datetime | None:
-    return t if t is None or t.tzinfo is None else t.astimezone(dt.UTC).replace(tzinfo=None)
-
-
 def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
     order = np.argsort(values)
     v = np.asarray(values, dtype=float)[order]
@@ -870,6 +866,7 @@ def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
     """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
     elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
     from advisor.ratios.cube import job_mix
+    from advisor.ratios.planning import utc_naive
 
     return job_mix(
         con,
@@ -877,8 +874,8 @@ def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
             "partition": q.partition,
             "gpu_type": q.gpu_type,
             "clusters": list(q.clusters),
-            "start": _utc_naive(q.start),
-            "end": _utc_naive(q.end),
+            "start": utc_naive(q.start),
+            "end": utc_naive(q.end),
         },
     )
 

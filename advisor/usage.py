@@ -163,17 +163,11 @@ class UsageReport:
 
 
 def _params(q: UsageQuery) -> dict[str, Any]:
+    from advisor.ratios.planning import query_params
+
     t = q.thresholds
     return {
-        "start": q.start,
-        "end": q.end,
-        "states": [s.upper() for s in q.states],
-        "partitions": list(q.partitions),
-        "clusters": list(q.clusters),
-        "gpu_types": list(q.gpu_types),
-        "accounts": list(q.accounts),
-        "users": list(q.users),
-        "min_gpus": q.min_gpus,
+        **query_params(q),
         "starved_cpu_eff": t.starved_cpu_eff,
         "starved_gpu_util_pct": t.starved_gpu_util_pct,
         "idle_cores_per_gpu": t.idle_cores_per_gpu,

@@ -19,7 +19,7 @@ from advisor.ratios.cube import (
     refresh_people_months,
     refresh_ratio_cube,
 )
-from advisor.ratios.records import GROUP_KEYS, RatioQuery, Weight
+from advisor.ratios.records import GROUP_KEYS, JobFilters, RatioQuery, Weight
 from advisor.store import query, quote_ident, render
 
 
@@ -49,7 +49,8 @@ def utc_naive(t: dt.datetime | None) -> dt.datetime | None:
     return t.astimezone(dt.UTC).replace(tzinfo=None)
 
 
-def query_params(q: RatioQuery) -> dict[str, Any]:
+def query_params(q: JobFilters) -> dict[str, Any]:
+    """The bound parameters of the job filters (times as naive UTC), for any query that has them."""
     return {
         "start": utc_naive(q.start),
         "end": utc_naive(q.end),

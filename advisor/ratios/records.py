@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,29 @@ class Weight(StrEnum):
 
     jobs = "jobs"
     gpu_hours = "gpu-hours"
+
+
+class JobFilters(Protocol):
+    """The job filters a ratio query and a usage query share (see :class:`RatioQuery`)."""
+
+    @property
+    def start(self) -> dt.datetime | None: ...
+    @property
+    def end(self) -> dt.datetime | None: ...
+    @property
+    def states(self) -> tuple[str, ...]: ...
+    @property
+    def partitions(self) -> tuple[str, ...]: ...
+    @property
+    def clusters(self) -> tuple[str, ...]: ...
+    @property
+    def gpu_types(self) -> tuple[str, ...]: ...
+    @property
+    def accounts(self) -> tuple[str, ...]: ...
+    @property
+    def users(self) -> tuple[str, ...]: ...
+    @property
+    def min_gpus(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
