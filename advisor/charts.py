@@ -54,6 +54,18 @@ def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
     )
 
 
+# A layer's rows told apart by a ``layer`` column; the histogram's previous month is ``prev``.
+_PREV = "datum.layer == 'prev'"
+
+
+def _when(test: str, value: Any) -> dict[str, Any]:
+    """A channel's value when ``test`` holds. Typed channel values (``alt.OpacityValue(v,
+    condition=...)``) instead of ``alt.condition``/``alt.value`` and shorthand strings: altair
+    searches its schema to turn those into objects, which made building a chart cost several
+    times drawing it."""
+    return {"test": test, "value": value}
+
+
 def _ratio_bins(values: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Power-of-two bins: a ratio r falls in [2^floor(log2 r), 2^(floor(log2 r)+1))."""
     lo = values.map(lambda r: 2.0 ** math.floor(math.log2(r)))
@@ -148,10 +160,10 @@ def ratio_histogram(
         # same layer (a layer of its own would be empty in some panels, and vega warns)
         base.mark_bar()
         .encode(
-            fillOpacity=alt.condition("datum.layer == 'prev'", alt.value(0), alt.value(0.8)),
-            stroke=alt.condition("datum.layer == 'prev'", alt.value("#222"), alt.value("white")),
-            strokeDash=alt.condition("datum.layer == 'prev'", alt.value([4, 2]), alt.value([1, 0])),
-            strokeWidth=alt.condition("datum.layer == 'prev'", alt.value(1.5), alt.value(1)),
+            fillOpacity=alt.FillOpacityValue(0.8, condition=_when(_PREV, 0)),
+            stroke=alt.StrokeValue("white", condition=_when(_PREV, "#222")),
+            strokeDash=alt.StrokeDashValue([1, 0], condition=_when(_PREV, [4, 2])),
+            strokeWidth=alt.StrokeWidthValue(1, condition=_when(_PREV, 1.5)),
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2=alt.X2("bin_hi"),
             y=alt.Y(
@@ -227,7 +239,7 @@ def ratio_ecdf(
             ),
             color=alt.Color("gpu_type:N", sort=order, legend=_legend("GPU type")),
             tooltip=[
-                "gpu_type:N",
+                alt.Tooltip("gpu_type:N"),
                 alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                 alt.Tooltip("cum_share:Q", format=".1%"),
             ],
@@ -241,8 +253,8 @@ def ratio_ecdf(
             alt.Chart(q)
             .mark_point(filled=True, size=80, shape="diamond")
             .encode(
-                x="cores_per_gpu:Q",
-                y="cum_share:Q",
+                x=alt.X("cores_per_gpu:Q"),
+                y=alt.Y("cum_share:Q"),
                 color=alt.Color("gpu_type:N", sort=order),
                 tooltip=["gpu_type:N", "quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
             )
@@ -353,8 +365,8 @@ def _with_faded_months(base: alt.Chart, width: int, height: int) -> AnyChart:
     layer would leave the dash legend without strokes."""
     lines = base.transform_filter("!datum.few_jobs").mark_line()
     points = base.mark_point(filled=True, size=30).encode(
-        strokeDash=alt.value([1, 0]),
-        opacity=alt.condition("datum.few_jobs", alt.value(0.3), alt.value(1.0)),
+        strokeDash=alt.StrokeDashValue([1, 0]),
+        opacity=alt.OpacityValue(1.0, condition=_when("datum.few_jobs", 0.3)),
     )
     return alt.layer(lines, points).properties(width=width, height=height)
 
@@ -412,7 +424,7 @@ def ttft_curve_chart(
     if {low, high} <= set(curve.columns):
         layers.append(
             base.mark_area(opacity=0.25, color="#1f77b4").encode(
-                y=alt.Y(f"{low}:Q", scale=y_scale, title=y_title), y2=f"{high}:Q"
+                y=alt.Y(f"{low}:Q", scale=y_scale, title=y_title), y2=alt.Y2(f"{high}:Q")
             )
         )
     layers.append(
@@ -429,12 +441,12 @@ def ttft_curve_chart(
             alt.Chart(points)
             .mark_point(filled=True, size=60)
             .encode(
-                x="cores_per_gpu:Q",
-                y=f"{value}:Q",
+                x=alt.X("cores_per_gpu:Q"),
+                y=alt.Y(f"{value}:Q"),
                 shape=alt.Shape("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 color=alt.Color("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 tooltip=[
-                    "source:N",
+                    alt.Tooltip("source:N"),
                     alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                     alt.Tooltip(f"{value}:Q", format=",.2f"),
                 ],
@@ -448,14 +460,14 @@ def ttft_curve_chart(
     for cores, label, colour, dash in marks:
         rec = pd.DataFrame({"cores_per_gpu": [cores], "label": [f"{label}: {cores:g}"]})
         rule = alt.Chart(rec).encode(
-            x="cores_per_gpu:Q",
+            x=alt.X("cores_per_gpu:Q"),
             tooltip=[alt.Tooltip("cores_per_gpu:Q", title=label, format=".2f")],
         )
         layers.append(rule.mark_rule(color=colour, size=3, strokeDash=dash))
         layers.append(
             rule.mark_text(
                 color=colour, align="left", baseline="top", dx=4, dy=2, fontWeight="bold"
-            ).encode(text="label:N", y=alt.value(0))
+            ).encode(text=alt.Text("label:N"), y=alt.YValue(0))
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -478,7 +490,7 @@ def bench_curves_chart(
             y=alt.Y("ttft_ms:Q", scale=alt.Scale(type="log"), title="victim TTFT P50 (ms, log)"),
             color=alt.Color(f"{series}:N", legend=_legend(None, orient="bottom", columns=1)),
             tooltip=[
-                f"{series}:N",
+                alt.Tooltip(f"{series}:N"),
                 alt.Tooltip("cores_per_gpu:Q", format=".2f"),
                 alt.Tooltip("ttft_ms:Q", format=",.0f"),
             ],
@@ -491,12 +503,12 @@ def bench_curves_chart(
             alt.Chart(runs)
             .mark_rule(size=2, opacity=0.6)
             .encode(
-                x="cores_per_gpu:Q",
-                y="ttft_min_ms:Q",
-                y2="ttft_max_ms:Q",
+                x=alt.X("cores_per_gpu:Q"),
+                y=alt.Y("ttft_min_ms:Q"),
+                y2=alt.Y2("ttft_max_ms:Q"),
                 color=alt.Color(f"{series}:N"),
                 tooltip=[
-                    f"{series}:N",
+                    alt.Tooltip(f"{series}:N"),
                     alt.Tooltip("runs:Q", title="repeats"),
                     alt.Tooltip("ttft_min_ms:Q", format=",.0f", title="fastest (ms)"),
                     alt.Tooltip("ttft_max_ms:Q", format=",.0f", title="slowest (ms)"),
@@ -507,7 +519,9 @@ def bench_curves_chart(
         layers.append(
             alt.Chart(fit)
             .mark_line(strokeDash=[5, 3], opacity=0.8)
-            .encode(x="cores_per_gpu:Q", y="ttft_ms:Q", color=alt.Color(f"{series}:N"))
+            .encode(
+                x=alt.X("cores_per_gpu:Q"), y=alt.Y("ttft_ms:Q"), color=alt.Color(f"{series}:N")
+            )
         )
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -555,11 +569,11 @@ def share_trend_chart(
             scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
             legend=_legend("weighted by"),
         ),
-        detail="weighted_by:N",
+        detail=alt.Detail("weighted_by:N"),
         tooltip=[
             alt.Tooltip("month:T", format="%Y-%m"),
-            f"{group}:N",
-            "weighted_by:N",
+            alt.Tooltip(f"{group}:N"),
+            alt.Tooltip("weighted_by:N"),
             alt.Tooltip("share:Q", format=".1%"),
             alt.Tooltip("jobs:Q", format=","),
         ],
