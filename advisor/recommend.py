@@ -232,6 +232,7 @@ class RecommendContext:
         self.db_path = db_path  # resolved; it may not exist
         self.model_file = model_file
         self._con: Any = None
+        self._sufficient: dict[tuple[Any, ...], tuple[int, bool]] = {}
 
     @classmethod
     def open(
@@ -261,6 +262,24 @@ class RecommendContext:
 
             self._con = connect(self.db_path, read_only=True)
         return self._con
+
+    def smallest_sufficient(
+        self, *, gpus: int, platform: str | None, workload: Workload, tolerance: float, cap: int
+    ) -> tuple[int, bool]:
+        """:func:`smallest_sufficient` on this context's curve, each distinct question asked
+        once: partitions and clusters share GPU types, typical GPU counts and caps, and the
+        answer depends on nothing else."""
+        k = (gpus, platform, workload, tolerance, cap)
+        if k not in self._sufficient:
+            self._sufficient[k] = smallest_sufficient(
+                self.params,
+                gpus=gpus,
+                platform=platform,
+                workload=workload,
+                tolerance=tolerance,
+                cap=cap,
+            )
+        return self._sufficient[k]
 
     def close(self) -> None:
         if self._con is not None:
@@ -807,8 +826,16 @@ class Starvation:
     """What a group of jobs loses to too few cores per GPU against a recommendation."""
 
     below: np.ndarray  # per job row: its cores per GPU are under the recommendation
-    gpu_hours_lost: float
-    fix_vcpu_hours: float  # the missing cores x elapsed hours of the rows below
+    lost_rows: np.ndarray  # per job row: the GPU-hours it loses
+    fix_rows: np.ndarray  # per job row: the vCPU-hours that would lift it to the recommendation
+
+    @property
+    def gpu_hours_lost(self) -> float:
+        return float(np.sum(self.lost_rows))
+
+    @property
+    def fix_vcpu_hours(self) -> float:  # the missing cores x elapsed hours of the rows below
+        return float(np.sum(self.fix_rows))
 
 
 def starvation(
@@ -818,8 +845,8 @@ def starvation(
     gpus: ArrayLike,
     gpu_hours: ArrayLike,
     elapsed_s: ArrayLike,
-    recommended_cores_per_gpu: float,
-    platform: str | None,
+    recommended_cores_per_gpu: ArrayLike,
+    platform: str | None | Sequence[str | None],
     workload: Workload = Workload(),
 ) -> Starvation:
     """The GPU time lost to CPU starvation by job rows (CPUs, GPUs, GPU-hours, elapsed
@@ -828,10 +855,16 @@ def starvation(
     A row below the recommendation loses GPU-hours x (1 - slowdown(recommended) /
     slowdown(its own cores per GPU)), from the curve at its own GPU count; the fix is
     (recommended x GPUs - CPUs) x its elapsed hours. Rows at or above it lose nothing.
+    ``recommended_cores_per_gpu`` and ``platform`` are one for every row or one per row, so
+    that many groups are judged in one evaluation of the curve.
     """
     cpus_a = np.asarray(cpus, dtype=float)
     gpus_a = np.asarray(gpus, dtype=float)
     cores = cpus_a / gpus_a
+    rec = np.broadcast_to(np.asarray(recommended_cores_per_gpu, dtype=float), cores.shape)
+    platforms = (
+        [platform] * len(cores) if platform is None or isinstance(platform, str) else platform
+    )
     X_job = np.array(
         [
             slowdown.feature_row(
@@ -840,25 +873,26 @@ def starvation(
                 model_params_b=workload.model_params_b,
                 load_rps=workload.load_rps,
                 prompt_tokens=workload.prompt_tokens,
-                platform=platform,
+                platform=p,
                 prefix_hit=workload.hit(),
                 renderer_workers=workload.renderers(),
             )
-            for c, g in zip(cores, gpus_a, strict=True)
+            for c, g, p in zip(cores, gpus_a, platforms, strict=True)
         ]
-    )
+    ).reshape(len(cores), len(slowdown.FEATURES))
     X_rec = X_job.copy()
-    X_rec[:, 0] = recommended_cores_per_gpu
-    s_job, _ = slowdown.evaluate(params, X_job)
-    s_rec, _ = slowdown.evaluate(params, X_rec)
-    below = cores < recommended_cores_per_gpu
+    X_rec[:, 0] = rec
+    # the job rows and the same rows at the recommendation, in one evaluation of the curve
+    s, _ = slowdown.evaluate(params, np.vstack([X_job, X_rec]))
+    s_job, s_rec = s[: len(cores)], s[len(cores) :]
+    below = cores < rec
     lost_frac = np.where(below, np.clip(1.0 - s_rec / s_job, 0.0, 1.0), 0.0)
-    deficit = recommended_cores_per_gpu * gpus_a - cpus_a
+    deficit = rec * gpus_a - cpus_a
     elapsed_h = np.asarray(elapsed_s, dtype=float) / 3600.0
     return Starvation(
         below=below,
-        gpu_hours_lost=float(np.sum(np.asarray(gpu_hours, dtype=float) * lost_frac)),
-        fix_vcpu_hours=float(np.sum(np.where(below, deficit * elapsed_h, 0.0))),
+        lost_rows=np.asarray(gpu_hours, dtype=float) * lost_frac,
+        fix_rows=np.where(below, deficit * elapsed_h, 0.0),
     )
 
 
@@ -918,23 +952,12 @@ def recommend_partitions(
     buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in mix:
         buckets[(r[0], r[1])].append(r)
-    # The recommendation of each group (at its typical GPU count), then what it changes.
-    # Partitions share GPU types, typical GPU counts and caps: the model is asked once for each
-    # distinct question (its answer depends on nothing else).
-    asked: dict[tuple[int, str | None, float, int], tuple[int, bool]] = {}
 
+    # The recommendation of each group (at its typical GPU count), then what it changes.
     def sufficient(gpus: int, platform: str | None, tolerance: float, cap: int) -> tuple[int, bool]:
-        k = (gpus, platform, tolerance, cap)
-        if k not in asked:
-            asked[k] = smallest_sufficient(
-                params,
-                gpus=gpus,
-                platform=platform,
-                workload=q.workload,
-                tolerance=tolerance,
-                cap=cap,
-            )
-        return asked[k]
+        return ctx.smallest_sufficient(
+            gpus=gpus, platform=platform, workload=q.workload, tolerance=tolerance, cap=cap
+        )
 
     plans = {}
     for n, (key, rows) in enumerate(buckets.items()):
@@ -948,10 +971,25 @@ def recommend_partitions(
         plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
         progress("partitions", n + 1, len(buckets))
 
+    # every group's rows against its recommendation, in one evaluation of the curve
+    every = [(r, plans[key][3], plans[key][2]) for key, rows in buckets.items() for r in rows]
+    starved_all = starvation(
+        params,
+        cpus=[r[3] for r, _, _ in every],
+        gpus=[r[4] for r, _, _ in every],
+        gpu_hours=[float(r[7]) for r, _, _ in every],
+        elapsed_s=[r[6] for r, _, _ in every],
+        recommended_cores_per_gpu=[d for _, d, _ in every],
+        platform=[p for _, _, p in every],
+        workload=q.workload,
+    )
     out = []
+    first_row = 0
     for key, rows in buckets.items():
         partition, gpu_type = key
         gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
+        part = slice(first_row, first_row + len(rows))
+        first_row += len(rows)
         warnings = slowdown.coverage_warnings(params, platform=platform, gpus=gpus_typ)
         if not reached:
             warnings.append(
@@ -965,19 +1003,9 @@ def recommend_partitions(
             )
         cores_job = [r[3] / r[4] for r in rows]
         gpu_h = np.array([float(r[7]) for r in rows])
-        starved = starvation(
-            params,
-            cpus=[r[3] for r in rows],
-            gpus=[r[4] for r in rows],
-            gpu_hours=gpu_h,
-            elapsed_s=[r[6] for r in rows],
-            recommended_cores_per_gpu=dflt,
-            platform=platform,
-            workload=q.workload,
-        )
-        below = starved.below
-        lost = starved.gpu_hours_lost
-        fix_vcpu_h = starved.fix_vcpu_hours
+        below = starved_all.below[part]
+        lost = float(np.sum(starved_all.lost_rows[part]))
+        fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
         first = min(r[8] for r in rows)
         last = max(r[9] for r in rows)
         days = max((last - first).total_seconds() / 86400.0, 1.0)

@@ -606,6 +606,53 @@ def test_starvation_is_gpu_hours_times_the_slowdown_gap_for_rows_below_the_recom
     assert (none.gpu_hours_lost, none.fix_vcpu_hours) == (0.0, 0.0)
 
 
+def test_starvation_of_many_groups_at_once_equals_each_group_alone():
+    """recommend_partitions judges every group in one call (a recommendation and a platform per
+    row): the rows' losses and fixes must be what each group's own call gives."""
+    import numpy as np
+
+    from advisor import slowdown
+    from advisor.recommend import starvation
+
+    params = slowdown.load_params()
+    groups = [
+        # (CPUs, GPUs, GPU-hours, elapsed s) rows, recommended cores per GPU, platform
+        ([(8, 4, 10.0, 9000), (32, 4, 5.0, 3600)], 6, "H100"),
+        ([(1, 8, 40.0, 18000), (4, 2, 3.0, 5400), (2, 1, 1.0, 3600)], 4, "A100"),
+        ([(2, 2, 7.0, 12600)], 3, None),
+    ]
+
+    def cols(rows):
+        return {
+            "cpus": [r[0] for r in rows],
+            "gpus": [r[1] for r in rows],
+            "gpu_hours": [r[2] for r in rows],
+            "elapsed_s": [r[3] for r in rows],
+        }
+
+    alone = [
+        starvation(params, **cols(rows), recommended_cores_per_gpu=rec, platform=platform)
+        for rows, rec, platform in groups
+    ]
+    every = [(r, rec, platform) for rows, rec, platform in groups for r in rows]
+    together = starvation(
+        params,
+        **cols([r for r, _, _ in every]),
+        recommended_cores_per_gpu=[rec for _, rec, _ in every],
+        platform=[p for _, _, p in every],
+    )
+    assert together.below.tolist() == [b for a in alone for b in a.below.tolist()]
+    np.testing.assert_allclose(together.lost_rows, np.concatenate([a.lost_rows for a in alone]))
+    np.testing.assert_allclose(together.fix_rows, np.concatenate([a.fix_rows for a in alone]))
+    assert together.gpu_hours_lost == pytest.approx(sum(a.gpu_hours_lost for a in alone))
+    assert alone[1].gpu_hours_lost > 0 and alone[1].fix_vcpu_hours == pytest.approx(
+        (4 * 8 - 1) * 5.0 + (4 * 2 - 4) * 1.5 + (4 * 1 - 2) * 1.0
+    )
+    # no rows: nothing lost, nothing to fix
+    empty = starvation(params, **cols([]), recommended_cores_per_gpu=[], platform=[])
+    assert (empty.gpu_hours_lost, empty.fix_vcpu_hours, empty.below.size) == (0.0, 0.0, 0)
+
+
 def test_one_context_answers_as_separate_calls_do_and_closes_its_connection(db_path: Path):
     import duckdb
 
