@@ -198,18 +198,22 @@ def fix_plan(q: FixQuery) -> FixPlan:
 
 
 def merge(
-    plans: Sequence[FixPlan], partitions: Sequence[str] = (), gpu_types: Sequence[str] = ()
+    plans: Sequence[FixPlan],
+    partitions: Sequence[str] = (),
+    gpu_types: Sequence[str] = (),
+    clusters: Sequence[str] = (),
 ) -> FixPlan:
-    """Plans of single clusters as one, narrowed to ``partitions`` and ``gpu_types`` (empty:
-    all). A partition's recommendation depends on its own jobs only, so narrowing a plan gives
-    the plan of the narrower query: the dashboard computes one plan per cluster and month range
-    and narrows it, instead of asking the model again for every filter change."""
+    """Plans as one, narrowed to ``clusters``, ``partitions`` and ``gpu_types`` (empty: all).
+    A partition's recommendation depends on its own jobs only, so narrowing a plan gives the
+    plan of the narrower query: the dashboard computes one plan of every cluster per month
+    range and narrows it, instead of asking the model again for every filter change."""
     rows = sorted(
         (
             r
             for p in plans
             for r in p.rows
-            if (not partitions or r.partition in partitions)
+            if (not clusters or r.cluster in clusters)
+            and (not partitions or r.partition in partitions)
             and (not gpu_types or r.gpu_type in gpu_types)
         ),
         key=lambda r: (-r.gpu_hours_lost_per_month, r.cluster, r.partition or ""),

@@ -651,29 +651,25 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
     with what needs no model."""
     from advisor import fixplan
 
-    # One cached plan per cluster and month range, narrowed here to the partitions and GPU
-    # types chosen: a partition or GPU type filter change then asks the model nothing new.
-    clusters = filters.clusters or filter_options(key).clusters
-    plans = [
-        _cached_call(
-            "fix_plan",
-            (
-                fixplan.FixQuery(
-                    db=key[0],
-                    clusters=(c,),
-                    start=filters.since_datetime,
-                    end=filters.until_exclusive,
-                    workload=a.workload,
-                    tolerance=a.tolerance,
-                    model_file=model_file(),
-                ),
+    # One cached plan of every cluster per month range, narrowed here to the clusters,
+    # partitions and GPU types chosen: those filter changes then ask the model nothing new.
+    plan = _cached_call(
+        "fix_plan",
+        (
+            fixplan.FixQuery(
+                db=key[0],
+                clusters=filter_options(key).clusters,
+                start=filters.since_datetime,
+                end=filters.until_exclusive,
+                workload=a.workload,
+                tolerance=a.tolerance,
+                model_file=model_file(),
             ),
-            _FunctionRef(fixplan.fix_plan),
-            (key, model_key()),
-        )
-        for c in clusters
-    ]
-    return fixplan.merge(plans, filters.partitions, filters.gpu_types)
+        ),
+        _FunctionRef(fixplan.fix_plan),
+        (key, model_key()),
+    )
+    return fixplan.merge([plan], filters.partitions, filters.gpu_types, filters.clusters)
 
 
 # A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move

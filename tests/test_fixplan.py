@@ -78,3 +78,9 @@ def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
         s.slurm_conf.splitlines()[3:] for s in direct.settings
     ]
     assert fixplan.merge(plans, gpu_types=("B200",)).rows == ()
+    # the plan of every cluster, narrowed to one, is that cluster's own plan
+    every = fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=("research", "teach")))
+    teach = fixplan.merge([every], clusters=("teach",))
+    assert teach.rows == plans[1].rows and teach.settings[0].lua.splitlines()[3:] == (
+        plans[1].settings[0].lua.splitlines()[3:]
+    )

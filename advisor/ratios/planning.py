@@ -138,10 +138,9 @@ def facts_sql(kind: str, q: RatioQuery) -> str:
     return people_facts(q) if kind == "people" else query("ratios/jobs_facts")
 
 
-def people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
+def people_facts(q: RatioQuery) -> str:
     """The people cube's facts SQL for ``q``, keeping in its first (integer) aggregation only
-    the month / GPU count / interactive columns that ``q`` groups by; ``only_pids`` keeps only
-    the cube rows of the pids in the ``$pids`` parameter."""
+    the month / GPU count / interactive columns that ``q`` groups by."""
     keep = set(q.by)
     # Only fixed column names or typed NULLs are spliced in.
     columns = {
@@ -153,14 +152,7 @@ def people_facts(q: RatioQuery, *, only_pids: bool = False) -> str:
             ("interactive", "interactive", "NULL::VARCHAR"),
         )
     }
-    return people_cube_query(
-        "ratios/cube_people_facts", q, pids=pids_condition(only_pids), **columns
-    )
-
-
-def pids_condition(only_pids: bool) -> str:
-    """The condition on ratio_people ``p`` that keeps every pid, or those in ``$pids``."""
-    return "list_contains($pids::INTEGER[], p.pid)" if only_pids else "TRUE"
+    return people_cube_query("ratios/cube_people_facts", q, **columns)
 
 
 def people_cube_query(name: str, q: RatioQuery, **parts: str) -> str:

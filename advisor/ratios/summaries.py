@@ -28,7 +28,6 @@ from advisor.ratios.planning import (
     people_group_number,
     people_radix,
     people_summary_cube,
-    pids_condition,
     query_params,
 )
 from advisor.ratios.records import (
@@ -96,25 +95,24 @@ def ratio_summary(
 
 
 def _summarise(
-    con: duckdb.DuckDBPyConnection, q: RatioQuery, kind: str, pids: Sequence[int] | None = None
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, kind: str
 ) -> tuple[RatioTable, dict[str, int]]:
     """The figures of every group of ``q`` from the facts of one :func:`choose_source` kind, and the
     exclusions: from a people cube on integer group numbers where they fit a BIGINT, else by
-    name. ``pids``: only these people-cube pids (:func:`below_target`'s top groups)."""
-    extra = {} if pids is None else {"pids": list(pids)}
+    name."""
     if kind == "people":
         digits = people_digits(con, q)
         if digits is not None:
-            return _summary_people(con, q, digits, extra)
-        return _summary(con, q, people_facts(q, only_pids=pids is not None), extra)
-    return _summary(con, q, facts_sql(kind, q), extra)
+            return _summary_people(con, q, digits)
+        return _summary(con, q, people_facts(q))
+    return _summary(con, q, facts_sql(kind, q))
 
 
 def _summary(
-    con: duckdb.DuckDBPyConnection, q: RatioQuery, facts: str, extra: Mapping[str, Any]
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, facts: str
 ) -> tuple[RatioTable, dict[str, int]]:
-    """ratios/summary over ``facts`` (``extra``: parameters the facts take beyond the query's):
-    the figures of every group, in key order, and the exclusions by reason."""
+    """ratios/summary over ``facts``: the figures of every group, in key order, and the
+    exclusions by reason."""
     keys = q.by or ("_all",)
     sql = grouped_sql(
         "summary",
@@ -125,7 +123,7 @@ def _summary(
             for k in keys
         ),
     )
-    params = {**query_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
+    params = {**query_params(q), "reasons": list(EXCLUSION_REASONS)}
     rows = con.execute(sql, params).fetchnumpy()
     counted, excluded = _split_excluded(rows)
     g = np.ma.getdata(rows["_g"][:counted]).astype(np.int64)
@@ -138,11 +136,9 @@ def _summary_people(
     con: duckdb.DuckDBPyConnection,
     q: RatioQuery,
     digits: Sequence[Digit],
-    extra: Mapping[str, Any],
 ) -> tuple[RatioTable, dict[str, int]]:
     """ratios/summary_people: the figures of every group, summed on integers from a people
-    cube and named afterwards (``digits``: :func:`people_digits`; with ``extra["pids"]``, only
-    those pids)."""
+    cube and named afterwards (``digits``: :func:`people_digits`)."""
     cube, conditions, ratio = people_summary_cube(q)
     inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
     fs = bool(inventory and inventory[0])
@@ -161,7 +157,6 @@ def _summary_people(
         ratio=ratio,
         key=key,
         gid=f"({gid})::{kind}",
-        pids=pids_condition("pids" in extra),
         fs=", fair.fair_share_cores_per_gpu" if fs else "",
         fs_column=(
             ", CASE WHEN c.excluded_reason IS NULL THEN g.fair_share_cores_per_gpu END"
@@ -170,7 +165,7 @@ def _summary_people(
             else ""
         ),
     )
-    params = {**query_params(q), **extra, "reasons": list(EXCLUSION_REASONS)}
+    params = {**query_params(q), "reasons": list(EXCLUSION_REASONS)}
     labels = next((d.labels for d in digits if d.key == "interactive"), None)
     if labels is not None:
         params["labels"] = list(labels)
@@ -384,21 +379,50 @@ def below_target(
             q,
             thresholds_cores_per_gpu=tuple(sorted({float(r["target"]) for r in top})),
         )
-        pids = sorted(int(p) for r in top for p in r["pids"]) if people else None
-        table, _ = _summarise(con, sq, kind, pids)
-        by_keys = {tuple(g.keys[k] for k in q.by): g for g in table.groups()}
+        if people:  # the statement gave each top group's rows of the summary
+            groups = _top_groups_table(con, sq, top).groups()
+        else:
+            table, _ = _summarise(con, sq, kind)
+            by_keys = {tuple(g.keys[k] for k in q.by): g for g in table.groups()}
+            groups = tuple(by_keys[tuple(r[k] for k in q.by)] for r in top)
         chosen = tuple(
             BelowTargetGroup(
-                group=by_keys[tuple(r[k] for k in q.by)],
+                group=g,
                 target_cores_per_gpu=float(r["target"]),
                 jobs_below=int(r["n_below"]),
                 gpu_hours_below=float(r["w_below"]) / 3600.0,
             )
-            for r in top
+            for g, r in zip(groups, top, strict=True)
         )
     return BelowTargetReport(
         groups=chosen, groups_counted=int(info["groups"]), excluded=excluded, query=tq
     )
+
+
+def _top_groups_table(
+    con: duckdb.DuckDBPyConnection, q: RatioQuery, top: Sequence[Mapping[str, Any]]
+) -> RatioTable:
+    """The figures of ratios/below_target_people's top groups (in their order) from the rows of
+    the summary each carries (``dist_*`` lists, in ratio order), as ratios/summary_people would
+    give them: the fair share only where the node inventory has any."""
+    sizes = np.array([len(r["dist_ratio"]) for r in top], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+    def column(name: str, dtype: Any) -> npt.NDArray[Any]:
+        return np.array([v for r in top for v in r[name]], dtype=dtype)
+
+    rows: dict[str, Any] = {
+        "cores_per_gpu": column("dist_ratio", np.float64),
+        "jobs": column("dist_jobs", np.int64),
+        "gpu_seconds": column("dist_gpu_s", np.int64),
+    }
+    inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
+    if inventory and inventory[0]:
+        rows["fair_share_cores_per_gpu"] = np.array(
+            [np.nan if v is None else v for r in top for v in r["dist_fair"]], dtype=np.float64
+        )
+    names = {k: [r[k] for r in top] for k in q.by}
+    return _table(q, names, starts, rows, int(sizes.sum()))
 
 
 def ratio_distribution(

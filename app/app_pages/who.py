@@ -45,7 +45,8 @@ fixed = c3.number_input(
     key="who_target",
     disabled=mode != "fixed",
 )
-top_n = c4.slider("Show", min_value=5, max_value=50, value=15, key="who_top")
+MOST_SHOWN = 50
+top_n = c4.slider("Show", min_value=5, max_value=MOST_SHOWN, value=15, key="who_top")
 
 recs = common.partition_recommendations(key, assumed)
 if mode == "recommended":
@@ -59,8 +60,9 @@ else:
     targets, fixed_target = (), float(fixed)
 
 q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
-# Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it.
-report = common.below_target(key, q, targets, fixed_target, top_n * 2)
+# Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it; one
+# pool for every "Show" value, so that moving the slider asks the database nothing new.
+report = common.below_target(key, q, targets, fixed_target, 2 * MOST_SHOWN)
 # what the jobs used, shown even when nothing ran below the allocation target
 show_usage_block(key, filters, who)
 if not report.groups_counted:

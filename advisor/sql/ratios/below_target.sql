@@ -1,6 +1,7 @@
 -- ratios/below_target: rank groups by GPU-seconds below a target ratio over any facts relation
 -- (ratios/jobs_facts or a cube's facts): the general path of advisor.ratios.below_target, for
--- queries the people cubes cannot rank (ratios/below_target_people, same columns and order).
+-- queries the people cubes cannot rank (ratios/below_target_people: the same columns and order,
+-- without that statement's summary rows of the top groups).
 -- Placeholders: facts and keys as in ratios/summary. Parameters: those of the facts, plus
 -- $target_partitions/$target_gpu_types/$target_values or $fixed, and $top.
 WITH facts AS (
@@ -25,7 +26,7 @@ agg AS MATERIALIZED (
 ),
 top AS (
     SELECT {{keys}}, target, jobs::BIGINT AS jobs, gpu_s::DOUBLE AS gpu_s,
-           n_below::BIGINT AS n_below, w_below::DOUBLE AS w_below, NULL::INTEGER[] AS pids
+           n_below::BIGINT AS n_below, w_below::DOUBLE AS w_below
     FROM agg
     WHERE _reason IS NULL AND w_below > 0
     ORDER BY w_below DESC, {{keys}}

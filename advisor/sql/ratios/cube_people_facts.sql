@@ -12,8 +12,7 @@
 -- was most of an account/user summary's time.
 -- Placeholders, all fixed text chosen in advisor.ratios: people_where (ratios/people_where);
 -- cluster, gpu_type, partition, account, user (the column when the query groups by it, else a
--- typed NULL; the same for month, gpu_count, interactive); pids: TRUE, or only the pids of
--- chosen groups (advisor.ratios.below_target).
+-- typed NULL; the same for month, gpu_count, interactive).
 WITH groups AS MATERIALIZED (
     -- one row per output group: its key values, its fair share and its pids
     SELECT row_number() OVER () AS gid, *
@@ -24,7 +23,6 @@ WITH groups AS MATERIALIZED (
         FROM ratio_people AS p
         LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
         WHERE {{people_where}}
-          AND {{pids}}
         GROUP BY ALL
     )
 ),

@@ -13,15 +13,14 @@
 -- GPU-count conditions); ratio (the cube's cores-per-GPU expression); fs (", fair.fair_share_cores_per_gpu" where
 -- ratio_fair_share has rows, else nothing: a column less to group by) and fs_column (the same,
 -- as ", CASE WHEN c.excluded_reason IS NULL THEN g.fair_share_cores_per_gpu END AS
--- fair_share_cores_per_gpu"); pids (TRUE, or only the pids in $pids).
+-- fair_share_cores_per_gpu").
 -- Parameters: those of ratios/jobs_facts, $reasons (VARCHAR[]), $labels (the interactive
--- labels, when grouped by) and $pids.
+-- labels, when grouped by).
 WITH people AS (
     SELECT p.pid, {{gid}} AS gid{{fs}}
     FROM ratio_people AS p
     LEFT JOIN ratio_fair_share AS fair USING (cluster, gpu_type)
     WHERE {{people_where}}
-      AND {{pids}}
 )
 SELECT CASE WHEN c.excluded_reason IS NULL THEN {{key}} END AS k,
        CASE WHEN c.excluded_reason IS NULL THEN {{ratio}}
