@@ -49,12 +49,31 @@ def grouped_job_percentiles(
     return pct
 
 
+def job_percentiles_by_group(
+    values: Sequence[float] | npt.ArrayLike,
+    counts: Sequence[int] | npt.ArrayLike,
+    groups: Sequence[int] | npt.ArrayLike,
+    quantiles: Sequence[float],
+) -> npt.NDArray[np.float64]:
+    """Per group number 0 .. max(groups), the job-weighted ``quantiles`` of its ``values``
+    repeated ``counts`` times, in any order (see the module's definition): one row per group
+    (NaN for a group without a positive count), one column per quantile."""
+    v = np.asarray(values, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.int64)
+    g = np.asarray(groups, dtype=np.int64)
+    size = int(g.max()) + 1 if g.size else 0
+    keep = n > 0  # a value seen no time is no order statistic
+    v, n, g = v[keep], n[keep], g[keep]
+    order = np.lexsort((v, g))
+    v, n, g = v[order], n[order], g[order]
+    firsts = np.flatnonzero(np.diff(g, prepend=-1))
+    out = np.full((size, len(quantiles)), np.nan)
+    out[g[firsts]] = grouped_job_percentiles(v, n, firsts.astype(np.int64), quantiles)
+    return out
+
+
 def job_percentile(values: Sequence[float], counts: Sequence[int], q: float) -> float:
     """The q-quantile (0..1) of ``values`` repeated ``counts`` times, in any order (see the
     module's definition); at least one count must be positive."""
-    order = np.argsort(np.asarray(values, dtype=np.float64), kind="stable")
-    v = np.asarray(values, dtype=np.float64)[order]
-    n = np.asarray(counts, dtype=np.int64)[order]
-    keep = n > 0  # a value seen no time is no order statistic
-    pct = grouped_job_percentiles(v[keep], n[keep], np.zeros(1, dtype=np.int64), (q,))
+    pct = job_percentiles_by_group(values, counts, np.zeros(len(values), dtype=np.int64), (q,))
     return float(pct[0, 0])

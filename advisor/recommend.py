@@ -54,7 +54,7 @@ from advisor.dbpath import resolve_db_path
 from advisor.errors import UsageError
 from advisor.pricing import CostDelta, PriceBook, cost_delta, load_pricing
 from advisor.progress import ProgressFn, no_progress
-from advisor.quantiles import job_percentile
+from advisor.quantiles import job_percentiles_by_group
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -865,10 +865,14 @@ def starvation(
     platforms = (
         [platform] * len(cores) if platform is None or isinstance(platform, str) else platform
     )
-    X_job = np.array(
+    # only the first feature (cores per GPU) differs between rows of one GPU count and platform:
+    # one row per such pair, repeated, then the cores filled in
+    pairs = list(zip(gpus_a.tolist(), platforms, strict=True))
+    index = {k: i for i, k in enumerate(dict.fromkeys(pairs))}
+    templates = np.array(
         [
             slowdown.feature_row(
-                c,
+                1.0,
                 gpus=g,
                 model_params_b=workload.model_params_b,
                 load_rps=workload.load_rps,
@@ -877,9 +881,11 @@ def starvation(
                 prefix_hit=workload.hit(),
                 renderer_workers=workload.renderers(),
             )
-            for c, g, p in zip(cores, gpus_a, platforms, strict=True)
+            for g, p in index
         ]
-    ).reshape(len(cores), len(slowdown.FEATURES))
+    ).reshape(len(index), len(slowdown.FEATURES))
+    X_job = templates[[index[k] for k in pairs]]
+    X_job[:, 0] = cores
     X_rec = X_job.copy()
     X_rec[:, 0] = rec
     # the job rows and the same rows at the recommendation, in one evaluation of the curve
@@ -983,9 +989,16 @@ def recommend_partitions(
         platform=[p for _, _, p in every],
         workload=q.workload,
     )
+    # every group's P25 and P50 cores per GPU (job-weighted), in one pass
+    pct = job_percentiles_by_group(
+        [r[3] / r[4] for r, _, _ in every],
+        [int(r[5]) for r, _, _ in every],
+        np.repeat(np.arange(len(buckets)), [len(rows) for rows in buckets.values()]),
+        (0.25, 0.50),
+    )
     out = []
     first_row = 0
-    for key, rows in buckets.items():
+    for n, (key, rows) in enumerate(buckets.items()):
         partition, gpu_type = key
         gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
         part = slice(first_row, first_row + len(rows))
@@ -1001,7 +1014,6 @@ def recommend_partitions(
                 "no node inventory for this partition and GPU type; "
                 f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU"
             )
-        cores_job = [r[3] / r[4] for r in rows]
         gpu_h = np.array([float(r[7]) for r in rows])
         below = starved_all.below[part]
         lost = float(np.sum(starved_all.lost_rows[part]))
@@ -1026,8 +1038,8 @@ def recommend_partitions(
                 gres_type=next((r[2] for r in rows if r[2]), None),
                 jobs=jobs,
                 gpu_hours=gpu_hours,
-                p25_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.25),
-                p50_cores_per_gpu=job_percentile(cores_job, [int(r[5]) for r in rows], 0.50),
+                p25_cores_per_gpu=float(pct[n, 0]),
+                p50_cores_per_gpu=float(pct[n, 1]),
                 typical_gpus=gpus_typ,
                 node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
                 def_cpu_per_gpu=dflt,

@@ -270,8 +270,8 @@ def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(
 def test_partition_figures_equal_the_ratio_engines_on_a_mixed_cluster(db_path: Path):
     import numpy as np
 
+    from advisor.quantiles import job_percentile
     from advisor.ratios import RatioQuery, ratio_summary
-    from advisor.recommend import job_percentile
 
     rng = np.random.default_rng(3)
     for partition, gpu_type in (("gpu", "H100"), ("teach", "A100"), ("gpu", "L40S")):
