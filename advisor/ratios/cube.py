@@ -9,8 +9,9 @@ from ``jobs`` whenever the fingerprint of the jobs they were built from no longe
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -47,9 +48,40 @@ _RETIRED_TABLES: tuple[str, ...] = ()
 """Derived tables of earlier rules versions that no version creates any more (dropped too)."""
 
 
+T = TypeVar("T")
+
+_READ: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per read-only connection, what this module has read about its derived tables. It cannot
+change while the connection is open (no process writes a file that a reader holds) except
+through the TEMP copies this module makes on that connection, which forget it
+(:func:`_forget`); every dashboard page asks several times per interaction."""
+
+
+def _remembered(con: duckdb.DuckDBPyConnection, key: str, read: Callable[[], T]) -> T:
+    """``read()``, once per read-only connection and ``key``; every time on a writable one."""
+    known = _READ.get(con)
+    if known is None:
+        if not is_read_only(con):
+            return read()
+        known = _READ.setdefault(con, {})
+    if key not in known:
+        known[key] = read()
+    return known[key]
+
+
+def _forget(con: duckdb.DuckDBPyConnection) -> None:
+    _READ.pop(con, None)
+
+
 def _stored_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The rules version the derived tables visible to ``con`` were created under (a TEMP copy
     shadows the stored one), None when they were never created by this module."""
+    return _remembered(con, "rules_version", lambda: _read_rules_version(con))
+
+
+def _read_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
     row = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [_SCHEMA_TABLE]
     ).fetchone()
@@ -62,6 +94,7 @@ def _stored_rules_version(con: duckdb.DuckDBPyConnection) -> int | None:
 def _create(con: duckdb.DuckDBPyConnection, tables: Sequence[str], *, temporary: bool) -> None:
     """Create ``tables`` (the version table too) from advisor/sql/ratios/cube/, empty; TEMP ones
     shadow the stored ones for this connection only."""
+    _forget(con)
     create = "CREATE OR REPLACE TEMP TABLE" if temporary else "CREATE TABLE"
     for table in (*tables, _SCHEMA_TABLE):
         con.execute(render(f"ratios/cube/{table}", create=create))
@@ -94,16 +127,23 @@ def ensure_cube_schema(con: duckdb.DuckDBPyConnection, *, in_transaction: bool =
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
-    row = con.execute(query("ratios/cube_fingerprint")).fetchone()
-    assert row is not None
-    return (int(row[0]), int(row[1]), row[2], CUBE_RULES_VERSION)
+    def read() -> tuple[Any, ...]:
+        row = con.execute(query("ratios/cube_fingerprint")).fetchone()
+        assert row is not None
+        return (int(row[0]), int(row[1]), row[2], CUBE_RULES_VERSION)
+
+    return _remembered(con, "fingerprint", read)
 
 
 def _cube_state(con: duckdb.DuckDBPyConnection, table: str = "ratio_cube_state") -> Any:
     if _stored_rules_version(con) != CUBE_RULES_VERSION:
         return None  # no derived tables, or another version's: stale
-    row = con.execute(render("ratios/state/read", table=table)).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
+
+    def read() -> Any:
+        row = con.execute(render("ratios/state/read", table=table)).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]), row[2], int(row[3] or 0))
+
+    return _remembered(con, table, read)
 
 
 def cube_is_fresh(con: duckdb.DuckDBPyConnection) -> bool:
@@ -118,12 +158,19 @@ def people_months_are_fresh(con: duckdb.DuckDBPyConnection) -> bool:
     return _cube_state(con) == fp and _cube_state(con, "ratio_cube_people_months_state") == fp
 
 
+_READ_ONLY: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, bool] = weakref.WeakKeyDictionary()
+
+
 def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT current_setting('access_mode')").fetchone()
-    return row is not None and str(row[0]) == "read_only"
+    """Whether ``con`` was opened read-only (asked once per connection: it cannot change)."""
+    if con not in _READ_ONLY:
+        row = con.execute("SELECT current_setting('access_mode')").fetchone()
+        _READ_ONLY[con] = row is not None and str(row[0]) == "read_only"
+    return _READ_ONLY[con]
 
 
 def _write_state(con: duckdb.DuckDBPyConnection, table: str, fp: tuple[Any, ...]) -> None:
+    _forget(con)
     names = ("jobs_rows", "ingest_id", "finished_at", "rules_version")
     con.execute(render("ratios/state/write", table=table), dict(zip(names, fp, strict=True)))
 
