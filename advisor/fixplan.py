@@ -139,8 +139,9 @@ def _partition_query(q: FixQuery, cluster: str) -> PartitionQuery:
     )
 
 
-def fix_plan(q: FixQuery) -> FixPlan:
-    """Per cluster and (partition, GPU type): the loss, its value, the fix and its cost."""
+def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
+    """Per cluster and (partition, GPU type): the loss, its value, the fix and its cost.
+    ``con``: an open connection to ``q.db`` to read instead of opening one (left open)."""
     from advisor.recommend import recommend_partitions
 
     clusters = q.clusters or _clusters(q.db)
@@ -150,7 +151,7 @@ def fix_plan(q: FixQuery) -> FixPlan:
     reports = []
     if clusters:  # the curve and the prices once for every cluster's recommendation
         with RecommendContext.open(
-            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file, con=con
         ) as ctx:
             reports = [
                 (cluster, recommend_partitions(_partition_query(q, cluster), ctx=ctx))

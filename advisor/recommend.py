@@ -232,6 +232,7 @@ class RecommendContext:
         self.db_path = db_path  # resolved; it may not exist
         self.model_file = model_file
         self._con: Any = None
+        self._own_con = True  # False: the caller's connection, left open
         self._sufficient: dict[tuple[Any, ...], tuple[int, bool]] = {}
 
     @classmethod
@@ -241,15 +242,19 @@ class RecommendContext:
         db: str | os.PathLike[str] | None = None,
         fit_file: str | None = None,
         pricing_file: str | None = None,
+        con: Any = None,
     ) -> RecommendContext:
         """Load the curve (``fit_file``, else ``$ADVISOR_MODEL``, else the shipped one) and
-        the prices (``pricing_file`` over the built-in ones) for the database ``db``."""
-        return cls(
+        the prices (``pricing_file`` over the built-in ones) for the database ``db``; ``con``,
+        an open connection to it, is used instead of opening one (and left open)."""
+        ctx = cls(
             slowdown.load_params(fit_file),
             load_pricing(pricing_file),
             resolve_db_path(db),
             fit_file,
         )
+        ctx._con, ctx._own_con = con, con is None
+        return ctx
 
     @property
     def has_db(self) -> bool:
@@ -282,9 +287,9 @@ class RecommendContext:
         return self._sufficient[k]
 
     def close(self) -> None:
-        if self._con is not None:
+        if self._con is not None and self._own_con:
             self._con.close()
-            self._con = None
+        self._con = None
 
     def __enter__(self) -> RecommendContext:
         return self

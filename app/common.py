@@ -653,23 +653,25 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
 
     # One cached plan of every cluster per month range, narrowed here to the clusters,
     # partitions and GPU types chosen: those filter changes then ask the model nothing new.
-    plan = _cached_call(
-        "fix_plan",
-        (
-            fixplan.FixQuery(
-                db=key[0],
-                clusters=filter_options(key).clusters,
-                start=filters.since_datetime,
-                end=filters.until_exclusive,
-                workload=a.workload,
-                tolerance=a.tolerance,
-                model_file=model_file(),
-            ),
-        ),
-        _FunctionRef(fixplan.fix_plan),
-        (key, model_key()),
+    q = fixplan.FixQuery(
+        db=key[0],
+        clusters=filter_options(key).clusters,
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        workload=a.workload,
+        tolerance=a.tolerance,
+        model_file=model_file(),
     )
+    plan = _cached_core("fix_plan", key, (q, model_key()), _FunctionRef(_fix_plan_on))
     return fixplan.merge([plan], filters.partitions, filters.gpu_types, filters.clusters)
+
+
+def _fix_plan_on(con: duckdb.DuckDBPyConnection, q: Any, _model_key: tuple[str, float]) -> Any:
+    """``fixplan.fix_plan`` on this run's connection (``_model_key`` only keys the cache: a
+    refitted model file gives new plans)."""
+    from advisor import fixplan
+
+    return fixplan.fix_plan(q, con)
 
 
 # A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move

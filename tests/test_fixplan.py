@@ -84,3 +84,16 @@ def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
     assert teach.rows == plans[1].rows and teach.settings[0].lua.splitlines()[3:] == (
         plans[1].settings[0].lua.splitlines()[3:]
     )
+
+
+def test_a_plan_read_on_the_callers_connection_is_the_same_and_leaves_it_open(db):
+    from advisor import store
+
+    con = store.connect(db, read_only=True)
+    try:
+        on_con = fixplan.fix_plan(fixplan.FixQuery(db=db), con)
+        assert con.execute("SELECT count(*) FROM jobs").fetchone()[0] > 0  # still open
+    finally:
+        con.close()
+    own = fixplan.fix_plan(fixplan.FixQuery(db=db))
+    assert on_con.rows == own.rows and on_con.fix_usd_per_month == own.fix_usd_per_month
