@@ -487,7 +487,31 @@ def below_target(
     from advisor import ratios
 
     tq = ratios.TargetQuery(q, targets_cores_per_gpu=targets, fixed_cores_per_gpu=fixed, top=top)
+    report = guarded(lambda: _below_target_in_memory(key, tq))
+    if report is not None:
+        return report
     return guarded(lambda: cached_core("below_target", key, ratios.below_target, tq))
+
+
+@st.cache_resource(
+    show_spinner="Loading the account and user tables into memory (once per database version)",
+    max_entries=1,
+)
+def people_in_memory(key: DbKey) -> Any:
+    """``advisor.ratios.inmemory.PeopleInMemory`` of this file version (None when its cubes are
+    stale or too large): one copy for every session, so that ranking accounts and users on each
+    click reads memory instead of scanning the cubes (docs/performance.md)."""
+    from advisor.ratios.inmemory import PeopleInMemory
+
+    with connection(key) as con:
+        return PeopleInMemory.load(con)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _below_target_in_memory(key: DbKey, tq: Any) -> Any:
+    """The ranking from :func:`people_in_memory`, or None for DuckDB to answer."""
+    memory = people_in_memory(key)
+    return None if memory is None else memory.below_target(tq)
 
 
 def ratio_distribution(key: DbKey, q: Any) -> Any:

@@ -215,6 +215,42 @@ def test_who_targets_each_partition_with_the_recommended_flag(monkeypatch, dbs):
     assert json.loads(_charts(at)[0].proto.spec)["encoding"]["x"]["field"] == "gpu_hours_lost"
 
 
+def test_who_ranks_from_the_tables_held_in_memory_as_duckdb_would(monkeypatch, dbs):
+    """The Who page ranks from advisor.ratios.inmemory (fast on every click): its table is the
+    one DuckDB's ranking gives, and DuckDB is not asked."""
+    import streamlit as st
+
+    from advisor import ratios
+    from advisor.ratios.inmemory import PeopleInMemory
+
+    real_load = PeopleInMemory.load
+    monkeypatch.setattr(PeopleInMemory, "load", classmethod(lambda cls, con: None))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "who")
+    at.button_group(key="who_by").set_value("user").run()
+    from_duckdb = at.dataframe[0].value
+    assert len(from_duckdb) > 0
+
+    monkeypatch.setattr(PeopleInMemory, "load", real_load)
+    asked = []
+
+    def duckdb_ranking(*args, **kwargs):
+        asked.append(args)
+        raise AssertionError("DuckDB was asked to rank")
+
+    monkeypatch.setattr(ratios, "below_target", duckdb_ranking)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at.button_group(key="who_by").set_value("account").run()
+    at.button_group(key="who_by").set_value("user").run()
+    _no_exception(at, "who")
+    assert not asked
+    assert at.dataframe[0].value.equals(from_duckdb)
+
+
 def test_who_and_overview_use_the_workload_set_on_recommend(monkeypatch, dbs):
     from advisor import recommend
 

@@ -81,8 +81,9 @@ def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):
     # the plan of every cluster, narrowed to one, is that cluster's own plan
     every = fixplan.fix_plan(fixplan.FixQuery(db=db, clusters=("research", "teach")))
     teach = fixplan.merge([every], clusters=("teach",))
-    assert teach.rows == plans[1].rows and teach.settings[0].lua.splitlines()[3:] == (
-        plans[1].settings[0].lua.splitlines()[3:]
+    assert (
+        teach.rows == plans[1].rows
+        and teach.settings[0].lua.splitlines()[3:] == (plans[1].settings[0].lua.splitlines()[3:])
     )
 
 

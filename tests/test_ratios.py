@@ -887,6 +887,12 @@ def test_below_target_breaks_ties_by_the_key_values_with_missing_ones_last(con, 
     # numbers too large for a BIGINT are HUGEINTs, in the same order
     monkeypatch.setattr(planning, "_BIGINT_GROUPS", 2)
     assert ratios.below_target(con, tq) == got
+    # the cubes held in memory (the dashboard's) break the ties the same way
+    from advisor.ratios.inmemory import PeopleInMemory
+
+    ratios.refresh_people_months(con)
+    memory = PeopleInMemory.load(con)
+    assert memory is not None and memory.below_target(tq) == got
 
 
 def test_below_target_needs_one_kind_of_target_and_the_keys_it_is_given_for(con):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -185,7 +185,7 @@ def _summary_people(
     keys: dict[str, list[Any]] = {}
     for d in digits:
         if d.key in PEOPLE_KEYS:
-            keys[d.key] = _people_names(con, d.key)[part[d.key]].tolist()
+            keys[d.key] = people_names(con, d.key)[part[d.key]].tolist()
         elif d.key == "month":
             months, at = np.unique(part[d.key], return_inverse=True)
             text = [f"{m // 12:04d}-{m % 12 + 1:02d}" for m in months.tolist()]
@@ -200,7 +200,7 @@ def _summary_people(
     return table, excluded
 
 
-def _people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
+def people_names(con: duckdb.DuckDBPyConnection, key: str) -> npt.NDArray[Any]:
     """The values of one people key indexed by their id (ratios/people_names)."""
     sql = render("ratios/people_names", id=f"{key}_id", key=quote_ident(key))
     rows = con.execute(sql).fetchall()
@@ -323,17 +323,8 @@ _NOT_ARRAYS = frozenset({"keys", "thresholds"})
 """The fields of RatioTable that are not one array entry per group."""
 
 
-def below_target(
-    con: duckdb.DuckDBPyConnection, tq: TargetQuery, *, use_cube: bool | None = None
-) -> BelowTargetReport:
-    """The groups of ``tq.ratios.by`` with the most GPU-hours strictly below their target (see
-    :class:`TargetQuery`), each with its full summary, as :func:`ratio_summary` gives it.
-
-    Groups are ranked first on the cube's integer counts (GPU-seconds below the target per
-    group, no percentiles); percentiles are then computed for the top ``tq.top`` groups only,
-    which is what keeps a ranking of 100k (user, partition, GPU type) groups fast. The answer is
-    the same as ranking a full :func:`ratio_summary` (``use_cube`` as there).
-    """
+def check_target_query(tq: TargetQuery) -> None:
+    """Refuse a :class:`TargetQuery` :func:`below_target` cannot answer, saying why."""
     q = tq.ratios
     check_query(q)
     if tq.top < 1:
@@ -348,6 +339,21 @@ def below_target(
             raise UsageError(f"target {t!r} is not a positive number of cores per GPU")
     if tq.targets_cores_per_gpu and not {"partition", "gpu_type"} <= set(q.by):
         raise UsageError("targets per partition and GPU type need both among the group keys")
+
+
+def below_target(
+    con: duckdb.DuckDBPyConnection, tq: TargetQuery, *, use_cube: bool | None = None
+) -> BelowTargetReport:
+    """The groups of ``tq.ratios.by`` with the most GPU-hours strictly below their target (see
+    :class:`TargetQuery`), each with its full summary, as :func:`ratio_summary` gives it.
+
+    Groups are ranked first on the cube's integer counts (GPU-seconds below the target per
+    group, no percentiles); percentiles are then computed for the top ``tq.top`` groups only,
+    which is what keeps a ranking of 100k (user, partition, GPU type) groups fast. The answer is
+    the same as ranking a full :func:`ratio_summary` (``use_cube`` as there).
+    """
+    check_target_query(tq)
+    q = tq.ratios
     params: dict[str, Any] = {
         **query_params(q),
         "target_partitions": [t[0] for t in tq.targets_cores_per_gpu],
@@ -367,9 +373,26 @@ def below_target(
             gid=people_group_number(people_radix(con, q.by))[0],
             names=names or "TRUE AS _all",
         )
-    else:
-        sql = grouped_sql("below_target", q.by, facts)
-    rows = _fetch(con, sql, params)
+        rows = _fetch(con, sql, params)
+        inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
+        return below_target_report(tq, rows, inventory=bool(inventory and inventory[0]))
+    rows = _fetch(con, grouped_sql("below_target", q.by, facts), params)
+    return below_target_report(tq, rows, summarise=lambda sq: _summarise(con, sq, kind)[0])
+
+
+def below_target_report(
+    tq: TargetQuery,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    inventory: bool = False,
+    summarise: Callable[[RatioQuery], RatioTable] | None = None,
+) -> BelowTargetReport:
+    """The report of ranking rows as ratios/below_target_people gives them: the top groups
+    (``gid`` 1, 2, ...; their keys, ``target``, ``n_below``, ``w_below`` and their summary rows
+    as ``dist_*`` lists, summarised here; ``inventory``: whether the node inventory has rows)
+    and one row with ``gid`` None (``groups``, ``excluded``). ``summarise`` instead gives the
+    figures of every group of a query (ratios/below_target's rows carry no ``dist_*``)."""
+    q = tq.ratios
     info = next(r for r in rows if r["gid"] is None)
     top = sorted((r for r in rows if r["gid"] is not None), key=lambda r: int(r["gid"]))
     excluded = {str(e["reason"]): int(e["jobs"]) for e in info["excluded"] or ()}
@@ -379,11 +402,10 @@ def below_target(
             q,
             thresholds_cores_per_gpu=tuple(sorted({float(r["target"]) for r in top})),
         )
-        if people:  # the statement gave each top group's rows of the summary
-            groups = _top_groups_table(con, sq, top).groups()
+        if summarise is None:  # each top group carries its rows of the summary
+            groups = _top_groups_table(sq, top, inventory).groups()
         else:
-            table, _ = _summarise(con, sq, kind)
-            by_keys = {tuple(g.keys[k] for k in q.by): g for g in table.groups()}
+            by_keys = {tuple(g.keys[k] for k in q.by): g for g in summarise(sq).groups()}
             groups = tuple(by_keys[tuple(r[k] for k in q.by)] for r in top)
         chosen = tuple(
             BelowTargetGroup(
@@ -400,7 +422,7 @@ def below_target(
 
 
 def _top_groups_table(
-    con: duckdb.DuckDBPyConnection, q: RatioQuery, top: Sequence[Mapping[str, Any]]
+    q: RatioQuery, top: Sequence[Mapping[str, Any]], inventory: bool
 ) -> RatioTable:
     """The figures of ratios/below_target_people's top groups (in their order) from the rows of
     the summary each carries (``dist_*`` lists, in ratio order), as ratios/summary_people would
@@ -416,8 +438,7 @@ def _top_groups_table(
         "jobs": column("dist_jobs", np.int64),
         "gpu_seconds": column("dist_gpu_s", np.int64),
     }
-    inventory = con.execute("SELECT count(*) > 0 FROM ratio_fair_share").fetchone()
-    if inventory and inventory[0]:
+    if inventory:
         rows["fair_share_cores_per_gpu"] = np.array(
             [np.nan if v is None else v for r in top for v in r["dist_fair"]], dtype=np.float64
         )
