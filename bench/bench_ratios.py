@@ -8,6 +8,10 @@ a plain ``count(*) GROUP BY gpu_type`` and DuckDB's own ``quantile_cont`` per GP
 
     python bench/bench_ratios.py [--jobs 4650000] [--repeats 7] [--db PATH] [--threads N]
 
+Last, the Who page's rankings from the people cubes held in memory (advisor.ratios.inmemory,
+what the dashboard uses) against DuckDB's ranking of the same query as the baseline, with
+their reports checked equal.
+
 Target (DESIGN.md): under 100 ms per summary. Timings on a shared machine are noisy; the
 ratios to the baselines are the steadier figure.
 """
@@ -25,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import duckdb  # noqa: E402
 
 from advisor import ratios, store  # noqa: E402
 from advisor.ratios import RatioQuery, TargetQuery, Weight  # noqa: E402
@@ -287,8 +293,45 @@ def main() -> None:
         )
         ms = _time(lambda q=q: ratios.ratio_summary(con, q, use_cube=False), args.repeats)
         print(f"  {name:56s} {ms:8.1f} ms {ms / base:6.2f}x")
+    _ranking_in_memory(con, args.repeats)
     con.close()
     tmp.cleanup()
+
+
+def _ranking_in_memory(con: duckdb.DuckDBPyConnection, repeats: int) -> None:
+    """The Who page's rankings (top 100 below 8 cores per GPU, by account or user with
+    cluster, partition and GPU type), from the people cubes held in memory
+    (advisor.ratios.inmemory, what the dashboard uses) against DuckDB's ranking, the baseline,
+    in the same process; each pair of reports must be equal."""
+    from advisor.ratios.inmemory import PeopleInMemory
+
+    t = time.perf_counter()
+    memory = PeopleInMemory.load(con)
+    if memory is None:
+        print("people cubes not loaded in memory (stale or too large)")
+        return
+    rows = sum(len(r.pid) for part in (memory.all_time, memory.months) for r in part)
+    print(
+        f"the Who page's rankings, held in memory ({rows:,} cube rows loaded in "
+        f"{(time.perf_counter() - t) * 1000:.0f} ms) against DuckDB's ranking:"
+    )
+    for who in ("account", "user"):
+        for label, (start, end) in (("all time", (None, None)), ("Q2", _Q2)):
+            q = RatioQuery(
+                by=(who, "cluster", "partition", "gpu_type"),
+                weight=Weight.gpu_hours,
+                start=start,
+                end=end,
+            )
+            tq = TargetQuery(q, fixed_cores_per_gpu=8.0, top=100)
+            if memory.below_target(tq) != ratios.below_target(con, tq):
+                raise SystemExit(f"the rankings differ: {who}, {label}")
+            sql = _time(lambda tq=tq: ratios.below_target(con, tq), repeats)
+            mem = _time(lambda tq=tq: memory.below_target(tq), repeats)
+            print(
+                f"  by {who:7s}, {label:9s} DuckDB {sql:7.1f} ms, memory {mem:7.1f} ms "
+                f"({mem / sql:.2f}x)"
+            )
 
 
 if __name__ == "__main__":
