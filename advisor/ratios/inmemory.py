@@ -58,8 +58,8 @@ class _Rows:
             self.pid[part],
             self.jobs[part],
             self.gpu_seconds[part],
-            self.cores_per_gpu[part] if len(self.cores_per_gpu) else self.cores_per_gpu,
-            self.reason[part] if len(self.reason) else self.reason,
+            self.cores_per_gpu[part],  # empty on excluded rows: stays empty
+            self.reason[part],  # empty on counted rows: stays empty
             self.month[part],
         )
 
@@ -179,8 +179,8 @@ class PeopleInMemory:
                 "gid": None,
                 "groups": int(np.count_nonzero(has_rows)),
                 "excluded": [
-                    {"reason": reason, "jobs": int(by_reason[i + 1])}
-                    for i, reason in sorted(enumerate(EXCLUSION_REASONS), key=lambda e: e[1])
+                    {"reason": name, "jobs": int(by_reason[i + 1])}
+                    for i, name in sorted(enumerate(EXCLUSION_REASONS), key=lambda e: e[1])
                     if by_reason[i + 1] > 0
                 ],
             }
