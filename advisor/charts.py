@@ -21,6 +21,7 @@ Column conventions:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -154,6 +155,14 @@ def ratio_histogram(
         prev = binned_distribution(previous, weight)
         parts.append(prev[prev["gpu_type"].isin(order)].assign(layer="prev"))
     data = pd.concat(parts, ignore_index=True)
+    return _histogram_chart(weight, tuple(order), width, height).properties(data=data)
+
+
+@functools.lru_cache(maxsize=64)
+def _histogram_chart(weight: str, order: tuple[str, ...], width: int, height: int) -> AnyChart:
+    """:func:`ratio_histogram`'s chart without its data. The same for every filter that keeps
+    these GPU types, so it is built once: building it costs more than the rest of the
+    histogram. The caller sets the data on a copy; the cached chart is never changed."""
     base = alt.Chart()
     bars = (
         # this month's bars filled; the month before (``previous``) as dashed outlines in the
@@ -202,12 +211,12 @@ def ratio_histogram(
         .transform_filter(alt.datum.layer == "fair")
     )
     return (
-        alt.layer(bars, rules, fair, data=data)
+        alt.layer(bars, rules, fair, data=alt.InlineData(values=[]))  # set by the caller
         .properties(width=width, height=height)
         .facet(
             row=alt.Row(
                 "gpu_type:N",
-                sort=order,
+                sort=list(order),
                 title=None,
                 header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
             )
