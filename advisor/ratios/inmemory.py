@@ -287,7 +287,7 @@ def _read_rows(con: duckdb.DuckDBPyConnection, cube: str, *, months: bool) -> tu
     sql = render(
         "ratios/inmemory_rows",
         cube=cube,
-        month="(c.month - DATE '1970-01-01')::INTEGER" if months else "NULL::INTEGER",
+        month="(c.month - DATE '1970-01-01')::INTEGER" if months else "0",
     )
     got = {
         k: np.asarray(v)
@@ -297,7 +297,10 @@ def _read_rows(con: duckdb.DuckDBPyConnection, cube: str, *, months: bool) -> tu
     if np.any(reason == 127):
         raise StoreError(f"{cube} holds an exclusion reason advisor does not know")
     month = got["month"].astype(np.int32) if months else None
-    order = np.argsort(month, kind="stable") if month is not None else None
+    # stored in month order (ratios/cube_people_months_refresh); sorted here only if not
+    order = None
+    if month is not None and np.any(month[1:] < month[:-1]):
+        order = np.argsort(month, kind="stable")
     empty = np.zeros(0)
 
     def part(rows: npt.NDArray[np.bool_], counted: bool) -> _Rows:
