@@ -874,21 +874,9 @@ def starvation(
     # one row per such pair, repeated, then the cores filled in
     pairs = list(zip(gpus_a.tolist(), platforms, strict=True))
     index = {k: i for i, k in enumerate(dict.fromkeys(pairs))}
-    templates = np.array(
-        [
-            slowdown.feature_row(
-                1.0,
-                gpus=g,
-                model_params_b=workload.model_params_b,
-                load_rps=workload.load_rps,
-                prompt_tokens=workload.prompt_tokens,
-                platform=p,
-                prefix_hit=workload.hit(),
-                renderer_workers=workload.renderers(),
-            )
-            for g, p in index
-        ]
-    ).reshape(len(index), len(slowdown.FEATURES))
+    templates = np.array([_template(g, p, workload) for g, p in index]).reshape(
+        len(index), len(slowdown.FEATURES)
+    )
     X_job = templates[[index[k] for k in pairs]]
     X_job[:, 0] = cores
     X_rec = X_job.copy()

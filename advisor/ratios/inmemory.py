@@ -266,11 +266,14 @@ class PeopleInMemory:
         starts = np.flatnonzero(new)
         sum_jobs = np.add.reduceat(jobs[mine][order], starts) if len(starts) else np.zeros(0)
         sum_gpu_s = np.add.reduceat(gpu_s[mine][order], starts) if len(starts) else np.zeros(0)
+        # the summary rows are in rank order: each top group's are one run of them
+        bounds = np.searchsorted(rank[starts], np.arange(len(out) + 1))
         for i, row in enumerate(out):
-            at = starts[rank[starts] == i]
+            mine = slice(bounds[i], bounds[i + 1])
+            at = starts[mine]
             row["dist_ratio"] = v[at].tolist()
-            row["dist_jobs"] = sum_jobs[rank[starts] == i].tolist()
-            row["dist_gpu_s"] = sum_gpu_s[rank[starts] == i].tolist()
+            row["dist_jobs"] = sum_jobs[mine].tolist()
+            row["dist_gpu_s"] = sum_gpu_s[mine].tolist()
             row["dist_fair"] = [None if u else f for u, f in zip(unknown[at], fs[at], strict=True)]
 
 
