@@ -53,6 +53,14 @@ USAGE_ERRORS = [
     (["ingest", "--input-format", "yaml", "x.txt"], "--input-format 'yaml'"),
     # the fast recommend path hands what it cannot convert to typer
     (["recommend", "--gpu-type", "H100", "--gpus", "two", "--format", "json"], "'--gpus'"),
+    # nan and inf are numbers to Python, never to advisor: the fast path and typer's both refuse
+    (["recommend", "--gpu-type", "H100", "--gpus", "1", "--rps", "nan", "-f", "json"], "--rps nan"),
+    (["recommend", "--gpu-type", "H100", "--gpus", "1", "--rps", "inf"], "--rps inf: not a finite"),
+    (["ratios", "--thresholds", "1,-inf"], "--thresholds -inf: not a finite"),
+    (
+        ["bench", "run", "--model", "m", "--cores", "4", "--attacker-rps", "1,nan"],
+        "--attacker-rps nan: not a finite",
+    ),
 ]
 
 
@@ -172,6 +180,29 @@ def test_every_help_names_values_as_a_person_types_them(cli):
             m = re.match(r"  (?:-\w, )?(--[\w-]+)(?: (\S+))?(?:\s|$)", line)
             if m and m.group(2) is None:
                 assert m.group(1) in flags, f"advisor {' '.join(path)} {m.group(1)}: no value name"
+
+
+def _float_options(command, path=()):
+    for param in command.params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is not None and descriptor.annotation is float:
+            yield (*path, param.opts[0])
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield from _float_options(sub, (*path, name))
+
+
+def test_every_float_option_of_every_command_refuses_nan_and_inf_in_one_line(cli):
+    from advisor.cli import app
+
+    found = list(_float_options(typer.main.get_command(app)))
+    assert len(found) >= 27 and ("recommend", "--rps") in found and ("fit", "--alpha") in found
+    values = ("nan", "inf", "-inf", "1e999")  # each option gets one, in turn (one run each)
+    for i, (*path, flag) in enumerate(found):
+        code, out, err = cli(*path, flag, values[i % len(values)])
+        assert code == 2, (path, flag, err)
+        assert err.splitlines() == [err.strip()] and "not a finite number" in err, (path, err)
+        assert err.startswith(f"Error: {flag} "), err
+        assert out == ""
 
 
 def test_ingest_input_format_has_its_own_option_and_the_old_spelling_still_works(cli, db_path):

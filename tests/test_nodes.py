@@ -118,6 +118,26 @@ def test_bad_lines_are_rejected_with_file_line_and_field_and_the_rest_loads(db_p
     con.close()
 
 
+def test_a_file_whose_every_line_is_rejected_exits_3_with_one_line_saying_so(
+    cli, db_path, tmp_path
+):
+    f = tmp_path / "nodes.txt"
+    f.write_text("garbage line\nNodeName=a2 CPUTot=sixty Gres=gpu:a100:4\n")
+    code, _, err = cli("nodes", "ingest", str(f), "--cluster", "c1", "--db", str(db_path))
+    assert code == 3, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error:")]
+    assert errors == [
+        f"Error: {f}: every node line (2) was rejected, nothing loaded; "
+        "give `scontrol show node -o` output (one node per line)"
+    ]
+    assert len([ln for ln in err.splitlines() if ln.startswith("Rejected:")]) == 2
+    assert "Traceback" not in err
+    # one good line is a load, not a failure
+    f.write_text("NodeName=a1 CPUTot=64 Gres=gpu:a100:4\nNodeName=a2 CPUTot=sixty\n")
+    code, _, err = cli("nodes", "ingest", str(f), "--cluster", "c1", "--db", str(db_path))
+    assert code == 0, err
+
+
 def test_a_node_load_keeps_its_whole_ingests_row_and_its_rejects_through_the_shared_bookkeeping(
     db_path, tmp_path
 ):

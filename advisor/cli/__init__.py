@@ -34,6 +34,7 @@ from advisor.cli import (
     usage,
 )
 from advisor.cli._output import run_guarded
+from advisor.cli._parse import finite_float
 
 
 def _metavars_from_names(command: Any) -> None:
@@ -50,9 +51,34 @@ def _metavars_from_names(command: Any) -> None:
         _metavars_from_names(sub)
 
 
+def _finite_float_options(command: Any) -> None:
+    """Refuse nan and inf for every float option of every command (exit 2, one line): the
+    framework's float conversion accepts them, and no option of advisor means them."""
+    for param in command.params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is None or descriptor.annotation is not float:
+            continue
+        if getattr(param.callback, "finite_checked", False):
+            continue
+        param.callback = _finite_callback(param.callback, param.opts[0])
+    for sub in getattr(command, "commands", {}).values():
+        _finite_float_options(sub)
+
+
+def _finite_callback(inner: Any, flag: str) -> Any:
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None:
+            value = finite_float(value, flag)
+        return value if inner is None else inner(ctx, param, value)
+
+    check.finite_checked = True  # type: ignore[attr-defined]
+    return check
+
+
 class _RootGroup(TyperGroup):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         _metavars_from_names(self)
+        _finite_float_options(self)
         return super().main(*args, **kwargs)
 
 

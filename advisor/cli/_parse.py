@@ -1,8 +1,9 @@
-"""Option values every command reads the same way: lists, times, shares."""
+"""Option values every command reads the same way: lists, times, shares, finite numbers."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 from advisor.errors import UsageError
 
@@ -13,6 +14,22 @@ def csv_list(values: list[str] | None) -> tuple[str, ...]:
     for v in values or ():
         out.extend(p.strip() for p in v.split(",") if p.strip())
     return tuple(out)
+
+
+def finite_float(value: float | str, flag: str) -> float:
+    """An option's number, refused as a usage error unless it is finite.
+
+    Python's ``float`` (and so the command-line framework) accepts ``nan``, ``inf`` and
+    ``1e999``; no option of advisor means any of them, and each would surface later as a
+    traceback or a silent NaN. Strings are converted here too (for comma-separated lists).
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} {value!r}: not a number") from None
+    if not math.isfinite(number):
+        raise UsageError(f"{flag} {value}: not a finite number (nan and inf mean nothing here)")
+    return number
 
 
 def utc_time(value: str | None, flag: str) -> dt.datetime | None:

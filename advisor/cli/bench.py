@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli._parse import finite_float
 
 bench_app = typer.Typer(
     name="bench",
@@ -56,7 +57,7 @@ def _floats(text: str, flag: str) -> tuple[float, ...]:
         raise UsageError(f"{flag} {text!r}: give numbers separated by commas, e.g. 8,16") from None
     if not vals:
         raise UsageError(f"{flag}: give at least one value")
-    return vals
+    return tuple(finite_float(v, flag) for v in vals)
 
 
 def _range(text: str, flag: str) -> tuple[int, int]:

@@ -65,6 +65,14 @@ def nodes_ingest(
         emit_json({**summary, "clusters": list(result.clusters)})
     else:
         emit_rows([summary], fmt)
+    if result.rejected and not result.nodes_read:
+        from advisor.errors import InputError
+
+        raise InputError(
+            f"every node line ({result.rejected}) was rejected, nothing loaded; "
+            "give `scontrol show node -o` output (one node per line)",
+            source=result.source,
+        )
 
 
 @nodes_app.command("list")

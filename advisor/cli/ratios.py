@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_rows
-from advisor.cli._parse import csv_list, pct, utc_time
+from advisor.cli._parse import csv_list, finite_float, pct, utc_time
 from advisor.cli.export import ParquetOption
 
 
@@ -30,11 +30,12 @@ def _thresholds(text: str) -> tuple[float, ...]:
         if not part.strip():
             continue
         try:
-            out.append(float(part))
+            value = float(part)
         except ValueError:
             raise UsageError(
                 f"--thresholds: {part.strip()!r} is not a number (e.g. --thresholds 1,2,4,8)"
             ) from None
+        out.append(finite_float(value, "--thresholds"))
     return tuple(out)
 
 

@@ -232,15 +232,23 @@ def recommend_cmd(
 # building the typer app (typer's pydantic adapters for the options take much of the start-up
 # budget: docs/model.md). Same core call, same JSON, same errors; anything else (help, table output,
 # a partition, an option it does not know, a value it cannot convert) is left to typer.
-_FAST_OPTIONS: dict[str, type] = {
+def _finite(text: str) -> float:
+    """A float the fast path takes; anything else (nan, inf) goes to typer's usage error."""
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)
+    return value
+
+
+_FAST_OPTIONS: dict[str, Any] = {
     "--gpu-type": str,
     "--gpus": int,
     "--model-size": str,
-    "--rps": float,
+    "--rps": _finite,
     "--prompt-tokens": int,
-    "--current-cpus-per-gpu": float,
-    "--tolerance": float,
-    "--ample-ttft-ms": float,
+    "--current-cpus-per-gpu": _finite,
+    "--tolerance": _finite,
+    "--ample-ttft-ms": _finite,
     "--max-cpus-per-gpu": int,
     "--partition": str,
     "--db": str,
@@ -249,7 +257,7 @@ _FAST_OPTIONS: dict[str, type] = {
     "--format": str,
     "-f": str,
     "--tp": int,
-    "--prefix-hit": float,
+    "--prefix-hit": _finite,
     "--workload": str,
     "--renderer-workers": int,
     "--engine-version": str,
