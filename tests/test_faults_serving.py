@@ -65,16 +65,18 @@ def advisor(
 # Hostile names through ingest ------------------------------------------------------------------
 
 
-def _hostile_sacct_text(path: Path) -> None:
-    """A sacct -P text file: one 4-GPU job with one core per account name above, plus ordinary
-    jobs, all in January 2024 (a GPU job at 0.25 cores per GPU is below every target)."""
+def _hostile_sacct_text(path: Path, accounts: list[str] | None = None) -> None:
+    """A sacct -P text file: one 4-GPU job with one core per account name above (or ``accounts``,
+    each also the job's name), plus ordinary jobs, all in January 2024 (a GPU job at 0.25 cores
+    per GPU is below every target)."""
     header = (
         "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
         "Elapsed|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|"
         "WorkDir|JobName|SubmitLine"
     )
     lines = [header]
-    accounts = [*HOSTILE.values(), "plain-a", "plain-b"]
+    names = accounts is not None
+    accounts = accounts or [*HOSTILE.values(), "plain-a", "plain-b"]
     for i, account in enumerate(accounts):
         job = 3_000_000 + i
         day = 2 + i
@@ -83,8 +85,8 @@ def _hostile_sacct_text(path: Path) -> None:
             f"2024-01-{day:02d}T01:00:00|2024-01-{day:02d}T01:00:00|2024-01-{day:02d}T01:00:10|"
             f"2024-01-{day:02d}T05:00:10|04:00:00|0:0|COMPLETED|1|1|1|4G|"
             "billing=1,cpu=1,gres/gpu=4,mem=4G,node=1|"
-            "billing=1,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=4G,node=1|1-00:00:00|n1|/tmp|job|"
-            "sbatch --gpus=4 job.sh"
+            "billing=1,cpu=1,gres/gpu:h100=4,gres/gpu=4,mem=4G,node=1|1-00:00:00|n1|/tmp|"
+            f"{account if names else 'job'}|sbatch --gpus=4 job.sh"
         )
     for i, gres in enumerate(HOSTILE_GPU_TYPES):
         job = 3_100_000 + i
@@ -167,6 +169,48 @@ def test_json_and_csv_output_keep_hostile_names_exactly(hostile_db: Path):
     assert cp.returncode == 0, cp.stderr
     names = {r["account"] for r in json.loads(cp.stdout)}
     assert set(HOSTILE.values()) | {NEWLINE_NAME} <= names
+
+
+# Names a spreadsheet would run (OWASP CSV injection): job names and accounts starting =, +, -, @,
+# a tab ("|" and a carriage return cannot stand in sacct -P text); "-3" is a number and stays one.
+FORMULAS = (
+    '=HYPERLINK("https://evil.example","x")',
+    "+1+cmd('/C calc')",
+    "-2+3+cmd('/C calc')",
+    "@SUM(1+1)*cmd('/C calc')",
+    "\t=1+1",
+    "-3",
+)
+
+
+def test_csv_output_neutralises_cells_a_spreadsheet_would_run(tmp_path: Path):
+    import csv
+    import io
+
+    text, db = tmp_path / "formulas.txt", tmp_path / "formulas.duckdb"
+    _hostile_sacct_text(text, [*FORMULAS, "plain-a"])
+    cp = advisor("ingest", str(text), "--db", str(db))
+    assert cp.returncode == 0, cp.stderr
+    jobs = advisor("jobs", "--db", str(db), "--format", "csv", "--limit", "100")
+    ratios = advisor("ratios", "--by", "account", "--db", str(db), "--format", "csv")
+    for cp, column in ((jobs, "user"), (jobs, "account"), (ratios, "account")):
+        assert cp.returncode == 0, cp.stderr
+        rows = list(csv.DictReader(io.StringIO(cp.stdout)))
+        cells = {r[column] for r in rows}
+        assert {"'" + f for f in FORMULAS[:-1]} | {"-3", "plain-a"} <= cells, (column, cells)
+        # nothing else starts a formula, and numbers (negative ones too) are written as numbers
+        assert not [c for c in cells if c[:1] in "=+@\t\r" or (c[:1] == "-" and c != "-3")]
+    assert "p50" in ratios.stdout.splitlines()[0]
+
+
+def test_csv_cells_are_neutralised_only_where_a_spreadsheet_would_run_them():
+    from advisor.csvcells import csv_cell
+
+    assert csv_cell("=1+1") == "'=1+1" and csv_cell("@x") == "'@x" and csv_cell("\rx") == "'\rx"
+    assert csv_cell("+1") == "+1" and csv_cell("-2.5e3") == "-2.5e3"  # text that is a number
+    assert csv_cell("-1+1") == "'-1+1"
+    assert csv_cell(-3) == -3 and csv_cell(-0.5) == -0.5 and csv_cell(None) == ""
+    assert csv_cell("plain") == "plain" and csv_cell("a=b") == "a=b"
 
 
 # The HTML report in a real Chromium ----------------------------------------------------------

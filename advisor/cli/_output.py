@@ -6,7 +6,6 @@ array of objects (or one object for single results), so programs can read every 
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import math
@@ -22,6 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from advisor.cli._progress import RichProgress as RichProgress  # moved there; re-exported
+from advisor.csvcells import write_csv
 from advisor.errors import AdvisorError, ExitCode, describe_os_error
 
 
@@ -132,11 +132,8 @@ def emit_rows(
         emit_json(plain)
         return
     cols = list(columns) if columns else (list(plain[0].keys()) if plain else [])
-    if fmt is OutputFormat.csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(cols)
-        for r in plain:
-            writer.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+    if fmt is OutputFormat.csv:  # cells a spreadsheet would run as formulas are neutralised
+        write_csv(sys.stdout, cols, ([r.get(c) for c in cols] for r in plain))
         return
     from rich.table import Table
 

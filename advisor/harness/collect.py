@@ -12,7 +12,6 @@ and field; every other file still loads.
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.calibration import COLUMNS
+from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
 from advisor.progress import ProgressFn, no_progress
@@ -435,10 +435,7 @@ def write_calibration_csv(points: Sequence[dict[str, Any]], path: Path) -> None:
         ),
     )
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(CALIBRATION_COLUMNS)
-        for p in rows:
-            w.writerow(["" if p.get(c) is None else p.get(c) for c in CALIBRATION_COLUMNS])
+        write_csv(f, CALIBRATION_COLUMNS, ([p.get(c) for c in CALIBRATION_COLUMNS] for p in rows))
 
 
 def summarise_points(
