@@ -84,8 +84,13 @@ function M.validate(p)
   if type(p) ~= "table" then return nil, "the chunk did not return a table" end
   local major = tonumber(p.version)
   if major == nil then return nil, "no version" end
-  if math.floor(major) ~= 1 then return nil, "version " .. tostring(p.version) .. " (this plugin reads 1)" end
+  -- the version is a whole number: 1.9 is not "1 with a minor part", it is a format this
+  -- plugin does not know
+  if major ~= 1 then return nil, "version " .. tostring(p.version) .. " (this plugin reads 1)" end
   if type(p.rules) ~= "table" then return nil, "no rules table" end
+  if #p.rules > M.MAX_RULES then
+    return nil, #p.rules .. " rules (more than " .. M.MAX_RULES .. ")"
+  end
   local rules, dropped = {}, {}
   for i, r in ipairs(p.rules) do
     local why
@@ -95,6 +100,12 @@ function M.validate(p)
     elseif not M.MODES[r.mode] then why = "mode " .. tostring(r.mode)
     else
       why = M.bad_count(r, "min_cpus_per_gpu", 0) or M.bad_count(r, "default_cpus_per_gpu", 1)
+      -- a default below the minimum would give a job that sets nothing fewer cores than the
+      -- rule itself demands
+      if not why and math.floor(r.min_cpus_per_gpu) > math.floor(r.default_cpus_per_gpu) then
+        why = string.format("min_cpus_per_gpu (%d above default_cpus_per_gpu %d)",
+          math.floor(r.min_cpus_per_gpu), math.floor(r.default_cpus_per_gpu))
+      end
     end
     if why then
       dropped[#dropped + 1] = "rule " .. i .. ": bad " .. why
@@ -115,10 +126,14 @@ function M.validate(p)
 end
 
 -- What evaluating a policy file may cost inside slurmctld: a file is data, so a loop that never
--- ends or a table that grows without bound is stopped and treated as a broken policy.
-M.MAX_POLICY_BYTES = 4 * 1024 * 1024
-M.INSTRUCTION_BUDGET = 1000000 -- an exported policy of 1000 rules runs about 10000
+-- ends or a table that grows without bound is stopped and treated as a broken policy. The hook
+-- runs on every instruction (a coarser one would let `s = s .. s` double past any memory
+-- budget between two looks), so the instruction budget is what bounds a reload's CPU time.
+M.MAX_POLICY_BYTES = 1024 * 1024 -- an exported policy of 1000 rules is about 140 KB
+M.INSTRUCTION_BUDGET = 100000 -- an exported policy of 1000 rules runs about 10000
 M.MEMORY_BUDGET_KB = 64 * 1024 -- growth while it runs; one instruction may overshoot it up to 2x
+M.MAX_RULES = 10000
+M.MAX_LOGGED_RULES = 10 -- bad rules logged one by one per load; the rest in one summary line
 
 -- Run `chunk` with no metatable on strings (so `("x"):rep(1e9)` finds no string library) and a
 -- count hook that stops it past the instruction or memory budget; restore both afterwards.
@@ -153,15 +168,25 @@ local function run_budgeted(chunk)
   return ok, value
 end
 
--- Read and evaluate a policy file in an empty environment (it can call nothing), on a budget.
-function M.read_policy(path)
+-- The policy file's text, at most MAX_POLICY_BYTES + 1 bytes of it; or nil and why not.
+function M.read_text(path)
   local fh = io.open(path, "rb")
-  if not fh then return nil, nil, "cannot open " .. path end
+  if not fh then return nil, "cannot open " .. path end
   local text = fh:read(M.MAX_POLICY_BYTES + 1)
   fh:close()
-  text = text or ""
+  return text or "", nil
+end
+
+-- Evaluate a policy's text in an empty environment (it can call nothing), on a budget; return
+-- (policy, nil) or (nil, why).
+function M.eval_policy(text, path)
   if #text > M.MAX_POLICY_BYTES then
-    return nil, text, "larger than " .. M.MAX_POLICY_BYTES .. " bytes"
+    return nil, "larger than " .. M.MAX_POLICY_BYTES .. " bytes"
+  end
+  -- Lua 5.1's loadstring also loads precompiled bytecode, which its VM does not verify (a
+  -- crafted chunk can read and write slurmctld's memory); 5.2+ refuses it with mode "t".
+  if text:sub(1, 1) == "\27" then
+    return nil, "precompiled Lua bytecode (refused: a policy is read as text only)"
   end
   local chunk, err
   if setfenv then -- Lua 5.1 (Debian's Slurm links liblua5.1)
@@ -170,12 +195,18 @@ function M.read_policy(path)
   else -- Lua 5.2+
     chunk, err = load(text, "=" .. path, "t", {})
   end
-  if not chunk then return nil, text, "not Lua: " .. tostring(err) end
+  if not chunk then return nil, "not Lua: " .. tostring(err) end
   local ok, value = run_budgeted(chunk)
-  if not ok then return nil, text, "error running it: " .. tostring(value) end
-  local policy, why = M.validate(value)
-  if not policy then return nil, text, why end
-  return policy, text, nil
+  if not ok then return nil, "error running it: " .. tostring(value) end
+  return M.validate(value)
+end
+
+-- Read and evaluate a policy file: (policy, text, nil) or (nil, text or nil, why).
+function M.read_policy(path)
+  local text, err = M.read_text(path)
+  if not text then return nil, nil, err end
+  local policy, why = M.eval_policy(text, path)
+  return policy, text, why
 end
 
 local lfs_ok, lfs = pcall(require, "lfs")
@@ -219,8 +250,12 @@ function M.policy(now)
   cache.checked = now
   local fresh_path = path ~= cache.path
   cache.path = path
-  local policy, text, err = M.read_policy(path)
+  -- compare the text before evaluating it: an unchanged policy, good or hostile, costs one
+  -- small read, never a second run
+  local text, err = M.read_text(path)
   if text ~= nil and text == cache.text and not fresh_path then return cache.policy end
+  local policy
+  if text ~= nil then policy, err = M.eval_policy(text, path) end
   cache.text = text
   cache.policy = policy
   if err then
@@ -230,7 +265,14 @@ function M.policy(now)
   else
     cache.logged = nil
     log_info(string.format("advisor policy %s: %d rules loaded", path, #policy.rules))
-    for _, d in ipairs(policy.dropped) do log_error("advisor policy " .. path .. ": " .. d .. " (ignored)") end
+    for i, d in ipairs(policy.dropped) do
+      if i > M.MAX_LOGGED_RULES then
+        log_error(string.format("advisor policy %s: %d more bad rules (ignored; the first %d are logged above)",
+          path, #policy.dropped - M.MAX_LOGGED_RULES, M.MAX_LOGGED_RULES))
+        break
+      end
+      log_error("advisor policy " .. path .. ": " .. d .. " (ignored)")
+    end
   end
   return policy
 end

@@ -1,35 +1,16 @@
--- Unit tests of slurm/cli_filter.lua run by plain lua5.1, with a stand-in `slurm` table.
+-- Unit tests of slurm/cli_filter.lua run by plain lua5.1 through tests/slurm/lua/harness.lua.
 -- Usage: lua5.1 tests/slurm/lua/test_cli_filter.lua REPO_ROOT TMPDIR
 
-local root, tmp = arg[1], arg[2]
-local logs = { info = {}, error = {}, debug = {} }
-slurm = {
-  SUCCESS = 0, ERROR = -1,
-  log_info = function(fmt, ...) logs.info[#logs.info + 1] = string.format(fmt, ...) end,
-  log_error = function(fmt, ...) logs.error[#logs.error + 1] = string.format(fmt, ...) end,
-  log_debug = function(fmt, ...) logs.debug[#logs.debug + 1] = string.format(fmt, ...) end,
-}
-local policy_path = tmp .. "/advisor-policy.lua"
+local H = dofile(arg[1] .. "/tests/slurm/lua/harness.lua")
+local logs, test, eq = H.logs, H.test, H.eq
+local policy_path = H.tmp .. "/advisor-policy.lua"
 local env = { ADVISOR_POLICY = policy_path }
 local real_getenv = os.getenv
 os.getenv = function(k) if env[k] ~= nil then return env[k] or nil end return real_getenv(k) end
 
-dofile(root .. "/slurm/cli_filter.lua")
+dofile(H.root .. "/slurm/cli_filter.lua")
 local F = advisor_cli_filter
-local failures, count = 0, 0
-
-local function test(name, fn)
-  count = count + 1
-  for k in pairs(logs) do logs[k] = {} end
-  F.lib.reset_cache()
-  local ok, err = pcall(fn)
-  if ok then print("ok " .. count .. " " .. name)
-  else failures = failures + 1; print("not ok " .. count .. " " .. name .. ": " .. tostring(err)) end
-end
-
-local function eq(got, want, what)
-  if got ~= want then error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2) end
-end
+H.before_each = F.lib.reset_cache
 
 local fh = assert(io.open(policy_path, "w"))
 fh:write([[return { version = 1, rules = {
@@ -112,5 +93,4 @@ test("a broken policy prints nothing on the user's terminal and changes nothing"
   eq(o["cpus-per-gpu"], nil)
 end)
 
-print(string.format("1..%d", count))
-if failures > 0 then print(failures .. " failed"); os.exit(1) end
+H.done()

@@ -1,53 +1,12 @@
--- Unit tests of slurm/job_submit.lua's rule matching and decisions, run by plain lua5.1.
--- `slurm` below is a stand-in for the table slurmctld provides (it records log calls); the
--- real slurmctld runs the same file in tests/slurm/test_lua_in_slurmctld.py.
+-- Unit tests of slurm/job_submit.lua's rule matching and decisions, run by plain lua5.1 through
+-- tests/slurm/lua/harness.lua (its `slurm` stand-in records log calls); the real slurmctld runs
+-- the same file in tests/slurm/test_lua_in_slurmctld.py.
 -- Usage: lua5.1 tests/slurm/lua/test_job_submit.lua REPO_ROOT TMPDIR
 
-local root, tmp = arg[1], arg[2]
-local logs = { user = {}, error = {}, info = {} }
-slurm = {
-  SUCCESS = 0, ERROR = -1, ESLURM_INVALID_GRES = 2072,
-  log_user = function(fmt, ...) logs.user[#logs.user + 1] = string.format(fmt, ...) end,
-  log_error = function(fmt, ...) logs.error[#logs.error + 1] = string.format(fmt, ...) end,
-  log_info = function(fmt, ...) logs.info[#logs.info + 1] = string.format(fmt, ...) end,
-}
-local M = dofile(root .. "/slurm/job_submit.lua")
-
-local NO_VAL, NO_VAL16 = 4294967294, 65534
-local failures, count = 0, 0
-
-local function test(name, fn)
-  count = count + 1
-  for k in pairs(logs) do logs[k] = {} end
-  M.reset_cache()
-  local ok, err = pcall(fn)
-  if ok then
-    print("ok " .. count .. " " .. name)
-  else
-    failures = failures + 1
-    print("not ok " .. count .. " " .. name .. ": " .. tostring(err))
-  end
-end
-
-local function eq(got, want, what)
-  if got ~= want then
-    error(string.format("%s: got %s, want %s", what or "value", tostring(got), tostring(want)), 2)
-  end
-end
-
-local function write(path, text)
-  local fh = assert(io.open(path, "w"))
-  fh:write(text)
-  fh:close()
-end
-
--- A job as slurmctld 22.05 hands it over: unset numbers NO_VAL/NO_VAL16, unset strings nil.
-local function job(fields)
-  local j = { min_nodes = NO_VAL, num_tasks = NO_VAL, cpus_per_task = NO_VAL16, pn_min_cpus = NO_VAL16,
-              min_cpus = NO_VAL, sockets_per_node = NO_VAL16 }
-  for k, v in pairs(fields) do j[k] = v end
-  return j
-end
+local H = dofile(arg[1] .. "/tests/slurm/lua/harness.lua")
+local M = dofile(H.root .. "/slurm/job_submit.lua")
+H.before_each = M.reset_cache
+local tmp, logs, test, eq, write, job = H.tmp, H.logs, H.test, H.eq, H.write, H.job
 
 local POLICY = [[
 return {
@@ -219,8 +178,4 @@ test("the policy that advisor policy export writes is accepted", function()
   eq(#p.dropped, 0, "dropped rules")
 end)
 
-print(string.format("1..%d", count))
-if failures > 0 then
-  print(failures .. " failed")
-  os.exit(1)
-end
+H.done()
