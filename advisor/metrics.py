@@ -252,23 +252,17 @@ def write_textfile(cfg: MetricsConfig, path: str | os.PathLike[str]) -> None:
 
 
 def serve(cfg: MetricsConfig, port: int, address: str = "127.0.0.1") -> None:
-    """Serve ``/metrics`` on ``address:port`` until interrupted (recomputed per scrape)."""
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
-
+    """Serve ``/metrics`` on ``address:port`` until interrupted (recomputed per scrape; many
+    clients at once, see advisor.httpserve)."""
     from prometheus_client import make_wsgi_app
 
     from advisor.errors import UsageError
+    from advisor.httpserve import serve_forever
 
     if not 0 < port < 65536:
         raise UsageError(f"--serve {port}: must be between 1 and 65535")
     collect_config(cfg)  # fail now, with the store's message, rather than on the first scrape
-
-    class _Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
-            pass
-
-    with make_server(address, port, make_wsgi_app(_registry(cfg)), handler_class=_Quiet) as srv:
-        srv.serve_forever()
+    serve_forever(make_wsgi_app(_registry(cfg)), address, port)
 
 
 def families_as_rows(families: Sequence[Family]) -> list[dict[str, Any]]:

@@ -225,6 +225,94 @@ def test_serve_answers_a_scrape_over_loopback_then_stops(sample_db, tmp_path):
     assert server.returncode is not None
 
 
+def _scrape(port: int, timeout: float = 60) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback)
+        return resp.status, resp.read().decode()
+
+
+def test_serve_answers_a_burst_of_scrapes_while_a_client_sends_half_a_request(sample_db, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from advisor.httpserve import READ_TIMEOUT_S
+
+    port = _free_port()
+    env = {**os.environ, "ADVISOR_DB": str(sample_db)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "metrics", "--serve", str(port), "--month", MONTH],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    slow = socket.socket()
+    try:
+        ready, deadline = False, time.monotonic() + 120
+        while not ready and time.monotonic() < deadline and server.poll() is None:
+            try:
+                ready = _scrape(port, timeout=30)[0] == 200
+            except OSError:
+                time.sleep(0.3)
+        assert ready, server.stderr.read().decode() if server.poll() is not None else ""
+        # a client that sends half a request line and waits (the server must not wait with it)
+        slow.connect(("127.0.0.1", port))
+        slow.sendall(b"GET /metr")
+        with ThreadPoolExecutor(max_workers=200) as pool:
+            answers = list(pool.map(lambda _: _scrape(port), range(200)))
+        assert [status for status, _ in answers] == [200] * 200
+        assert all("advisor_cores_per_gpu_p25" in body for _, body in answers)
+        assert _samples(answers[-1][1]) == _samples(answers[0][1])
+        # the half-sent request is dropped once its time is up: the server closes the socket
+        slow.settimeout(READ_TIMEOUT_S + 30)
+        assert slow.recv(1024) == b""
+        assert server.poll() is None  # still serving
+        assert _scrape(port)[0] == 200
+    finally:
+        slow.close()
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    assert b"Traceback" not in server.stderr.read()
+
+
+def test_identical_requests_in_flight_share_one_answer():
+    import threading
+
+    from advisor.httpserve import shared_answers
+
+    calls, release = [], threading.Event()
+
+    def app(environ, start_response):
+        calls.append(environ["PATH_INFO"])
+        release.wait(10)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"n={len(calls)}".encode()]
+
+    shared = shared_answers(app)
+    got: list[tuple[str, bytes]] = []
+
+    def request(path: str) -> None:
+        status: list[str] = []
+        body = b"".join(shared({"PATH_INFO": path}, lambda s, h: status.append(s)))
+        got.append((status[0], body))
+
+    threads = [threading.Thread(target=request, args=("/metrics",)) for _ in range(5)]
+    other = threading.Thread(target=request, args=("/other",))
+    for t in threads:
+        t.start()
+    other.start()
+    while len(calls) < 2:  # the two distinct requests are being computed
+        time.sleep(0.01)
+    release.set()
+    for t in [*threads, other]:
+        t.join(10)
+    assert sorted(calls) == ["/metrics", "/other"]
+    assert len(got) == 6 and {status for status, _ in got} == {"200 OK"}
+    # once answered, the next identical request computes afresh
+    request("/metrics")
+    assert calls.count("/metrics") == 2
+
+
 def test_the_grafana_dashboard_plots_only_metrics_that_advisor_metrics_writes(cli, sample_db):
     import re
 
