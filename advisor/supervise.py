@@ -5,19 +5,60 @@ the parent at once, and ``kill -INT`` reaches only the parent, so either way the
 serving on its port after the command had ended. Here the child runs in a process group of its
 own; SIGTERM, SIGINT (Ctrl-C) and SIGHUP received by the parent are passed to that group, the
 parent waits for the child to stop (killing it after a grace period) and then returns.
+
+A parent killed outright (``kill -9``, the out-of-memory killer) runs no handler at all, so on
+Linux the child is started through ``python -m advisor.supervise PARENT_PID -- ARGV``: that
+asks the kernel for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``, which survives
+the ``exec``), checks that the parent is still there, and then becomes ``ARGV`` (same process).
+Where prctl is missing (not Linux) the child is started directly, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from types import FrameType
+from typing import NoReturn
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 GRACE_S = 10.0  # how long a stopping child may take before it is killed
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _prctl() -> object | None:
+    """libc's prctl, or None where there is none (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` started so that the kernel kills it when this process dies (Linux), else as is."""
+    if _prctl() is None:
+        return list(argv)
+    return [sys.executable, "-m", "advisor.supervise", str(os.getpid()), "--", *argv]
+
+
+def _exec_dying_with_parent(args: Sequence[str]) -> NoReturn:
+    """``PARENT_PID -- ARGV``: ask for SIGKILL when the parent dies, then exec ARGV."""
+    parent, sep, *argv = args
+    prctl = _prctl()
+    if sep != "--" or not argv or prctl is None:
+        sys.stderr.write("usage: python -m advisor.supervise PARENT_PID -- PROGRAM [ARGS...]\n")
+        raise SystemExit(2)
+    if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:  # type: ignore[operator]
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != int(parent):  # the parent died before the request: nobody to serve
+        raise SystemExit(1)
+    os.execvp(argv[0], argv)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -35,7 +76,7 @@ def run_supervised(
     """
     received: list[int] = []
     proc = subprocess.Popen(  # noqa: S603 (a fixed argv, no shell)
-        list(argv), env=dict(env) if env is not None else None, start_new_session=True
+        dying_with_parent(argv), env=dict(env) if env is not None else None, start_new_session=True
     )
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -61,3 +102,7 @@ def run_supervised(
                 _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
     return 128 + received[0] if received else code
+
+
+if __name__ == "__main__":
+    _exec_dying_with_parent(sys.argv[1:])

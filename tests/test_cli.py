@@ -296,7 +296,12 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("sig", "code"),
+    # SIGKILL runs no handler in the parent: the kernel kills the child (PR_SET_PDEATHSIG)
+    [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)],
+    ids=["TERM", "INT", "KILL"],
+)
 def test_stopping_advisor_dashboard_stops_its_streamlit_child(sig, code, sample_db, tmp_path):
     import psutil
 
