@@ -9,9 +9,11 @@ dashboard. Everything is read from the DuckDB file through the named queries in
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -295,6 +297,41 @@ def pseudonym(name: str | None, salt: str = "") -> str | None:
         return None
     digest = hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest()
     return f"u-{digest[:10]}"
+
+
+# Rejected-record fields that hold a user's or an account's name (or number): what the privacy
+# setting hides; names are compared lower-case, sacct's (User) and the JSON's (user) alike.
+NAME_FIELDS = frozenset({"user", "account", "group", "uid", "gid", "wckey", "association"})
+RAW_WITHHELD = "(withheld: user and account names are hidden; the file and line say where)"
+# A value as a reason quotes it (Python's repr: 'alice', or "o'brien" when it holds a quote).
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+
+
+def _private_reason(reason: str, field: str, salt: str) -> str:
+    """``reason`` with each quoted value a pseudonym when it is about a name field (or about no
+    field in particular, where it may quote anything of the line)."""
+    if field and field.lower() not in NAME_FIELDS:
+        return reason
+    return _QUOTED.sub(lambda m: repr(pseudonym(m.group(1) or m.group(2) or "", salt)), reason)
+
+
+def private_rejects(records: Iterable[RejectRecord], salt: str = "") -> list[RejectRecord]:
+    """Rejected records as the privacy setting shows them: the raw text withheld (a line holds
+    user and account names in positions only its format knows) and the names a reason quotes
+    replaced by their pseudonyms (:func:`pseudonym`, the same as everywhere else)."""
+    return [
+        dataclasses.replace(
+            r, raw=RAW_WITHHELD if r.raw else r.raw, reason=_private_reason(r.reason, r.field, salt)
+        )
+        for r in records
+    ]
+
+
+def private_reasons(reasons: Iterable[RejectReason], salt: str = "") -> list[RejectReason]:
+    """Reject reasons as the privacy setting shows them (see :func:`private_rejects`)."""
+    return [
+        dataclasses.replace(r, reason=_private_reason(r.reason, r.field, salt)) for r in reasons
+    ]
 
 
 def hash_users_setting(env: dict[str, str] | None = None) -> bool:

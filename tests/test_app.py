@@ -324,6 +324,47 @@ def test_data_page_shows_freshness_ingests_and_rejects_by_reason(monkeypatch, db
     assert log["inserted"].tolist() == [600]
 
 
+def test_hidden_names_stay_hidden_in_the_data_pages_rejected_lines(monkeypatch, tmp_path):
+    from advisor.datainfo import pseudonym
+
+    db = make_db(tmp_path / "rejects.duckdb", "gpu")
+    con = store.connect(db)
+    con.execute(
+        "INSERT INTO rejects (ingest_id, source, line_no, field, raw, reason)"
+        " VALUES (1, 'sacct-2024H1.txt', 7, 'Account', ?, ?)",
+        [
+            "7|7|research|gpu|normal|acct-secret|g|alice-secret|10001|notadate",
+            "not an account name: 'acct-secret'",
+        ],
+    )
+    con.close()
+
+    def shown(at: AppTest) -> str:
+        frames = " ".join(d.value.to_csv() for d in at.dataframe)
+        charts = " ".join(str(chart_rows(c)) for c in _charts(at))
+        return frames + charts + " ".join(str(m.value) for m in at.markdown)
+
+    at = _app(monkeypatch, db)
+    at.run()
+    _open(at, "data")
+    assert "alice-secret" in shown(at) and "acct-secret" in shown(at)  # names shown by default
+    monkeypatch.setenv("ADVISOR_HASH_USERS", "1")
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    _open(at, "data")
+    _no_exception(at, "data")
+    text = shown(at)
+    assert "alice-secret" not in text and "acct-secret" not in text
+    assert f"not an account name: '{pseudonym('acct-secret')}'" in text  # the Who page's name
+    latest = next(d.value for d in at.dataframe if "raw" in d.value.columns)
+    assert set(latest["raw"]) == {
+        "(withheld: user and account names are hidden; the file and line say where)"
+    }
+    assert list(latest["line_no"]) == [7, 17, 42, 99]  # where to look is still there
+    assert "not a TRES list: 'cpu=abc'" in set(latest["reason"])  # other fields' reasons kept
+    assert any("withheld" in c.value for c in at.caption)
+
+
 def _current_input(at: AppTest):
     return next(n for n in at.number_input if str(n.key).startswith("rc_current"))
 

@@ -215,6 +215,21 @@ def test_pseudonyms_are_stable_salted_and_hide_the_name():
     assert datainfo.pseudonym(None) is None
 
 
+def test_private_rejects_withhold_the_line_and_hash_the_names_a_reason_quotes():
+    rows = [
+        datainfo.RejectRecord(1, "f.txt", 3, "User", 'not a user: "o\'brien"', "3|o'brien|x"),
+        datainfo.RejectRecord(1, "f.txt", 4, "Submit", "not a timestamp: 'alice'", "4|alice|x"),
+        datainfo.RejectRecord(1, "f.txt", 5, "", "job #5 of the document: unusable ('bob')", ""),
+    ]
+    user, submit, doc = datainfo.private_rejects(rows, salt="s")
+    obrien, bob = datainfo.pseudonym("o'brien", "s"), datainfo.pseudonym("bob", "s")
+    assert user.reason == f"not a user: '{obrien}'"
+    assert submit.reason == "not a timestamp: 'alice'"  # a Submit value is not a name
+    assert doc.reason == f"job #5 of the document: unusable ('{bob}')"
+    assert user.raw == submit.raw == datainfo.RAW_WITHHELD and doc.raw == ""
+    assert (user.source, user.line_no, user.field) == ("f.txt", 3, "User")
+
+
 def test_hash_users_setting_reads_the_environment():
     assert datainfo.hash_users_setting({"ADVISOR_HASH_USERS": "yes"})
     assert datainfo.hash_users_setting({"ADVISOR_HASH_USERS": "1"})

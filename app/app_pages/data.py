@@ -4,11 +4,13 @@ named), the ingest log, and every rejected record grouped by its reason."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
 
+from advisor import datainfo
 from app import common
 
 st.title("Data")
@@ -108,6 +110,11 @@ else:
 
 st.subheader("Rejected records")
 reasons = common.guarded(lambda: common.reject_reasons(key, 100))
+# with names hidden, a rejected line's text is withheld and the names a reason quotes hashed
+private = common.hash_users()
+salt = os.environ.get(datainfo.HASH_SALT_ENV, "")
+if private:
+    reasons = datainfo.private_reasons(reasons, salt)
 if not reasons:
     st.success("No record was rejected.")
 else:
@@ -125,4 +132,11 @@ else:
     )
     common.show_table(rdf.drop(columns=["label"]))
     with st.expander("Latest rejected records"):
-        common.show_table(pd.DataFrame([asdict(r) for r in common.recent_rejects(key, 200)]))
+        rejects = common.recent_rejects(key, 200)
+        if private:
+            st.caption(
+                "User and account names are hidden, so the text of each rejected line is "
+                "withheld; its file and line number say where to look."
+            )
+            rejects = datainfo.private_rejects(rejects, salt)
+        common.show_table(pd.DataFrame([asdict(r) for r in rejects]))
