@@ -134,6 +134,58 @@ def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_
         _touch_plugin()
 
 
+def _log_since(offset: int) -> str:
+    with open(jobset.SANDBOX / "log" / "slurmctld.log", encoding="utf-8", errors="replace") as fh:
+        fh.seek(offset)
+        return fh.read()
+
+
+def test_a_rule_with_its_minimum_above_its_default_is_ignored_and_logged(plugins_on):
+    log = jobset.SANDBOX / "log" / "slurmctld.log"
+    before = log.stat().st_size
+    try:
+        # the h100 rule asks for at least 12 but would set 8: dropped, so (gpu, *) applies
+        plugins_on.write_text(
+            POLICY.replace(
+                "min_cpus_per_gpu = 4, default_cpus_per_gpu = 8",
+                "min_cpus_per_gpu = 12, default_cpus_per_gpu = 8",
+            ),
+            encoding="utf-8",
+        )
+        _touch_plugin()
+        job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
+        assert allocated_cpus(job) == 10  # 2 GPUs x the (gpu, *) rule's default 5, never 2 x 8
+        assert "this job gets --cpus-per-gpu=5 (10 CPUs for 2 GPUs)" in err
+        tail = _log_since(before)
+        assert "rule 1: bad min_cpus_per_gpu (12 above default_cpus_per_gpu 8) (ignored)" in tail
+    finally:
+        plugins_on.write_text(POLICY, encoding="utf-8")
+        _touch_plugin()
+
+
+def test_a_precompiled_policy_is_refused_and_jobs_go_through_unchanged(plugins_on, tmp_path):
+    import shutil
+
+    luac = shutil.which("luac5.1")
+    assert luac, "luac5.1 (package lua5.1) is needed to compile the policy"
+    source = tmp_path / "policy.lua"
+    source.write_text(POLICY, encoding="utf-8")
+    log = jobset.SANDBOX / "log" / "slurmctld.log"
+    before = log.stat().st_size
+    try:
+        subprocess.run([luac, "-o", str(plugins_on), str(source)], check=True, timeout=30)
+        assert plugins_on.read_bytes()[:1] == b"\x1b"
+        _touch_plugin()
+        job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
+        assert allocated_cpus(job) == 1  # Slurm's own default: the bytecode's rules never ran
+        assert "advisor" not in err
+        tail = _log_since(before)
+        assert "precompiled Lua bytecode (refused: a policy is read as text only)" in tail
+    finally:
+        plugins_on.write_text(POLICY, encoding="utf-8")
+        _touch_plugin()
+
+
 def test_an_untyped_gpus_request_without_cpus_gets_the_wildcard_rule_default(plugins_on):
     job, err = submit("alice", "-p", "gpu", "--gpus=2")  # arrives as tres_per_job
     assert allocated_cpus(job) == 10  # 2 GPUs x default 5 of the (gpu, *) rule
