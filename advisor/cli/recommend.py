@@ -234,10 +234,13 @@ def recommend_cmd(
 # a partition, an option it does not know, a value it cannot convert) is left to typer.
 def _finite(text: str) -> float:
     """A float the fast path takes; anything else (nan, inf) goes to typer's usage error."""
-    value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(text)
-    return value
+    from advisor.cli._parse import finite_float
+    from advisor.errors import UsageError
+
+    try:
+        return finite_float(text, "")
+    except UsageError:
+        raise ValueError(text) from None
 
 
 _FAST_OPTIONS: dict[str, Any] = {
