@@ -21,11 +21,12 @@ tolerance) for it and for every larger count. :func:`measure_knee` returns a
 :class:`KneeResult` whose ``status`` is
 
 - ``"resolved"``: some count is slower beyond doubt (its lower bound > 1 + tolerance), and the
-  knee is where the curve is within tolerance from then on;
+  knee is where the curve is within tolerance from then on (below the most cores, or the most
+  cores when every smaller count is slower beyond doubt);
 - ``"no effect"``: every interval lies within the tolerance (a flat curve; the knee is the
   fewest cores measured);
-- ``"not resolved"``: the intervals are too wide to say either (or too few blocks): no knee,
-  never a point picked from noise.
+- ``"not resolved"``: the intervals are too wide to say either, or an effect is resolved but
+  not where it ends, or there are too few blocks: no knee, never a point picked from noise.
 
 Results are deterministic given ``seed``. This module is read on the job-submit path and by the
 bench harness, so it imports numpy and nothing heavier.
@@ -84,6 +85,7 @@ class KneeResult:
     status: str  # one of STATUSES
     knee_cores: int | None  # None unless status is "resolved" or "no effect"
     within_tolerance_from_cores: int  # fewest cores from which every upper bound is within
+    slower_cores: tuple[int, ...]  # counts whose lower bound is above 1 + tolerance
     reference_cores: int  # the most cores measured: the curve's 1.0
     tolerance: float  # e.g. 0.10: within 10% of the reference
     interval: float  # e.g. 0.90 for 5-95% intervals
@@ -105,6 +107,7 @@ class KneeResult:
             "status": self.status,
             "knee_cores": self.knee_cores,
             "within_tolerance_from_cores": self.within_tolerance_from_cores,
+            "slower_cores": list(self.slower_cores),
             "reference_cores": self.reference_cores,
             "tolerance": self.tolerance,
             "interval": self.interval,
@@ -239,7 +242,7 @@ def measure_knee(
 
 def _empty(tolerance: float, interval: float, n: int, seed: int, blocks: int) -> KneeResult:
     return KneeResult(
-        NOT_RESOLVED, None, 0, 0, tolerance, interval, (), blocks, n, seed, "no samples"
+        NOT_RESOLVED, None, 0, (), 0, tolerance, interval, (), blocks, n, seed, "no samples"
     )
 
 
@@ -263,7 +266,18 @@ def _judge(
 
     def result(status: str, knee: int | None, reason: str) -> KneeResult:
         return KneeResult(
-            status, knee, from_cores, ref, tolerance, interval, points, n_blocks, n, seed, reason
+            status,
+            knee,
+            from_cores,
+            tuple(slower),
+            ref,
+            tolerance,
+            interval,
+            points,
+            n_blocks,
+            n,
+            seed,
+            reason,
         )
 
     if len(points) < 2:
@@ -276,6 +290,14 @@ def _judge(
             "noise between phases",
         )
     pct = f"{tolerance:.0%}"
+    if slower and from_cores == ref and len(slower) < len(points) - 1:
+        unsure = [p.cores for p in points[:-1] if p.cores not in slower]
+        return result(
+            NOT_RESOLVED,
+            None,
+            f"slower beyond {pct} at {', '.join(map(str, slower))} cores, but where that ends "
+            f"is not resolved: the intervals at {', '.join(map(str, unsure))} cores straddle {pct}",
+        )
     if slower:
         return result(
             RESOLVED,

@@ -124,3 +124,19 @@ def test_json_names_every_field():
         "blocks",
         "samples",
     }
+
+
+def test_an_effect_whose_end_is_not_located_is_not_resolved():
+    # Resolved slower at 2 cores, but 3 and 4 cores are too noisy to place inside or outside
+    # the tolerance: the knee is somewhere in 3..8, so no knee is reported.
+    data = _curve({2: 3.0, 8: 1.0}, noise=0.02)
+    data.update(_curve({3: 1.0, 4: 1.0}, noise=1.2, n=6, seed=9))
+    res = measure_knee(data, seed=0)
+    assert res.slower_cores == (2,)
+    assert res.status == NOT_RESOLVED and res.knee_cores is None
+    assert "where that ends" in res.reason
+
+
+def test_every_count_slower_puts_a_resolved_knee_at_the_most_cores():
+    res = measure_knee(_curve({2: 3.0, 4: 2.0, 8: 1.0}), seed=0)
+    assert res.status == RESOLVED and res.knee_cores == 8 and res.slower_cores == (2, 4)
