@@ -34,7 +34,7 @@ bench harness, so it imports numpy and nothing heavier.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +50,8 @@ DEFAULT_INTERVAL = 0.90
 DEFAULT_BOOTSTRAP = 2000
 MIN_BLOCKS = 2  # one block cannot show noise between phases or starts
 
-BlockKey = tuple[Hashable, Hashable]  # (engine start, repeat or phase)
-SampleKey = tuple[Hashable, Hashable, int]  # (engine start, repeat or phase, cores)
+BlockKey = tuple[Any, Any]  # (engine start, repeat or phase): any hashable values
+SampleKey = tuple[Any, Any, int]  # (engine start, repeat or phase, cores)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The TTFT-slowdown model of CPU starvation: numpy-only mechanism, features, parameters as JSON.
+"""The TTFT-vs-cores curve from the CPU demand: numpy-only mechanism, features, parameters as JSON.
 
 This is the part of the model that the job-submit path needs, so it imports numpy and nothing
 heavier (scikit-learn's import alone costs about half a second). The scikit-learn estimator in
@@ -7,15 +7,10 @@ heavier (scikit-learn's import alone costs about half a second). The scikit-lear
 
 The mechanism (vLLM V1's CPU critical path; docs/model.md):
 
-- CPU **demand** in cores is the sum of its parts:
-
-  - the API server: ``api_base + api_per_100k_tok_s * tokens/s / 1e5``, where the tokens are
-    every prompt token tokenized per second (``requests/s x prompt tokens``; a prefix-cache hit
-    saves GPU work, not tokenization);
-  - the engine core: ``engine_core`` (a busy loop under load, about a core);
-  - one busy-waiting worker per GPU when tensor parallelism is on (TP > 1):
-    ``worker_busy x GPUs`` (vLLM's own guidance, at least 2 + N physical cores for N GPUs, is
-    the prior);
+- CPU **demand** in cores is the sum of its parts, :mod:`advisor.demand`'s (the API server
+  by tokens/s, an engine core per replica by executor, a busy-waiting worker per GPU with the
+  multiprocess executor, which TP > 1 implies); its five parameters are fitted on measured
+  per-process CPU, not on TTFT;
 
 - the serving stack's threads share the job's ``c`` cores like the servers of an M/M/c queue
   with offered load ``demand``: the wait of a CPU step relative to its service time ``W``
@@ -34,8 +29,9 @@ The mechanism (vLLM V1's CPU critical path; docs/model.md):
   recommendation says "pathological below N cores" instead.
 
 Design-matrix column 0 is cores per GPU, column 1 the cores per GPU the slowdown is measured
-against (0: ample), then the covariates (:data:`FEATURES`), and a last column that says what a
-row's target is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
+against (0: ample), then the covariates (:data:`FEATURES`; ``executor_mp``: 1 multiprocess,
+0 in-process, -1 vLLM's default for the TP), and a last column that says what a row's target
+is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
 """
 
 from __future__ import annotations
@@ -50,8 +46,10 @@ from typing import Any
 
 import numpy as np
 
+from advisor import demand as demand_model
+
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/3"
+MODEL_FORMAT = "advisor-slowdown-model/4"
 
 # References of the covariates (an unknown value takes its reference).
 REF_GPUS = 4.0
@@ -89,25 +87,17 @@ FEATURES: tuple[str, ...] = (
     "prefix_hit",
     "renderer_workers",
     "gpu_speed",
+    "executor_mp",
     "target",
 )
 TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
-PARAM_NAMES: tuple[str, ...] = (
-    "api_base",
-    "api_per_100k_tok_s",
-    "engine_core",
-    "worker_busy",
-    "k_cpu",
-    "gpu_weight",
-    "burst",
-)
-# The prior of every parameter (the fit's ridge pulls log-parameters towards these): an API
-# server and an engine core of about a core together with a worker per GPU make vLLM's 2 + N
-# rule; about 300k tokens/s per core for a fast BPE tokenizer; a CPU-bound request's TTFT is
-# about its CPU time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as
-# tokenizing it (gpu_weight 1).
-# burst 1: the cores the threads contend for are their mean CPU use.
-PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
+PARAM_NAMES: tuple[str, ...] = (*demand_model.DEMAND_PARAMS, "k_cpu", "gpu_weight")
+N_DEMAND = len(demand_model.DEMAND_PARAMS)
+# The prior of every parameter (the fit's ridge pulls log-parameters towards these): the
+# demand's (advisor.demand: vLLM's 2 + N rule); a CPU-bound request's TTFT is about its CPU
+# time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as tokenizing it
+# (gpu_weight 1).
+PRIOR: tuple[float, ...] = (*demand_model.DEMAND_PRIOR, 1.0, 1.0)
 _DEFAULTS = (
     np.nan,
     0.0,
@@ -119,6 +109,7 @@ _DEFAULTS = (
     0.0,
     1.0,
     1.0,
+    -1.0,
     0.0,
 )
 DEFAULT_POLE_EXPONENT = 1.0
@@ -160,9 +151,11 @@ def feature_row(
     renderer_workers: float | None = None,
     ref_cores_per_gpu: float | None = None,
     target: str = "slowdown",
+    executor: str | None = None,
 ) -> list[float]:
     """One design-matrix row (see :data:`FEATURES`); unknown covariates take their reference
-    (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample)."""
+    (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample; executor:
+    vLLM's default for the TP)."""
 
     def known(v: float | None, ref: float) -> float:
         if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
@@ -181,6 +174,7 @@ def feature_row(
         0.0 if prefix_hit is None else float(min(max(prefix_hit, 0.0), 1.0)),
         known(renderer_workers, 1.0),
         platform_speed(platform),
+        -1.0 if executor is None else 1.0 if executor == "mp" else 0.0,
         float(TARGETS.index(target)),
     ]
 
@@ -196,13 +190,16 @@ def _columns(X: np.ndarray) -> dict[str, np.ndarray]:
     c = dict(zip(FEATURES, full.T, strict=True))
     gpus = np.clip(np.nan_to_num(c["gpus"], nan=REF_GPUS), 1.0, 1024.0)
     tp = np.nan_to_num(c["tp"], nan=0.0)
+    tp = np.where(tp >= 1, np.minimum(tp, gpus), gpus)
+    ex = np.nan_to_num(c["executor_mp"], nan=-1.0)
     return {
         "cores": np.clip(np.nan_to_num(c["cores_per_gpu"], nan=1.0), 1e-6, 1e6) * gpus,
         "ref": np.where(
             c["ref_cores_per_gpu"] > 0, np.clip(c["ref_cores_per_gpu"], 1e-6, 1e6) * gpus, np.inf
         ),
         "gpus": gpus,
-        "tp": np.where(tp >= 1, np.minimum(tp, gpus), gpus),
+        "tp": tp,
+        "mp": np.where(ex < 0, tp > 1, ex >= 0.5) | (tp > 1),
         "model": np.clip(c["model_params_b"], 0.01, 1e5),
         "rps": np.clip(c["load_rps"], 0.0, 1e6),
         "tokens": np.clip(c["prompt_tokens"], 1.0, 1e8),
@@ -229,10 +226,10 @@ def queue_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
 class Mechanism:
     """The mechanism's quantities for each row: demand, its parts, the wait, the slowdown."""
 
-    demand_cores: np.ndarray  # cores the server's threads contend for (burst x mean CPU)
+    demand_cores: np.ndarray  # cores the server's processes need (advisor.demand)
     api_server_cores: np.ndarray
-    engine_core_cores: np.ndarray
-    worker_cores: np.ndarray  # per GPU worker (0 without tensor parallelism)
+    engine_core_cores: np.ndarray  # per engine core (one per data-parallel replica)
+    worker_cores: np.ndarray  # per GPU worker (0 with the in-process executor)
     tokenizer_utilisation: np.ndarray  # of the serialised tokenizer thread(s)
     cpu_share: np.ndarray  # k_eff / k_cpu: how CPU-bound a request is with ample cores
     slowdown: np.ndarray  # against the reference cores (ample: 1 at infinity); inf if patho
@@ -254,13 +251,18 @@ def mechanism(
 ) -> Mechanism:
     """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
     ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
-    a0, at, e0, w, kc, gw, burst = (float(v) for v in values)
+    values = [float(v) for v in values]
+    kc, gw = values[N_DEMAND:]
     c = _columns(X) if cols is None else cols
-    tok = c["rps"] * c["tokens"] / 1e5
-    api = a0 + at * tok
-    workers = np.where(c["tp"] > 1, w, 0.0)
-    demand = burst * (api + e0 + workers * c["gpus"])
-    tokenizer = at * tok / c["renderers"]
+    api, engines, workers, _, demand, tokenizer = demand_model.demand_arrays(
+        values[:N_DEMAND],
+        tokens_per_s=c["rps"] * c["tokens"],
+        gpus=c["gpus"],
+        tp=c["tp"],
+        mp=c["mp"],
+        renderer_workers=c["renderers"],
+    )
+    replicas = np.maximum(np.floor(c["gpus"] / c["tp"]), 1.0)
     share = 1.0 / (
         1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B) / (c["speed"] * c["tp"])
     )
@@ -272,7 +274,7 @@ def mechanism(
     patho = (c["cores"] <= demand) | (tokenizer >= 1.0)
     with np.errstate(invalid="ignore"):
         rel = np.where(patho, np.inf, s_now / np.where(np.isfinite(s_ref), s_ref, 1.0))
-    return Mechanism(demand, api, np.full_like(demand, e0), workers, tokenizer, share, rel, patho)
+    return Mechanism(demand, api, engines / replicas, workers, tokenizer, share, rel, patho)
 
 
 def target_values(

@@ -131,23 +131,28 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
 
     shutil.copy(PUBLISHED, tmp_path / "published.csv")
     con = connect(db_path)
-    for cores, ttft in ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 300.0), (16, 280.0), (32, 270.0)):
-        con.execute(
-            "INSERT INTO calibration (point_id, source, platform, engine, model, model_params_b,"
-            " gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
-            " VALUES (?, 'bench:h200-' || ?, 'H200', 'vllm', 'Llama-3.1-8B', 8, 4, 8, ?, ?,"
-            " 'ttft_ms', ?, 'ms')",
-            [f"b-{cores}", str(cores), cores, cores / 4, ttft],
-        )
+    curve = ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 280.0), (16, 275.0), (32, 270.0))
+    for rep, scale in ((1, 1.0), (2, 1.01)):  # two repeats: two blocks for the knee's bootstrap
+        for cores, ttft in curve:
+            con.execute(
+                "INSERT INTO calibration (point_id, source, platform, engine, model,"
+                " model_params_b, gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
+                " VALUES (?, 'bench:h200-c' || ? || '_r' || ?, 'H200', 'vllm', 'Llama-3.1-8B',"
+                " 8, 4, 8, ?, ?, 'ttft_ms', ?, 'ms')",
+                [f"b-{cores}-{rep}", str(cores), str(rep), cores, cores / 4, ttft * scale],
+            )
     con.close()
     report = fit_model(FitConfig(calibration_dir=str(tmp_path), db=str(db_path), n_bootstrap=0))
-    assert report.points_fitted == 14 + 6
-    # the bench series is held out as a whole: five rows scored (its 32-core row is the reference)
+    assert report.points_fitted == 14 + 12
+    # the bench series is held out as a whole: ten rows scored (its 32-core rows are the reference)
     (bench,) = [s for s in report.by_series if s.series.startswith("bench|H200")]
-    assert bench.rows == 5 and bench.model > 0
-    # from 12 cores on (300, 280, 270 ms) the slowdowns average within 10% of the 32-core run,
-    # each within 20%; 380 ms at 8 cores is 41% slower
-    assert bench.measured_knee_cores == 12
+    assert bench.rows == 10 and bench.model > 0
+    # advisor.knee on the two repeats: 380 ms at 8 cores is resolved 41% slower, from 12 cores
+    # on every interval lies within 10% of the 32-core run
+    assert bench.knee_status == "resolved" and bench.knee_cores == 12
+    # each rule's decision for it is judged against that knee (2 + N: 6 cores, 6 below 12)
+    assert bench.decisions["2 + N"] == 6 and bench.outcomes["2 + N"] == "below"
+    assert report.validation["decision"]["series"] >= 1
     assert "H200" in report.platforms_seen
     unseen = [w.split(";")[0] for w in report.warnings if "platform(s)" in w]
     assert unseen and "H200" not in unseen[0] and "H100" in unseen[0]
