@@ -232,6 +232,14 @@ def test_a_partition_recommendation_counts_jobs_below_and_prices_the_fix(db_path
     assert row.jobs_below == 6 and row.share_jobs_below == pytest.approx(0.75)
     assert row.gpu_hours_below == pytest.approx(240)
     assert 0 < row.gpu_hours_lost < row.gpu_hours_below
+    # the interval: the same loss under each of the fit's refits (demand refitted too)
+    lo, hi = row.gpu_hours_lost_interval
+    assert 0 <= lo <= row.gpu_hours_lost <= hi <= row.gpu_hours_below
+    assert lo < hi
+    assert row.gpu_hours_lost_per_month_interval == pytest.approx(
+        (lo / row.months_observed, hi / row.months_observed)
+    )
+    assert row.decision_basis in ("capacity model", "2 + N")
     # Fix: (rec x 4 - 1) vCPUs for 10 h, six jobs; the 8 jobs start a day apart, run 10 h.
     assert row.months_observed == pytest.approx((7 + 10 / 24) / 30.4375)
     vcpu_h = (row.def_cpu_per_gpu * 4 - 1) * 10 * 6
@@ -256,6 +264,8 @@ def test_partition_recommendation_by_cli_as_json(cli, db_path: Path):
     data = json.loads(out)
     (row,) = data["partitions"]
     assert row["partition"] == "teach" and row["node_max_cpus_per_gpu"] == 8
+    lo, hi = row["gpu_hours_lost_interval"]  # next to gpu_hours_lost, for the dashboard
+    assert lo <= row["gpu_hours_lost"] <= hi
     assert "gpu_time_lost" in data["assumptions"]
 
 
