@@ -12,20 +12,23 @@ The mechanism (vLLM V1's CPU critical path; docs/model.md):
   multiprocess executor, which TP > 1 implies); its five parameters are fitted on measured
   per-process CPU, not on TTFT;
 
-- the serving stack's threads share the job's ``c`` cores like the servers of an M/M/c queue
-  with offered load ``demand``: the wait of a CPU step relative to its service time ``W``
-  (:func:`queue_wait`) is negligible with a few cores to spare and without bound as ``c``
-  falls to the demand;
+- the serving stack's threads share the job's ``c`` cores: below :data:`JOIN_RHO` of them
+  (``rho = demand / c``) like the servers of an M/M/c queue with offered load ``demand`` (the
+  wait of a CPU step relative to its service time, :func:`queue_wait`, negligible with a few
+  cores to spare); from there on by processor sharing, every CPU step stretched in proportion
+  to ``rho`` (busy-waiting workers time-share the cores with the threads that do work), joined
+  continuously to the queue's wait (:func:`cpu_wait`), so an overloaded run is slower by a
+  finite factor, as the measured ones were;
 - how much of TTFT that wait is depends on how CPU-bound the request is: ``k = k_cpu x
   cpu_share`` with ``cpu_share = 1 / (1 + gpu_weight x (1 - prefix_hit) x (params_b / 8) /
   (gpu_speed x TP))``: a request whose prompt is served from the prefix cache is nearly all
   CPU (tokenization), a unique long prompt on a slow GPU nearly all GPU prefill;
 - slowdown against ample cores: ``1 + k x W**q`` (``q``, the pole exponent, 1 by default);
-- **pathological**: ``demand >= c`` (the queue has no steady state: timeouts, a run that never
-  settles), or the serialised tokenizer (``renderer_workers`` threads, 1 by default) busier
-  than it can be: ``api_per_100k_tok_s x tokens/s / 1e5 / renderer_workers >= 1``, which no
-  number of cores repairs. Such a prediction is never a number: the point value is a display
-  cap (``max_slowdown``) flagged ``pathological`` with an unbounded interval, and the
+- **pathological**: the serialised tokenizer (``renderer_workers`` threads, 1 by default)
+  busier than it can be, ``api_per_100k_tok_s x tokens/s / 1e5 / renderer_workers >= 1``,
+  which no number of cores repairs; or a demand beyond :data:`RHO_LIMIT` times the cores, far
+  past any overload a series measured. Such a prediction is never a number: the point value is
+  a display cap (``max_slowdown``) flagged ``pathological`` with an unbounded interval, and the
   recommendation says "pathological below N cores" instead.
 
 Design-matrix column 0 is cores per GPU, column 1 the cores per GPU the slowdown is measured
@@ -49,7 +52,7 @@ import numpy as np
 from advisor import demand as demand_model
 
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/4"
+MODEL_FORMAT = "advisor-slowdown-model/5"  # 5: processor sharing above the join
 
 # References of the covariates (an unknown value takes its reference).
 REF_GPUS = 4.0
@@ -114,6 +117,13 @@ _DEFAULTS = (
 )
 DEFAULT_POLE_EXPONENT = 1.0
 DISPLAY_CAP = 25.0  # what charts draw in the pathological region (never reported as a number)
+# Below this utilisation of the cores the M/M/c queue's wait, from it on processor sharing
+# (fixed from the mechanism before any score was read: well below 1, where the queue form
+# still describes open arrivals; docs/model.md).
+JOIN_RHO = 0.8
+# Demand beyond this many times the cores is pathological: no series measured an overload
+# near it, so the processor-sharing stretch would be an extrapolation (docs/model.md).
+RHO_LIMIT = 2.0
 
 
 def platform_speed(platform: str | None) -> float:
@@ -236,11 +246,32 @@ class Mechanism:
     pathological: np.ndarray
 
 
+def cpu_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """The wait of a CPU step relative to its service time, finite at any load.
+
+    Below :data:`JOIN_RHO` (``rho = load / servers``) the queue's wait (:func:`queue_wait`);
+    from there on processor sharing: the busy-waiting workers and the threads that do work share
+    the cores, so every step is stretched in proportion to ``rho`` (slope 1, the ``D/c - 1`` of
+    a step stretched by ``D/c``), starting from the queue's wait at the join. Continuous, and
+    decreasing in ``servers`` at a fixed load on both sides of the join."""
+    c = np.asarray(servers, dtype=float)
+    rho = np.asarray(load, dtype=float) / c
+    below = queue_wait(c, np.minimum(rho, JOIN_RHO) * c)
+    at_join = queue_wait(c, JOIN_RHO * c)
+    return np.where(rho < JOIN_RHO, below, at_join + (rho - JOIN_RHO))
+
+
 def _slowdown_at(cores: np.ndarray, demand: np.ndarray, k: np.ndarray, q: float) -> np.ndarray:
-    wait = queue_wait(cores, demand)
+    wait = cpu_wait(cores, demand)
     with np.errstate(invalid="ignore", over="ignore"):
         s = 1.0 + k * np.power(np.maximum(wait, 0.0), q)
-    return np.where(cores > demand, s, np.inf)
+    return np.where(demand <= RHO_LIMIT * cores, s, np.inf)
+
+
+def fewest_finite_cores(demand_cores: float) -> int:
+    """The fewest whole cores at which a demand is not beyond :data:`RHO_LIMIT` (the curve
+    has a number there unless the tokenizer is saturated)."""
+    return max(1, int(math.ceil(demand_cores / RHO_LIMIT - 1e-9)))
 
 
 def mechanism(
@@ -271,7 +302,7 @@ def mechanism(
     s_ref = np.where(
         np.isinf(c["ref"]), 1.0, _slowdown_at(np.minimum(c["ref"], 1e6), demand, k, pole_exponent)
     )
-    patho = (c["cores"] <= demand) | (tokenizer >= 1.0)
+    patho = (demand > RHO_LIMIT * c["cores"]) | (tokenizer >= 1.0)
     with np.errstate(invalid="ignore"):
         rel = np.where(patho, np.inf, s_now / np.where(np.isfinite(s_ref), s_ref, 1.0))
     return Mechanism(demand, api, engines / replicas, workers, tokenizer, share, rel, patho)

@@ -89,15 +89,36 @@ def test_a_prefix_cache_hit_makes_a_request_cpu_bound_and_a_faster_gpu_too():
     assert m.slowdown[1] > m.slowdown[2] > m.slowdown[0] > 1.0  # H100 and B200 differ
 
 
-def test_cores_at_or_below_the_demand_are_pathological_never_a_number(fitted):
+def test_an_overload_within_the_measured_range_is_a_finite_stretch_beyond_it_pathological(fitted):
     params = fitted.to_params()
     d = slowdown.mechanism(params.values, _grid(np.array([8.0]), gpus=4)).demand_cores[0]
-    X = _grid(np.array([0.9 * d / 4, d / 4, 1.5 * d / 4]), gpus=4)
+    # demand / cores: 2.5 and 2.05 (beyond any measured overload), 1.5, 1.0, 0.8 (the join), 0.5
+    rho = np.array([2.5, 2.05, 1.5, 1.0, slowdown.JOIN_RHO, 0.5])
+    X = _grid(d / rho / 4, gpus=4)
     m = slowdown.mechanism(params.values, X)
-    assert m.pathological.tolist() == [True, True, False]
-    assert math.isinf(m.slowdown[0]) and math.isfinite(m.slowdown[2])
+    assert m.pathological.tolist() == [True, True, False, False, False, False]
+    assert np.isinf(m.slowdown[:2]).all() and np.isfinite(m.slowdown[2:]).all()
+    assert np.all(np.diff(m.slowdown[2:]) < 0) and m.slowdown[-1] > 1.0
     pred = slowdown.predict(params, X)
-    assert math.isinf(pred.high[0]) and math.isinf(pred.high[1]) and math.isfinite(pred.high[2])
+    assert np.isinf(pred.high[:2]).all() and np.isfinite(pred.high[2:]).all()
+    assert slowdown.fewest_finite_cores(d) == math.ceil(d / slowdown.RHO_LIMIT)
+
+
+def test_the_cpu_wait_joins_the_queue_to_processor_sharing_continuously():
+    for c in (1.0, 2.0, 3.0, 8.0, 40.0):
+        j = slowdown.JOIN_RHO * c
+        eps = 1e-9 * c
+        below = slowdown.cpu_wait(np.array([c]), np.array([j - eps]))[0]
+        at = slowdown.cpu_wait(np.array([c]), np.array([j]))[0]
+        assert below == pytest.approx(at, rel=1e-6)
+        np.testing.assert_allclose(at, slowdown.queue_wait(np.array([c]), np.array([j]))[0])
+        # above the join: the queue's wait there plus the stretch, one per unit of load / cores
+        over = slowdown.cpu_wait(np.array([c]), np.array([1.5 * c]))[0]
+        assert over == pytest.approx(at + 1.5 - slowdown.JOIN_RHO)
+    # at a fixed demand, more cores never wait longer, across the join and past the cores
+    cores = np.linspace(1.0, 40.0, 800)
+    w = slowdown.cpu_wait(cores, np.full_like(cores, 6.0))
+    assert np.isfinite(w).all() and np.all(np.diff(w) <= 1e-12)
 
 
 def test_a_saturated_tokenizer_is_pathological_at_every_core_count():

@@ -535,10 +535,13 @@ def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
     for q in (
         JobQuery(gpu_type="H100", gpus=4),
         JobQuery(gpu_type="B200", gpus=8),
+        # the busy-waiting worker puts the demand beyond twice the one CPU Slurm gives
         JobQuery(
             gpu_type="H200",
             gpus=1,
-            workload=Workload(load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy"),
+            workload=Workload(
+                load_rps=8, prompt_tokens=33_000, workload="tokenize-heavy", executor="mp"
+            ),
         ),
     ):
         rec = recommend_job(q)

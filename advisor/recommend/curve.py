@@ -1,10 +1,11 @@
 """The job's TTFT curve at two core counts (now and recommended), from the same demand.
 
 Each slowdown is the fitted curve's (:mod:`advisor.slowdown`: the queueing form over the
-demand) with a 90% interval over the fit's series-bootstrap refits (which refit the demand too,
-so its uncertainty is carried through), widened by the held-out spread. Where a core count is
-pathological (demand at or above the cores, or a saturated tokenizer thread) there is no number:
-the slowdown is None and the speedup is None with the reason. A speedup is reported only with a
+demand, processor sharing once the demand nears or passes the cores) with a 90% interval over
+the fit's series-bootstrap refits (which refit the demand too, so its uncertainty is carried
+through), widened by the held-out spread. Where a core count is pathological (demand beyond
+twice the cores, or a saturated tokenizer thread) there is no number: the slowdown is None and
+the speedup is None with the reason. A speedup is reported only with a
 finite interval.
 """
 
@@ -58,8 +59,9 @@ def _speedup(
             None,
             None,
             (
-                "pathological at the current cores: the CPU demand is at or above them (or the "
-                "tokenizer saturated), so queues grow without bound and no slowdown is a number"
+                "pathological at the current cores: the CPU demand is more than "
+                f"{slowdown.RHO_LIMIT:g} times them, beyond any measured overload (or the "
+                "tokenizer saturated), so no slowdown is a number"
             ),
         )
     speed = float(point.slowdown[0] / point.slowdown[1])

@@ -129,13 +129,18 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
 
 def _pathological_note(f: JobFeatures, demand: JobDemand, current: float) -> str:
     p = demand.parts
-    below = int(demand.demand_cores) + 1
-    where = "at any core count" if p.tokenizer_utilisation >= 1.0 else f"below {below} cores"
+    below = slowdown.fewest_finite_cores(demand.demand_cores)
+    if p.tokenizer_utilisation >= 1.0:
+        return (
+            f"pathological at any core count: the tokenizer thread is "
+            f"{p.tokenizer_utilisation:.0%} busy; its queue grows without bound and requests "
+            "time out whatever the cores"
+        )
     return (
-        f"pathological {where}: the CPU demand (about {p.demand_cores:.1f} cores: API server "
-        f"{p.api_server_cores:.1f}, engine core {p.engine_core_cores:.1f}, GPU workers "
-        f"{p.gpu_worker_cores:.1f}) is at or above the {current * f.gpus:g} given; queues "
-        "grow without bound and requests time out"
+        f"pathological below {below} cores: the CPU demand (about {p.demand_cores:.1f} cores: "
+        f"API server {p.api_server_cores:.1f}, engine core {p.engine_core_cores:.1f}, GPU "
+        f"workers {p.gpu_worker_cores:.1f}) is more than {slowdown.RHO_LIMIT:g} times the "
+        f"{current * f.gpus:g} given, beyond any overload measured; expect timeouts"
     )
 
 
@@ -311,7 +316,7 @@ def _record(
         flags=(TOKENIZER_FLAG,) if demand.tokenizer_saturated else (),
         pathological_below_cores=None
         if demand.parts.tokenizer_utilisation >= 1.0
-        else int(demand.demand_cores) + 1,
+        else slowdown.fewest_finite_cores(demand.demand_cores),
         pathological_note=note,
         slurm_option=f"--cpus-per-gpu={rec}",
         current_cpus_per_gpu=current,
