@@ -1,7 +1,7 @@
 """The TTFT-vs-cores model as a scikit-learn estimator: fitting the mechanism, its bootstrap,
 and the JSON round trip.
 
-:class:`CoreSlowdownRegressor` fits the six parameters of :mod:`advisor.slowdown`'s mechanism
+:class:`CoreSlowdownRegressor` fits the seven parameters of :mod:`advisor.slowdown`'s mechanism
 (API server, engine core, busy-waiting workers, how CPU-bound a request is) on a design matrix
 of :data:`advisor.slowdown.FEATURES`. Each row's target is a slowdown of TTFT against its
 reference cores, or a process's measured CPU cores (the ``target`` column), so that the
@@ -87,27 +87,41 @@ def fit_values(
     censored_weight: float,
     pole_exponent: float,
     start: np.ndarray | None = None,
+    fixed: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The fitted parameters (natural units) of one weighted least-squares fit."""
+    """The fitted parameters (natural units) of one weighted least-squares fit; parameters
+    where ``fixed`` (a boolean mask) is true stay at ``start`` (e.g. the demand's, fitted on
+    measured CPU)."""
     kind = slowdown._columns(X)["target"]
     censored = (kind == 0) & (y >= max_slowdown)
     log_y = np.log(np.clip(np.where(kind == 0, np.minimum(y, max_slowdown), y), 1e-6, None))
     keep = w > 0  # a zero weight is the same as leaving the row out
     X, log_y, censored, w = X[keep], log_y[keep], censored[keep], w[keep]
-    x0 = _LOG_PRIOR.copy() if start is None else np.log(start)
+    x0 = _LOG_PRIOR.copy() if start is None else np.log(np.asarray(start, dtype=float))
+    free = np.ones(len(x0), dtype=bool) if fixed is None else ~np.asarray(fixed, dtype=bool)
+    if not free.any():
+        return np.exp(x0)
+    args = (X, log_y, censored, np.sqrt(w), alpha, max_slowdown, censored_weight, pole_exponent)
+
+    def residuals(theta_free: np.ndarray) -> np.ndarray:
+        theta = x0.copy()
+        theta[free] = theta_free
+        return _residuals(theta, *args)
+
     result = least_squares(
-        _residuals,
-        x0,
-        args=(X, log_y, censored, np.sqrt(w), alpha, max_slowdown, censored_weight, pole_exponent),
+        residuals,
+        np.clip(x0[free], _LOG_PRIOR[free] - 7.9, _LOG_PRIOR[free] + 7.9),
         method="trf",
-        bounds=(_LOG_PRIOR - 8.0, _LOG_PRIOR + 8.0),
+        bounds=(_LOG_PRIOR[free] - 8.0, _LOG_PRIOR[free] + 8.0),
         max_nfev=1000,
         xtol=1e-12,
         ftol=1e-12,
         gtol=1e-12,
         jac="3-point",
     )
-    return np.exp(np.asarray(result.x, dtype=float))
+    theta = x0.copy()
+    theta[free] = np.asarray(result.x, dtype=float)
+    return np.exp(theta)
 
 
 class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):

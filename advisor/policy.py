@@ -111,7 +111,13 @@ def build_policy(
 
 
 def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext) -> Policy:
-    from advisor.recommend import JobQuery, recommend_job, recommend_partitions, smallest_sufficient
+    from advisor.recommend import (
+        JobQuery,
+        minimum_cores,
+        recommend_job,
+        recommend_partitions,
+        sufficient_cores,
+    )
 
     rules: dict[tuple[str, str], PolicyRule] = {}
     params, book = ctx.params, ctx.book
@@ -129,15 +135,10 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
         else:
             cap = 64
             platform = None
-            dflt, _ = smallest_sufficient(
-                params,
-                gpus=gpus,
-                platform=None,
-                workload=cfg.workload,
-                tolerance=cfg.tolerance,
-                cap=cap,
-            )
-        mn, _ = smallest_sufficient(
+            dflt = sufficient_cores(
+                params, gpus=gpus, platform=None, workload=cfg.workload, cap=cap
+            ).cpus_per_gpu
+        mn = minimum_cores(
             params,
             gpus=gpus,
             platform=platform,

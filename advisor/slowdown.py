@@ -1,4 +1,4 @@
-"""The TTFT-slowdown model of CPU starvation: numpy-only mechanism, features, parameters as JSON.
+"""The TTFT-vs-cores curve from the CPU demand: numpy-only mechanism, features, parameters as JSON.
 
 This is the part of the model that the job-submit path needs, so it imports numpy and nothing
 heavier (scikit-learn's import alone costs about half a second). The scikit-learn estimator in
@@ -7,35 +7,34 @@ heavier (scikit-learn's import alone costs about half a second). The scikit-lear
 
 The mechanism (vLLM V1's CPU critical path; docs/model.md):
 
-- CPU **demand** in cores is the sum of its parts:
+- CPU **demand** in cores is the sum of its parts, :mod:`advisor.demand`'s (the API server
+  by tokens/s, an engine core per replica by executor, a busy-waiting worker per GPU with the
+  multiprocess executor, which TP > 1 implies); its five parameters are fitted on measured
+  per-process CPU, not on TTFT;
 
-  - the API server: ``api_base + api_per_100k_tok_s * tokens/s / 1e5``, where the tokens are
-    every prompt token tokenized per second (``requests/s x prompt tokens``; a prefix-cache hit
-    saves GPU work, not tokenization);
-  - the engine core: ``engine_core`` (a busy loop under load, about a core);
-  - one busy-waiting worker per GPU when tensor parallelism is on (TP > 1):
-    ``worker_busy x GPUs`` (vLLM's own guidance, at least 2 + N physical cores for N GPUs, is
-    the prior);
-
-- the serving stack's threads share the job's ``c`` cores like the servers of an M/M/c queue
-  with offered load ``demand``: the wait of a CPU step relative to its service time ``W``
-  (:func:`queue_wait`) is negligible with a few cores to spare and without bound as ``c``
-  falls to the demand;
+- the serving stack's threads share the job's ``c`` cores: below :data:`JOIN_RHO` of them
+  (``rho = demand / c``) like the servers of an M/M/c queue with offered load ``demand`` (the
+  wait of a CPU step relative to its service time, :func:`queue_wait`, negligible with a few
+  cores to spare); from there on by processor sharing, every CPU step stretched in proportion
+  to ``rho`` (busy-waiting workers time-share the cores with the threads that do work), joined
+  continuously to the queue's wait (:func:`cpu_wait`), so an overloaded run is slower by a
+  finite factor, as the measured ones were;
 - how much of TTFT that wait is depends on how CPU-bound the request is: ``k = k_cpu x
   cpu_share`` with ``cpu_share = 1 / (1 + gpu_weight x (1 - prefix_hit) x (params_b / 8) /
   (gpu_speed x TP))``: a request whose prompt is served from the prefix cache is nearly all
   CPU (tokenization), a unique long prompt on a slow GPU nearly all GPU prefill;
 - slowdown against ample cores: ``1 + k x W**q`` (``q``, the pole exponent, 1 by default);
-- **pathological**: ``demand >= c`` (the queue has no steady state: timeouts, a run that never
-  settles), or the serialised tokenizer (``renderer_workers`` threads, 1 by default) busier
-  than it can be: ``api_per_100k_tok_s x tokens/s / 1e5 / renderer_workers >= 1``, which no
-  number of cores repairs. Such a prediction is never a number: the point value is a display
-  cap (``max_slowdown``) flagged ``pathological`` with an unbounded interval, and the
+- **pathological**: the serialised tokenizer (``renderer_workers`` threads, 1 by default)
+  busier than it can be, ``api_per_100k_tok_s x tokens/s / 1e5 / renderer_workers >= 1``,
+  which no number of cores repairs; or a demand beyond :data:`RHO_LIMIT` times the cores, far
+  past any overload a series measured. Such a prediction is never a number: the point value is
+  a display cap (``max_slowdown``) flagged ``pathological`` with an unbounded interval, and the
   recommendation says "pathological below N cores" instead.
 
 Design-matrix column 0 is cores per GPU, column 1 the cores per GPU the slowdown is measured
-against (0: ample), then the covariates (:data:`FEATURES`), and a last column that says what a
-row's target is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
+against (0: ample), then the covariates (:data:`FEATURES`; ``executor_mp``: 1 multiprocess,
+0 in-process, -1 vLLM's default for the TP), and a last column that says what a row's target
+is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
 """
 
 from __future__ import annotations
@@ -50,8 +49,10 @@ from typing import Any
 
 import numpy as np
 
+from advisor import demand as demand_model
+
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/3"
+MODEL_FORMAT = "advisor-slowdown-model/5"  # 5: processor sharing above the join
 
 # References of the covariates (an unknown value takes its reference).
 REF_GPUS = 4.0
@@ -89,25 +90,17 @@ FEATURES: tuple[str, ...] = (
     "prefix_hit",
     "renderer_workers",
     "gpu_speed",
+    "executor_mp",
     "target",
 )
 TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
-PARAM_NAMES: tuple[str, ...] = (
-    "api_base",
-    "api_per_100k_tok_s",
-    "engine_core",
-    "worker_busy",
-    "k_cpu",
-    "gpu_weight",
-    "burst",
-)
-# The prior of every parameter (the fit's ridge pulls log-parameters towards these): an API
-# server and an engine core of about a core together with a worker per GPU make vLLM's 2 + N
-# rule; about 300k tokens/s per core for a fast BPE tokenizer; a CPU-bound request's TTFT is
-# about its CPU time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as
-# tokenizing it (gpu_weight 1).
-# burst 1: the cores the threads contend for are their mean CPU use.
-PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
+PARAM_NAMES: tuple[str, ...] = (*demand_model.DEMAND_PARAMS, "k_cpu", "gpu_weight")
+N_DEMAND = len(demand_model.DEMAND_PARAMS)
+# The prior of every parameter (the fit's ridge pulls log-parameters towards these): the
+# demand's (advisor.demand: vLLM's 2 + N rule); a CPU-bound request's TTFT is about its CPU
+# time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as tokenizing it
+# (gpu_weight 1).
+PRIOR: tuple[float, ...] = (*demand_model.DEMAND_PRIOR, 1.0, 1.0)
 _DEFAULTS = (
     np.nan,
     0.0,
@@ -119,10 +112,18 @@ _DEFAULTS = (
     0.0,
     1.0,
     1.0,
+    -1.0,
     0.0,
 )
 DEFAULT_POLE_EXPONENT = 1.0
 DISPLAY_CAP = 25.0  # what charts draw in the pathological region (never reported as a number)
+# Below this utilisation of the cores the M/M/c queue's wait, from it on processor sharing
+# (fixed from the mechanism before any score was read: well below 1, where the queue form
+# still describes open arrivals; docs/model.md).
+JOIN_RHO = 0.8
+# Demand beyond this many times the cores is pathological: no series measured an overload
+# near it, so the processor-sharing stretch would be an extrapolation (docs/model.md).
+RHO_LIMIT = 2.0
 
 
 def platform_speed(platform: str | None) -> float:
@@ -160,9 +161,11 @@ def feature_row(
     renderer_workers: float | None = None,
     ref_cores_per_gpu: float | None = None,
     target: str = "slowdown",
+    executor: str | None = None,
 ) -> list[float]:
     """One design-matrix row (see :data:`FEATURES`); unknown covariates take their reference
-    (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample)."""
+    (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample; executor:
+    vLLM's default for the TP)."""
 
     def known(v: float | None, ref: float) -> float:
         if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
@@ -181,6 +184,7 @@ def feature_row(
         0.0 if prefix_hit is None else float(min(max(prefix_hit, 0.0), 1.0)),
         known(renderer_workers, 1.0),
         platform_speed(platform),
+        -1.0 if executor is None else 1.0 if executor == "mp" else 0.0,
         float(TARGETS.index(target)),
     ]
 
@@ -196,13 +200,16 @@ def _columns(X: np.ndarray) -> dict[str, np.ndarray]:
     c = dict(zip(FEATURES, full.T, strict=True))
     gpus = np.clip(np.nan_to_num(c["gpus"], nan=REF_GPUS), 1.0, 1024.0)
     tp = np.nan_to_num(c["tp"], nan=0.0)
+    tp = np.where(tp >= 1, np.minimum(tp, gpus), gpus)
+    ex = np.nan_to_num(c["executor_mp"], nan=-1.0)
     return {
         "cores": np.clip(np.nan_to_num(c["cores_per_gpu"], nan=1.0), 1e-6, 1e6) * gpus,
         "ref": np.where(
             c["ref_cores_per_gpu"] > 0, np.clip(c["ref_cores_per_gpu"], 1e-6, 1e6) * gpus, np.inf
         ),
         "gpus": gpus,
-        "tp": np.where(tp >= 1, np.minimum(tp, gpus), gpus),
+        "tp": tp,
+        "mp": np.where(ex < 0, tp > 1, ex >= 0.5) | (tp > 1),
         "model": np.clip(c["model_params_b"], 0.01, 1e5),
         "rps": np.clip(c["load_rps"], 0.0, 1e6),
         "tokens": np.clip(c["prompt_tokens"], 1.0, 1e8),
@@ -229,21 +236,42 @@ def queue_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
 class Mechanism:
     """The mechanism's quantities for each row: demand, its parts, the wait, the slowdown."""
 
-    demand_cores: np.ndarray  # cores the server's threads contend for (burst x mean CPU)
+    demand_cores: np.ndarray  # cores the server's processes need (advisor.demand)
     api_server_cores: np.ndarray
-    engine_core_cores: np.ndarray
-    worker_cores: np.ndarray  # per GPU worker (0 without tensor parallelism)
+    engine_core_cores: np.ndarray  # per engine core (one per data-parallel replica)
+    worker_cores: np.ndarray  # per GPU worker (0 with the in-process executor)
     tokenizer_utilisation: np.ndarray  # of the serialised tokenizer thread(s)
     cpu_share: np.ndarray  # k_eff / k_cpu: how CPU-bound a request is with ample cores
     slowdown: np.ndarray  # against the reference cores (ample: 1 at infinity); inf if patho
     pathological: np.ndarray
 
 
+def cpu_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """The wait of a CPU step relative to its service time, finite at any load.
+
+    Below :data:`JOIN_RHO` (``rho = load / servers``) the queue's wait (:func:`queue_wait`);
+    from there on processor sharing: the busy-waiting workers and the threads that do work share
+    the cores, so every step is stretched in proportion to ``rho`` (slope 1, the ``D/c - 1`` of
+    a step stretched by ``D/c``), starting from the queue's wait at the join. Continuous, and
+    decreasing in ``servers`` at a fixed load on both sides of the join."""
+    c = np.asarray(servers, dtype=float)
+    rho = np.asarray(load, dtype=float) / c
+    below = queue_wait(c, np.minimum(rho, JOIN_RHO) * c)
+    at_join = queue_wait(c, JOIN_RHO * c)
+    return np.where(rho < JOIN_RHO, below, at_join + (rho - JOIN_RHO))
+
+
 def _slowdown_at(cores: np.ndarray, demand: np.ndarray, k: np.ndarray, q: float) -> np.ndarray:
-    wait = queue_wait(cores, demand)
+    wait = cpu_wait(cores, demand)
     with np.errstate(invalid="ignore", over="ignore"):
         s = 1.0 + k * np.power(np.maximum(wait, 0.0), q)
-    return np.where(cores > demand, s, np.inf)
+    return np.where(demand <= RHO_LIMIT * cores, s, np.inf)
+
+
+def fewest_finite_cores(demand_cores: float) -> int:
+    """The fewest whole cores at which a demand is not beyond :data:`RHO_LIMIT` (the curve
+    has a number there unless the tokenizer is saturated)."""
+    return max(1, int(math.ceil(demand_cores / RHO_LIMIT - 1e-9)))
 
 
 def mechanism(
@@ -254,13 +282,18 @@ def mechanism(
 ) -> Mechanism:
     """Evaluate the mechanism with parameters ``values`` (natural units, :data:`PARAM_NAMES`);
     ``cols`` (``_columns(X)``, computed once) spares the work when many sets are evaluated."""
-    a0, at, e0, w, kc, gw, burst = (float(v) for v in values)
+    values = [float(v) for v in values]
+    kc, gw = values[N_DEMAND:]
     c = _columns(X) if cols is None else cols
-    tok = c["rps"] * c["tokens"] / 1e5
-    api = a0 + at * tok
-    workers = np.where(c["tp"] > 1, w, 0.0)
-    demand = burst * (api + e0 + workers * c["gpus"])
-    tokenizer = at * tok / c["renderers"]
+    api, engines, workers, _, demand, tokenizer = demand_model.demand_arrays(
+        values[:N_DEMAND],
+        tokens_per_s=c["rps"] * c["tokens"],
+        gpus=c["gpus"],
+        tp=c["tp"],
+        mp=c["mp"],
+        renderer_workers=c["renderers"],
+    )
+    replicas = np.maximum(np.floor(c["gpus"] / c["tp"]), 1.0)
     share = 1.0 / (
         1.0 + gw * (1.0 - c["hit"]) * (c["model"] / REF_MODEL_PARAMS_B) / (c["speed"] * c["tp"])
     )
@@ -269,10 +302,10 @@ def mechanism(
     s_ref = np.where(
         np.isinf(c["ref"]), 1.0, _slowdown_at(np.minimum(c["ref"], 1e6), demand, k, pole_exponent)
     )
-    patho = (c["cores"] <= demand) | (tokenizer >= 1.0)
+    patho = (demand > RHO_LIMIT * c["cores"]) | (tokenizer >= 1.0)
     with np.errstate(invalid="ignore"):
         rel = np.where(patho, np.inf, s_now / np.where(np.isfinite(s_ref), s_ref, 1.0))
-    return Mechanism(demand, api, np.full_like(demand, e0), workers, tokenizer, share, rel, patho)
+    return Mechanism(demand, api, engines / replicas, workers, tokenizer, share, rel, patho)
 
 
 def target_values(

@@ -93,8 +93,12 @@ def headline(rec: Any, params: Any) -> Headline:
             "bound and time out; the model cannot put a number on it",
             "below the knee: timeouts",
         )
+    elif rec.predicted_speedup is None:  # the model gives no finite interval: its reason
+        effect_value = "No finite prediction"
+        effect_note = str(field(rec, "predicted_speedup_reason", "") or "")
+        effect_short = "no finite prediction"
     else:
-        lo, hi = field(rec, "speedup_interval", (None, None))
+        lo, hi = field(rec, "speedup_interval", None) or (None, None)
         cap = float(params.max_slowdown)
         interval = "" if is_capped(hi, cap) or lo is None else f", interval {lo:.2f}x to {hi:.2f}x"
         effect_value = f"{rec.predicted_speedup:.2f}x faster TTFT"

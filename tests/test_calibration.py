@@ -131,23 +131,79 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
 
     shutil.copy(PUBLISHED, tmp_path / "published.csv")
     con = connect(db_path)
-    for cores, ttft in ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 300.0), (16, 280.0), (32, 270.0)):
-        con.execute(
-            "INSERT INTO calibration (point_id, source, platform, engine, model, model_params_b,"
-            " gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
-            " VALUES (?, 'bench:h200-' || ?, 'H200', 'vllm', 'Llama-3.1-8B', 8, 4, 8, ?, ?,"
-            " 'ttft_ms', ?, 'ms')",
-            [f"b-{cores}", str(cores), cores, cores / 4, ttft],
-        )
+    curve = ((5, 1500.0), (6, 700.0), (8, 380.0), (12, 280.0), (16, 275.0), (32, 270.0))
+    for rep, scale in ((1, 1.0), (2, 1.01)):  # two repeats: two blocks for the knee's bootstrap
+        for cores, ttft in curve:
+            con.execute(
+                "INSERT INTO calibration (point_id, source, platform, engine, model,"
+                " model_params_b, gpus, load_rps, cores, cores_per_gpu, metric, value, unit)"
+                " VALUES (?, 'bench:h200-c' || ? || '_r' || ?, 'H200', 'vllm', 'Llama-3.1-8B',"
+                " 8, 4, 8, ?, ?, 'ttft_ms', ?, 'ms')",
+                [f"b-{cores}-{rep}", str(cores), str(rep), cores, cores / 4, ttft * scale],
+            )
     con.close()
     report = fit_model(FitConfig(calibration_dir=str(tmp_path), db=str(db_path), n_bootstrap=0))
-    assert report.points_fitted == 14 + 6
-    # the bench series is held out as a whole: five rows scored (its 32-core row is the reference)
+    assert report.points_fitted == 14 + 12
+    # the bench series is held out as a whole: ten rows scored (its 32-core rows are the reference)
     (bench,) = [s for s in report.by_series if s.series.startswith("bench|H200")]
-    assert bench.rows == 5 and bench.model > 0
-    # from 12 cores on (300, 280, 270 ms) the slowdowns average within 10% of the 32-core run,
-    # each within 20%; 380 ms at 8 cores is 41% slower
-    assert bench.measured_knee_cores == 12
+    assert bench.rows == 10 and bench.model > 0
+    # advisor.knee on the two repeats: 380 ms at 8 cores is resolved 41% slower, from 12 cores
+    # on every interval lies within 10% of the 32-core run
+    assert bench.knee_status == "resolved" and bench.knee_cores == 12
+    # each rule's decision for it is judged against that knee (2 + N: 6 cores, 6 below 12)
+    assert bench.decisions["2 + N"] == 6 and bench.outcomes["2 + N"] == "below"
+    assert report.validation["decision"]["series"] >= 1
     assert "H200" in report.platforms_seen
     unseen = [w.split(";")[0] for w in report.warnings if "platform(s)" in w]
     assert unseen and "H200" not in unseen[0] and "H100" in unseen[0]
+
+
+def test_a_series_identity_has_tp_executor_renderer_workers_engine_tags_and_its_day():
+    from advisor.calibration import parse_workload
+    from advisor.calibration.series import config_of, series_id
+
+    tags = parse_workload("tokenize-heavy/rw4/mp/chunked-prefill")
+    assert (tags.base, tags.renderer_workers, tags.executor, tags.engine_tags) == (
+        "tokenize-heavy",
+        4,
+        "mp",
+        ("chunked-prefill",),
+    )
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        point_id="p",
+        source="bench:x_r1",
+        platform="H200",
+        engine="vllm",
+        gpus="1",
+        workload="tokenize-heavy/mp",
+        cores="4",
+        metric="ttft_p50_ms",
+        value="30",
+        measured_on="2026-12-02",
+    )
+    from advisor.calibration import parse_row
+
+    mp = parse_row(row, "t.csv", 2)
+    uni = parse_row({**row, "workload": "tokenize-heavy"}, "t.csv", 3)
+    other_day = parse_row({**row, "measured_on": "2026-12-01"}, "t.csv", 4)
+    tp2 = parse_row({**row, "gpus": "2", "workload": "tokenize-heavy", "cores": "8"}, "t.csv", 5)
+    ids = {series_id(p) for p in (mp, uni, other_day, tp2)}
+    assert len(ids) == 4  # none folds into another
+    assert config_of(mp).family == "vllm, 1 GPU(s), TP 1, mp executor"
+    assert config_of(uni).family == "vllm, 1 GPU(s), TP 1, uni executor"
+    assert config_of(tp2).executor == "mp"  # TP = 2 GPUs implies the multiprocess executor
+
+
+def test_the_test_split_names_its_series_and_a_bad_rule_its_line(tmp_path: Path):
+    import datetime as dt
+
+    from advisor.calibration.split import load_split
+
+    shipped = load_split(ROOT / "data" / "calibration")
+    assert shipped.measured_on_from == dt.date(2026, 12, 2)
+    assert shipped.is_test("any", dt.date(2026, 12, 2))
+    assert not shipped.is_test("any", dt.date(2026, 12, 1)) and not shipped.is_test("a", None)
+    (tmp_path / "test-split.txt").write_text("# c\nseries bench|x\nkeep-out everything\n")
+    with pytest.raises(InputError, match=r"test-split.txt:3.*unknown rule"):
+        load_split(tmp_path)

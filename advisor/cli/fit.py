@@ -68,8 +68,9 @@ def fit_cmd(
     ] = "series",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Fit the TTFT-vs-cores model on the published and bench points; validate it by leaving
-    whole series out, against baselines."""
+    """Fit the capacity model (CPU demand from measured per-process CPU, the TTFT curve from
+    it) and judge it: leaving training series out, against the baselines, on curve error and
+    on decisions; then the frozen test split once."""
     from advisor.calibration import FitConfig, fit_model
     from advisor.cli._output import RichProgress
 
@@ -114,11 +115,36 @@ def fit_cmd(
     )
     if "decision" in v:
         d = v["decision"]
+        rules = [k for k in d if isinstance(d[k], dict) and "within one core" in d[k]]
         emit_rows(
-            [{"predictor": k, **d[k]} for k in ("model", "2 + N rule")],
+            [
+                {"rule": k, **{n: d[k][n] for n in ("within one core", "above", "below")}}
+                for k in rules
+            ],
             fmt,
-            title=f"decision on {d['series']} series with a measured knee "
-            f"(within {d['tolerance']:.0%} of ample)",
+            title=f"decisions on {d['series']} held-out series with a resolved knee "
+            f"({d['not_resolved_excluded']} not resolved, left out)",
+        )
+    c = report.capacity
+    emit_rows(
+        [
+            {
+                "utilisation_target": c.get("utilisation_target"),
+                "chosen_on": c.get("utilisation_chosen_on"),
+                "decision_basis": c.get("decision_basis"),
+                "why": c.get("decision_reason"),
+            }
+        ],
+        fmt,
+        title="the capacity answer",
+    )
+    t = report.test
+    if t:
+        emit_rows(
+            [{"predictor": "model", "test_error": t["model"]}]
+            + [{"predictor": b, "test_error": e} for b, e in t["baselines"].items()],
+            fmt,
+            title=f"test split ({report.split.get('rules')}): {t['series']} series",
         )
 
 

@@ -101,6 +101,15 @@ def recommend_cmd(
         ),
     ] = None,
     tp: TpOption = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            metavar="mp|uni",
+            help="vLLM's executor: uni (in-process, the default for TP=1) or mp (a "
+            "busy-waiting worker process per GPU; implied for TP > 1).",
+        ),
+    ] = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
     renderer_workers: RendererOption = None,
@@ -110,8 +119,8 @@ def recommend_cmd(
     fit_file: FitFileOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition): the knee of TTFT
-    against cores, never below vLLM's 2 + N, with its evidence and cost delta."""
+    """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition): the cores the
+    measured CPU demand needs, never below vLLM's 2 + N, with its basis, evidence and cost."""
     from advisor.recommend import Workload, parse_model_size
 
     workload = Workload(
@@ -122,6 +131,7 @@ def recommend_cmd(
         workload_name,
         renderer_workers,
         engine_version,
+        executor,
     )
     if gpus is None:
         if partition is None:
@@ -190,13 +200,12 @@ def recommend_cmd(
                 "regime_now": rec.regime,
                 "recommended": rec.slurm_option,
                 "cores_total": rec.cores_total,
-                "knee_cores": rec.knee_cores,
+                "basis": rec.decision_basis,
+                "demand_cores": rec.demand_cores,
+                "utilisation_target": rec.utilisation_target,
                 "floor_2_plus_n": rec.floor_cores,
-                "speedup": (
-                    f">= {rec.predicted_speedup:.2f} (measured)"
-                    if rec.speedup_is_lower_bound
-                    else rec.predicted_speedup
-                ),
+                "evidence": rec.evidence,
+                "speedup": rec.predicted_speedup,
                 "extra_vcpus": rec.extra_vcpus,
                 "usd_per_hour": rec.usd_per_hour_delta,
                 "cost_pct": rec.cost_delta_pct,
@@ -212,19 +221,18 @@ def recommend_cmd(
                 k: e.get(k)
                 for k in (
                     "series",
-                    "distance",
                     "platform",
-                    "gpus",
                     "workload",
                     "load_rps",
                     "prompt_tokens",
-                    "measured_knee_cores",
+                    "knee_status",
+                    "knee_cores",
                 )
             }
-            for e in rec.evidence
+            for e in rec.evidence_series
         ],
         fmt,
-        title="nearest measured series",
+        title=f"measured series of the family {rec.evidence_family}",
     )
 
 
@@ -264,6 +272,7 @@ _FAST_OPTIONS: dict[str, Any] = {
     "--workload": str,
     "--renderer-workers": int,
     "--engine-version": str,
+    "--executor": str,
 }
 
 
@@ -310,6 +319,7 @@ def fast_recommend(argv: list[str]) -> int | None:
                     opts.get("--workload"),
                     opts.get("--renderer-workers"),
                     opts.get("--engine-version"),
+                    opts.get("--executor"),
                 ),
                 current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
                 tolerance=opts.get("--tolerance", 0.10),

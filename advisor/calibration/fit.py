@@ -1,0 +1,275 @@
+"""``advisor fit``: fit the capacity model on the calibration points, judge it, save it as JSON.
+
+One call (:func:`fit_model`) does, in order:
+
+1. load every point and the frozen test split (:mod:`advisor.calibration.split`);
+2. validate on the training series, leaving one out at a time (curve error and decisions
+   against the baselines, :mod:`advisor.calibration.validation`);
+3. choose the utilisation target on every training series with a resolved knee, and decide
+   whether the model's decisions beat 2 + N's (if not, ``recommend`` answers 2 + N and says
+   why);
+4. score the test series once (the model fitted on the training series only);
+5. fit the shipped parameters on every series (training and test) with a series bootstrap,
+   and save them with the target, the decision basis, the families measured and the series.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.calibration.curvefit import fit_curve
+from advisor.calibration.decisions import (
+    choose_utilisation,
+    floor_cores,
+    series_demand,
+)
+from advisor.calibration.points import default_calibration_dir, load_points
+from advisor.calibration.split import load_split
+from advisor.calibration.training import training_set
+from advisor.calibration.validation import SeriesScore, score_split, validate
+from advisor.errors import InputError
+from advisor.progress import ProgressFn, no_progress
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """How to fit: where the points are, the fit's settings, where to save the result."""
+
+    calibration_dir: str | None = None
+    db: str | None = None
+    alpha: float = 0.1
+    max_slowdown: float = 25.0
+    censored_weight: float = 0.01
+    pole_exponent: float = 1.0
+    weighting: str = "series"
+    n_bootstrap: int = 50
+    interval: float = 0.9
+    random_state: int = 0
+    tolerance: float = 0.10  # of the measured knees: within this of the most cores
+    cpu_weight: float = 0.5  # of each measured process's CPU, per series (kept for the rows)
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What ``advisor fit`` reports: data used, parameters, validation, test, warnings."""
+
+    points_loaded: int
+    points_fitted: int
+    points_censored: int
+    points_context: int
+    cpu_points_fitted: int
+    series_fitted: int
+    parameters: dict[str, float]
+    sigma_log: float
+    validation: dict[str, Any]
+    by_series: tuple[SeriesScore, ...]
+    platforms_seen: tuple[str, ...]
+    gpus_seen: tuple[int, ...]
+    warnings: tuple[str, ...]
+    model_path: str | None
+    sources: tuple[str, ...] = field(default=())
+    weighting: str = "series"
+    demand: dict[str, Any] = field(default_factory=dict)
+    capacity: dict[str, Any] = field(default_factory=dict)
+    test: dict[str, Any] = field(default_factory=dict)
+    test_by_series: tuple[SeriesScore, ...] = ()
+    split: dict[str, Any] = field(default_factory=dict)
+
+
+def decision_basis(decision: dict[str, Any]) -> tuple[str, str]:
+    """("capacity model" or "2 + N", the sentence why) from the held-out decision table."""
+    from advisor.calibration.decisions import better
+
+    model, rule = decision.get("model"), decision.get("2 + N")
+    n = decision.get("series", 0)
+    if not n or model is None or rule is None:
+        return (
+            "2 + N",
+            "no training series resolves its knee, so nothing shows the capacity model "
+            "deciding better than vLLM's 2 + N rule",
+        )
+    counts = (
+        f"within one core of the measured knee on {model['within one core']} of {n} held-out "
+        f"series (2 + N: {rule['within one core']}; below it {model['below']} against "
+        f"{rule['below']})"
+    )
+    if better(model, rule):
+        extra = model["within one core"] - rule["within one core"]
+        fewer = rule["below"] - model["below"]
+        return (
+            "capacity model",
+            f"the capacity model is {counts}: {extra} more within one core"
+            + (f" and {fewer} fewer below" if fewer > 0 else ""),
+        )
+    return (
+        "2 + N",
+        f"the capacity model is {counts}: it does not decide better than 2 + N, so the answer "
+        "is 2 + N unless the measured demand alone needs more cores",
+    )
+
+
+def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
+    """Fit, validate, test and save (see the module docstring)."""
+    from advisor.slowdown import N_DEMAND, PARAM_NAMES, PLATFORMS, CurveParams, save_params
+
+    directory = Path(cfg.calibration_dir) if cfg.calibration_dir else default_calibration_dir()
+    loaded = load_points(directory, cfg.db)
+    split = load_split(directory)
+    ts = training_set(
+        loaded.points,
+        cfg.max_slowdown,
+        cfg.weighting,
+        cfg.cpu_weight,
+        split=split,
+        tolerance=cfg.tolerance,
+    )
+    if len(ts.y) < 3:
+        raise InputError(
+            f"only {len(ts.y)} fittable calibration points; need at least 3",
+            source=str(directory),
+        )
+    table, scores, sigma = validate(ts, cfg, progress)
+    test_table, test_scores = score_split(ts, cfg)
+
+    train = ts.training_series()
+    train_fit = fit_curve(
+        ts,
+        train,
+        alpha=cfg.alpha,
+        max_slowdown=cfg.max_slowdown,
+        censored_weight=cfg.censored_weight,
+        pole_exponent=cfg.pole_exponent,
+    )
+    knees = [ts.series_info[s] for s in train if ts.series_info[s].resolved]
+    choice = choose_utilisation(
+        [
+            (
+                series_demand(i, train_fit.values[:N_DEMAND]),
+                floor_cores(i.gpus),
+                int(i.knee_cores or 0),
+            )
+            for i in knees
+        ]
+    )
+    basis, reason = decision_basis(table.get("decision", {}))
+    progress("fit", 0, 1)
+    final = fit_curve(
+        ts,
+        list(ts.series_info),
+        alpha=cfg.alpha,
+        max_slowdown=cfg.max_slowdown,
+        censored_weight=cfg.censored_weight,
+        pole_exponent=cfg.pole_exponent,
+        n_bootstrap=cfg.n_bootstrap,
+        seed=cfg.random_state,
+    )
+    progress("fit", 1, 1)
+
+    platforms_seen = tuple(sorted({p.platform for p in ts.points if p.platform}))
+    gpus_seen = tuple(sorted({p.gpus for p in ts.points if p.gpus}))
+    warnings = list(loaded.problems) + list(ts.skipped)
+    unseen = [p for p in PLATFORMS if p not in platforms_seen]
+    if unseen:
+        warnings.append(
+            "extrapolation: no calibration data for platform(s) "
+            + ", ".join(unseen)
+            + "; the demand does not depend on the GPU type, the TTFT scale uses the relative "
+            "GPU speed of their datasheets"
+        )
+    beaten = [b for b, e in table["baselines"].items() if not table["model"] < e]
+    if beaten:
+        warnings.append(
+            "on held-out series the model's curve error does not beat: "
+            + ", ".join(
+                f"{b} ({table['baselines'][b]:.3f} against the model's {table['model']:.3f})"
+                for b in beaten
+            )
+        )
+    interval = final.demand.interval(cfg.interval)
+    demand = {
+        name: {
+            "value": final.demand.values[i],
+            "interval": list(interval[name]),
+            "source": final.demand.sources[i],
+        }
+        for i, name in enumerate(PARAM_NAMES[:N_DEMAND])
+    }
+    families: dict[str, list[str]] = {}
+    for s, info in ts.series_info.items():
+        families.setdefault(info.config.family, []).append(s)
+    capacity = {
+        "utilisation_target": choice.utilisation_target,
+        "utilisation_chosen_on": choice.chosen_on,
+        "utilisation_tied": list(choice.tied),
+        "decision_basis": basis,
+        "decision_reason": reason,
+        "decision": {k: v for k, v in table.get("decision", {}).items() if k != "by_series"},
+    }
+    split_info = {
+        "rules": split.describe(),
+        "file": Path(split.source).name if split.source else None,
+        "training_series": len(train),
+        "test_series": len(ts.test_series()),
+    }
+    meta = {
+        "fitted_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "platforms_seen": list(platforms_seen),
+        "gpus_seen": list(gpus_seen),
+        "points_fitted": len(ts.y),
+        "cpu_points_fitted": len(ts.cpu_y),
+        "validation": table,
+        "test": test_table,
+        "split": split_info,
+        "loo_mape": table["mape"],  # held-out by series (the dashboard's "±N%")
+        "tolerance": cfg.tolerance,
+        "capacity": capacity,
+        "demand": demand,
+        "families": families,
+        "series": [i.as_evidence() for i in ts.series_info.values()],
+        "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
+        "settings": {
+            "alpha": cfg.alpha,
+            "censored_weight": cfg.censored_weight,
+            "pole_exponent": cfg.pole_exponent,
+            "weighting": cfg.weighting,
+            "n_bootstrap": cfg.n_bootstrap,
+            "random_state": cfg.random_state,
+        },
+    }
+    params = CurveParams(
+        values=final.values,
+        max_slowdown=cfg.max_slowdown,
+        sigma_log=sigma,
+        interval=cfg.interval,
+        pole_exponent=cfg.pole_exponent,
+        bootstrap_values=final.bootstrap_values,
+        meta=meta,
+    )
+    path = str(save_params(params, cfg.output)) if cfg.output else None
+    return FitReport(
+        points_loaded=len(loaded.points),
+        points_fitted=len(ts.y),
+        points_censored=sum(ts.censored),
+        points_context=len(loaded.points) - len(ts.points) - len(ts.skipped) - len(ts.cpu_y),
+        cpu_points_fitted=len(ts.cpu_y),
+        series_fitted=len(ts.series_info),
+        parameters=params.named(),
+        sigma_log=sigma,
+        validation=table,
+        by_series=scores,
+        platforms_seen=platforms_seen,
+        gpus_seen=gpus_seen,
+        warnings=tuple(warnings),
+        model_path=path,
+        sources=loaded.sources,
+        weighting=cfg.weighting,
+        demand=demand,
+        capacity=capacity,
+        test=test_table,
+        test_by_series=test_scores,
+        split=split_info,
+    )

@@ -1,0 +1,69 @@
+"""Recommendations of cores per GPU: for one job (the job-submit path) and for a partition's jobs.
+
+One idea per module:
+
+- :mod:`~advisor.recommend.query`: what is asked (workload, job) and the job's features;
+- :mod:`~advisor.recommend.context`: the curve, prices and database of one run, the node cap;
+- :mod:`~advisor.recommend.decision`: the CPU demand, the evidence and the cores (capacity
+  model, or 2 + N where the model does not decide better, or without evidence);
+- :mod:`~advisor.recommend.curve`: the TTFT curve now and recommended, with intervals;
+- :mod:`~advisor.recommend.job`: :func:`recommend_job`, the steps an admin would explain;
+- :mod:`~advisor.recommend.starvation`: GPU time lost below a recommendation, with interval;
+- :mod:`~advisor.recommend.partitions`: ``DefCpuPerGPU`` per partition and GPU family.
+
+Importing this package imports numpy, not scikit-learn, SciPy, pandas or DuckDB (a test checks).
+"""
+
+from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext, node_cap
+from advisor.recommend.decision import (
+    Sufficient,
+    evidence_for,
+    floor_cores,
+    job_demand,
+    minimum_cores,
+    sufficient_cores,
+)
+from advisor.recommend.job import JobRecommendation, recommend_job
+from advisor.recommend.partitions import (
+    DAYS_PER_MONTH,
+    PartitionQuery,
+    PartitionRecommendation,
+    PartitionReport,
+    recommend_partitions,
+)
+from advisor.recommend.query import (
+    JobFeatures,
+    JobQuery,
+    Workload,
+    features_of,
+    job_features,
+    parse_model_size,
+)
+from advisor.recommend.starvation import Starvation, starvation
+
+__all__ = [
+    "DAYS_PER_MONTH",
+    "DEFAULT_MAX_CPUS_PER_GPU",
+    "JobFeatures",
+    "JobQuery",
+    "JobRecommendation",
+    "PartitionQuery",
+    "PartitionRecommendation",
+    "PartitionReport",
+    "RecommendContext",
+    "Starvation",
+    "Sufficient",
+    "Workload",
+    "evidence_for",
+    "features_of",
+    "floor_cores",
+    "job_demand",
+    "job_features",
+    "minimum_cores",
+    "node_cap",
+    "parse_model_size",
+    "recommend_job",
+    "recommend_partitions",
+    "starvation",
+    "sufficient_cores",
+]

@@ -1,0 +1,136 @@
+"""What one run of recommendations reads once: the fitted curve, the price book, the database.
+
+:class:`RecommendContext` loads the curve and the prices once and opens the database read-only
+on first use (so that the job-submit path imports DuckDB only when there is a database), and
+remembers each distinct core question (partitions and clusters share GPU types, typical GPU
+counts and caps). :func:`core_cap` is the most cores per GPU a job can get.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from advisor import slowdown
+from advisor.dbpath import resolve_db_path
+from advisor.pricing import InstancePrice, PriceBook, load_pricing
+
+DEFAULT_MAX_CPUS_PER_GPU = 64
+
+
+class RecommendContext:
+    """The fitted curve, the price book and the database of one run of recommendations.
+
+    Use as a context manager (``with RecommendContext.open(db=...) as ctx:``) or call
+    :meth:`close`; a query's own ``db``, ``pricing_file`` and ``model_file`` are not read when a
+    context is given.
+    """
+
+    def __init__(
+        self,
+        params: slowdown.CurveParams,
+        book: PriceBook,
+        db_path: Path,
+        model_file: str | None = None,
+    ) -> None:
+        self.params = params
+        self.book = book
+        self.db_path = db_path  # resolved; it may not exist
+        self.model_file = model_file
+        self._con: Any = None
+        self._own_con = True  # False: the caller's connection, left open
+        self._answers: dict[tuple[Any, ...], Any] = {}
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        db: str | os.PathLike[str] | None = None,
+        fit_file: str | None = None,
+        pricing_file: str | None = None,
+        con: Any = None,
+    ) -> RecommendContext:
+        """Load the curve (``fit_file``, else ``$ADVISOR_MODEL``, else the shipped one) and
+        the prices (``pricing_file`` over the built-in ones) for the database ``db``; ``con``,
+        an open connection to it, is used instead of opening one (and left open)."""
+        ctx = cls(
+            slowdown.load_params(fit_file),
+            load_pricing(pricing_file),
+            resolve_db_path(db),
+            fit_file,
+        )
+        ctx._con, ctx._own_con = con, con is None
+        return ctx
+
+    @property
+    def has_db(self) -> bool:
+        return self.db_path.exists()
+
+    def connection(self) -> Any:
+        """The read-only connection to the database (opened once), or None without one."""
+        if self._con is None and self.has_db:
+            from advisor.store import connect
+
+            self._con = connect(self.db_path, read_only=True)
+        return self._con
+
+    def remember(self, key: tuple[Any, ...], compute: Any) -> Any:
+        """``compute()`` once per distinct ``key`` in this run."""
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]
+
+    def close(self) -> None:
+        if self._con is not None and self._own_con:
+            self._con.close()
+        self._con = None
+
+    def __enter__(self) -> RecommendContext:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def node_cap(ctx: RecommendContext, gpu_type: str, partition: str | None) -> tuple[int, int] | None:
+    """(cores per GPU every node of the type can give, nodes) from the inventory, or None."""
+    con = ctx.connection()
+    if con is None:
+        return None
+    from advisor.store import query
+
+    row = con.execute(
+        query("recommend/node_cap"), {"gpu_type": gpu_type, "partition": partition}
+    ).fetchone()
+    if not row or row[0] is None or int(row[1]) == 0:
+        return None
+    return int(row[0]), int(row[1])
+
+
+def core_cap(
+    ctx: RecommendContext,
+    platform: str,
+    instance: InstancePrice,
+    given: int | None,
+    partition: str | None,
+) -> tuple[int, str]:
+    """(most cores per GPU, where that comes from): given by hand, else the node inventory,
+    else the reference instance's vCPUs per GPU."""
+    if given is not None:
+        return max(int(given), 1), "--max-cpus-per-gpu"
+    inv = node_cap(ctx, platform, partition)
+    if inv is not None:
+        cap, n = inv
+        where = f" in partition {partition}" if partition else ""
+        return max(cap, 1), f"node inventory: {n} {platform} node(s){where}"
+    return (
+        max(int(instance.vcpus_per_gpu), 1),
+        f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} vCPUs per GPU",
+    )

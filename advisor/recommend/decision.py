@@ -1,0 +1,220 @@
+"""The decision: how many cores a job's configuration needs, from its CPU demand.
+
+- The **demand** (:func:`job_demand`): the fitted per-process CPU of the configuration
+  (:mod:`advisor.demand`), with a 90% interval over the fit's series-bootstrap refits, and the
+  tokenizer thread's utilisation (``tokenizer-saturated`` from
+  :data:`advisor.demand.TOKENIZER_SATURATION_SHARE` on: the remedy is more renderer workers,
+  at the rate one worker sustains, not more cores).
+- The **evidence** (:func:`evidence_for`): the calibration series of the configuration's family
+  (engine, GPUs, TP, executor: :func:`advisor.demand.family`), as the fit recorded
+  them. No series of the family: the answer is vLLM's 2 + N, ``evidence: none``.
+- The **answer** (:func:`decide`): with evidence, and where the fit's held-out decisions show
+  the capacity model deciding better than 2 + N, the fewest whole cores with demand <= u x
+  cores (``u`` chosen by the fit on training series), never below 2 + N; where they do not, 2 + N,
+  raised only where the demand alone needs more cores (demand < cores). Never a lookup of a
+  series' own knee: answers are monotone in load and prompt length and the same for every GPU
+  type.
+
+:func:`sufficient_cores` is the one function behind a job's ``--cpus-per-gpu``, a partition's
+``DefCpuPerGPU`` and the policy's rules; :func:`minimum_cores` is the fewest cores whose curve
+stays within a looser tolerance (a partition's ``min_cpus_per_gpu``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor import slowdown
+from advisor.demand import (
+    TOKENIZER_SATURATION_SHARE,
+    DemandParts,
+    capacity_cores,
+    demand_arrays,
+    demand_of,
+    family,
+)
+from advisor.recommend.query import JobFeatures, Workload, features_of
+
+CAPACITY = "capacity model"
+FLOOR = "2 + N"
+NO_EVIDENCE = "no evidence"
+DEFAULT_UTILISATION = 0.7  # a model file without a chosen target (docs/model.md)
+TOKENIZER_FLAG = "tokenizer-saturated"
+
+
+def floor_cores(gpus: int) -> int:
+    """vLLM's guidance: at least 2 + N physical cores for N GPUs (API server, engine core, one
+    per GPU worker)."""
+    return 2 + int(gpus)
+
+
+def family_of(f: JobFeatures) -> str:
+    return family("vllm", f.gpus, f.tp, f.executor)
+
+
+@dataclass(frozen=True)
+class JobDemand:
+    """A job's CPU demand: its parts, its interval, and its tokenizer."""
+
+    parts: DemandParts
+    demand_cores_interval: tuple[float, float]  # 5-95% over the fit's refits
+    tokenizer_saturated: bool
+    renderer_workers_needed: int  # to bring each tokenizer thread under the saturation share
+    rps_per_renderer_worker: float | None  # the rate one worker sustains at this prompt length
+
+    @property
+    def demand_cores(self) -> float:
+        return self.parts.demand_cores
+
+
+def job_demand(params: slowdown.CurveParams, f: JobFeatures) -> JobDemand:
+    nd = slowdown.N_DEMAND
+    values = params.values[:nd]
+    parts = demand_of(
+        values,
+        load_rps=f.load_rps,
+        prompt_tokens=f.prompt_tokens,
+        gpus=f.gpus,
+        tp=f.tp,
+        executor=f.executor,
+        renderer_workers=f.renderer_workers,
+    )
+    boots = [b[:nd] for b in params.bootstrap_values] or [values]
+    demands = [
+        float(
+            demand_arrays(
+                b,
+                tokens_per_s=f.tokens_per_s,
+                gpus=f.gpus,
+                tp=f.tp,
+                mp=f.executor == "mp",
+            )[4]
+        )
+        for b in boots
+    ]
+    lo = min(float(np.quantile(demands, 0.05)), parts.demand_cores)
+    hi = max(float(np.quantile(demands, 0.95)), parts.demand_cores)
+    per_token = values[1] * f.prompt_tokens / 1e5  # tokenizer cores per request/s
+    tokenize = values[1] * f.tokens_per_s / 1e5  # tokenizer cores in all
+    return JobDemand(
+        parts,
+        (lo, hi),
+        parts.tokenizer_utilisation >= TOKENIZER_SATURATION_SHARE,
+        max(f.renderer_workers, math.ceil(tokenize / TOKENIZER_SATURATION_SHARE - 1e-9)),
+        TOKENIZER_SATURATION_SHARE / per_token if per_token > 0 else None,
+    )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The calibration series of the job's configuration family."""
+
+    level: str  # "measured" or "none"
+    family: str
+    series: tuple[dict[str, Any], ...]
+
+
+def evidence_for(params: slowdown.CurveParams, f: JobFeatures) -> Evidence:
+    fam = family_of(f)
+    ids = set((params.meta.get("families") or {}).get(fam) or [])
+    series = tuple(s for s in params.meta.get("series") or [] if s.get("series") in ids)
+    return Evidence("measured" if series else "none", fam, series)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How many cores, on what basis."""
+
+    cores_total: int  # what the basis asks for (before the node cap)
+    cpus_per_gpu: int  # whole cores per GPU, capped
+    reached: bool  # False: the node cap gives fewer than asked
+    capacity_cores: int  # fewest cores with demand <= u x cores, never below 2 + N
+    utilisation_target: float
+    basis: str  # CAPACITY, FLOOR or NO_EVIDENCE
+    reason: str
+    evidence: Evidence
+
+
+def capacity_settings(params: slowdown.CurveParams) -> tuple[float, str, str]:
+    """(utilisation target, decision basis, why) the fit chose."""
+    cap = params.meta.get("capacity") or {}
+    return (
+        float(cap.get("utilisation_target") or DEFAULT_UTILISATION),
+        str(cap.get("decision_basis") or FLOOR),
+        str(cap.get("decision_reason") or "the model file records no decision score"),
+    )
+
+
+def decide(params: slowdown.CurveParams, f: JobFeatures, demand: JobDemand, cap: int) -> Decision:
+    u, basis, why = capacity_settings(params)
+    floor = floor_cores(f.gpus)
+    capacity = capacity_cores(demand.demand_cores, u, floor)
+    evidence = evidence_for(params, f)
+    if evidence.level == "none":
+        total, basis = floor, NO_EVIDENCE
+        reason = (
+            f"no calibration series of this configuration family ({evidence.family}): vLLM's "
+            f"2 + N rule, {floor} cores"
+        )
+    elif basis == CAPACITY:
+        total = capacity
+        reason = (
+            f"the fewest cores with the demand ({demand.demand_cores:.2f} cores) at most "
+            f"{u:.0%} of them, never below 2 + N; {why}"
+        )
+    else:
+        # demand < cores: below that the queue of CPU work has no steady state
+        total = max(floor, int(math.floor(demand.demand_cores)) + 1)
+        basis = FLOOR
+        reason = f"{why} ({total} cores)"
+    per_gpu = math.ceil(total / f.gpus)
+    return Decision(total, min(per_gpu, cap), per_gpu <= cap, capacity, u, basis, reason, evidence)
+
+
+@dataclass(frozen=True)
+class Sufficient:
+    """The cores one configuration needs (what :func:`sufficient_cores` answers)."""
+
+    cpus_per_gpu: int
+    cores_total: int
+    reached: bool
+    basis: str
+
+
+def sufficient_cores(
+    params: slowdown.CurveParams,
+    *,
+    gpus: int,
+    platform: str | None,
+    workload: Workload,
+    cap: int,
+    tp: int | None = None,
+    tolerance: float | None = None,
+) -> Sufficient:
+    """Whole cores per GPU to ask for (:func:`decide`), at most ``cap`` per GPU: the one
+    function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the policy's
+    rules. ``tolerance`` is accepted for older callers; the capacity answer does not use it."""
+    f = features_of(platform, max(int(gpus), 1), workload, tp)
+    d = decide(params, f, job_demand(params, f), max(int(cap), 1))
+    return Sufficient(d.cpus_per_gpu, d.cores_total, d.reached, d.basis)
+
+
+def minimum_cores(
+    params: slowdown.CurveParams,
+    *,
+    gpus: int,
+    platform: str | None,
+    workload: Workload,
+    tolerance: float,
+    cap: int,
+    tp: int | None = None,
+) -> int:
+    """The fewest whole cores per GPU whose predicted TTFT is within ``tolerance`` of ample
+    cores (and not pathological), at most ``cap``."""
+    f = features_of(platform, max(int(gpus), 1), workload, tp)
+    knee = slowdown.knee_total_cores(params, f.template, tolerance, max_total=cap * f.gpus)
+    return min(math.ceil((knee or cap * f.gpus) / f.gpus), int(cap))

@@ -1,0 +1,354 @@
+"""The recommendation for one job (the job-submit path): ``--cpus-per-gpu`` with its reasons.
+
+:func:`recommend_job` reads as the steps an admin would explain:
+
+1. what the job is (:func:`~advisor.recommend.query.job_features`, built once);
+2. what the node type can give (:func:`~advisor.recommend.context.core_cap`);
+3. what CPU the job's processes need (:func:`~advisor.recommend.decision.job_demand`);
+4. how many cores that takes, on what basis (:func:`~advisor.recommend.decision.decide`);
+5. what TTFT that gives, now and recommended (:func:`~advisor.recommend.curve.job_curve`);
+6. what the extra cores cost (:func:`advisor.pricing.cost_delta`);
+7. what to watch for (:func:`_warnings`) and what was assumed (:func:`_assumptions`).
+
+It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
+exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor import slowdown
+from advisor.pricing import CostDelta, PriceBook, cost_delta
+from advisor.recommend.context import RecommendContext, core_cap
+from advisor.recommend.curve import JobCurve, job_curve
+from advisor.recommend.decision import (
+    TOKENIZER_FLAG,
+    Decision,
+    JobDemand,
+    decide,
+    job_demand,
+)
+from advisor.recommend.query import JobFeatures, JobQuery, job_features
+
+
+@dataclass(frozen=True)
+class JobRecommendation:
+    """A ``--cpus-per-gpu`` recommendation with its basis, predicted gain and cost.
+
+    Slowdowns are TTFT over TTFT with ample cores; the speedup is TTFT now over TTFT with the
+    recommendation. Where the current cores are pathological there is no number:
+    ``slowdown_now`` and ``predicted_speedup`` are None, and ``predicted_speedup_reason`` says
+    why. Interval upper ends are None (JSON null) when unbounded.
+    """
+
+    gpu_type: str
+    gpus: int
+    tp: int
+    executor: str  # "mp" or "uni"
+    cpus_per_gpu: int
+    cores_total: int
+    decision_basis: str  # "capacity model", "2 + N" or "no evidence"
+    decision_reason: str
+    knee_source: str  # the same as decision_basis (the older name)
+    capacity_cores: int  # fewest cores with demand <= u x cores, never below 2 + N
+    utilisation_target: float
+    knee_cores: int | None  # fewest total cores the curve puts within the tolerance
+    knee_cores_interval: tuple[int | None, int | None]  # over the bootstrap refits
+    floor_cores: int  # vLLM's 2 + N
+    regime: str  # at the current allocation: pathological, cpu-bound or gpu-bound
+    load_regime: str  # gpu-bound when 2 + N suffices, else cpu-bound
+    demand_cores: float
+    demand_cores_interval: tuple[float, float]
+    demand_parts: dict[str, float]
+    tokenizer_utilisation: float  # per renderer worker
+    tokenizer_saturated: bool
+    renderer_workers: int
+    renderer_workers_recommended: int
+    rps_per_renderer_worker: float | None
+    flags: tuple[str, ...]
+    pathological_below_cores: int | None  # None: no core count helps (tokenizer saturated)
+    pathological_note: str | None
+    slurm_option: str
+    current_cpus_per_gpu: float
+    current_cores_total: float
+    max_cpus_per_gpu: int
+    max_cpus_per_gpu_source: str
+    tolerance: float
+    slowdown_now: float | None
+    slowdown_now_interval: tuple[float | None, float]
+    slowdown_recommended: float | None
+    slowdown_recommended_interval: tuple[float | None, float]
+    pathological_now: bool
+    ttft_ms_now: float | None
+    ttft_ms_recommended: float | None
+    predicted_speedup: float | None
+    predicted_speedup_reason: str | None
+    speedup_interval: tuple[float, float] | None
+    speedup_is_lower_bound: bool
+    extra_vcpus: float
+    usd_per_vcpu_hour: float
+    usd_per_hour_delta: float
+    gpu_share_usd_per_hour: float
+    cost_delta_pct: float
+    cost_delta_pct_band: tuple[float, float]  # over every per-vCPU price in the price book
+    instance: str
+    evidence: str  # "measured" or "none"
+    evidence_family: str
+    evidence_series: tuple[dict[str, Any], ...]
+    decision_score: dict[str, Any]
+    validation: dict[str, Any]
+    warnings: tuple[str, ...]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
+    """The ``--cpus-per-gpu`` for one job (see the module docstring). Without ``ctx``, the
+    query's own files are loaded for this one call."""
+    f = job_features(q)
+    if ctx is None:
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
+            return recommend_job(q, own)
+    params, book = ctx.params, ctx.book
+    assert f.platform is not None
+    instance = book.instance_for(f.platform)
+    cap, cap_source = core_cap(ctx, f.platform, instance, q.max_cpus_per_gpu, q.partition)
+    current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
+    demand = job_demand(params, f)
+    decision = decide(params, f, demand, cap)
+    curve = job_curve(params, f, current, decision.cpus_per_gpu, q.tolerance, cap)
+    extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
+    cost = cost_delta(extra, q.gpus, instance, book.vcpu.usd_per_vcpu_hour)
+    note = _pathological_note(f, demand, current) if curve.now.pathological else None
+    return _record(q, f, ctx, cap, cap_source, current, demand, decision, curve, cost, note)
+
+
+def _pathological_note(f: JobFeatures, demand: JobDemand, current: float) -> str:
+    p = demand.parts
+    below = slowdown.fewest_finite_cores(demand.demand_cores)
+    if p.tokenizer_utilisation >= 1.0:
+        return (
+            f"pathological at any core count: the tokenizer thread is "
+            f"{p.tokenizer_utilisation:.0%} busy; its queue grows without bound and requests "
+            "time out whatever the cores"
+        )
+    return (
+        f"pathological below {below} cores: the CPU demand (about {p.demand_cores:.1f} cores: "
+        f"API server {p.api_server_cores:.1f}, engine core {p.engine_core_cores:.1f}, GPU "
+        f"workers {p.gpu_worker_cores:.1f}) is more than {slowdown.RHO_LIMIT:g} times the "
+        f"{current * f.gpus:g} given, beyond any overload measured; expect timeouts"
+    )
+
+
+def _warnings(
+    params: slowdown.CurveParams,
+    f: JobFeatures,
+    demand: JobDemand,
+    decision: Decision,
+    curve: JobCurve,
+    cap: int,
+    current: float,
+    note: str | None,
+) -> list[str]:
+    out = slowdown.coverage_warnings(params, platform=f.platform, gpus=f.gpus)
+    if demand.tokenizer_saturated:
+        rate = (
+            f"; one worker sustains about {demand.rps_per_renderer_worker:.2f} requests/s of "
+            f"{f.prompt_tokens:.0f}-token prompts"
+            if demand.rps_per_renderer_worker
+            else ""
+        )
+        out.append(
+            f"{TOKENIZER_FLAG}: the API server's tokenizer thread is "
+            f"{demand.parts.tokenizer_utilisation:.0%} busy with {f.renderer_workers} renderer "
+            f"worker(s); its queue, not the cores, sets TTFT: run "
+            f"--renderer-num-workers {demand.renderer_workers_needed}{rate}"
+        )
+    if not decision.reached:
+        out.append(
+            f"the node type gives {cap} cores per GPU, fewer than the {decision.cores_total} "
+            f"cores asked for ({decision.basis})"
+        )
+    if decision.basis == "no evidence" and decision.capacity_cores > decision.cores_total:
+        out.append(
+            f"the fitted demand ({demand.demand_cores:.1f} cores) would need "
+            f"{decision.capacity_cores} cores, but no series of {decision.evidence.family} "
+            "measured it"
+        )
+    if note is not None:
+        out.append(note)
+    if current >= decision.cpus_per_gpu:
+        out.append(f"the current {current:g} cores per GPU already suffice")
+    if f.engine_version:
+        versions = {s.get("engine_version") for s in params.meta.get("series") or []}
+        if f.engine_version not in versions:
+            out.append(
+                f"extrapolation: no calibration series of engine version {f.engine_version} "
+                f"(measured: {', '.join(sorted(v for v in versions if v))})"
+            )
+    return out
+
+
+def _assumptions(
+    q: JobQuery, f: JobFeatures, ctx: RecommendContext, decision: Decision, cap_source: str
+) -> dict[str, Any]:
+    params, book = ctx.params, ctx.book
+    assert f.platform is not None
+    instance, vcpu = book.instance_for(f.platform), book.vcpu
+    validation = params.meta.get("validation") or {}
+    return {
+        "current_cpus_per_gpu": (
+            "given"
+            if q.current_cpus_per_gpu is not None
+            else "Slurm's default: 1 CPU per task, one task, so 1/GPUs per GPU"
+        ),
+        "workload": {
+            "model_params_b": f.model_params_b,
+            "load_rps": f.load_rps,
+            "prompt_tokens": int(f.prompt_tokens),
+            "prefix_hit": f.prefix_hit,
+            "prefix_hit_source": f.prefix_hit_source,
+            "renderer_workers": f.renderer_workers,
+            "tp": f.tp,
+            "executor": f.executor,
+            "engine_version": f.engine_version,
+            "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
+            "unique prompts, 1 renderer worker, TP = GPUs, vLLM's executor for the TP)",
+        },
+        "target": f"the fewest cores with the CPU demand at most {decision.utilisation_target:.0%} "
+        f"of them, never below vLLM's 2 + N ({f.floor_cores}); basis: {decision.basis}",
+        "evidence": "calibration series of the configuration family (engine, GPUs, TP, executor)",
+        "model": {
+            "file": str(
+                ctx.model_file
+                or os.environ.get(slowdown.MODEL_ENV)
+                or slowdown.shipped_model_path().name
+            ),
+            "fitted_at": params.meta.get("fitted_at"),
+            "validation_error": validation.get("model"),
+            "validation_metric": validation.get("metric"),
+            "interval": params.interval,
+            "parameters": params.named(),
+        },
+        "platform": f.platform,
+        "cap": cap_source,
+        "price": {
+            "instance": instance.name,
+            "instance_usd_per_hour": instance.usd_per_hour,
+            "instance_gpus": instance.gpus,
+            "instance_as_of": instance.as_of.isoformat(),
+            "instance_source": instance.source,
+            "vcpu_basis": vcpu.basis,
+            "usd_per_vcpu_hour": vcpu.usd_per_vcpu_hour,
+            "vcpu_as_of": vcpu.as_of.isoformat(),
+            "vcpu_source": vcpu.source,
+            "rule": "extra vCPUs x per-vCPU price against instance price x GPUs / instance GPUs",
+            "band": "cost_delta_pct_band: the same with each per-vCPU price of the price book "
+            "(c7i compute to the g6e in-family marginal vCPU, RAM included)",
+        },
+    }
+
+
+def _band(book: PriceBook, extra: float, gpus: int, instance: Any) -> tuple[float, float]:
+    pcts = [
+        cost_delta(extra, gpus, instance, v.usd_per_vcpu_hour).cost_delta_pct
+        for v in book.vcpu_prices
+    ]
+    return min(pcts), max(pcts)
+
+
+def _record(
+    q: JobQuery,
+    f: JobFeatures,
+    ctx: RecommendContext,
+    cap: int,
+    cap_source: str,
+    current: float,
+    demand: JobDemand,
+    decision: Decision,
+    curve: JobCurve,
+    cost: CostDelta,
+    note: str | None,
+) -> JobRecommendation:
+    params, book = ctx.params, ctx.book
+    assert f.platform is not None
+    instance = book.instance_for(f.platform)
+    rec = decision.cpus_per_gpu
+    now, at_rec = curve.now, curve.recommended
+    regime = (
+        "pathological"
+        if now.pathological
+        else "cpu-bound"
+        if (now.slowdown or 1.0) > 1.0 + q.tolerance
+        else "gpu-bound"
+    )
+    ample = q.ample_ttft_ms
+    score = (params.meta.get("capacity") or {}).get("decision") or {}
+    return JobRecommendation(
+        gpu_type=q.gpu_type,
+        gpus=q.gpus,
+        tp=f.tp,
+        executor=f.executor,
+        cpus_per_gpu=rec,
+        cores_total=rec * q.gpus,
+        decision_basis=decision.basis,
+        decision_reason=decision.reason,
+        knee_source=decision.basis,
+        capacity_cores=decision.capacity_cores,
+        utilisation_target=decision.utilisation_target,
+        knee_cores=curve.knee_cores,
+        knee_cores_interval=curve.knee_cores_interval,
+        floor_cores=f.floor_cores,
+        regime=regime,
+        load_regime="gpu-bound" if decision.cores_total <= f.floor_cores else "cpu-bound",
+        demand_cores=demand.demand_cores,
+        demand_cores_interval=demand.demand_cores_interval,
+        demand_parts=demand.parts.as_dict(),
+        tokenizer_utilisation=demand.parts.tokenizer_utilisation,
+        tokenizer_saturated=demand.tokenizer_saturated,
+        renderer_workers=f.renderer_workers,
+        renderer_workers_recommended=demand.renderer_workers_needed,
+        rps_per_renderer_worker=demand.rps_per_renderer_worker,
+        flags=(TOKENIZER_FLAG,) if demand.tokenizer_saturated else (),
+        pathological_below_cores=None
+        if demand.parts.tokenizer_utilisation >= 1.0
+        else slowdown.fewest_finite_cores(demand.demand_cores),
+        pathological_note=note,
+        slurm_option=f"--cpus-per-gpu={rec}",
+        current_cpus_per_gpu=current,
+        current_cores_total=current * q.gpus,
+        max_cpus_per_gpu=cap,
+        max_cpus_per_gpu_source=cap_source,
+        tolerance=q.tolerance,
+        slowdown_now=now.slowdown,
+        slowdown_now_interval=(now.low, now.high),
+        slowdown_recommended=at_rec.slowdown,
+        slowdown_recommended_interval=(at_rec.low, at_rec.high),
+        pathological_now=now.pathological,
+        ttft_ms_now=None if ample is None or now.slowdown is None else ample * now.slowdown,
+        ttft_ms_recommended=None
+        if ample is None or at_rec.slowdown is None
+        else ample * at_rec.slowdown,
+        predicted_speedup=curve.speedup,
+        predicted_speedup_reason=curve.speedup_reason,
+        speedup_interval=curve.speedup_interval,
+        speedup_is_lower_bound=False,
+        extra_vcpus=cost.extra_vcpus,
+        usd_per_vcpu_hour=cost.usd_per_vcpu_hour,
+        usd_per_hour_delta=cost.usd_per_hour_delta,
+        gpu_share_usd_per_hour=cost.gpu_share_usd_per_hour,
+        cost_delta_pct=cost.cost_delta_pct,
+        cost_delta_pct_band=_band(book, cost.extra_vcpus, q.gpus, instance),
+        instance=instance.name,
+        evidence=decision.evidence.level,
+        evidence_family=decision.evidence.family,
+        evidence_series=decision.evidence.series,
+        decision_score=score,
+        validation=dict(params.meta.get("validation") or {}),
+        warnings=tuple(_warnings(params, f, demand, decision, curve, cap, current, note)),
+        assumptions=_assumptions(q, f, ctx, decision, cap_source),
+    )

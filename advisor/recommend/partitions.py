@@ -1,0 +1,300 @@
+"""Recommendations for partitions: ``DefCpuPerGPU`` per (partition, GPU family) of the observed jobs.
+
+From the jobs in the database, per (partition, GPU family): the recommended ``DefCpuPerGPU``
+(:func:`~advisor.recommend.decision.sufficient_cores` at the group's typical GPU count) and
+``min_cpus_per_gpu`` (:func:`~advisor.recommend.decision.minimum_cores`), the jobs and
+GPU-hours below it, the GPU time estimated lost to CPU starvation with its interval
+(:func:`~advisor.recommend.starvation.starvation`), and what fixing it costs per month.
+Distribution figures (jobs, GPU-hours, P25/P50, shares below) are computed from one pass over
+the jobs (``sql/recommend/job_mix.sql``) with the definitions of :mod:`advisor.ratios` (the
+same eligible jobs, job-weighted percentiles with linear interpolation); a test checks they
+equal :func:`advisor.ratios.ratio_summary`'s. Calling that too would read every job a second
+time.
+
+Assumptions (also returned): a job's GPU time lost is its GPU-hours x (1 - slowdown(recommended)
+/ slowdown(its cores)), as if every GPU job were an LLM server, which overstates it for training
+and batch jobs; costs are extra vCPU-hours x the per-vCPU price (:mod:`advisor.pricing`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor import slowdown
+from advisor.dbpath import resolve_db_path
+from advisor.progress import ProgressFn, no_progress
+from advisor.quantiles import job_percentiles_by_group
+from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext
+from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
+from advisor.recommend.query import Workload, canonical_platform
+from advisor.recommend.starvation import starvation
+
+DAYS_PER_MONTH = 30.4375
+
+
+@dataclass(frozen=True)
+class PartitionQuery:
+    """Which partitions / GPU families to recommend for, under which workload and targets."""
+
+    db: str | None = None
+    partition: str | None = None  # None: every partition
+    gpu_type: str | None = None  # canonical family; None: every one
+    clusters: tuple[str, ...] = ()  # empty: every cluster
+    start: dt.datetime | None = None  # jobs started at or after (UTC); None: no bound
+    end: dt.datetime | None = None  # jobs started before (UTC); None: no bound
+    workload: Workload = Workload()
+    tolerance: float = 0.10  # the default cores per GPU: within this of ample cores
+    min_tolerance: float = 0.50  # the minimum cores per GPU: within this of ample cores
+    pricing_file: str | None = None
+    model_file: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionRecommendation:
+    """The recommended DefCpuPerGPU of one (partition, GPU family) and what it changes."""
+
+    partition: str | None
+    gpu_type: str
+    gres_type: str | None  # the GRES type users ask for (lower case), for the Lua policy
+    jobs: int
+    gpu_hours: float
+    p25_cores_per_gpu: float
+    p50_cores_per_gpu: float
+    typical_gpus: int  # GPU-hour weighted median GPUs per job, used for the prediction
+    node_max_cpus_per_gpu: int | None
+    def_cpu_per_gpu: int
+    min_cpus_per_gpu: int
+    jobs_below: int
+    share_jobs_below: float
+    gpu_hours_below: float
+    share_gpu_hours_below: float
+    gpu_hours_lost: float
+    gpu_hours_lost_interval: tuple[float, float]  # 5-95% over the fit's refits
+    months_observed: float
+    gpu_hours_lost_per_month: float
+    lost_usd_per_month: float | None
+    fix_vcpu_hours_per_month: float
+    fix_usd_per_month: float
+    warnings: tuple[str, ...] = ()
+    gpu_hours_lost_per_month_interval: tuple[float, float] = (0.0, 0.0)
+    decision_basis: str = "2 + N"  # what set def_cpu_per_gpu (see recommend_job)
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    rows: tuple[PartitionRecommendation, ...]
+    assumptions: dict[str, Any]
+
+
+def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    order = np.argsort(values)
+    v = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    cum = np.cumsum(w)
+    return float(v[int(np.searchsorted(cum, 0.5 * cum[-1]))])
+
+
+def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
+    """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
+    elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
+    from advisor.ratios.cube import job_mix
+    from advisor.ratios.planning import utc_naive
+
+    return job_mix(
+        con,
+        {
+            "partition": q.partition,
+            "gpu_type": q.gpu_type,
+            "clusters": list(q.clusters),
+            "start": utc_naive(q.start),
+            "end": utc_naive(q.end),
+        },
+    )
+
+
+def recommend_partitions(
+    q: PartitionQuery,
+    progress: ProgressFn = no_progress,
+    ctx: RecommendContext | None = None,
+) -> PartitionReport:
+    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect. Without
+    ``ctx``, the query's own files are loaded for this one call."""
+    from advisor.errors import NotFoundError
+    from advisor.store import query
+
+    if ctx is None:
+        path = resolve_db_path(q.db)
+        if not path.exists():  # before loading the curve, as the message is about the jobs
+            raise NotFoundError(
+                f"{path}: no such database; a partition recommendation needs "
+                f"the observed jobs: load them first with `advisor ingest FILE "
+                f"--db {path}`"
+            )
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
+            return recommend_partitions(q, progress, own)
+    path = ctx.db_path
+    con = ctx.connection()
+    if con is None:
+        raise NotFoundError(
+            f"{path}: no such database; a partition recommendation needs the "
+            f"observed jobs: load them first with `advisor ingest FILE --db {path}`"
+        )
+    params, book = ctx.params, ctx.book
+    basis = capacity_settings(params)[1]
+    mix = _job_mix(con, q)
+    caps = {
+        (r[0], r[1]): (int(r[2]), int(r[3]))
+        for r in con.execute(query("recommend/partition_caps")).fetchall()
+    }
+    buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
+    for r in mix:
+        buckets[(r[0], r[1])].append(r)
+
+    # The recommendation of each group (at its typical GPU count), then what it changes.
+    def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool]:
+        def compute() -> tuple[int, bool]:
+            s = sufficient_cores(params, gpus=gpus, platform=platform, workload=q.workload, cap=cap)
+            return s.cpus_per_gpu, s.reached
+
+        return ctx.remember(("default", gpus, platform, q.workload, cap), compute)
+
+    def minimum(gpus: int, platform: str | None, cap: int) -> int:
+        return ctx.remember(
+            ("minimum", gpus, platform, q.workload, q.min_tolerance, cap),
+            lambda: minimum_cores(
+                params,
+                gpus=gpus,
+                platform=platform,
+                workload=q.workload,
+                tolerance=q.min_tolerance,
+                cap=cap,
+            ),
+        )
+
+    plans = {}
+    for n, (key, rows) in enumerate(buckets.items()):
+        partition, gpu_type = key
+        gpus_typ = int(_weighted_median([r[4] for r in rows], [r[7] for r in rows]))
+        cap_row = caps.get((partition, gpu_type))
+        cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
+        platform = None if gpu_type == "(untyped)" else canonical_platform(gpu_type)
+        dflt, reached = default(gpus_typ, platform, max(cap, 1))
+        mn = minimum(gpus_typ, platform, max(cap, 1))
+        plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
+        progress("partitions", n + 1, len(buckets))
+
+    # every group's rows against its recommendation, in one evaluation of the curve
+    every = [(r, plans[key][3], plans[key][2]) for key, rows in buckets.items() for r in rows]
+    starved_all = starvation(
+        params,
+        cpus=[r[3] for r, _, _ in every],
+        gpus=[r[4] for r, _, _ in every],
+        gpu_hours=[float(r[7]) for r, _, _ in every],
+        elapsed_s=[r[6] for r, _, _ in every],
+        recommended_cores_per_gpu=[d for _, d, _ in every],
+        platform=[p for _, _, p in every],
+        workload=q.workload,
+    )
+    # every group's P25 and P50 cores per GPU (job-weighted), in one pass
+    pct = job_percentiles_by_group(
+        [r[3] / r[4] for r, _, _ in every],
+        [int(r[5]) for r, _, _ in every],
+        np.repeat(np.arange(len(buckets)), [len(rows) for rows in buckets.values()]),
+        (0.25, 0.50),
+    )
+    out = []
+    first_row = 0
+    for n, (key, rows) in enumerate(buckets.items()):
+        partition, gpu_type = key
+        gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
+        part = slice(first_row, first_row + len(rows))
+        first_row += len(rows)
+        warnings = slowdown.coverage_warnings(params, platform=platform, gpus=gpus_typ)
+        if not reached:
+            warnings.append(
+                f"the node maximum ({dflt} cores per GPU) is below what the demand asks for"
+            )
+        if cap_row is None:
+            warnings.append(
+                "no node inventory for this partition and GPU type; "
+                f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU"
+            )
+        gpu_h = np.array([float(r[7]) for r in rows])
+        below = starved_all.below[part]
+        lost = float(np.sum(starved_all.lost_rows[part]))
+        lost_lo, lost_hi = starved_all.gpu_hours_lost_interval(part)
+        fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
+        first = min(r[8] for r in rows)
+        last = max(r[9] for r in rows)
+        days = max((last - first).total_seconds() / 86400.0, 1.0)
+        months = days / DAYS_PER_MONTH
+        try:
+            usd_gpu_h: float | None = book.instance_for(platform or "").usd_per_gpu_hour
+        except Exception:
+            usd_gpu_h = None
+            warnings.append(f"no instance price for {gpu_type}: lost GPU time not priced")
+        jobs = sum(int(r[5]) for r in rows)
+        gpu_hours = float(gpu_h.sum())
+        jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
+        gh_below = float(gpu_h[below].sum())
+        out.append(
+            PartitionRecommendation(
+                partition=partition,
+                gpu_type=gpu_type,
+                gres_type=next((r[2] for r in rows if r[2]), None),
+                jobs=jobs,
+                gpu_hours=gpu_hours,
+                p25_cores_per_gpu=float(pct[n, 0]),
+                p50_cores_per_gpu=float(pct[n, 1]),
+                typical_gpus=gpus_typ,
+                node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
+                def_cpu_per_gpu=dflt,
+                min_cpus_per_gpu=mn,
+                jobs_below=jobs_below,
+                share_jobs_below=jobs_below / jobs,
+                gpu_hours_below=gh_below,
+                share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
+                gpu_hours_lost=lost,
+                gpu_hours_lost_interval=(lost_lo, lost_hi),
+                months_observed=months,
+                gpu_hours_lost_per_month=lost / months,
+                lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
+                fix_vcpu_hours_per_month=fix_vcpu_h / months,
+                fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
+                warnings=tuple(warnings),
+                gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
+                decision_basis=basis,
+            )
+        )
+    vcpu = book.vcpu
+    assumptions = {
+        "default_cpus_per_gpu": "the job recommendation's cores at the group's typical GPUs "
+        "(capacity model or 2 + N, see decision_basis)",
+        "min_cpus_per_gpu": f"TTFT within {q.min_tolerance:.0%} of ample cores",
+        "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
+        "gpu_time_lost": "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
+        "jobs below the recommendation, as if every GPU job were an LLM server "
+        "bound by TTFT (an upper bound for training and batch jobs); the interval: 5-95% over "
+        "the fit's series-bootstrap refits (demand and TTFT scale refitted together)",
+        "default_basis": basis,
+        "fix_cost": "(recommended x GPUs - CPUs) x elapsed hours of the jobs below, x "
+        f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
+        "lost_usd": "lost GPU-hours x the reference instance's $/GPU-hour",
+        "per_month": f"totals over the observed span (first start to last end) / "
+        f"{DAYS_PER_MONTH} days",
+        "workload": {
+            "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
+            "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,
+            "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
+        },
+        "model_fitted_at": params.meta.get("fitted_at"),
+    }
+    return PartitionReport(tuple(out), assumptions)
