@@ -66,6 +66,7 @@ EOS
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
     python3 -c "import importlib.metadata as m, sys; print('vllm', m.version('vllm'), sys.version.split()[0])" || exit 1
     cat > /tmp/demand.sh <<EOS
+cd /tmp  # python -m puts the working folder first on sys.path: run ADVISOR_PATH's package
 t0=\$(date +%s); left() { echo \$(( ${DEADLINE:-1200} - (\$(date +%s) - t0) )); }
 cap() { l=\$(left); [ "\$1" -lt "\$l" ] && echo "\$1" || echo "\$l"; }
 common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \\
