@@ -276,3 +276,18 @@ def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, d
     # every phase's CPU split is there, and the mp worker's spin is one core at every count
     worker = [p for p in points if p.metric == "cpu_worker_cores"]
     assert worker and all(0.9 <= p.value <= 1.1 for p in worker)
+
+
+def test_runs_by_point_keep_the_mp_and_default_executors_apart(tmp_path: Path, db_path: Path):
+    from advisor.harness.collect import collect, summarise_points
+
+    _, rerun = _h200_runs(tmp_path)
+    assert collect([rerun], db_path).problems == ()
+    points = summarise_points(db_path)
+    at_two = {p["executor"]: p for p in points if p["cores"] == 2}
+    assert set(at_two) == {"mp", "uni"}  # one load, two engines: two points, not one
+    assert at_two["mp"]["series_id"] != at_two["uni"]["series_id"]
+    assert all(p["renderer_workers"] == 1 and p["workload"] == "tokenize-heavy" for p in points)
+    assert at_two["mp"]["runs"] == 2 and at_two["uni"]["runs"] == 2
+    # each executor's speedup is against its own fewest cores
+    assert at_two["mp"]["speedup_vs_fewest_cores"] == pytest.approx(1.0)
