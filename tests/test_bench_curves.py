@@ -291,3 +291,52 @@ def test_runs_by_point_keep_the_mp_and_default_executors_apart(tmp_path: Path, d
     assert at_two["mp"]["runs"] == 2 and at_two["uni"]["runs"] == 2
     # each executor's speedup is against its own fewest cores
     assert at_two["mp"]["speedup_vs_fewest_cores"] == pytest.approx(1.0)
+
+
+def test_a_stored_series_is_rerun_with_its_own_settings_and_compared(
+    tmp_path: Path, tiny_model: Path
+):
+    from advisor.harness.rerun import rerun_series, stored_config
+
+    old = tmp_path / "old"
+    cfg = stub_config(
+        old,
+        tiny_model,
+        LOAD,
+        "--first-token-ms",
+        "5",
+        repin=True,
+        starts=2,
+        repeats=2,
+        cores=(1, 2),
+        noload_s=0.5,
+    )
+    run_bench(cfg)
+    again, ident = stored_config(read_runs([old / "out"]), model=str(tiny_model), out_dir=tmp_path)
+    assert (again.cores, again.repeats, again.starts, again.repin) == ((1, 2), 2, 2, True)
+    assert again.loads == cfg.loads and again.engine == "stub" and again.tp == 1
+    assert ident["id"] == cfg.identity({})["id"]
+    common = dict(
+        model=str(tiny_model),
+        engine_cmd=cfg.engine_cmd,
+        engine_env=cfg.engine_env,
+        client_cores=1,
+        start_timeout_s=20,
+        warmup_requests=1,
+        noload_s=0.5,
+    )
+    # an engine that would be another series is refused before anything starts
+    with pytest.raises(UsageError, match="give the same --engine-arg"):
+        rerun_series(
+            old / "out",
+            out_dir=tmp_path / "wrong",
+            engine_args=("--renderer-num-workers", "4"),
+            **common,
+        )
+    assert not (tmp_path / "wrong").exists()
+    rows = rerun_series(old / "out", out_dir=tmp_path / "new", **common)
+    assert len(rows) == 1 and rows[0]["common_cores"] == [1, 2]
+    assert rows[0]["agree"] == (rows[0]["disagreeing_cores"] == [])
+    new_runs = read_runs([tmp_path / "new"])
+    assert len(new_runs) == 4  # 2 core counts x 2 repeats, over 2 starts, as stored
+    assert {d["run"]["extra"]["engine_start"] for d in new_runs} == {1, 2}

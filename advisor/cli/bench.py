@@ -384,6 +384,74 @@ def replicate_cmd(
         raise typer.Exit(1)
 
 
+@bench_app.command("rerun")
+def rerun_cmd(
+    old: Annotated[Path, typer.Argument(metavar="OLD", show_default=False)],
+    model: Annotated[
+        str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
+    ],
+    out: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder for the rerun's JSON results.")
+    ] = Path("bench-rerun"),
+    series: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="The stored series to rerun, when OLD holds several."),
+    ] = None,
+    engine_cmd: Annotated[
+        str | None, typer.Option(metavar="TEMPLATE", help="As for bench run.")
+    ] = None,
+    engine_arg: Annotated[
+        list[str] | None,
+        typer.Option(metavar="ARG", help="Engine argument (repeatable), as the stored runs had."),
+    ] = None,
+    engine_env: Annotated[
+        list[str] | None, typer.Option(metavar="KEY=VALUE", help="As for bench run.")
+    ] = None,
+    client_cores: Annotated[
+        int, typer.Option(metavar="N", help="Cores kept for the load generator.")
+    ] = 2,
+    start_timeout: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
+    ] = 900.0,
+    tolerance: Annotated[
+        float, typer.Option(help="A core count within this share of the most cores is enough.")
+    ] = 0.10,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Run a stored series again (its loads, core counts, repeats, starts, executor and TP from
+    OLD's run files) and say whether the new curves agree with the stored ones.
+
+    The engine arguments given must reproduce the stored series' identity. Exit 0 when every
+    curve agrees, 1 when one does not.
+    """
+    from advisor.errors import UsageError
+    from advisor.harness.rerun import rerun_series
+
+    env = []
+    for item in engine_env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
+        env.append((key, value))
+    with RichProgress() as progress:
+        rows = rerun_series(
+            old,
+            model=model,
+            out_dir=out,
+            series=series,
+            tolerance=tolerance,
+            progress=progress,
+            engine_cmd=engine_cmd,
+            engine_args=tuple(engine_arg or ()),
+            engine_env=tuple(env),
+            client_cores=client_cores,
+            start_timeout_s=start_timeout,
+        )
+    emit_rows(rows, fmt, title="bench rerun")
+    if not all(r["agree"] for r in rows):
+        raise typer.Exit(1)
+
+
 @bench_app.command("make-model")
 def make_model_cmd(
     out: Annotated[
