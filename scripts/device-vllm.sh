@@ -4,14 +4,17 @@
 #   scripts/device-vllm.sh unpack-a            # carry .stage/vllm-a.tar.xz
 #   scripts/device-vllm.sh start TP CORES [bench run args...]   # carry .stage/vllm-b.tar.xz and the model dir
 #   scripts/device-vllm.sh protocol            # carry as for start: the TP=1 protocol of docs/bench.md
+#   scripts/device-vllm.sh demand              # carry as for start: issue 28's sweep (below)
 #   scripts/device-vllm.sh poll [SECONDS]      # wait until done (or SECONDS), copy results to $OUT
+# ADVISOR_PATH (default: the repository root) is where the advisor package to run lies, e.g. a
+# carried .devcarry when the device copies another checkout.
 # The payload comes from ../shared/tools/vllm-offline/build-payload.sh; the model directory from
 # `advisor bench make-model --arch llama-3.1-8b --out .devcarry/llama-3.1-8b` (served with
 # --load-format dummy: random weights, no download).
 set -uo pipefail
 RES=/tmp/bench-out
 MODEL=${MODEL:-.devcarry/llama-3.1-8b}
-export PYTHONPATH=/tmp/vx/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
+export PYTHONPATH=${ADVISOR_PATH:-$PWD}:/tmp/vx/site VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 copy_out() {
   [ -n "${OUT:-}" ] || return 0
   tar -C /tmp -czf "$OUT/results.tgz" bench-out 2>/dev/null
@@ -52,13 +55,45 @@ python3 -m advisor bench run ${common[*]} --cores ${CORES:-2,3,4,5,6,8,14} --wor
 EOS
     setsid nohup bash /tmp/protocol.sh > /tmp/bench-run.log 2>&1 < /dev/null &
     echo "started protocol pid $!"; cat /tmp/protocol.sh ;;
+  demand)
+    # Issue 28's protocol on one GPU: tokenize-heavy at three demand levels (light / medium /
+    # heavy from a ladder's measured CPU at 14 cores), cores 2,3,4,6,8,14 re-pinned in random
+    # order, common random numbers, two engine starts each; first with the mp executor (one
+    # busy-waiting GPU worker, as each TP > 1 worker), then the default (uni) at the same rates
+    # (the ladder file is shared through the tag), then unique prompts. Each block has a hard
+    # stop (SIGINT: the runner stops its engine) so the whole sweep ends by DEADLINE seconds.
+    tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
+    mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
+    python3 -c "import importlib.metadata as m, sys; print('vllm', m.version('vllm'), sys.version.split()[0])" || exit 1
+    cat > /tmp/demand.sh <<EOS
+cd /tmp  # python -m puts the working folder first on sys.path: run ADVISOR_PATH's package
+t0=\$(date +%s); left() { echo \$(( ${DEADLINE:-1200} - (\$(date +%s) - t0) )); }
+cap() { l=\$(left); [ "\$1" -lt "\$l" ] && echo "\$1" || echo "\$l"; }
+common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \\
+ --engine-arg=--load-format --engine-arg=dummy --engine-arg=--max-model-len --engine-arg=32768 \\
+ --repin --starts 2 --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens 8 \\
+ --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
+ --tag ${TAG:-h200} --format json"
+heavy="--workload tokenize-heavy --attacker-tokens 30000:30100 --levels tokenize-heavy \\
+ --rate-ladder 1,2,3,4,5,6 --ladder-step 5 --seed 1"
+echo "== mp \$(date -u +%T)"
+timeout -s INT \$(cap ${MP_S:-600}) python3 -m advisor bench run \$common \$heavy --executor mp --budget-minutes ${MP_BUDGET:-9.5}
+echo "== uni \$(date -u +%T) left \$(left)"
+timeout -s INT \$(cap ${UNI_S:-480}) python3 -m advisor bench run \$common \$heavy --executor uni --budget-minutes ${UNI_BUDGET:-7.5}
+echo "== unique \$(date -u +%T) left \$(left)"
+[ "\$(left)" -gt 100 ] && timeout -s INT \$(left) python3 -m advisor bench run \$common --starts 1 \\
+  --repeats 2 --executor mp --workload unique --attacker-tokens 1000:3000 --attacker-rps ${UNIQUE_RPS:-6} --seed 3
+echo "== done \$(date -u +%T)"
+EOS
+    setsid nohup bash /tmp/demand.sh > /tmp/bench-run.log 2>&1 < /dev/null &
+    echo "started demand pid $!"; cat /tmp/demand.sh ;;
   poll)
     limit=${2:-540}; t0=$(date +%s)
-    while pgrep -f "advisor bench run|protocol.sh" > /dev/null && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do
+    while pgrep -f "advisor bench run|protocol.sh|demand.sh" > /dev/null && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do
       sleep 10
     done
-    pgrep -f "advisor bench run|protocol.sh" > /dev/null && echo "still running" || echo "finished"
+    pgrep -f "advisor bench run|protocol.sh|demand.sh" > /dev/null && echo "still running" || echo "finished"
     echo "results: $(copy_out)"; tail -c 1500 /tmp/bench-run.log
     for f in "$RES"/engine-*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 3 "$f"; }; done ;;
-  *) echo "usage: $0 unpack-a | start TP CORES [args] | poll [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 unpack-a | start TP CORES [args] | protocol | demand | poll [SECONDS]" >&2; exit 2 ;;
 esac

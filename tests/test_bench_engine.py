@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -19,25 +18,18 @@ from pathlib import Path
 import pytest
 
 from advisor.harness import engine as eng
+from advisor.harness.config import BenchConfig
 from advisor.harness.httpclient import build_request
 from advisor.harness.loadgen import PlannedRequest, Target, completion_payload, run_phase
 from advisor.harness.pinning import check_pinning
 from advisor.harness.records import LoadSpec
-from advisor.harness.runner import BenchConfig, run_bench
-
-ROOT = Path(__file__).resolve().parent.parent
-STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
-CPUS = sorted(os.sched_getaffinity(0))
+from advisor.harness.runner import run_bench
+from tests.bench_fixtures import CPUS, ROOT, STUB, stub_config, tiny_model_dir
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``bench make-model --arch tiny --weights``: a real random-weight Llama and tokenizer."""
-    from advisor.harness.modeldir import MakeModelConfig, make_model
-
-    out = tmp_path_factory.mktemp("tiny-model")
-    make_model(MakeModelConfig("tiny", out, weights=True))
-    return out
+    return tiny_model_dir(tmp_path_factory)
 
 
 def _stub(tmp_path: Path, *args: str, cores: tuple[int, ...] = (CPUS[0],)) -> eng.EngineProcess:
@@ -178,35 +170,22 @@ def test_every_thread_of_the_engine_is_checked_and_a_widened_thread_is_caught(tm
     assert set(report.violations[0].cpus) > {CPUS[0]}
 
 
+ENGINE_LOAD = LoadSpec(
+    attacker_rps=4,
+    attacker_tokens_min=50,
+    attacker_tokens_max=80,
+    attacker_output_tokens=2,
+    victim_rps=2,
+    victim_tokens=8,
+    victim_output_tokens=2,
+    duration_s=1.0,
+    timeout_s=2.0,
+)
+
+
 def _cfg(tmp_path: Path, model: Path, *stub_args: str, **kw) -> BenchConfig:
-    load = LoadSpec(
-        attacker_rps=4,
-        attacker_tokens_min=50,
-        attacker_tokens_max=80,
-        attacker_output_tokens=2,
-        victim_rps=2,
-        victim_tokens=8,
-        victim_output_tokens=2,
-        duration_s=1.0,
-        timeout_s=2.0,
-    )
-    base = dict(
-        model=str(model),
-        cores=(1,),
-        loads=(load,),
-        out_dir=tmp_path / "out",
-        engine="stub",
-        engine_cmd=STUB + " " + " ".join(stub_args),
-        repeats=1,
-        client_cores=1,
-        start_timeout_s=20,
-        tokenize_probe=False,
-        warmup_requests=1,
-        noload_s=0.0,  # the no-load phase is tested in test_bench_protocol.py
-        engine_env=(("PYTHONPATH", str(ROOT)),),
-    )
-    base.update(kw)
-    return BenchConfig(**base)  # type: ignore[arg-type]
+    # the no-load phase is tested in test_bench_protocol.py
+    return stub_config(tmp_path, model, ENGINE_LOAD, *stub_args, **{"noload_s": 0.0, **kw})
 
 
 def _run_json(row) -> dict:

@@ -7,7 +7,6 @@ Engines here are the stub server (a real process; no GPU on this machine)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -17,25 +16,19 @@ import pytest
 
 from advisor.errors import UsageError
 from advisor.harness.collect import calibration_points, collect, list_runs, propagate_series_flags
+from advisor.harness.config import BenchConfig, check_context, max_model_len
 from advisor.harness.loadgen import Target, plan_phase
 from advisor.harness.metrics import RunChecks, bootstrap_ci, run_flags, vllm_deltas
 from advisor.harness.pinning import check_pinning, repin
 from advisor.harness.prompts import PromptFactory, SharedDocument
 from advisor.harness.records import LoadSpec
-from advisor.harness.runner import BenchConfig, check_context, max_model_len, run_bench
-
-ROOT = Path(__file__).resolve().parent.parent
-STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
-CPUS = sorted(os.sched_getaffinity(0))
+from advisor.harness.runner import run_bench
+from tests.bench_fixtures import CPUS, ROOT, stub_config, tiny_model_dir
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from advisor.harness.modeldir import MakeModelConfig, make_model
-
-    out = tmp_path_factory.mktemp("tiny-model")
-    make_model(MakeModelConfig("tiny", out))
-    return out
+    return tiny_model_dir(tmp_path_factory, weights=False)
 
 
 def _flags(**kw) -> list[str]:
@@ -154,36 +147,22 @@ def test_plan_phase_builds_tokenize_heavy_attackers_on_the_shared_document(tiny_
     assert victims and not any(json.dumps(doc)[1:-1].encode() in p.request for p in victims)
 
 
+PROTOCOL_LOAD = LoadSpec(
+    workload="tokenize-heavy",
+    attacker_rps=4,
+    attacker_tokens_min=300,
+    attacker_tokens_max=320,
+    attacker_output_tokens=2,
+    victim_rps=4,
+    victim_tokens=8,
+    victim_output_tokens=2,
+    duration_s=1.0,
+    timeout_s=3.0,
+)
+
+
 def _cfg(tmp_path: Path, model: Path, **kw) -> BenchConfig:
-    load = LoadSpec(
-        workload="tokenize-heavy",
-        attacker_rps=4,
-        attacker_tokens_min=300,
-        attacker_tokens_max=320,
-        attacker_output_tokens=2,
-        victim_rps=4,
-        victim_tokens=8,
-        victim_output_tokens=2,
-        duration_s=1.0,
-        timeout_s=3.0,
-    )
-    base = dict(
-        model=str(model),
-        cores=(1,),
-        loads=(load,),
-        out_dir=tmp_path / "out",
-        engine="stub",
-        engine_cmd=STUB,
-        repeats=1,
-        client_cores=1,
-        start_timeout_s=20,
-        tokenize_probe=False,
-        warmup_requests=1,
-        noload_s=1.0,
-        engine_env=(("PYTHONPATH", str(ROOT)),),
-    )
-    base.update(kw)
-    return BenchConfig(**base)  # type: ignore[arg-type]
+    return stub_config(tmp_path, model, PROTOCOL_LOAD, **kw)
 
 
 def test_a_prompt_longer_than_the_context_is_refused_before_any_engine_starts(

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import InputError, UsageError
+from advisor.harness.config import llama_params_b
 from advisor.harness.loadgen import arrival_times, steady_times
 from advisor.harness.metrics import parse_prometheus, percentile, server_ttft_mean_ms, summarise
 from advisor.harness.modeldir import ARCHS, llama_config
 from advisor.harness.pinning import choose_cores, format_cpu_list, gpu_numa_cpus, parse_cpu_list
 from advisor.harness.records import RequestRecord
-from advisor.harness.runner import llama_params_b
 from advisor.harness.sweep import SweepConfig, make_sweep, render_script
 
 

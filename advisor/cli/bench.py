@@ -212,13 +212,45 @@ def run_cmd(
     max_failed: Annotated[
         float, typer.Option(help="Flag a run with more than this share of failed requests.")
     ] = 0.01,
+    executor: Annotated[
+        str,
+        typer.Option(
+            metavar="mp|uni",
+            help="vLLM's --distributed-executor-backend (mp: one busy-waiting GPU worker "
+            "process, as each TP > 1 worker; uni: the engine core drives the GPU). Part of the "
+            "series' identity. Default: vLLM's own (uni on one GPU).",
+        ),
+    ] = "",
+    budget_minutes: Annotated[
+        float,
+        typer.Option(
+            help="With --repin: add repeats until every curve's knee is resolved or this many "
+            "minutes are spent (0: exactly --repeats)."
+        ),
+    ] = 0.0,
+    levels: Annotated[
+        str,
+        typer.Option(
+            help="Workloads run at demand levels chosen from a ladder's measured CPU at the "
+            "most cores (light, medium, heavy), e.g. tokenize-heavy."
+        ),
+    ] = "",
+    level_names: Annotated[
+        str, typer.Option(help="Which levels to run: light,medium,heavy or a subset.")
+    ] = "light,medium,heavy",
+    tolerance: Annotated[
+        float, typer.Option(help="A core count within this share of the most cores is enough.")
+    ] = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
+    from dataclasses import replace
+
     from advisor.errors import UsageError
+    from advisor.harness.config import BenchConfig
     from advisor.harness.metrics import RunChecks
     from advisor.harness.records import LoadSpec
-    from advisor.harness.runner import BenchConfig, run_bench
+    from advisor.harness.runner import run_bench
 
     tmin, tmax = _range(attacker_tokens, "--attacker-tokens")
     env = []
@@ -278,6 +310,20 @@ def run_cmd(
         saturation_factor=saturation_factor,
         checks=RunChecks(max_failed_share=max_failed, gpu_bound_factor=gpu_bound_factor),
     )
+    from advisor.harness.levels import LEVELS
+
+    names = tuple(n.strip() for n in level_names.split(",") if n.strip())
+    bad = [n for n in names if n not in LEVELS]
+    if bad or not names:
+        raise UsageError(f"--level-names {level_names!r}: choose from {', '.join(LEVELS)}")
+    cfg = replace(
+        cfg,
+        executor=executor,
+        budget_minutes=budget_minutes,
+        level_workloads=tuple(w.strip() for w in levels.split(",") if w.strip()),
+        levels=names,
+        tolerance=tolerance,
+    )
     if order not in ("random", "given"):
         raise UsageError(f"--order {order!r}: choose random or given")
     if starts < 1:
@@ -286,6 +332,125 @@ def run_cmd(
         rows = run_bench(cfg, progress)
     cols = RUN_COLUMNS + (["command"] if dry_run else [])
     emit_rows(rows, fmt, columns=cols, title="bench run")
+
+
+@bench_app.command("curve")
+def curve_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", hidden=True, show_default=False),
+    ],
+    tolerance: Annotated[
+        float, typer.Option(help="A core count within this share of the most cores is enough.")
+    ] = 0.10,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Each stored series' slowdown per core count with its 90% paired-bootstrap interval, and
+    its knee: resolved, no effect, or not resolved.
+
+    Each PATH is a result folder or run file (.json, .json.gz); needs no database.
+    """
+    from advisor.harness.curves import curve_report, summary_rows
+
+    found = curve_report(paths, tolerance=tolerance)
+    if fmt is OutputFormat.json:
+        emit_rows([c.to_json_dict() for c in found], fmt, title="bench curve")
+        return
+    emit_rows(summary_rows(found), fmt, title="bench curve")
+
+
+@bench_app.command("replicate")
+def replicate_cmd(
+    old: Annotated[Path, typer.Argument(metavar="OLD", show_default=False)],
+    new: Annotated[Path, typer.Argument(metavar="NEW", show_default=False)],
+    tolerance: Annotated[
+        float, typer.Option(help="A core count within this share of the most cores is enough.")
+    ] = 0.10,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Whether the curves of a rerun (NEW: a result folder or run file) agree with the stored
+    ones of the same series and load (OLD) within their intervals at every common core count.
+
+    Exit 0 when every common curve agrees, 1 when one does not, 4 when none is in common.
+    """
+    from advisor.harness.curves import replication_report
+
+    rows = replication_report(old, new, tolerance=tolerance)
+    emit_rows(rows, fmt, title="bench replicate")
+    if not rows:
+        from advisor.errors import NotFoundError
+
+        raise NotFoundError(f"no series and load is in both {old} and {new}")
+    if not all(r["agree"] for r in rows):
+        raise typer.Exit(1)
+
+
+@bench_app.command("rerun")
+def rerun_cmd(
+    old: Annotated[Path, typer.Argument(metavar="OLD", show_default=False)],
+    model: Annotated[
+        str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
+    ],
+    out: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder for the rerun's JSON results.")
+    ] = Path("bench-rerun"),
+    series: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="The stored series to rerun, when OLD holds several."),
+    ] = None,
+    engine_cmd: Annotated[
+        str | None, typer.Option(metavar="TEMPLATE", help="As for bench run.")
+    ] = None,
+    engine_arg: Annotated[
+        list[str] | None,
+        typer.Option(metavar="ARG", help="Engine argument (repeatable), as the stored runs had."),
+    ] = None,
+    engine_env: Annotated[
+        list[str] | None, typer.Option(metavar="KEY=VALUE", help="As for bench run.")
+    ] = None,
+    client_cores: Annotated[
+        int, typer.Option(metavar="N", help="Cores kept for the load generator.")
+    ] = 2,
+    start_timeout: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
+    ] = 900.0,
+    tolerance: Annotated[
+        float, typer.Option(help="A core count within this share of the most cores is enough.")
+    ] = 0.10,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Run a stored series again (its loads, core counts, repeats, starts, executor and TP from
+    OLD's run files) and say whether the new curves agree with the stored ones.
+
+    The engine arguments given must reproduce the stored series' identity. Exit 0 when every
+    curve agrees, 1 when one does not.
+    """
+    from advisor.errors import UsageError
+    from advisor.harness.rerun import rerun_series
+
+    env = []
+    for item in engine_env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
+        env.append((key, value))
+    with RichProgress() as progress:
+        rows = rerun_series(
+            old,
+            model=model,
+            out_dir=out,
+            series=series,
+            tolerance=tolerance,
+            progress=progress,
+            engine_cmd=engine_cmd,
+            engine_args=tuple(engine_arg or ()),
+            engine_env=tuple(env),
+            client_cores=client_cores,
+            start_timeout_s=start_timeout,
+        )
+    emit_rows(rows, fmt, title="bench rerun")
+    if not all(r["agree"] for r in rows):
+        raise typer.Exit(1)
 
 
 @bench_app.command("make-model")

@@ -24,6 +24,7 @@ from advisor.calibration import COLUMNS
 from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
+from advisor.harness.series import identity_of_run, notes_text
 from advisor.progress import ProgressFn, no_progress
 
 # The calibration table's columns, in its order: the same tuple the CSV loader reads.
@@ -96,12 +97,13 @@ class CollectResult:
 
 
 def _is_ladder(name: str) -> bool:
-    return name.startswith("rate-") or "_rate-" in name
+    """A run folder's side records: rate and demand-level ladders, curve summaries."""
+    return any(name.startswith(f"{k}-") or f"_{k}-" in name for k in ("rate", "levels", "curves"))
 
 
 def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Every ``*.json`` / ``*.json.gz`` run file under the given files and folders, sorted; a
-    folder's rate-ladder records (``rate-*.json``, see advisor.harness.runner.find_rate) are not
+    folder's rate-ladder records (``rate-*.json``, see advisor.harness.rates.find_rate) are not
     runs and are left out."""
     out: list[Path] = []
     for p in map(Path, paths):
@@ -197,29 +199,37 @@ def renderer_workers(argv: Sequence[str]) -> int | None:
 
 
 def workload_label(run: dict[str, Any]) -> str | None:
-    """The run's workload, suffixed ``/rwN`` when the engine ran N tokenizer (renderer) workers
-    instead of vLLM's one: a different CPU side, so a different calibration series."""
+    """The calibration points' workload: the run's, suffixed ``/rwN`` when the engine ran N
+    tokenizer (renderer) workers instead of vLLM's one, because the fitted model still reads
+    renderer workers from this label (advisor.slowdown.renderer_workers_of). The series'
+    full identity (TP, executor, renderer workers, engine arguments) is in each point's
+    ``notes`` (``series=...``, see harness.series.notes_text); runs and ``bench runs
+    --by-point`` carry the plain workload and the identity beside it."""
     workload = run.get("workload")
     rw = renderer_workers((run.get("extra") or {}).get("engine_argv") or [])
     return f"{workload}/rw{rw}" if workload and rw and rw != 1 else workload
 
 
 def series_key(run: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes runs one curve over core counts: everything but the cores and the repeat."""
-    return tuple(
-        run.get(k)
-        for k in (
-            "platform",
-            "engine",
-            "engine_version",
-            "model",
-            "tp",
-            "workload",
-            "attacker_rps",
-            "attacker_tokens_min",
-            "attacker_tokens_max",
-            "victim_rps",
-        )
+    """What makes runs one curve over core counts: everything but the cores and the repeat,
+    the engine's identity (TP, executor, renderer workers, CPU-relevant arguments) included."""
+    return (
+        *(
+            run.get(k)
+            for k in (
+                "platform",
+                "engine",
+                "engine_version",
+                "model",
+                "tp",
+                "workload",
+                "attacker_rps",
+                "attacker_tokens_min",
+                "attacker_tokens_max",
+                "victim_rps",
+            )
+        ),
+        identity_of_run(run)["id"],
     )
 
 
@@ -279,6 +289,7 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
         "cores_per_gpu": run.get("cores_per_gpu"),
         "measured_on": started,
     }
+    head = notes_text(identity_of_run(run))
     note = (
         f"attacker-victim: attackers {tmin}-{tmax} tokens Poisson {run.get('attacker_rps')}/s, "
         f"victims {run.get('victim_rps')}/s; {run.get('duration_s')} s phase, repeat "
@@ -296,7 +307,7 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
                 "metric": metric,
                 "value": float(value),
                 "unit": unit,
-                "notes": f"{what}; {note}",
+                "notes": f"{head}; {what}; {note}",
             }
         )
 
@@ -390,6 +401,10 @@ def collect(
             datas.append((path, read_result(path)))
         except InputError as exc:
             problems.append(str(exc))
+    for _, d in datas:
+        # runs made before identities existed get theirs from their command line, so that
+        # ``bench runs --by-point`` can keep every engine's curve apart
+        d["run"].setdefault("extra", {})["series"] = identity_of_run(d["run"])
     propagate_series_flags([d["run"] for _, d in datas])
     try:
         for i, (path, data) in enumerate(datas):

@@ -76,7 +76,7 @@ def _epoch(text: Any) -> float | None:
         t = dt.datetime.fromisoformat(text)
     except ValueError:
         return None
-    # bench run files write naive UTC times (advisor/harness/runner.py)
+    # bench run files write naive UTC times (advisor/harness/phase.py)
     return (t if t.tzinfo else t.replace(tzinfo=dt.UTC)).timestamp()
 
 

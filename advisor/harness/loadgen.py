@@ -83,6 +83,10 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
             f"--attacker-tokens {spec.attacker_tokens_min}:{spec.attacker_tokens_max}: "
             "the minimum is above the maximum"
         )
+    # Everything random in the phase (arrivals, lengths, text) comes from this one generator, so
+    # phases with the same seed carry the same traffic at every core count (common random
+    # numbers); ``spec.salt`` only changes each request's leading marker, so the prefix cache
+    # sees each phase as new traffic.
     rng = random.Random(spec.seed)
     items: list[tuple[float, str]] = [
         (t, "attacker") for t in arrival_times(spec.attacker_rps, spec.duration_s, rng)
@@ -95,6 +99,8 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
             spec.attacker_tokens_min,
             spec.attacker_tokens_max,
             turns=spec.conversation_turns,
+            rng=rng,
+            salt=f"{spec.salt}-" if spec.salt else "",
         )
         if spec.workload == "shared-prefix"
         else None
@@ -111,18 +117,18 @@ def plan_phase(spec: LoadSpec, target: Target, factory: PromptFactory) -> list[P
     )
     planned = []
     for no, (at, kind) in enumerate(items):
-        tag = f"{spec.seed}-{no}-{rng.getrandbits(32):08x}"
+        tag = f"{spec.salt or spec.seed}-{no}-{rng.getrandbits(32):08x}"
         if kind == "attacker":
             if convo is not None:
                 prompt = convo.prompt()
             elif doc is not None:
-                prompt = doc.prompt(tag)
+                prompt = doc.prompt(tag, rng)
             else:
                 n = rng.randint(spec.attacker_tokens_min, spec.attacker_tokens_max)
-                prompt = factory.unique(n, tag)
+                prompt = factory.unique(n, tag, rng)
             out_n = spec.attacker_output_tokens
         else:
-            prompt = factory.unique(spec.victim_tokens, tag)
+            prompt = factory.unique(spec.victim_tokens, tag, rng)
             out_n = spec.victim_output_tokens
         req = build_request(
             target.host, target.port, target.path, completion_payload(target, prompt.text, out_n)

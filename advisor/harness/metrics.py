@@ -157,6 +157,8 @@ class RunChecks:
 
     max_failed_share: float = 0.01
     gpu_bound_factor: float = 4.0  # victim TTFT p50 at the most cores over its no-load value
+    # API server cores per renderer worker at which its tokenizer thread counts as saturated
+    tokenizer_limit_cores: float = 0.9
 
 
 def run_flags(
@@ -170,6 +172,8 @@ def run_flags(
     noload_p50_ms: float | None,
     at_most_cores: bool,
     checks: RunChecks = RunChecks(),
+    api_server_cores: float | None = None,
+    renderer_workers: int = 1,
 ) -> list[dict[str, str]]:
     """Why a run must not be fitted, as ``{"flag": ..., "reason": ...}`` items (none: fit it).
 
@@ -181,7 +185,10 @@ def run_flags(
       built to give (the run did not measure the regime it claims);
     - ``gpu-bound``: at the largest core count the victims' median TTFT is more than
       ``gpu_bound_factor`` times its no-load value: the engine is saturated by GPU work, so no
-      core count can show the CPU effect.
+      core count can show the CPU effect;
+    - ``tokenizer-saturated``: the API server used ``tokenizer_limit_cores`` or more per renderer
+      worker: its tokenizer thread, not the core count, sets the TTFT (more
+      ``--renderer-num-workers`` help, more cores do not). Kept as context: the run is fitted.
     """
     from advisor.harness.records import EXPECTED_PREFIX_HIT
 
@@ -224,4 +231,14 @@ def run_flags(
                     f"(> {checks.gpu_bound_factor:g}x)",
                 }
             )
+    limit = checks.tokenizer_limit_cores * max(1, renderer_workers)
+    if api_server_cores is not None and api_server_cores >= limit:
+        flags.append(
+            {
+                "flag": "tokenizer-saturated",
+                "reason": f"the API server used {api_server_cores:.2f} cores "
+                f"(>= {limit:.2f} for {max(1, renderer_workers)} renderer worker(s)): its "
+                "tokenizer thread is at its limit",
+            }
+        )
     return flags

@@ -64,11 +64,12 @@ class PromptFactory:
         """Text of about ``n`` tokens (drawn with ``rng``, else the factory's own generator)."""
         return self.tokenizer.decode(self._slice(max(1, n), rng))
 
-    def unique(self, n: int, tag: str) -> Prompt:
-        """A prompt of about ``n`` tokens that starts with ``tag`` (no shared prefix)."""
+    def unique(self, n: int, tag: str, rng: random.Random | None = None) -> Prompt:
+        """A prompt of about ``n`` tokens that starts with ``tag`` (no shared prefix); its text
+        is drawn with ``rng`` (else the factory's own generator)."""
         head = f"# request {tag}\n"
         head_n = len(self.tokenizer.encode(head, add_special_tokens=False).ids)
-        return Prompt(head + self.text(max(1, n - head_n)), max(n, head_n + 1))
+        return Prompt(head + self.text(max(1, n - head_n), rng), max(n, head_n + 1))
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
@@ -89,8 +90,12 @@ class Conversations:
         max_tokens: int,
         sessions: int = 4,
         turns: int = 16,
+        rng: random.Random | None = None,
+        salt: str = "",
     ) -> None:
         self.factory = factory
+        self.rng = rng
+        self.salt = salt
         self.min_tokens = min_tokens
         self.max_tokens = max(max_tokens, min_tokens)
         self.turn_tokens = max(64, (self.max_tokens - self.min_tokens) // max(1, turns))
@@ -102,9 +107,8 @@ class Conversations:
 
     def _new(self) -> tuple[str, int]:
         self.started += 1
-        return self.factory.unique(self.min_tokens, f"conversation {self.started}").text, (
-            self.min_tokens
-        )
+        tag = f"conversation {self.salt}{self.started}"
+        return self.factory.unique(self.min_tokens, tag, self.rng).text, self.min_tokens
 
     def prompt(self) -> Prompt:
         i = self.next
@@ -113,7 +117,7 @@ class Conversations:
         if tokens + self.turn_tokens > self.max_tokens:
             text, tokens = self._new()
         else:
-            text = text + "\n" + self.factory.text(self.turn_tokens)
+            text = text + "\n" + self.factory.text(self.turn_tokens, self.rng)
             tokens += self.turn_tokens
         self.history[i] = (text, tokens)
         return Prompt(text, tokens)
@@ -142,9 +146,10 @@ class SharedDocument:
         # Seeded on its own: every phase of a series reuses the document the cache already holds.
         self.document = factory.text(self.doc_tokens, random.Random(f"document-{seed}"))
 
-    def prompt(self, tag: str) -> Prompt:
-        extra = self.factory.rng.randint(0, self.spread) if self.spread else 0
-        tail = self.factory.unique(self.tail_tokens + extra, tag)
+    def prompt(self, tag: str, rng: random.Random | None = None) -> Prompt:
+        rng = rng or self.factory.rng
+        extra = rng.randint(0, self.spread) if self.spread else 0
+        tail = self.factory.unique(self.tail_tokens + extra, tag, rng)
         return Prompt(self.document + "\n" + tail.text, self.doc_tokens + 1 + tail.tokens)
 
     @property

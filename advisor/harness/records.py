@@ -35,6 +35,10 @@ class LoadSpec:
     seed: int = 0
     conversation_turns: int = 16  # shared-prefix: turns from attacker_tokens_min to _max
     tail_tokens: int = 64  # tokenize-heavy: the unique tail after the shared document
+    # Leading marker of every request of the phase (fixed width): phases with the same seed and
+    # another salt carry the same traffic that the prefix cache cannot serve from the last one.
+    salt: str = ""
+    level: str = ""  # the demand level this load was chosen for (light | medium | heavy), if any
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,25 @@
 -- Repeats of one point folded: median victim TTFT p50 with its range over repeats, and the
 -- speedup of the point's median against the fewest cores of its series (same platform, engine,
--- version, model, TP, workload, load). Runs that did not end ok, or that carry a flag (see
--- advisor.harness.metrics.run_flags), are counted, not averaged.
+-- version, model, TP, workload, load, and engine identity: executor, renderer workers and other
+-- CPU-relevant engine arguments, `extra.series`, written by bench run or derived by bench
+-- collect). Runs that did not end ok, or that carry a flag (see advisor.harness.metrics.run_flags),
+-- are counted, not averaged.
 WITH marked AS (
     SELECT
         *,
         status = 'ok' AND coalesce(json_array_length(extra, '$.flags'), 0) = 0 AS usable,
-        coalesce(json_array_length(extra, '$.flags'), 0) > 0 AS flagged
+        coalesce(json_array_length(extra, '$.flags'), 0) > 0 AS flagged,
+        json_extract_string(extra, '$.series.id') AS series_id,
+        json_extract_string(extra, '$.series.executor') AS executor,
+        TRY_CAST(json_extract_string(extra, '$.series.renderer_workers') AS INTEGER)
+            AS renderer_workers
     FROM bench_runs
     WHERE ($platform IS NULL OR platform = $platform)
 ),
 points AS (
     SELECT
-        platform, engine, engine_version, model, tp, workload, attacker_rps,
-        attacker_tokens_min, attacker_tokens_max, cores,
+        platform, engine, engine_version, model, tp, executor, renderer_workers, series_id,
+        workload, attacker_rps, attacker_tokens_min, attacker_tokens_max, cores,
         any_value(cores_per_gpu) AS cores_per_gpu,
         count(*) AS runs,
         count(*) FILTER (WHERE status = 'ok') AS runs_ok,
@@ -34,9 +40,9 @@ SELECT
     first(victim_ttft_p50_ms) OVER series / victim_ttft_p50_ms AS speedup_vs_fewest_cores
 FROM points
 WINDOW series AS (
-    PARTITION BY platform, engine, engine_version, model, tp, workload, attacker_rps,
-        attacker_tokens_min, attacker_tokens_max
+    PARTITION BY platform, engine, engine_version, model, tp, series_id, workload,
+        attacker_rps, attacker_tokens_min, attacker_tokens_max
     ORDER BY cores
     ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
 )
-ORDER BY platform, engine, model, tp, workload, attacker_rps, cores;
+ORDER BY platform, engine, model, tp, executor, renderer_workers, workload, attacker_rps, cores;

@@ -1,0 +1,56 @@
+"""What the bench test modules share: the stub server's command, the machine's CPUs, a tiny
+random-weight model directory, and one builder of a ``BenchConfig`` against the stub server
+(a real process speaking the streamed completions API; no GPU here, none is mocked by it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.harness.config import BenchConfig
+from advisor.harness.records import LoadSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def tiny_model_dir(factory: pytest.TempPathFactory, *, weights: bool = True) -> Path:
+    """``bench make-model --arch tiny [--weights]``: a real random-weight Llama and tokenizer."""
+    from advisor.harness.modeldir import MakeModelConfig, make_model
+
+    out = factory.mktemp("tiny-model")
+    make_model(MakeModelConfig("tiny", out, weights=weights))
+    return out
+
+
+def stub_config(
+    tmp_path: Path,
+    model: Path,
+    load: LoadSpec,
+    *stub_args: str,
+    **kw: Any,
+) -> BenchConfig:
+    """A one-core, one-repeat ``bench run`` against the stub server (``stub_args`` script its
+    behaviour); keyword arguments override any field."""
+    base: dict[str, Any] = dict(
+        model=str(model),
+        cores=(1,),
+        loads=(load,),
+        out_dir=tmp_path / "out",
+        engine="stub",
+        engine_cmd=" ".join([STUB, *stub_args]),
+        repeats=1,
+        client_cores=1,
+        start_timeout_s=20,
+        tokenize_probe=False,
+        warmup_requests=1,
+        noload_s=1.0,
+        engine_env=(("PYTHONPATH", str(ROOT)),),
+    )
+    base.update(kw)
+    return BenchConfig(**base)
