@@ -12,6 +12,10 @@ centres combine by exporting into one folder (cluster names must then differ bet
     a derived summary: :func:`advisor.ratios.ratio_summary` by cluster, partition, GPU type and
     month, as ``advisor ratios --format json`` prints it
 
+``DIR/jobs``, ``DIR/nodes`` and ``DIR/ratios`` are links to ``DIR/.advisor/current/<table>``,
+and ``current`` links to one version folder beside it: an export writes a new version and
+swaps the link, so readers never see a half-written dataset.
+
 Every file carries the schema version it was written with in its Parquet key-value metadata
 (``advisor_schema_version``, with ``advisor_table`` and ``advisor_version``). Reading loads the
 dataset's jobs and nodes into an in-memory database of the current schema, so every core
