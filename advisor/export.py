@@ -118,9 +118,13 @@ def export_parquet(cfg: ExportConfig, progress: ProgressFn = no_progress) -> lis
             _remove_stale_versions(out)
             stage = out / _META / _version_name()
             stage.mkdir()
-            rows = _write_tables(con, cfg, stage, version, jobs, progress)
-            _carry_other_clusters(out, stage)
-            _fsync_tree(stage)
+            try:
+                rows = _write_tables(con, cfg, stage, version, jobs, progress)
+                _carry_other_clusters(out, stage)
+                _fsync_tree(stage)
+            except BaseException:
+                shutil.rmtree(stage, ignore_errors=True)  # never shown; nothing else changed
+                raise
             old = _current_version(out)
             _swap(out, stage)
             if old is not None:

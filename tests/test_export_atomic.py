@@ -189,3 +189,26 @@ def test_a_killed_re_export_leaves_the_old_or_the_new_dataset_whole(cli, two_dat
         "current",
         "lock",
     ]
+
+
+def test_a_dataset_written_before_versions_is_converted_on_its_next_export(
+    cli, two_databases, tmp_path
+):
+    from advisor.export import ExportConfig, export_parquet
+
+    old, new = two_databases
+    out = tmp_path / "dataset"
+    export_parquet(ExportConfig(out_dir=out, db=old))
+    # The layout of an earlier advisor: plain table folders, no .advisor/.
+    for table in ("jobs", "nodes", "ratios"):
+        real = (out / table).resolve()
+        (out / table).unlink()
+        shutil.copytree(real, out / table)
+    shutil.rmtree(out / ".advisor")
+    assert _state(cli, "--parquet", str(out)) == _expected(cli, old)
+
+    export_parquet(ExportConfig(out_dir=out, db=new))
+    assert _state(cli, "--parquet", str(out)) == _expected(cli, new)
+    assert all((out / t).is_symlink() for t in ("jobs", "ratios"))
+    assert not (out / "nodes").exists()  # the new database has no node inventory
+    assert sorted(p.name for p in (out / ".advisor").iterdir())[1:] == ["current", "lock"]
