@@ -36,6 +36,7 @@ def _export(db: Path, out: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "advisor", "export", "parquet", str(out), "--db", str(db)],
             env=_env(),
+            cwd=ROOT,  # `python -m` looks in the working folder first
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
