@@ -4,7 +4,6 @@ COPY (SELECT * FROM nodes) TO $dest (
     FORMAT parquet,
     COMPRESSION zstd,
     PARTITION_BY (cluster),
-    OVERWRITE_OR_IGNORE,
     KV_METADATA {advisor_schema_version: $schema_version, advisor_table: 'nodes',
                  advisor_version: $advisor_version}
 )

@@ -5,7 +5,6 @@ COPY (SELECT * FROM export_summary) TO $dest (
     FORMAT parquet,
     COMPRESSION zstd,
     PARTITION_BY (cluster),
-    OVERWRITE_OR_IGNORE,
     KV_METADATA {advisor_schema_version: $schema_version, advisor_table: 'ratios',
                  advisor_version: $advisor_version}
 )
