@@ -361,8 +361,8 @@ def curve_cmd(
 
 @bench_app.command("replicate")
 def replicate_cmd(
-    old: Annotated[Path, typer.Argument(metavar="OLD", show_default=False)],
-    new: Annotated[Path, typer.Argument(metavar="NEW", show_default=False)],
+    old: Annotated[Path, typer.Argument(metavar="OLD", hidden=True, show_default=False)],
+    new: Annotated[Path, typer.Argument(metavar="NEW", hidden=True, show_default=False)],
     tolerance: Annotated[
         float, typer.Option(help="A core count within this share of the most cores is enough.")
     ] = 0.10,
@@ -387,7 +387,7 @@ def replicate_cmd(
 
 @bench_app.command("rerun")
 def rerun_cmd(
-    old: Annotated[Path, typer.Argument(metavar="OLD", show_default=False)],
+    old: Annotated[Path, typer.Argument(metavar="OLD", hidden=True, show_default=False)],
     model: Annotated[
         str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
     ],
