@@ -10,6 +10,7 @@ swapped in), so no file of an older run survives next to a newer report.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -17,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -140,8 +142,6 @@ def _chromium() -> str:
 def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None = None) -> None:
     """Print the written report with headless Chromium: ``pdf`` as a paged PDF, ``png`` as one
     image of the whole page, both after its charts are drawn, for readers of e-mail."""
-    import subprocess
-
     exe = _chromium()
     url = html_path.resolve().as_uri()
     with tempfile.TemporaryDirectory(prefix="advisor-chromium-") as profile:
@@ -173,10 +173,7 @@ def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None =
                 ]
             )
         for cmd in jobs:
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise ExternalToolError(f"{exe}: could not print {html_path}: {exc}") from exc
+            done = _run_chromium(cmd, exe, html_path)
             out = Path(cmd[-2].split("=", 1)[1])
             if done.returncode != 0 or not out.exists():
                 tail = (done.stderr or "").strip().splitlines()[-3:]
@@ -185,6 +182,42 @@ def print_report(html_path: Path, *, pdf: Path | None = None, png: Path | None =
                 )
     if png is not None:
         _trim_bottom(png)
+
+
+_CHROMIUM_TRIES = 2
+_CHROMIUM_TIMEOUT_S = 90
+
+
+def _run_chromium(cmd: list[str], exe: str, html_path: Path) -> subprocess.CompletedProcess[str]:
+    """One headless print; a run that hangs (seen once in CI on a loaded 2-core machine) is
+    killed with every process it started and tried once more before the report fails."""
+    import signal
+
+    last: Exception | None = None
+    for _ in range(_CHROMIUM_TRIES):
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ExternalToolError(f"{exe}: could not print {html_path}: {exc}") from exc
+        try:
+            stdout, stderr = proc.communicate(timeout=_CHROMIUM_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            last = exc
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            continue
+        return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    raise ExternalToolError(
+        f"{exe}: could not print {html_path}: no answer in {_CHROMIUM_TIMEOUT_S} s, "
+        f"{_CHROMIUM_TRIES} times ({last})"
+    )
 
 
 def _trim_bottom(png: Path, margin_px: int = 40) -> None:
