@@ -77,6 +77,23 @@ def _residuals(
     return np.concatenate([r, math.sqrt(alpha) * (theta - _LOG_PRIOR)])
 
 
+def collapse_rows(
+    X: np.ndarray, y: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Identical (row, target) pairs as one row carrying their summed weight, in sorted order,
+    zero weights dropped: the objective is the same, and a row of weight k and k copies of it
+    (in any order) reach the optimiser as the same arrays, so the fit is exactly
+    weight-equivalent on any processor (scikit-learn's sample-weight check) instead of
+    depending on where a floating-point sum of reordered rows stops the optimiser."""
+    keep = w > 0  # a zero weight is the same as leaving the row out
+    rows = np.column_stack([X[keep], y[keep]])
+    if len(rows) == 0:
+        return X[keep], y[keep], w[keep]
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    summed = np.bincount(np.ravel(inverse), weights=w[keep], minlength=len(uniq))
+    return uniq[:, :-1], uniq[:, -1], summed
+
+
 def fit_values(
     X: np.ndarray,
     y: np.ndarray,
@@ -92,11 +109,10 @@ def fit_values(
     """The fitted parameters (natural units) of one weighted least-squares fit; parameters
     where ``fixed`` (a boolean mask) is true stay at ``start`` (e.g. the demand's, fitted on
     measured CPU)."""
+    X, y, w = collapse_rows(X, y, w)
     kind = slowdown._columns(X)["target"]
     censored = (kind == 0) & (y >= max_slowdown)
     log_y = np.log(np.clip(np.where(kind == 0, np.minimum(y, max_slowdown), y), 1e-6, None))
-    keep = w > 0  # a zero weight is the same as leaving the row out
-    X, log_y, censored, w = X[keep], log_y[keep], censored[keep], w[keep]
     x0 = _LOG_PRIOR.copy() if start is None else np.log(np.asarray(start, dtype=float))
     free = np.ones(len(x0), dtype=bool) if fixed is None else ~np.asarray(fixed, dtype=bool)
     if not free.any():

@@ -336,3 +336,22 @@ def test_every_finished_calibration_run_gets_a_number_from_the_shipped_curve():
     # the dashboard's "±N%" is the held-out error of these predictions, not of the display cap
     mape = params.meta["validation"]["mape"]
     assert 0.0 < mape < 1.0 and params.meta["loo_mape"] == mape
+
+
+def test_a_row_of_weight_k_fits_exactly_as_k_shuffled_copies_of_it():
+    """Bit-for-bit, not within a tolerance: the fit collapses identical rows before the
+    optimiser, so its stopping point cannot depend on the order of a floating-point sum
+    (scikit-learn's weight-equivalence check failed by 1e-5 on another processor's BLAS)."""
+    ts = training_set(load_points().points, 25.0)
+    X, y, _, _ = ts.arrays()
+    rng = np.random.default_rng(3)
+    pick = rng.choice(len(y), size=60, replace=False)
+    X, y = X[pick], y[pick]
+    k = rng.integers(0, 4, size=len(y))
+    order = rng.permutation(int(k.sum()))
+    X_rep, y_rep = np.repeat(X, k, axis=0)[order], np.repeat(y, k)[order]
+    weighted = CoreSlowdownRegressor(n_bootstrap=0).fit(X, y, sample_weight=k.astype(float))
+    repeated = CoreSlowdownRegressor(n_bootstrap=0).fit(X_rep, y_rep)
+    assert np.array_equal(weighted.values_, repeated.values_)
+    assert np.array_equal(weighted.predict(X), repeated.predict(X))
+    assert weighted.sigma_log_ == pytest.approx(repeated.sigma_log_, rel=1e-12)
