@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.calibration.series import identity_of_notes
 from advisor.errors import UsageError
 from advisor.harness.collect import calibration_points, series_key
 from advisor.harness.curves import compare, curves, read_runs
@@ -27,7 +28,7 @@ from advisor.harness.metrics import run_flags
 from advisor.harness.prompts import PromptFactory
 from advisor.harness.records import LoadSpec
 from advisor.harness.runner import run_bench
-from advisor.harness.series import identity_of_notes, identity_of_run, series_identity
+from advisor.harness.series import identity_of_run, series_identity
 from tests.bench_fixtures import ROOT, stub_config, tiny_model_dir
 
 LOAD = LoadSpec(
@@ -271,8 +272,14 @@ def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, d
     out = tmp_path / "points.csv"
     result = collect([tmp_path / "sweep", tmp_path / "rerun"], db_path, calibration_csv=out)
     assert result.problems == () and result.runs_loaded == 180
-    committed = folder / "calibration.csv"
+    # the rerun reused the sweep's run ids: its points are kept apart (suffix, its own start)
+    committed = ROOT / "data" / "calibration" / "h200-vllm-0.26.0-2026-12-02-crn.csv"
     assert out.read_text() == committed.read_text()
+    ids = [line.split(",", 1)[0] for line in out.read_text().splitlines()[1:]]
+    assert (
+        len(ids) == len(set(ids))
+        and sum(i.endswith(f"-rerun:{i.rsplit(':', 1)[1]}") for i in ids) == 184
+    )
     points, problems = read_csv(committed)
     assert problems == [] and len(points) == result.calibration_points
     # every phase's CPU split is there, and the mp worker's spin is one core at every count

@@ -8,7 +8,9 @@ a timeout is a series of its own.
 The configuration beyond the table's columns rides in the ``workload`` label as ``/`` tags
 (data/calibration/README.md): ``rwN`` renderer workers, ``mp`` or ``uni`` the executor,
 ``tpN`` the tensor-parallel size (default: the GPUs), any other tag an engine argument that
-changes CPU use (e.g. ``tokenize-heavy/rw4/mp``).
+changes CPU use (e.g. ``tokenize-heavy/rw4/mp``); or, for points ``advisor bench collect``
+wrote, in the ``series=ID tp=N executor=X renderer_workers=N`` head of their notes
+(:func:`identity_of_notes`), which fills what the tags do not say.
 
 A series' *configuration family* is what a recommendation's evidence is matched on: the
 engine, GPUs, TP and executor (:func:`family`). Platform, model, workload, load and prompt
@@ -65,6 +67,20 @@ def parse_workload(label: str | None) -> WorkloadTags:
     return WorkloadTags(base or None, rw, executor, tp, tuple(sorted(other)))
 
 
+def identity_of_notes(notes: str | None) -> dict[str, str]:
+    """The ``key=value`` identity fields at the start of a calibration point's notes (empty
+    when the point has none, e.g. points from other tools)."""
+    head = (notes or "").split(";", 1)[0]
+    if not head.startswith("series="):
+        return {}
+    out = {}
+    for word in head.split(" "):
+        key, sep, value = word.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
 def executor_of(tp: int, executor: str | None) -> str:
     """The executor a server ran: given, else vLLM's default (multiprocess when TP > 1)."""
     if tp > 1:
@@ -96,10 +112,18 @@ class SeriesConfig:
         return family(self.engine, self.gpus, self.tp, self.executor)
 
 
+def _positive_int(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() and int(text) > 0 else None
+
+
 def config_of(p: CalibrationPoint) -> SeriesConfig:
     tags = parse_workload(p.workload)
+    noted = identity_of_notes(p.notes)
     gpus = p.gpus or 1
-    tp = min(tags.tp or gpus, gpus)
+    tp = min(tags.tp or _positive_int(noted.get("tp")) or gpus, gpus)
+    executor = tags.executor or (
+        noted.get("executor") if noted.get("executor") in ("mp", "uni") else None
+    )
     return SeriesConfig(
         p.source_kind,
         p.platform,
@@ -108,8 +132,8 @@ def config_of(p: CalibrationPoint) -> SeriesConfig:
         p.model,
         gpus,
         tp,
-        executor_of(tp, tags.executor),
-        tags.renderer_workers or 1,
+        executor_of(tp, executor),
+        tags.renderer_workers or _positive_int(noted.get("renderer_workers")) or 1,
         tags.engine_tags,
         p.workload,
         p.load_rps,

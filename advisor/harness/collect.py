@@ -261,8 +261,18 @@ def propagate_series_flags(runs: Sequence[dict[str, Any]]) -> None:
                 extra.setdefault("flags", []).append({"flag": "gpu-bound", "reason": reason})
 
 
-def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> list[dict[str, Any]]:
+def calibration_points(
+    run: dict[str, Any],
+    source_ref: str | None = None,
+    *,
+    start: int | None = None,
+    id_suffix: str = "",
+) -> list[dict[str, Any]]:
     """The calibration rows one run gives (columns of the ``calibration`` table).
+
+    ``start`` (an engine start's number, written as ``start N`` in the notes) and ``id_suffix``
+    (appended to the run id in each point id) keep a rerun that reused another folder's run
+    ids apart from it: its own blocks, no duplicate point ids.
 
     An ``ok`` run gives its victims' median TTFT (``ttft_p50_ms``: fitted as a series over core
     counts), and as context the attackers' median TTFT and tokenization's share of victim TTFT.
@@ -292,7 +302,8 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
     head = notes_text(identity_of_run(run))
     note = (
         f"attacker-victim: attackers {tmin}-{tmax} tokens Poisson {run.get('attacker_rps')}/s, "
-        f"victims {run.get('victim_rps')}/s; {run.get('duration_s')} s phase, repeat "
+        f"victims {run.get('victim_rps')}/s; {run.get('duration_s')} s phase, "
+        f"{'' if start is None else f'start {start}, '}repeat "
         f"{run.get('repeat')}; cores {run.get('core_list')}; {run.get('gpu_name')}"
     )
     out = []
@@ -303,7 +314,7 @@ def calibration_points(run: dict[str, Any], source_ref: str | None = None) -> li
         out.append(
             {
                 **base,
-                "point_id": f"bench:{rid}:{metric}",
+                "point_id": f"bench:{rid}{id_suffix}:{metric}",
                 "metric": metric,
                 "value": float(value),
                 "unit": unit,
@@ -406,6 +417,7 @@ def collect(
         # ``bench runs --by-point`` can keep every engine's curve apart
         d["run"].setdefault("extra", {})["series"] = identity_of_run(d["run"])
     propagate_series_flags([d["run"] for _, d in datas])
+    first_folder: dict[str, Path] = {}  # run id -> the folder it was first read from
     try:
         for i, (path, data) in enumerate(datas):
             try:
@@ -416,7 +428,19 @@ def collect(
             except duckdb.Error as exc:
                 problems.append(f"{path}: cannot load: {exc}")
                 continue
-            all_points.extend(calibration_points(data["run"], path.name))
+            rid = str(data["run"].get("run_id"))
+            earlier = first_folder.setdefault(rid, path.parent)
+            if earlier == path.parent:
+                all_points.extend(calibration_points(data["run"], path.name))
+            else:  # a rerun that reused the run ids of an earlier folder (bench rerun does)
+                all_points.extend(
+                    calibration_points(
+                        data["run"],
+                        path.name,
+                        start=engine_starts(earlier) + 1,
+                        id_suffix=f"-{path.parent.name}",
+                    )
+                )
             runs += 1
             reqs += n_req
             pts += n_pts
@@ -433,6 +457,12 @@ def collect(
         tuple(problems),
         str(calibration_csv) if calibration_csv else None,
     )
+
+
+def engine_starts(folder: Path) -> int:
+    """How many engine starts a result folder's runs came from (its ``engine-startN.log``
+    files; 1 when it kept none)."""
+    return max(1, len(list(folder.glob("engine-start*.log"))))
 
 
 def write_calibration_csv(points: Sequence[dict[str, Any]], path: Path) -> None:

@@ -135,7 +135,7 @@ def describe(ident: Mapping[str, Any]) -> str:
 def notes_text(ident: Mapping[str, Any]) -> str:
     """The identity as calibration points carry it at the start of their ``notes``:
     ``series=<id> tp=1 executor=mp renderer_workers=1`` plus ``args=`` and ``env=`` when set
-    (read back with :func:`identity_of_notes`)."""
+    (read back with :func:`advisor.calibration.series.identity_of_notes`)."""
     parts = [
         f"series={ident.get('id')}",
         f"tp={ident.get('tp')}",
@@ -147,17 +147,3 @@ def notes_text(ident: Mapping[str, Any]) -> str:
     if ident.get("env"):
         parts.append("env=" + ",".join(f"{k}={v}" for k, v in sorted(ident["env"].items())))
     return " ".join(parts)
-
-
-def identity_of_notes(notes: str | None) -> dict[str, str]:
-    """The ``key=value`` identity fields at the start of a calibration point's notes (empty
-    when the point has none, e.g. points from other tools)."""
-    head = (notes or "").split(";", 1)[0]
-    if not head.startswith("series="):
-        return {}
-    out = {}
-    for word in head.split(" "):
-        key, sep, value = word.partition("=")
-        if sep:
-            out[key] = value
-    return out
