@@ -25,7 +25,6 @@ bulk load and a careful load of one file store the same rows and the same reject
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
@@ -35,9 +34,6 @@ from advisor.ingest.records import CANONICAL_FIELDS, KEY_COLUMNS, USAGE_FIELDS, 
 from advisor.ingest.stages import Attempt, Loaded, Written, count
 from advisor.store import query, quote_ident, render
 
-# A bulk load is not tried when stored rows lie this close to the file's submit range (the
-# range is read from the text, before time zones).
-_NEAR = dt.timedelta(days=1)
 MAX_STEP_SHARE = 1 / 3
 """Files whose records are more than this share steps load faster the careful way (one read
 against several; docs/ingest.md has the measurements). Compressed files too: each of the bulk
@@ -283,20 +279,16 @@ def _stored_near(
     last: str | None,
     tz: str,
 ) -> bool:
-    """Whether stored rows of these clusters lie near the file's submit range (texts)."""
+    """Whether stored rows of these clusters lie within a day of the file's submit range
+    (texts; stored_near.sql widens it, in SQL)."""
     row = con.execute(
-        query("ingest/submit_range"), {"first": first, "last": last, "tz": tz}
+        query("ingest/stored_near"),
+        {"clusters": clusters, "first": first, "last": last, "tz": tz},
     ).fetchone()
-    lo, hi = row if row is not None else (None, None)
-    if lo is None or hi is None:
+    near = row[0] if row is not None else None
+    if near is None:
         return bool(count(con, query("ingest/any_job")))
-    return bool(
-        count(
-            con,
-            query("ingest/stored_near"),
-            {"clusters": clusters, "first": lo - _NEAR, "last": hi + _NEAR},
-        )
-    )
+    return bool(near)
 
 
 def _tres_names(

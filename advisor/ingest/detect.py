@@ -21,6 +21,7 @@ from advisor.ingest.records import CANONICAL_FIELDS, INPUT_FORMATS
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+UTF8_BOM = b"\xef\xbb\xbf"
 _DELIMITER_CANDIDATES = ("|", "\x1f", "\t", ";", ",", "!", "^", "#", "~")
 _FIELD_ALIASES = {"jobid": "jobid", "job_id": "jobid", "id": "jobid"}
 
@@ -69,8 +70,9 @@ def read_head(path: Path, compression: str | None, size: int = 65536) -> bytes:
 
 
 def detect_format(head: bytes) -> str:
-    """sacct-json, jobcomp or sacct-text, from the first bytes."""
-    text = head.lstrip().decode("utf-8", errors="replace")
+    """sacct-json, jobcomp or sacct-text, from the first bytes (a UTF-8 byte order mark, which
+    some editors and Windows tools write first, is no content)."""
+    text = head.removeprefix(UTF8_BOM).lstrip().decode("utf-8", errors="replace")
     if text.startswith("{") or text.startswith("["):
         return "sacct-json"
     first = text.split("\n", 1)[0]
@@ -125,7 +127,17 @@ def text_layout(
     head: bytes, delimiter: str | None, fields: tuple[str, ...] | None, source: str
 ) -> TextLayout:
     """Find the delimiter and the columns of sacct text from its first line (or ``fields``)."""
-    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", errors="replace")
+    first_bytes = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if b"\r" in first_bytes:
+        # lines ended by a carriage return alone (classic Mac OS, some converters): read as one
+        # line, such a file once loaded nothing, or held the whole file as its header
+        raise InputError(
+            "its lines end in a carriage return alone (CR), not a newline: convert them first,"
+            " e.g. tr '\\r' '\\n' < FILE > FILE.txt",
+            source=source,
+            line=1,
+        )
+    first = first_bytes.decode("utf-8", errors="replace")
     candidates = (delimiter,) if delimiter else _DELIMITER_CANDIDATES
     best: tuple[int, str] | None = None
     for cand in candidates:

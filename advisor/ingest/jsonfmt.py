@@ -16,6 +16,7 @@ docs/ingest.md lists them). :func:`data_parser_version` names the version of a d
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from advisor.errors import InputError
@@ -79,14 +80,25 @@ def number(v: Any) -> int | None:
         v = v.get("number")
     if isinstance(v, bool) or v is None:
         return None
-    if isinstance(v, (int, float)):
+    if isinstance(v, float):
+        # Slurm writes whole numbers: Infinity, NaN or 1.5 is a damaged value, and reading it
+        # as int would raise (OverflowError) or round; ValueError rejects the job
+        if not math.isfinite(v) or not v.is_integer():
+            raise ValueError(f"{v!r} is not a whole number")
         return int(v)
+    if isinstance(v, int):
+        return v
     return None
+
+
+# Slurm's NO_VAL and INFINITE (slurm.h): a plain-number time of a job that never started
+# (25.11 writes "start": 4294967294 for one cancelled while pending) is unset, not 2106.
+_UNSET_32 = (4294967294, 4294967295)
 
 
 def _epoch(v: Any) -> str | None:
     n = number(v)
-    return str(n) if n is not None and n > 0 else None
+    return str(n) if n is not None and n > 0 and n not in _UNSET_32 else None
 
 
 def _tres(items: Any) -> str | None:
@@ -247,6 +259,10 @@ def records(
         raise InputError(
             f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno
         ) from exc
+    except RecursionError:
+        # nesting deeper than Python's parser goes (a damaged or hostile job): parse the
+        # document job by job, so that only the jobs too deep to read are rejected
+        doc = _shallow_document(text[brace:], source)
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
         raise InputError("no 'jobs' list (expected sacct --json output)", source=source)
@@ -258,6 +274,9 @@ def records(
     out: list[dict[str, str | int | None]] = []
     rejects: list[Reject] = []
     for i, job in enumerate(jobs, start=1):
+        if isinstance(job, _TooDeep):
+            rejects.append(Reject(i, job.raw, f"job #{i} of the document: {job.reason}"))
+            continue
         try:
             out.extend(_job_records(job, i, start_is_eligible))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
@@ -269,6 +288,68 @@ def records(
         # FAILED; the real Slurm export in data/sample/slurm): not an exit code to keep
         present.discard("exitcode")
     return out, rejects, present
+
+
+class _TooDeep:
+    """A job of the document nested too deeply to parse: rejected with its start."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw[:4000]
+        self.reason = "unusable (nested too deeply to read)"
+
+
+def _value_end(text: str, start: int) -> int:
+    """The index after the JSON value that starts at ``start``, by counting brackets outside
+    strings: no recursion, so any depth is scanned."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif depth == 0 and ch in ",]}":
+            return i
+        i += 1
+    return n
+
+
+def _shallow_document(text: str, source: str) -> dict[str, Any]:
+    """The document's ``meta`` and ``jobs``, each job parsed on its own; a job too deep for the
+    parser becomes a :class:`_TooDeep`. Only for documents json.loads cannot parse whole."""
+    decoder = json.JSONDecoder()
+    key = text.find('"jobs"')
+    colon = text.find("[", key) if key >= 0 else -1
+    if colon < 0:
+        raise InputError("nested too deeply to read, and no 'jobs' list found", source=source)
+    jobs: list[Any] = []
+    i = colon + 1
+    while True:
+        while i < len(text) and text[i] in " \t\r\n,":
+            i += 1
+        if i >= len(text) or text[i] == "]":
+            break
+        end = _value_end(text, i)
+        try:
+            jobs.append(decoder.raw_decode(text[i:end])[0])
+        except (RecursionError, json.JSONDecodeError):
+            jobs.append(_TooDeep(text[i:end]))
+        i = end
+    meta: Any = {}
+    mkey = text.find('"meta"')
+    if mkey >= 0:
+        mstart = text.find("{", mkey)
+        try:
+            meta = decoder.raw_decode(text[mstart : _value_end(text, mstart)])[0]
+        except (RecursionError, json.JSONDecodeError):
+            meta = {}
+    return {"meta": meta, "jobs": jobs}
 
 
 # Fields whose key some versions of the document lack (22.05's dbv0.0.38 has no submit_line):
@@ -322,7 +403,7 @@ def _job_records(
         "exitcode": _exit(job.get("exit_code")),
         "submit": _epoch(t.get("submission")),
         "eligible": _epoch(t.get("eligible")),
-        "start": str(start) if start and start > 0 else None,
+        "start": str(start) if start and start > 0 and start not in _UNSET_32 else None,
         "end": _epoch(t.get("end")),
         "elapsedraw": str(elapsed) if elapsed is not None else None,
         "timelimitraw": str(number(t.get("limit"))) if number(t.get("limit")) else None,

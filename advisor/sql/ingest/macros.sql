@@ -20,28 +20,30 @@ CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
     coalesce(ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz),
              CASE WHEN NOT contains(x, '-') THEN ing_ts_epoch(x) END);
 -- Bad: not blank, not a time, and not epoch 0 (Slurm's "unset" written as %s); a negative,
--- hex or out-of-range epoch is bad.
+-- hex or out-of-range epoch is bad, and so is a time outside the plausible window
+-- (strict.sql: ing_ts_odd).
 -- (a CASE, not AND: DuckDB evaluates every operand of an AND in a projection, and nearly
 -- every time parses, so the checks after it would run on millions of rows for nothing)
 CREATE OR REPLACE TEMP MACRO ing_ts_bad(x, ts) AS
-    CASE WHEN ts IS NOT NULL THEN FALSE ELSE NOT ing_blank(x) AND x <> '0' END;
+    CASE WHEN ts IS NOT NULL THEN ing_ts_odd(ts) ELSE NOT ing_blank(x) AND x <> '0' END;
 -- [D-][HH:]MM:SS[.mmm] -> seconds; NULL when blank, UNLIMITED-like or unparsable.
 -- The usual shapes (HH:MM:SS, D-HH:MM:SS) go through DuckDB's INTERVAL cast (several times
 -- faster than splitting); ing_dur_any takes every other shape, `rest` being x without 'D-'.
 CREATE OR REPLACE TEMP MACRO ing_dur_any(x, rest) AS
     CASE WHEN ing_blank(x) OR list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], x) THEN NULL
-    ELSE CAST(
-        CASE WHEN contains(x, '-') THEN ing_uint(split_part(x, '-', 1)) ELSE 0 END * 86400
+    -- (in DOUBLE, then TRY_CAST: a day or hour count of 18 digits must not overflow BIGINT)
+    ELSE TRY_CAST(
+        CASE WHEN contains(x, '-') THEN CAST(ing_uint(split_part(x, '-', 1)) AS DOUBLE) ELSE 0 END * 86400
         + CASE length(rest) - length(replace(rest, ':', ''))
-            WHEN 2 THEN ing_uint(split_part(rest, ':', 1)) * 3600
-                      + ing_uint(split_part(rest, ':', 2)) * 60
+            WHEN 2 THEN CAST(ing_uint(split_part(rest, ':', 1)) AS DOUBLE) * 3600
+                      + CAST(ing_uint(split_part(rest, ':', 2)) AS DOUBLE) * 60
                       + ing_udec(split_part(rest, ':', 3))
             WHEN 1 THEN CASE WHEN contains(x, '-')
-                             THEN ing_uint(split_part(rest, ':', 1)) * 3600
-                                  + ing_uint(split_part(rest, ':', 2)) * 60
-                             ELSE ing_uint(split_part(rest, ':', 1)) * 60
+                             THEN CAST(ing_uint(split_part(rest, ':', 1)) AS DOUBLE) * 3600
+                                  + CAST(ing_uint(split_part(rest, ':', 2)) AS DOUBLE) * 60
+                             ELSE CAST(ing_uint(split_part(rest, ':', 1)) AS DOUBLE) * 60
                                   + ing_udec(split_part(rest, ':', 2)) END
-            WHEN 0 THEN CASE WHEN contains(x, '-') THEN ing_uint(rest) * 3600 END
+            WHEN 0 THEN CASE WHEN contains(x, '-') THEN CAST(ing_uint(rest) AS DOUBLE) * 3600 END
           END AS BIGINT)
     END;
 CREATE OR REPLACE TEMP MACRO ing_dur_rest(x) AS
@@ -165,7 +167,7 @@ CREATE OR REPLACE TEMP MACRO ing_cpu_rest_s(r) AS
 CREATE OR REPLACE TEMP MACRO ing_cpu_s(x) AS
     CASE WHEN ltrim(x, '0123456789:.-') <> '' OR x = '' THEN NULL
          -- D-HH[:MM[:SS]]: after the day, a lone number is hours
-         WHEN contains(x, '-') THEN ing_uint(split_part(x, '-', 1)) * 86400
+         WHEN contains(x, '-') THEN CAST(ing_uint(split_part(x, '-', 1)) AS DOUBLE) * 86400
              + ing_cpu_rest_s(split_part(x, '-', 2) || CASE length(x) - length(replace(x, ':', ''))
                                                       WHEN 0 THEN ':00:00' WHEN 1 THEN ':00' ELSE '' END)
          ELSE ing_cpu_rest_s(x) END;

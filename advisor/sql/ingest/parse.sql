@@ -42,7 +42,7 @@ WITH a0 AS (
         ing_ts("start", $tz) AS start_ts,
         ing_ts("end", $tz) AS end_ts,
         coalesce(ing_uint(elapsedraw), ing_dur_s(elapsed)) AS elapsed_v,
-        coalesce(ing_uint(timelimitraw) * 60, ing_dur_s(timelimit)) AS timelimit_v,
+        coalesce(ing_minutes_s(timelimitraw), ing_dur_s(timelimit)) AS timelimit_v,
         ing_count(nnodes) AS nnodes_v,
         ing_count(ncpus) AS ncpus_v,
         ing_count(alloccpus) AS alloccpus_v,
@@ -62,7 +62,11 @@ WITH a0 AS (
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 1) END AS het_j,
         CASE WHEN contains(alloc_txt, '+') THEN split_part(alloc_txt, '+', 2) END AS het_o,
         regexp_extract(coalesce(allocgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS agres,
-        regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres
+        regexp_extract(coalesce(reqgres, ''), '(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\(|,|$)', ['t', 'n']) AS rgres,
+        -- ReqMem in MB: per CPU ('c') or per node ('n') scaled by their counts
+        ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)
+            WHEN 'c' THEN coalesce(reqcpus_v, 1)
+            WHEN 'n' THEN coalesce(nnodes_v, 1) ELSE 1 END AS req_mem_v
     FROM b
 ), d AS (
     SELECT *,
@@ -104,12 +108,18 @@ WITH a0 AS (
                       ELSE NOT ing_blank(elapsed)
                            AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], elapsed)
                  END THEN 'Elapsed'
+            WHEN elapsedraw IS NOT NULL AND elapsed_v > ing_max_s() THEN 'ElapsedRaw'
+            WHEN elapsed_v > ing_max_s() THEN 'Elapsed'
             WHEN timelimitraw IS NOT NULL AND NOT list_contains(['UNLIMITED', 'Partition_Limit'], timelimitraw)
-                 AND ing_uint(timelimitraw) IS NULL THEN 'TimelimitRaw'
+                 AND (ing_minutes_s(timelimitraw) IS NULL OR ing_minutes_s(timelimitraw) > ing_max_s())
+                 THEN 'TimelimitRaw'
             WHEN CASE WHEN timelimitraw IS NOT NULL THEN FALSE WHEN timelimit_v IS NOT NULL THEN timelimit_v < 0
                       ELSE NOT ing_blank(timelimit)
                            AND NOT list_contains(['UNLIMITED', 'Partition_Limit', 'INVALID'], timelimit)
                  END THEN 'Timelimit'
+            WHEN timelimitraw IS NULL AND timelimit_v > ing_max_s() THEN 'Timelimit'
+            WHEN CASE WHEN ing_blank(reqmem) THEN FALSE
+                      ELSE req_mem_v IS NULL OR ing_mem_odd(req_mem_v) END THEN 'ReqMem'
             WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
             WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
@@ -123,9 +133,13 @@ WITH a0 AS (
                            AND ing_usage_val(tresusageintot, 'gres/gpuutil') IS NOT NULL END
                  THEN 'TRESUsageInTot'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
-                 OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647 THEN 'AllocTRES'
+                 OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647
+                 OR ing_mem_odd(ta.mem_mb) OR NOT isfinite(coalesce(ta.billing, 0)) THEN 'AllocTRES'
             WHEN tr.no_pairs OR tr.cpu_bad OR tr.mem_bad OR tr.gpu_vals_bad OR tr.keys_bad
-                 OR coalesce(tr.untyped, tr.typed_sum, 0) > 2147483647 THEN 'ReqTRES'
+                 OR coalesce(tr.untyped, tr.typed_sum, 0) > 2147483647
+                 OR ing_mem_odd(tr.mem_mb) OR NOT isfinite(coalesce(tr.billing, 0)) THEN 'ReqTRES'
+            -- a NUL is no character of a job name: the line is binary or was cut mid-write
+            WHEN contains(jobname, chr(0)) THEN 'JobName'
             -- (a CASE: the comparison runs only where both times are known)
             WHEN CASE WHEN end_ts IS NULL OR start_ts IS NULL THEN FALSE ELSE end_ts < start_ts END
                  THEN 'End'
@@ -166,14 +180,13 @@ SELECT
     CASE WHEN ta.typed_list IS NOT NULL OR ta.top_name IS NOT NULL THEN ta.top_name
          WHEN nullif(agres.t, '') IS NOT NULL THEN agres.t END AS gpu_type_raw,
     ta.typed_list,
-    CAST(round(ta.mem_mb) AS BIGINT) AS mem_mb,
+    TRY_CAST(round(ta.mem_mb) AS BIGINT) AS mem_mb,
     ta.billing,
     ing_node_list(nodelist) AS node_list,
     coalesce(reqcpus_v, tr.cpu) AS req_cpus,
     TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
-    CAST(round(ing_mem_mb(CASE WHEN reqmem[-1:] IN ('c', 'n') THEN reqmem[:-2] ELSE reqmem END) * CASE right(reqmem, 1)
-        WHEN 'c' THEN coalesce(reqcpus_v, 1)
-        WHEN 'n' THEN coalesce(nnodes_v, 1) ELSE 1 END) AS BIGINT) AS req_mem_mb,
+    -- (TRY_CAST: an implausible value rejects the record, its row must not fail the file)
+    TRY_CAST(round(req_mem_v) AS BIGINT) AS req_mem_mb,
     nullif(alloctres, '') AS alloc_tres,
     nullif(reqtres, '') AS req_tres,
     submitline AS submit_line,

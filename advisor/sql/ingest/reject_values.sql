@@ -1,20 +1,26 @@
--- Allocation lines whose fields could not be parsed, as (line_no, field, reason, raw_text).
+-- Allocation lines whose fields could not be parsed or are implausible (strict.sql's bounds),
+-- as (line_no, field, reason, raw_text).
 SELECT line_no, bad_field AS field,
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
         WHEN 'JobIDRaw' THEN 'not a raw job id (plain digits: no sign, separator, hex or exponent)'
         WHEN 'State' THEN 'not a Slurm state (COMPLETED, CANCELLED by 123, ...)'
-        WHEN 'AllocTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type'
-        WHEN 'ReqTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type'
-        WHEN 'Elapsed' THEN 'not a duration [D-][HH:]MM:SS'
-        WHEN 'Timelimit' THEN 'not a duration [D-][HH:]MM:SS or UNLIMITED'
-        WHEN 'Submit' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
-        WHEN 'Eligible' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
-        WHEN 'Start' THEN 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)'
+        WHEN 'AllocTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, memory at most 2^40 MB, billing finite'
+        WHEN 'ReqTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, memory at most 2^40 MB, billing finite'
+        WHEN 'Elapsed' THEN 'not a duration [D-][HH:]MM:SS up to 10,000 days'
+        WHEN 'Timelimit' THEN 'not a duration [D-][HH:]MM:SS up to 10,000 days, or UNLIMITED'
+        WHEN 'Submit' THEN CASE WHEN submit <> TIMESTAMP '1970-01-01 00:00:00' THEN 'outside the plausible time window (2000-01-01 to a day after now)' ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
+        WHEN 'Eligible' THEN CASE WHEN eligible IS NOT NULL THEN 'outside the plausible time window (2000-01-01 to a day after now)' ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
+        WHEN 'Start' THEN CASE WHEN "start" IS NOT NULL THEN 'outside the plausible time window (2000-01-01 to a day after now)' ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
         WHEN 'End' THEN CASE WHEN "end" < "start" THEN 'before Start'
+                             WHEN "end" IS NOT NULL THEN 'outside the plausible time window (2000-01-01 to a day after now)'
                              ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
         WHEN 'TotalCPU' THEN 'not a CPU time [D-][HH:]MM:SS[.mmm]'
         WHEN 'TRESUsageInTot' THEN 'gres/gpuutil is not a number (percent)'
+        WHEN 'ReqMem' THEN 'not a memory size (8G, 4000Mc, 16Gn) of at most 2^40 MB'
+        WHEN 'ElapsedRaw' THEN 'not a whole number of seconds up to 10,000 days'
+        WHEN 'TimelimitRaw' THEN 'not a whole number of minutes up to 10,000 days, or UNLIMITED'
+        WHEN 'JobName' THEN 'holds a NUL byte (a binary or cut line)'
         ELSE 'not a whole number in range'
     END AS reason,
     raw_text

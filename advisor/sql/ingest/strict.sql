@@ -32,3 +32,17 @@ CREATE OR REPLACE TEMP MACRO ing_known_state(w) AS
 -- A node list: what sacct prints for a job that never got nodes is none.
 CREATE OR REPLACE TEMP MACRO ing_node_list(x) AS
     CASE WHEN x = 'None assigned' THEN NULL ELSE nullif(x, '') END;
+-- What is plausible (docs/ingest.md, "Plausible values"): a value outside these bounds is a
+-- misprint, a cut line or an unset sentinel read as a value, and storing it would skew every
+-- sum and percentile, so the parser rejects the record naming the field.
+-- Times: from 2000-01-01 to a day after now (UTC; a day of slack for clock skew and zones).
+CREATE OR REPLACE TEMP MACRO ing_ts_odd(ts) AS
+    ts < TIMESTAMP '2000-01-01' OR ts > CAST(timezone('UTC', now()) AS TIMESTAMP) + INTERVAL 1 DAY;
+-- Durations (elapsed, time limit): at most 10,000 days in seconds, the span of that window.
+CREATE OR REPLACE TEMP MACRO ing_max_s() AS 864000000;
+-- A TimelimitRaw in minutes -> seconds, NULL beyond the bound (the product would overflow).
+CREATE OR REPLACE TEMP MACRO ing_minutes_s(x) AS
+    CASE WHEN ing_uint(x) <= 14400000 THEN ing_uint(x) * 60 END;
+-- Memory in MB (requested, allocated): finite and at most 2^40 MB (one EiB).
+CREATE OR REPLACE TEMP MACRO ing_mem_odd(mb) AS
+    CASE WHEN mb IS NULL THEN FALSE ELSE NOT isfinite(mb) OR mb < 0 OR mb > 1099511627776 END;

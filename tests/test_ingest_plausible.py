@@ -1,0 +1,234 @@
+"""Issue 30: one bad or implausible value costs its record, never the file, and no input gives
+a traceback. Each case is one field of an ordinary ``sacct -P`` line (or JSON job) replaced;
+text files load both ways (bulk and careful) and must store the same rows and rejects. The
+bounds are the ones docs/ingest.md states ("Plausible values")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from advisor.errors import InputError
+from advisor.ingest import IngestOptions, ingest_files
+
+HEADER = (
+    "JobID|JobIDRaw|Cluster|State|Submit|Start|End|ElapsedRaw|TimelimitRaw|NCPUS|AllocTRES"
+    "|ReqMem|JobName"
+)
+GOOD = {
+    "JobID": "{i}",
+    "JobIDRaw": "{i}",
+    "Cluster": "c",
+    "State": "COMPLETED",
+    "Submit": "2024-01-01T00:00:00",
+    "Start": "2024-01-01T00:00:01",
+    "End": "2024-01-01T01:00:01",
+    "ElapsedRaw": "3600",
+    "TimelimitRaw": "120",
+    "NCPUS": "4",
+    "AllocTRES": "cpu=4,mem=8G,gres/gpu=1,billing=4",
+    "ReqMem": "8G",
+    "JobName": "train",
+}
+
+
+def _line(i: int, **changed: str) -> str:
+    values = {**GOOD, **changed}
+    return "|".join(values[k].replace("{i}", str(i)) for k in HEADER.split("|"))
+
+
+def _load(db: Path, path: Path, strategy: str) -> dict[str, Any]:
+    error = None
+    try:
+        ingest_files(db, [path], replace(IngestOptions(), strategy=strategy))
+    except InputError as exc:
+        error = str(exc)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            "jobs": con.execute(
+                "SELECT * EXCLUDE (ingest_id, updated_at) FROM jobs ORDER BY ALL"
+            ).fetchall(),
+            "rejects": con.execute(
+                "SELECT line_no, field, reason FROM rejects WHERE line_no IS NOT NULL ORDER BY ALL"
+            ).fetchall(),
+            "error": error,
+        }
+    finally:
+        con.close()
+
+
+def _both(tmp_path: Path, lines: list[str]) -> dict[str, Any]:
+    """Load a text file both ways; they must agree. Returns the careful way's result."""
+    path = tmp_path / "f.txt"
+    path.write_bytes(("\n".join([HEADER, *lines]) + "\n").encode("utf-8", "surrogateescape"))
+    careful = _load(tmp_path / "careful.duckdb", path, "careful")
+    bulk = _load(tmp_path / "bulk.duckdb", path, "bulk")
+    assert bulk == careful
+    return careful
+
+
+def _ids(result: dict[str, Any], tmp_path: Path) -> list[int]:
+    con = duckdb.connect(str(tmp_path / "careful.duckdb"), read_only=True)
+    try:
+        return [r[0] for r in con.execute("SELECT job_id_raw FROM jobs ORDER BY 1").fetchall()]
+    finally:
+        con.close()
+
+
+BAD_VALUES = [
+    # B7: ReqMem past BIGINT refused the whole file with DuckDB's conversion error
+    ("ReqMem", "99999999999999999999M", "ReqMem"),
+    ("ReqMem", "1e30M", "ReqMem"),
+    ("AllocTRES", "cpu=4,mem=99999999999999999999M,gres/gpu=1", "AllocTRES"),
+    # B8: INT64's maximum overflowed the minutes-to-seconds product (a traceback)
+    ("ElapsedRaw", "9223372036854775807", "ElapsedRaw"),
+    ("TimelimitRaw", "9223372036854775807", "TimelimitRaw"),
+    # C12: stored with exit 0 and no reject
+    ("ElapsedRaw", str(100 * 365 * 86400), "ElapsedRaw"),
+    ("TimelimitRaw", str(2**31), "TimelimitRaw"),
+    ("AllocTRES", "cpu=4,gres/gpu=1,billing=" + "9" * 400, "AllocTRES"),
+    ("Submit", "0001-01-01T00:00:00", "Submit"),
+    ("Submit", "9999-12-31T23:59:59", "Submit"),
+    ("Submit", "1969-12-31T23:59:59", "Submit"),
+    ("Submit", "2100-01-01T00:00:00", "Submit"),
+    ("JobName", "tr\x00ain", "JobName"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "named"), BAD_VALUES)
+def test_one_implausible_value_rejects_its_record_and_the_rest_load_both_ways(
+    tmp_path: Path, field: str, value: str, named: str
+) -> None:
+    result = _both(tmp_path, [_line(1), _line(2, **{field: value}), _line(3)])
+    assert result["error"] is None
+    assert _ids(result, tmp_path) == [1, 3]
+    [(line_no, got_field, reason)] = result["rejects"]
+    assert (line_no, got_field) == (3, named) and reason
+
+
+@pytest.mark.parametrize("submit", ["9999-12-31T23:59:59", "0001-01-01T00:00:00"])
+def test_a_file_of_one_record_with_a_submit_out_of_range_is_refused_by_name_not_a_traceback(
+    tmp_path: Path, submit: str
+) -> None:
+    """The bulk path computed a day around the file's submit range in Python (OverflowError)."""
+    result = _both(tmp_path, [_line(2, Submit=submit)])
+    assert result["jobs"] == []
+    assert result["error"] is not None and "line 2, field Submit" in result["error"]
+    assert result["rejects"][0][2].startswith("outside the plausible time window")
+
+
+def test_large_but_plausible_values_still_load(tmp_path: Path) -> None:
+    result = _both(
+        tmp_path,
+        [
+            _line(1, ElapsedRaw=str(3 * 365 * 86400), TimelimitRaw=str(365 * 24 * 60)),
+            _line(2, ReqMem="2000000Gn", AllocTRES="cpu=4,mem=2T,gres/gpu=8,billing=12345.5"),
+            _line(3, TimelimitRaw="UNLIMITED", Submit="2000-01-01T00:00:00"),
+        ],
+    )
+    assert result["rejects"] == [] and _ids(result, tmp_path) == [1, 2, 3]
+
+
+def _json_job(i: int, **time: Any) -> dict[str, Any]:
+    return {
+        "job_id": i,
+        "name": "train",
+        "cluster": "c",
+        "state": {"current": ["COMPLETED"]},
+        "time": {
+            "submission": 1704067200,
+            "start": 1704067201,
+            "end": 1704070801,
+            "elapsed": 3600,
+            "limit": {"set": True, "infinite": False, "number": 120},
+            **time,
+        },
+        "tres": {"allocated": [{"type": "cpu", "count": 4}], "requested": []},
+    }
+
+
+def _json_file(tmp_path: Path, jobs: list[Any], prefix: bytes = b"") -> Path:
+    doc = {"meta": {"plugin": {"data_parser": "data_parser/v0.0.42"}}, "jobs": jobs}
+    path = tmp_path / "f.json"
+    path.write_bytes(prefix + json.dumps(doc).encode())
+    return path
+
+
+def _load_json(tmp_path: Path, path: Path) -> dict[str, Any]:
+    return _load(tmp_path / "j.duckdb", path, "careful")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"time": {"elapsed": float("inf")}},  # B9: 'cannot convert float infinity to integer'
+        {"time": {"elapsed": float("nan")}},
+        {"job_id": 1.5},  # C15: the record vanished (neither stored nor rejected)
+        {"required": {"memory_per_node": {"set": True, "infinite": False, "number": 1e30}}},
+    ],
+    ids=["elapsed-inf", "elapsed-nan", "job-id-1.5", "memory-1e30"],
+)
+def test_a_json_job_with_a_damaged_number_is_rejected_and_the_others_load(
+    tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    job = _json_job(2)
+    for key, value in bad.items():
+        job[key] = {**job[key], **value} if isinstance(value, dict) and key in job else value
+    path = _json_file(tmp_path, [_json_job(1), job, _json_job(3)])
+    result = _load_json(tmp_path, path)
+    assert result["error"] is None
+    assert sorted(r[1] for r in result["jobs"]) == [1, 3]
+    [(line_no, _field, _reason)] = result["rejects"]
+    assert line_no == 2
+
+
+def test_a_json_job_nested_too_deeply_is_rejected_alone_without_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    deep = {"job_id": 2, "comment": "DEEP"}
+    path = _json_file(tmp_path, [_json_job(1), deep, _json_job(3)])
+    text = path.read_text().replace('"DEEP"', "[" * 100_000 + "]" * 100_000)
+    path.write_text(text)
+    result = _load_json(tmp_path, path)
+    assert result["error"] is None
+    assert sorted(r[1] for r in result["jobs"]) == [1, 3]
+    [(line_no, _field, reason)] = result["rejects"]
+    assert line_no == 2 and "nested too deeply" in reason
+
+
+def test_a_json_document_starting_with_a_byte_order_mark_is_read_as_json(tmp_path: Path) -> None:
+    path = _json_file(tmp_path, [_json_job(1)], prefix=b"\xef\xbb\xbf")
+    result = _load_json(tmp_path, path)
+    assert result["error"] is None and [r[1] for r in result["jobs"]] == [1]
+
+
+@pytest.mark.parametrize("jobs", [3, 10])
+def test_a_text_file_with_carriage_return_line_ends_is_refused_by_name(
+    tmp_path: Path, jobs: int
+) -> None:
+    """It loaded nothing and rejected nothing (3 jobs) or ran out of memory (10)."""
+    path = tmp_path / "cr.txt"
+    path.write_bytes("\r".join([HEADER, *(_line(i) for i in range(1, jobs + 1))]).encode() + b"\r")
+    with pytest.raises(InputError, match="carriage return alone"):
+        ingest_files(tmp_path / "cr.duckdb", [path])
+
+
+def test_a_json_start_of_no_val_for_a_job_cancelled_while_pending_is_no_start(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 A1: Slurm 25.11 writes NO_VAL (4294967294); it read as 2106 and was rejected."""
+    job = _json_job(1, start=4294967294, end=1704067300, elapsed=0)
+    job["state"] = {"current": ["CANCELLED"]}
+    result = _load_json(tmp_path, _json_file(tmp_path, [job]))
+    assert result["error"] is None and result["rejects"] == []
+    con = duckdb.connect(str(tmp_path / "j.duckdb"), read_only=True)
+    try:
+        assert con.execute('SELECT "start" FROM jobs').fetchall() == [(None,)]
+    finally:
+        con.close()
