@@ -1,4 +1,5 @@
-"""Shared fixtures: a real DuckDB file in a temp dir, and the CLI runner."""
+"""Shared fixtures: a real DuckDB file in a temp dir, and the CLI runner; and the groups that
+keep the tests of one shared real part on one worker when pytest-xdist runs the suite."""
 
 from __future__ import annotations
 
@@ -8,6 +9,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
+
+
+# Tests of one real part that is shared for the whole run (the one Slurm sandbox and its
+# submitted job mix, one JVM for Spark) run on one worker, in order, under `--dist loadgroup`.
+_SHARED_PARTS = ("slurm", "spark")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for part in _SHARED_PARTS:
+            if item.get_closest_marker(part):
+                item.add_marker(pytest.mark.xdist_group(part))
+                break
 
 
 @pytest.fixture

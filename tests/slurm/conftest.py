@@ -17,8 +17,7 @@ import pytest
 
 from tests.slurm import jobset
 
-_REASON_KEY = pytest.StashKey[str]()
-_SKIPPED_KEY = pytest.StashKey[int]()
+SKIP_REASON = "REAL SLURM NOT AVAILABLE"
 
 
 def sandbox_problem() -> str | None:
@@ -56,22 +55,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     problem = sandbox_problem()
     if problem is None:
         return
-    config.stash[_REASON_KEY] = problem
-    config.stash[_SKIPPED_KEY] = len(marked)
-    skip = pytest.mark.skip(reason=f"REAL SLURM NOT AVAILABLE: {problem}")
+    skip = pytest.mark.skip(reason=f"{SKIP_REASON}: {problem}")
     for item in marked:
         item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
-    problem = config.stash.get(_REASON_KEY, None)
-    if problem is None:
+    # Read from the skip reports, which reach the summary with or without pytest-xdist
+    # (its workers collect; the process that prints the summary does not).
+    reasons = [
+        str(r.longrepr[2] if isinstance(r.longrepr, tuple) else r.longrepr)
+        for r in terminalreporter.stats.get("skipped", [])
+        if SKIP_REASON in str(r.longrepr)
+    ]
+    if not reasons:
         return
-    n = config.stash.get(_SKIPPED_KEY, 0)
+    problem = reasons[0].split(f"{SKIP_REASON}: ", 1)[-1]
     terminalreporter.write_sep("!", "REAL-SLURM TESTS DID NOT RUN", red=True, bold=True)
     terminalreporter.write_line(
-        f"{n} tests marked 'slurm' were SKIPPED: {problem}. This run says nothing about real "
-        "sacct output, `advisor ingest --sacct` or the Lua plugins inside slurmctld.",
+        f"{len(reasons)} tests marked 'slurm' were SKIPPED: {problem}. This run says nothing "
+        "about real sacct output, `advisor ingest --sacct` or the Lua plugins inside slurmctld.",
         red=True,
         bold=True,
     )
