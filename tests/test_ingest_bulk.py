@@ -472,7 +472,8 @@ def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_p
 _odd = st.sampled_from(["a|b", "a\nb", "x\n", "|", "\n|\n", "caf\xe9", "--exclusive"])
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example loads a file twice (bulk and careful): six a run, a new draw every run.
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(
         st.tuples(

@@ -113,7 +113,8 @@ _bad_line = st.one_of(
 )
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A new draw every run; eight a run keeps the suite in minutes (each loads a file).
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     bad=st.lists(_bad_line, min_size=1, max_size=4),
     junk_bytes=st.binary(min_size=0, max_size=6),
@@ -211,7 +212,8 @@ def _load_rows(path: Path) -> tuple[list[tuple], list[tuple], tuple[int, int]]:
         con.close()
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example loads two files (a few seconds): six a run, a new draw every run.
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     bad=st.lists(_bad_line, min_size=0, max_size=4),
     at=st.integers(0, 20),
