@@ -31,7 +31,7 @@ from typing import Any
 
 from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
-from advisor.recommend import PartitionQuery, RecommendContext, Workload
+from advisor.recommend import PartitionQuery, RecommendContext, Workload, check_tolerance
 
 POLICY_VERSION = 1
 WILDCARD = "*"
@@ -97,6 +97,8 @@ def build_policy(
     ``ctx``, the configuration's own files are loaded once for the whole build."""
     if not isinstance(cfg.mode, Mode):
         raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
+    check_tolerance(cfg.tolerance)
+    check_tolerance(cfg.min_tolerance, "--min-tolerance")
     if not 0 < cfg.tolerance <= cfg.min_tolerance:
         raise UsageError(
             "need 0 < tolerance <= min tolerance (the default is never below the "

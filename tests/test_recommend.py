@@ -372,10 +372,14 @@ def _installed(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | 
     import os
     import shutil
     import subprocess
+    import sys
 
-    exe = shutil.which("advisor")
+    # the script of the environment running the tests, on PATH or not
+    exe = shutil.which("advisor", path=str(Path(sys.executable).parent)) or shutil.which("advisor")
     assert exe, "the advisor console script is not installed in this environment"
-    env = {**os.environ, **(env_extra or {})}
+    # the script imports this checkout's advisor, wherever the environment was installed from
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, **(env_extra or {})}
     env.pop("ADVISOR_MODEL", None)
     env.pop("ADVISOR_DB", None)
     done = subprocess.run(
@@ -804,3 +808,43 @@ def test_a_context_without_a_database_leaves_duckdb_unimported(tmp_path: Path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "True", "False"]
+
+
+def _one_error_line(code: int, err: str, expected_code: int) -> str:
+    """The stderr of a failed run: exactly one line, 'Error: ...', no traceback."""
+    lines = err.strip().splitlines()
+    assert code == expected_code, err
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+@pytest.mark.parametrize("tolerance", ["5", "0", "-0.1", "1.5"])
+def test_a_tolerance_outside_zero_to_one_is_a_usage_error_of_one_line(tmp_path, fmt, tolerance):
+    code, out, err = _installed(
+        "recommend",
+        "--gpu-type",
+        "H100",
+        "--gpus",
+        "4",
+        "--tolerance",
+        tolerance,
+        "--format",
+        fmt,
+        cwd=tmp_path,
+    )
+    line = _one_error_line(code, err, 2)
+    assert "--tolerance must be a fraction in (0, 1]" in line and out == ""
+
+
+def test_a_tolerance_of_one_is_accepted(no_db):
+    assert recommend_job(JobQuery(gpu_type="H100", gpus=4, tolerance=1.0)).tolerance == 1.0
+
+
+def test_policy_and_partition_tolerances_outside_zero_to_one_are_usage_errors(cli, no_db):
+    from advisor.errors import UsageError
+
+    with pytest.raises(UsageError, match="--min-tolerance must be a fraction"):
+        recommend_partitions(PartitionQuery(min_tolerance=2.0))
+    code, _, err = cli("policy", "export", "--tolerance", "5", "--format", "json")
+    assert code == 2 and "--tolerance must be a fraction in (0, 1]" in err

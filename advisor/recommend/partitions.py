@@ -32,7 +32,7 @@ from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
 from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
-from advisor.recommend.query import Workload, canonical_platform
+from advisor.recommend.query import Workload, canonical_platform, check_tolerance
 from advisor.recommend.starvation import starvation
 
 DAYS_PER_MONTH = 30.4375
@@ -128,6 +128,8 @@ def recommend_partitions(
     from advisor.errors import NotFoundError
     from advisor.store import query
 
+    check_tolerance(q.tolerance)
+    check_tolerance(q.min_tolerance, "--min-tolerance")
     if ctx is None:
         path = resolve_db_path(q.db)
         if not path.exists():  # before loading the curve, as the message is about the jobs
