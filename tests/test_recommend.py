@@ -32,7 +32,8 @@ def no_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _add_nodes(db: Path, gpu_type: str, cpus: int, gpus: int, partitions: list[str], n: int = 2):
     con = connect(db)
-    for i in range(n):
+    first = int(con.execute("SELECT count(*) FROM nodes").fetchone()[0])
+    for i in range(first, first + n):
         con.execute(
             "INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw, partitions,"
             " snapshot_at) VALUES ('c1', ?, ?, ?, ?, ?, ?, TIMESTAMP '2026-11-01 00:00:00')",
@@ -848,3 +849,70 @@ def test_policy_and_partition_tolerances_outside_zero_to_one_are_usage_errors(cl
         recommend_partitions(PartitionQuery(min_tolerance=2.0))
     code, _, err = cli("policy", "export", "--tolerance", "5", "--format", "json")
     assert code == 2 and "--tolerance must be a fraction in (0, 1]" in err
+
+
+def test_an_unknown_partition_is_not_found_naming_it_and_the_known_ones(db_path: Path, tmp_path):
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu", "gpu-big"])
+    _add_jobs(db_path, "teach", "A100", [(2, 2, 5)])  # a partition known from its jobs only
+    job = ["recommend", "--gpu-type", "H100", "--gpus", "4", "--db", str(db_path)]
+    for args in (
+        [*job, "--partition", "nope", "--format", "json"],  # the job-submit path
+        [*job, "--partition", "nope"],  # the typer command, table output
+        ["recommend", "--partition", "nope", "--db", str(db_path), "--format", "json"],
+    ):
+        code, out, err = _installed(*args, cwd=tmp_path)
+        line = _one_error_line(code, err, 4)
+        assert "--partition 'nope' is not in the database" in line, line
+        assert "known: gpu, gpu-big, teach" in line and "advisor nodes list" in line
+        assert out == ""
+    code, out, err = _installed(*job, "--partition", "teach", "--format", "json", cwd=tmp_path)
+    assert code == 0, err
+    assert "no node inventory" in json.loads(out)["max_cpus_per_gpu_source"]
+    code, out, err = _installed(*job, "--partition", "gpu-big", "--format", "json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["max_cpus_per_gpu"] == 16
+    assert rec["max_cpus_per_gpu_source"] == "node inventory: 2 H100 node(s) in partition gpu-big"
+
+
+def test_the_node_cap_is_the_smallest_over_every_node_of_the_partition(db_path: Path):
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu"])
+    _add_nodes(db_path, "H100", cpus=32, gpus=8, partitions=["gpu", "old"], n=3)
+    _add_nodes(db_path, "A100", cpus=8, gpus=8, partitions=["gpu"])
+    from advisor.recommend import RecommendContext, node_cap
+
+    with RecommendContext.open(db=db_path) as ctx:
+        assert node_cap(ctx, "H100", None) == (4, 5)
+        assert node_cap(ctx, "h100", "gpu") == (4, 5)
+        assert node_cap(ctx, "H100", "old") == (4, 3)
+        assert node_cap(ctx, "A100", "old") is None
+        assert node_cap(ctx, "L40S", None) is None
+
+
+def test_the_job_submit_command_with_a_node_inventory_imports_neither_pandas_nor_typer(
+    db_path: Path, tmp_path: Path
+):
+    import subprocess
+    import sys
+
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu"])
+    argv = ["advisor", "recommend", "--gpu-type", "H100", "--gpus", "4", "--partition", "gpu"]
+    argv += ["--db", str(db_path), "--format", "json"]
+    code = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write(repr(sorted("
+        "{m.split('.')[0] for m in sys.modules} & {'pandas', 'typer', 'click', 'rich', "
+        "'sklearn', 'scipy', 'altair', 'pyarrow', 'duckdb'})))); "
+        f"sys.argv = {argv!r}; from advisor.cli import main; main()"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["max_cpus_per_gpu_source"].startswith("node inventory")
+    assert done.stderr.strip().splitlines()[-1] == "['duckdb']"  # the database, nothing else

@@ -22,7 +22,7 @@ from typing import Any
 
 from advisor import slowdown
 from advisor.pricing import CostDelta, PriceBook, cost_delta
-from advisor.recommend.context import RecommendContext, core_cap
+from advisor.recommend.context import RecommendContext, check_partition, core_cap
 from advisor.recommend.curve import JobCurve, job_curve
 from advisor.recommend.decision import (
     TOKENIZER_FLAG,
@@ -113,6 +113,8 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
             db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
         ) as own:
             return recommend_job(q, own)
+    if q.partition is not None:
+        check_partition(ctx, q.partition)
     params, book = ctx.params, ctx.book
     assert f.platform is not None
     instance = book.instance_for(f.platform)

@@ -30,7 +30,11 @@ from advisor import slowdown
 from advisor.dbpath import resolve_db_path
 from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
-from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext
+from advisor.recommend.context import (
+    DEFAULT_MAX_CPUS_PER_GPU,
+    RecommendContext,
+    check_partition,
+)
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
 from advisor.recommend.query import Workload, canonical_platform, check_tolerance
 from advisor.recommend.starvation import starvation
@@ -149,6 +153,8 @@ def recommend_partitions(
             f"{path}: no such database; a partition recommendation needs the "
             f"observed jobs: load them first with `advisor ingest FILE --db {path}`"
         )
+    if q.partition is not None:
+        check_partition(ctx, q.partition)
     params, book = ctx.params, ctx.book
     basis = capacity_settings(params)[1]
     mix = _job_mix(con, q)
