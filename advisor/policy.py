@@ -150,7 +150,13 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
         )
         return PolicyRule(partition, gres, min(mn, dflt), dflt, cfg.mode)
 
-    for fam in book.gpu_types():
+    # the priced families and those of the node inventory: cores need no price
+    from advisor.recommend import node_inventory
+
+    families = dict.fromkeys(book.gpu_types())
+    priced = {f.lower() for f in families}
+    families.update((f, None) for f, _, _, _ in node_inventory(ctx) if f not in priced)
+    for fam in families:
         gres = fam.lower().replace(" ", "_")
         rules[(WILDCARD, gres)] = job_rule(WILDCARD, gres, fam, cfg.fallback_gpus)
     rules[(WILDCARD, WILDCARD)] = job_rule(WILDCARD, WILDCARD, None, cfg.fallback_gpus)

@@ -74,8 +74,11 @@ def fast_recommend(argv: list[str]) -> int | None:
         return None
     if "--gpus" not in opts or "--gpu-type" not in opts:
         return None
+    from advisor.cli._parse import NO_INVENTORY, warn_missing_db
     from advisor.errors import AdvisorError, describe_os_error
     from advisor.recommend import JobQuery, Workload, recommend_job
+
+    warn_missing_db(opts.get("--db"), NO_INVENTORY)
 
     try:
         from advisor.recommend import parse_model_size

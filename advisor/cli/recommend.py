@@ -169,8 +169,10 @@ def recommend_cmd(
         from advisor.errors import UsageError
 
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
+    from advisor.cli._parse import NO_INVENTORY, warn_missing_db
     from advisor.recommend import JobQuery, recommend_job
 
+    warn_missing_db(db, NO_INVENTORY)
     rec = recommend_job(
         JobQuery(
             gpu_type=gpu_type,
@@ -209,7 +211,7 @@ def recommend_cmd(
                 "speedup": rec.predicted_speedup,
                 "extra_vcpus": rec.extra_vcpus,
                 "usd_per_hour": rec.usd_per_hour_delta,
-                "cost_pct": rec.cost_delta_pct,
+                "cost_pct": "unknown" if rec.cost_delta_pct is None else rec.cost_delta_pct,
                 "cap": rec.max_cpus_per_gpu,
             }
         ],

@@ -163,12 +163,12 @@ def check_partition(ctx: RecommendContext, partition: str) -> None:
 def core_cap(
     ctx: RecommendContext,
     platform: str,
-    instance: InstancePrice,
+    instance: InstancePrice | None,
     given: int | None,
     partition: str | None,
 ) -> tuple[int, str]:
     """(most cores per GPU, where that comes from): given by hand, else the node inventory,
-    else the reference instance's vCPUs per GPU."""
+    else the reference instance's vCPUs per GPU, else :data:`DEFAULT_MAX_CPUS_PER_GPU`."""
     if given is not None:
         return max(int(given), 1), "--max-cpus-per-gpu"
     inv = node_cap(ctx, platform, partition)
@@ -176,6 +176,12 @@ def core_cap(
         cap, n = inv
         where = f" in partition {partition}" if partition else ""
         return max(cap, 1), f"node inventory: {n} {platform} node(s){where}"
+    if instance is None:
+        return (
+            DEFAULT_MAX_CPUS_PER_GPU,
+            f"no node inventory and no instance price for {platform}; "
+            f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU",
+        )
     return (
         max(int(instance.vcpus_per_gpu), 1),
         f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} vCPUs per GPU",
