@@ -159,8 +159,10 @@ def recommend_cmd(
         if fmt is OutputFormat.json:
             emit_json({"partitions": report.rows, "assumptions": report.assumptions})
             return
+        # the table leaves out what the Warning lines above already say
+        hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
         emit_rows(
-            [{k: v for k, v in r.__dict__.items() if k != "warnings"} for r in report.rows],
+            [{k: v for k, v in r.__dict__.items() if k not in hidden} for r in report.rows],
             fmt,
             title="DefCpuPerGPU by partition and GPU type",
         )
