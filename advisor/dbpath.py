@@ -18,3 +18,16 @@ def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env)
     return Path(DEFAULT_DB)
+
+
+def missing_named_db(db: str | os.PathLike[str] | None = None) -> Path | None:
+    """The database file named by ``db`` or ``$ADVISOR_DB`` when it does not exist, else None.
+
+    The default ``./advisor.duckdb`` is only looked for: its absence means no database was
+    meant, where a named file that is not there is most likely a typo worth saying.
+    """
+    named = db if db is not None and str(db) != "" else os.environ.get(DB_ENV)
+    if not named:
+        return None
+    path = Path(named)
+    return None if path.exists() else path

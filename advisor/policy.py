@@ -31,7 +31,7 @@ from typing import Any
 
 from advisor.errors import InputError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
-from advisor.recommend import PartitionQuery, RecommendContext, Workload
+from advisor.recommend import PartitionQuery, RecommendContext, Workload, check_tolerance
 
 POLICY_VERSION = 1
 WILDCARD = "*"
@@ -97,6 +97,8 @@ def build_policy(
     ``ctx``, the configuration's own files are loaded once for the whole build."""
     if not isinstance(cfg.mode, Mode):
         raise UsageError(f"mode must be one of: {', '.join(m.value for m in Mode)}")
+    check_tolerance(cfg.tolerance)
+    check_tolerance(cfg.min_tolerance, "--min-tolerance")
     if not 0 < cfg.tolerance <= cfg.min_tolerance:
         raise UsageError(
             "need 0 < tolerance <= min tolerance (the default is never below the "
@@ -148,7 +150,13 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
         )
         return PolicyRule(partition, gres, min(mn, dflt), dflt, cfg.mode)
 
-    for fam in book.gpu_types():
+    # the priced families and those of the node inventory: cores need no price
+    from advisor.recommend import node_inventory
+
+    families = dict.fromkeys(book.gpu_types())
+    priced = {f.lower() for f in families}
+    families.update((f, None) for f, _, _, _ in node_inventory(ctx) if f not in priced)
+    for fam in families:
         gres = fam.lower().replace(" ", "_")
         rules[(WILDCARD, gres)] = job_rule(WILDCARD, gres, fam, cfg.fallback_gpus)
     rules[(WILDCARD, WILDCARD)] = job_rule(WILDCARD, WILDCARD, None, cfg.fallback_gpus)

@@ -94,17 +94,28 @@ class PriceBook:
             )
         return self.vcpu_prices[0]
 
-    def instance_for(self, gpu_type: str) -> InstancePrice:
-        """The reference instance of a GPU family (case-insensitive); NotFoundError if none."""
+    def find_instance(self, gpu_type: str) -> InstancePrice | None:
+        """The reference instance of a GPU family (case-insensitive), or None without a price."""
         low = gpu_type.lower()
         for inst in self.instances:
             if inst.gpu_type.lower() == low:
                 return inst
+        return None
+
+    def no_price_reason(self, gpu_type: str) -> str:
+        """Why a GPU family has no cost: no instance price, the known ones, and the fix."""
         known = sorted({i.gpu_type for i in self.instances})
-        raise NotFoundError(
+        return (
             f"no instance price for GPU type {gpu_type!r} (known: {', '.join(known)}); "
             "add an instance row for it in a file given with --pricing FILE"
         )
+
+    def instance_for(self, gpu_type: str) -> InstancePrice:
+        """The reference instance of a GPU family (case-insensitive); NotFoundError if none."""
+        inst = self.find_instance(gpu_type)
+        if inst is None:
+            raise NotFoundError(self.no_price_reason(gpu_type))
+        return inst
 
     def gpu_types(self) -> list[str]:
         return list(dict.fromkeys(i.gpu_type for i in self.instances))

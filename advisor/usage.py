@@ -537,7 +537,7 @@ ModelFn = Callable[[str, int, float], bool | None]
 def model_needs_more_cores(gpu_type: str, gpus: int, cores_per_gpu: float) -> bool | None:
     """The adapter to the model: whether it predicts that a job of ``gpus`` ``gpu_type`` GPUs
     with ``cores_per_gpu`` cores is short of CPU (its recommendation is above what it has), or
-    None when the model cannot say (unknown GPU type, no fitted curve, a changed API)."""
+    None when the model cannot say (a job it refuses, no fitted curve, a changed API)."""
     try:
         from advisor import recommend
 

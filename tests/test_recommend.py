@@ -32,7 +32,8 @@ def no_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _add_nodes(db: Path, gpu_type: str, cpus: int, gpus: int, partitions: list[str], n: int = 2):
     con = connect(db)
-    for i in range(n):
+    first = int(con.execute("SELECT count(*) FROM nodes").fetchone()[0])
+    for i in range(first, first + n):
         con.execute(
             "INSERT INTO nodes (cluster, node_name, cpus, gpus, gpu_type, gpu_type_raw, partitions,"
             " snapshot_at) VALUES ('c1', ?, ?, ?, ?, ?, ?, TIMESTAMP '2026-11-01 00:00:00')",
@@ -200,10 +201,54 @@ def test_unknown_platforms_and_gpu_counts_are_flagged_as_extrapolation(no_db):
     assert any("16 GPUs" in w for w in rec.warnings)
 
 
-def test_a_gpu_type_without_a_price_is_an_error_naming_the_fix(cli, no_db):
-    code, _, err = cli("recommend", "--gpu-type", "Z900", "--gpus", "2", "--format", "json")
-    assert code == 4 and "Error: no instance price for GPU type 'Z900'" in err
-    assert "--pricing FILE" in err
+@pytest.mark.parametrize("gpu_type", ["V100", "A40", "Z900"])
+def test_a_gpu_type_without_a_price_gets_its_cores_and_an_unknown_cost_with_the_reason(
+    tmp_path, gpu_type
+):
+    code, out, err = _installed(
+        "recommend", "--gpu-type", gpu_type, "--gpus", "2", "--format", "json", cwd=tmp_path
+    )
+    assert code == 0, err
+    rec = json.loads(out)
+    priced = json.loads(
+        _installed("recommend", "--gpu-type", "H100", "--gpus", "2", "-f", "json", cwd=tmp_path)[1]
+    )
+    assert rec["cpus_per_gpu"] == priced["cpus_per_gpu"]  # the cores do not depend on a price
+    assert rec["extra_vcpus"] == priced["extra_vcpus"]
+    assert rec["usd_per_hour_delta"] == priced["usd_per_hour_delta"]  # the cores' own price
+    for key in ("cost_delta_pct", "cost_delta_pct_band", "gpu_share_usd_per_hour", "instance"):
+        assert rec[key] is None, key
+    assert rec["cost_reason"].startswith(f"no instance price for GPU type '{gpu_type}'")
+    assert "--pricing FILE" in rec["cost_reason"] and priced["cost_reason"] is None
+    assert f"cost unknown: {rec['cost_reason']}" in rec["warnings"]
+    assert rec["max_cpus_per_gpu"] == 64 and "no instance price" in rec["max_cpus_per_gpu_source"]
+    code, out, err = _installed("recommend", "--gpu-type", gpu_type, "--gpus", "2", cwd=tmp_path)
+    assert code == 0, err
+    assert f"Warning: cost unknown: no instance price for GPU type '{gpu_type}'" in err
+    assert "unknown" in out and "Traceback" not in err
+
+
+def test_a_partition_of_gpus_without_a_price_gets_its_default_and_the_cost_reason(
+    cli, db_path: Path
+):
+    _add_nodes(db_path, "V100", cpus=40, gpus=4, partitions=["old"])
+    _add_jobs(db_path, "old", "V100", [(1, 4, 10), (40, 4, 10)])
+    code, out, err = cli("recommend", "--partition", "*", "--db", str(db_path), "-f", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)["partitions"]
+    assert row["gpu_type"] == "V100" and row["def_cpu_per_gpu"] >= 2
+    assert row["lost_usd_per_month"] is None
+    assert row["cost_reason"].startswith("no instance price for GPU type 'V100'")
+    assert "lost GPU time not priced: no instance price" in err
+    code, out, err = cli("recommend", "--partition", "old", "--db", str(db_path))
+    assert code == 0 and "V100" in out and "cost_reason" not in out  # said once, on stderr
+    assert "Warning: old/V100: lost GPU time not priced: no instance price" in err
+    code, out, err = cli("policy", "export", "--db", str(db_path), "--format", "json")
+    assert code == 0, err
+    rules = {(r["partition"], r["gpu_type"]): r for r in json.loads(out)["rules"]}
+    assert rules[("old", "v100_80gb")]["default_cpus_per_gpu"] == row["def_cpu_per_gpu"]
+    assert ("*", "v100") in rules  # the inventory's family, priced or not
+    assert rules[("*", "v100")]["default_cpus_per_gpu"] >= 2
 
 
 @pytest.mark.parametrize(
@@ -293,8 +338,8 @@ def test_the_fast_job_submit_path_answers_exactly_as_the_typer_command(cli, no_d
 def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(no_db, capsys):
     from advisor.cli.recommend import fast_recommend
 
-    assert fast_recommend(["recommend", "--gpu-type", "Z9", "--gpus", "2", "-f", "json"]) == 4
-    assert "Error: no instance price for GPU type 'Z9'" in capsys.readouterr().err
+    assert fast_recommend(["recommend", "--gpu-type", "H100", "--gpus", "0", "-f", "json"]) == 2
+    assert "Error: --gpus must be at least 1, got 0" in capsys.readouterr().err
     for argv in (
         ["recommend", "--gpu-type", "H100", "--gpus", "2"],  # table output
         ["recommend", "--partition", "*", "--format", "json"],  # a partition
@@ -372,12 +417,17 @@ def _installed(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | 
     import os
     import shutil
     import subprocess
+    import sys
 
-    exe = shutil.which("advisor")
+    # the script of the environment running the tests, on PATH or not
+    exe = shutil.which("advisor", path=str(Path(sys.executable).parent)) or shutil.which("advisor")
     assert exe, "the advisor console script is not installed in this environment"
-    env = {**os.environ, **(env_extra or {})}
+    # the script imports this checkout's advisor, wherever the environment was installed from
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root}
     env.pop("ADVISOR_MODEL", None)
     env.pop("ADVISOR_DB", None)
+    env.update(env_extra or {})
     done = subprocess.run(
         [exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
     )
@@ -804,3 +854,158 @@ def test_a_context_without_a_database_leaves_duckdb_unimported(tmp_path: Path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "True", "False"]
+
+
+def _one_error_line(code: int, err: str, expected_code: int) -> str:
+    """The stderr of a failed run: exactly one line, 'Error: ...', no traceback."""
+    lines = err.strip().splitlines()
+    assert code == expected_code, err
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+@pytest.mark.parametrize("tolerance", ["5", "0", "-0.1", "1.5"])
+def test_a_tolerance_outside_zero_to_one_is_a_usage_error_of_one_line(tmp_path, fmt, tolerance):
+    code, out, err = _installed(
+        "recommend",
+        "--gpu-type",
+        "H100",
+        "--gpus",
+        "4",
+        "--tolerance",
+        tolerance,
+        "--format",
+        fmt,
+        cwd=tmp_path,
+    )
+    line = _one_error_line(code, err, 2)
+    assert "--tolerance must be a fraction in (0, 1]" in line and out == ""
+
+
+def test_a_tolerance_of_one_is_accepted(no_db):
+    assert recommend_job(JobQuery(gpu_type="H100", gpus=4, tolerance=1.0)).tolerance == 1.0
+
+
+def test_policy_and_partition_tolerances_outside_zero_to_one_are_usage_errors(cli, no_db):
+    from advisor.errors import UsageError
+
+    with pytest.raises(UsageError, match="--min-tolerance must be a fraction"):
+        recommend_partitions(PartitionQuery(min_tolerance=2.0))
+    code, _, err = cli("policy", "export", "--tolerance", "5", "--format", "json")
+    assert code == 2 and "--tolerance must be a fraction in (0, 1]" in err
+
+
+def test_an_unknown_partition_is_not_found_naming_it_and_the_known_ones(db_path: Path, tmp_path):
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu", "gpu-big"])
+    _add_jobs(db_path, "teach", "A100", [(2, 2, 5)])  # a partition known from its jobs only
+    job = ["recommend", "--gpu-type", "H100", "--gpus", "4", "--db", str(db_path)]
+    for args in (
+        [*job, "--partition", "nope", "--format", "json"],  # the job-submit path
+        [*job, "--partition", "nope"],  # the typer command, table output
+        ["recommend", "--partition", "nope", "--db", str(db_path), "--format", "json"],
+    ):
+        code, out, err = _installed(*args, cwd=tmp_path)
+        line = _one_error_line(code, err, 4)
+        assert "--partition 'nope' is not in the database" in line, line
+        assert "known: gpu, gpu-big, teach" in line and "advisor nodes list" in line
+        assert out == ""
+    code, out, err = _installed(*job, "--partition", "teach", "--format", "json", cwd=tmp_path)
+    assert code == 0, err
+    assert "no node inventory" in json.loads(out)["max_cpus_per_gpu_source"]
+    code, out, err = _installed(*job, "--partition", "gpu-big", "--format", "json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["max_cpus_per_gpu"] == 16
+    assert rec["max_cpus_per_gpu_source"] == "node inventory: 2 H100 node(s) in partition gpu-big"
+
+
+def test_the_node_cap_is_the_smallest_over_every_node_of_the_partition(db_path: Path):
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu"])
+    _add_nodes(db_path, "H100", cpus=32, gpus=8, partitions=["gpu", "old"], n=3)
+    _add_nodes(db_path, "A100", cpus=8, gpus=8, partitions=["gpu"])
+    from advisor.recommend import RecommendContext, node_cap
+
+    with RecommendContext.open(db=db_path) as ctx:
+        assert node_cap(ctx, "H100", None) == (4, 5)
+        assert node_cap(ctx, "h100", "gpu") == (4, 5)
+        assert node_cap(ctx, "H100", "old") == (4, 3)
+        assert node_cap(ctx, "A100", "old") is None
+        assert node_cap(ctx, "L40S", None) is None
+
+
+def test_the_job_submit_command_with_a_node_inventory_imports_neither_pandas_nor_typer(
+    db_path: Path, tmp_path: Path
+):
+    import subprocess
+    import sys
+
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu"])
+    argv = ["advisor", "recommend", "--gpu-type", "H100", "--gpus", "4", "--partition", "gpu"]
+    argv += ["--db", str(db_path), "--format", "json"]
+    code = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write(repr(sorted("
+        "{m.split('.')[0] for m in sys.modules} & {'pandas', 'typer', 'click', 'rich', "
+        "'sklearn', 'scipy', 'altair', 'pyarrow', 'duckdb'})))); "
+        f"sys.argv = {argv!r}; from advisor.cli import main; main()"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["max_cpus_per_gpu_source"].startswith("node inventory")
+    assert done.stderr.strip().splitlines()[-1] == "['duckdb']"  # the database, nothing else
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["recommend", "--gpu-type", "H100", "--gpus", "4", "--format", "json"],  # job-submit path
+        ["recommend", "--gpu-type", "H100", "--gpus", "4", "--format", "csv"],  # the typer command
+        ["policy", "export", "--format", "json"],
+        ["calibration", "list", "--format", "json"],
+    ],
+)
+def test_a_named_database_that_is_missing_is_one_warning_where_the_answer_needs_none(
+    tmp_path, args
+):
+    missing = tmp_path / "typo.duckdb"
+    code, out, err = _installed(*args, "--db", str(missing), cwd=tmp_path)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if str(missing) in line]
+    assert warnings == [
+        f"Warning: {missing}: no such database (named by --db or $ADVISOR_DB); answering "
+        f"without it: {warnings[0].split('answering without it: ')[1]}"
+    ], err
+    assert out and "Traceback" not in err
+    assert not missing.exists()  # a read command never creates the file
+    code, _, err = _installed(*args, cwd=tmp_path, env_extra={"ADVISOR_DB": str(missing)})
+    assert code == 0 and f"Warning: {missing}: no such database" in err
+    code, _, err = _installed(*args, cwd=tmp_path)  # the default file: only looked for
+    assert code == 0 and "no such database" not in err
+    assert not (tmp_path / "advisor.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["recommend", "--partition", "*", "--format", "json"],
+        ["jobs"],
+        ["ratios"],
+        ["nodes", "list"],
+        ["db", "info"],
+        ["usage"],
+    ],
+)
+def test_a_named_database_that_is_missing_is_not_found_where_the_answer_needs_it(tmp_path, args):
+    missing = tmp_path / "typo.duckdb"
+    code, out, err = _installed(*args, "--db", str(missing), cwd=tmp_path)
+    line = _one_error_line(code, err, 4)
+    assert f"{missing}: no such database" in line and "advisor ingest" in line
+    assert out == "" and not missing.exists()

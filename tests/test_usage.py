@@ -307,7 +307,14 @@ def test_model_agreement_counts_each_cell_against_measured_saturation(con) -> No
 
 
 def test_the_model_adapter_answers_none_for_what_it_cannot_judge() -> None:
-    assert usage.model_needs_more_cores("NOT-A-GPU", 1, 4.0) is None
+    assert usage.model_needs_more_cores("H100", 0, 4.0) is None  # no job has 0 GPUs
+
+
+def test_the_model_adapter_judges_a_gpu_type_without_a_price_as_any_other() -> None:
+    # the cores do not depend on the GPU type or its price (docs/model.md)
+    for cores in (1.0, 16.0):
+        answer = usage.model_needs_more_cores("NOT-A-GPU", 1, cores)
+        assert answer is not None and answer == usage.model_needs_more_cores("H100", 1, cores)
 
 
 # --- CLI, as a user runs it ----------------------------------------------------------------

@@ -6,20 +6,18 @@ array of objects (or one object for single results), so programs can read every 
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import math
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
+from advisor.cli._json import emit_json as emit_json  # moved there; re-exported
+from advisor.cli._json import to_plain as to_plain  # moved there; re-exported
 from advisor.cli._progress import RichProgress as RichProgress  # moved there; re-exported
 from advisor.csvcells import write_csv
 from advisor.errors import AdvisorError, ExitCode, describe_os_error
@@ -52,34 +50,6 @@ DbOption = Annotated[
 ]
 
 stderr = Console(stderr=True)
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, Enum):
-        return value.value
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return value.item()
-    return value
-
-
-def to_plain(value: Any) -> Any:
-    """Dataclasses, dates and numpy scalars turned into JSON-ready values."""
-    return _plain(value)
-
-
-def emit_json(value: Any) -> None:
-    json.dump(_plain(value), sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
 
 
 # Integer columns that name something rather than count it: no thousands separators.
@@ -127,7 +97,7 @@ def emit_rows(
     title: str | None = None,
 ) -> None:
     """Print rows (mappings or dataclasses) as a table, CSV or one JSON array."""
-    plain = [_plain(r) for r in rows]
+    plain = [to_plain(r) for r in rows]
     if fmt is OutputFormat.json:
         emit_json(plain)
         return

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
+import sys
 
 from advisor.errors import UsageError
 
@@ -48,3 +50,20 @@ def utc_time(value: str | None, flag: str) -> dt.datetime | None:
 def pct(v: float | None) -> str | None:
     """A share as a percentage for a table cell (None stays empty)."""
     return None if v is None else f"{100 * v:.1f}%"
+
+
+NO_INVENTORY = "no node inventory, so the cap is the reference instance's"
+
+
+def warn_missing_db(db: str | os.PathLike[str] | None, without: str) -> None:
+    """One ``Warning:`` line on stderr when the database named by ``--db`` (or ``$ADVISOR_DB``)
+    does not exist and the command answers without it; ``without`` says what it then lacks.
+    The file is never created by a command that only reads it."""
+    from advisor.dbpath import missing_named_db
+
+    path = missing_named_db(db)
+    if path is not None:
+        sys.stderr.write(
+            f"Warning: {path}: no such database (named by --db or $ADVISOR_DB); "
+            f"answering without it: {without}\n"
+        )

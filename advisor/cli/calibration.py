@@ -18,6 +18,9 @@ def calibration_list_cmd(
 ) -> None:
     """Every calibration point (published and bench) with its provenance."""
     from advisor.calibration import load_points, point_rows
+    from advisor.cli._parse import warn_missing_db
+
+    warn_missing_db(db, "the calibration CSVs only, no collected bench runs")
 
     loaded = load_points(calibration_dir, db)
     _warn(loaded.problems)

@@ -73,7 +73,9 @@ def fit_cmd(
     on decisions; then the frozen test split once."""
     from advisor.calibration import FitConfig, fit_model
     from advisor.cli._output import RichProgress
+    from advisor.cli._parse import warn_missing_db
 
+    warn_missing_db(db, "the calibration CSVs only, no collected bench runs")
     cfg = FitConfig(
         calibration_dir=calibration_dir,
         db=db,

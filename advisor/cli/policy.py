@@ -89,6 +89,9 @@ def policy_export_cmd(
 ) -> None:
     """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
     from advisor.cli._output import RichProgress
+    from advisor.cli._parse import warn_missing_db
+
+    warn_missing_db(db, "rules for every GPU family, none for a partition")
     from advisor.policy import Mode, PolicyConfig, build_policy, to_json, to_lua, to_slurm_conf
     from advisor.recommend import RecommendContext, Workload, parse_model_size
 

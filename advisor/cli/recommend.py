@@ -1,12 +1,12 @@
 """`advisor recommend`: cores per GPU for one job, or for a partition's observed job mix.
 
-``advisor recommend ... --format json`` for one job is on the job-submit path: :func:`fast_recommend`
-answers it without building the typer app, and core modules are imported inside the command."""
+``advisor recommend ... --format json`` for one job is on the job-submit path:
+:func:`advisor.cli._fast.fast_recommend` answers it without importing typer, and core modules
+are imported inside the command."""
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -20,6 +20,7 @@ from advisor.cli._curve_options import (
     WorkloadOption,
     _warn,
 )
+from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; re-exported
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
 
 
@@ -158,8 +159,10 @@ def recommend_cmd(
         if fmt is OutputFormat.json:
             emit_json({"partitions": report.rows, "assumptions": report.assumptions})
             return
+        # the table leaves out what the Warning lines above already say
+        hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
         emit_rows(
-            [{k: v for k, v in r.__dict__.items() if k != "warnings"} for r in report.rows],
+            [{k: v for k, v in r.__dict__.items() if k not in hidden} for r in report.rows],
             fmt,
             title="DefCpuPerGPU by partition and GPU type",
         )
@@ -168,8 +171,10 @@ def recommend_cmd(
         from advisor.errors import UsageError
 
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
+    from advisor.cli._parse import NO_INVENTORY, warn_missing_db
     from advisor.recommend import JobQuery, recommend_job
 
+    warn_missing_db(db, NO_INVENTORY)
     rec = recommend_job(
         JobQuery(
             gpu_type=gpu_type,
@@ -208,7 +213,7 @@ def recommend_cmd(
                 "speedup": rec.predicted_speedup,
                 "extra_vcpus": rec.extra_vcpus,
                 "usd_per_hour": rec.usd_per_hour_delta,
-                "cost_pct": rec.cost_delta_pct,
+                "cost_pct": "unknown" if rec.cost_delta_pct is None else rec.cost_delta_pct,
                 "cap": rec.max_cpus_per_gpu,
             }
         ],
@@ -234,116 +239,6 @@ def recommend_cmd(
         fmt,
         title=f"measured series of the family {rec.evidence_family}",
     )
-
-
-# The job-submit path: `recommend --gpu-type T --gpus N ... --format json` answered without
-# building the typer app (typer's pydantic adapters for the options take much of the start-up
-# budget: docs/model.md). Same core call, same JSON, same errors; anything else (help, table output,
-# a partition, an option it does not know, a value it cannot convert) is left to typer.
-def _finite(text: str) -> float:
-    """A float the fast path takes; anything else (nan, inf) goes to typer's usage error."""
-    from advisor.cli._parse import finite_float
-    from advisor.errors import UsageError
-
-    try:
-        return finite_float(text, "")
-    except UsageError:
-        raise ValueError(text) from None
-
-
-_FAST_OPTIONS: dict[str, Any] = {
-    "--gpu-type": str,
-    "--gpus": int,
-    "--model-size": str,
-    "--rps": _finite,
-    "--prompt-tokens": int,
-    "--current-cpus-per-gpu": _finite,
-    "--tolerance": _finite,
-    "--ample-ttft-ms": _finite,
-    "--max-cpus-per-gpu": int,
-    "--partition": str,
-    "--db": str,
-    "--pricing": str,
-    "--fit-file": str,
-    "--format": str,
-    "-f": str,
-    "--tp": int,
-    "--prefix-hit": _finite,
-    "--workload": str,
-    "--renderer-workers": int,
-    "--engine-version": str,
-    "--executor": str,
-}
-
-
-def fast_recommend(argv: list[str]) -> int | None:
-    """Exit code of ``recommend ... --format json`` for one job, or None to let typer run it."""
-    if not argv or argv[0] != "recommend":
-        return None
-    opts: dict[str, Any] = {}
-    rest = iter(argv[1:])
-    for token in rest:
-        name, eq, value = token.partition("=")
-        kind = _FAST_OPTIONS.get(name)
-        if kind is None or name in opts:
-            return None
-        if not eq:
-            nxt = next(rest, None)
-            if nxt is None:
-                return None
-            value = nxt
-        try:
-            opts[name] = kind(value)
-        except ValueError:
-            return None
-    if opts.pop("--format", opts.pop("-f", None)) != "json":
-        return None
-    if "--gpus" not in opts or "--gpu-type" not in opts:
-        return None
-    from advisor.errors import AdvisorError, describe_os_error
-    from advisor.recommend import JobQuery, Workload, recommend_job
-
-    try:
-        from advisor.recommend import parse_model_size
-
-        partition = opts.get("--partition")
-        rec = recommend_job(
-            JobQuery(
-                gpu_type=opts["--gpu-type"],
-                gpus=opts["--gpus"],
-                workload=Workload(
-                    parse_model_size(opts.get("--model-size")),
-                    opts.get("--rps"),
-                    opts.get("--prompt-tokens"),
-                    opts.get("--prefix-hit"),
-                    opts.get("--workload"),
-                    opts.get("--renderer-workers"),
-                    opts.get("--engine-version"),
-                    opts.get("--executor"),
-                ),
-                current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
-                tolerance=opts.get("--tolerance", 0.10),
-                ample_ttft_ms=opts.get("--ample-ttft-ms"),
-                max_cpus_per_gpu=opts.get("--max-cpus-per-gpu"),
-                partition=None if partition == "*" else partition,
-                db=opts.get("--db"),
-                pricing_file=opts.get("--pricing"),
-                model_file=opts.get("--fit-file"),
-                tp=opts.get("--tp"),
-            )
-        )
-    except AdvisorError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        return int(exc.exit_code)
-    except OSError as exc:  # the same net as run_guarded's
-        message, code = describe_os_error(exc)
-        sys.stderr.write(f"Error: {message}\n")
-        return int(code)
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        return 130
-    emit_json(rec)
-    return 0
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,13 @@ One idea per module:
 Importing this package imports numpy, not scikit-learn, SciPy, pandas or DuckDB (a test checks).
 """
 
-from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext, node_cap
+from advisor.recommend.context import (
+    DEFAULT_MAX_CPUS_PER_GPU,
+    RecommendContext,
+    check_partition,
+    node_cap,
+    node_inventory,
+)
 from advisor.recommend.decision import (
     Sufficient,
     evidence_for,
@@ -35,6 +41,7 @@ from advisor.recommend.query import (
     JobFeatures,
     JobQuery,
     Workload,
+    check_tolerance,
     features_of,
     job_features,
     parse_model_size,
@@ -54,6 +61,8 @@ __all__ = [
     "Starvation",
     "Sufficient",
     "Workload",
+    "check_partition",
+    "check_tolerance",
     "evidence_for",
     "features_of",
     "floor_cores",
@@ -61,6 +70,7 @@ __all__ = [
     "job_features",
     "minimum_cores",
     "node_cap",
+    "node_inventory",
     "parse_model_size",
     "recommend_job",
     "recommend_partitions",

@@ -99,30 +99,76 @@ class RecommendContext:
         self.close()
 
 
+NodeGroup = tuple[str, tuple[str, ...], int, int]  # family (lower case), partitions, cap, nodes
+
+
+def node_inventory(ctx: RecommendContext) -> tuple[NodeGroup, ...]:
+    """The node inventory by GPU family and partition list (see ``sql/recommend/node_caps``),
+    read once per run; empty without a database."""
+
+    def read() -> tuple[NodeGroup, ...]:
+        con = ctx.connection()
+        if con is None:
+            return ()
+        from advisor.store import query
+
+        return tuple(
+            (str(fam), tuple(parts or ()), int(cap), int(n))
+            for fam, parts, cap, n in con.execute(query("recommend/node_caps")).fetchall()
+        )
+
+    inventory: tuple[NodeGroup, ...] = ctx.remember(("node inventory",), read)
+    return inventory
+
+
 def node_cap(ctx: RecommendContext, gpu_type: str, partition: str | None) -> tuple[int, int] | None:
     """(cores per GPU every node of the type can give, nodes) from the inventory, or None."""
-    con = ctx.connection()
-    if con is None:
+    fam = gpu_type.lower()
+    groups = [
+        (cap, n)
+        for f, parts, cap, n in node_inventory(ctx)
+        if f == fam and (partition is None or partition in parts)
+    ]
+    if not groups:
         return None
+    return min(cap for cap, _ in groups), sum(n for _, n in groups)
+
+
+def check_partition(ctx: RecommendContext, partition: str) -> None:
+    """NotFoundError unless the database knows ``partition`` (from its node inventory or its
+    jobs), naming the partitions it knows; nothing to check without a database."""
+    if ctx.connection() is None:
+        return
+    from_nodes = {p for _, parts, _, _ in node_inventory(ctx) for p in parts}
+    if partition in from_nodes:  # the common case on the job-submit path: no scan of the jobs
+        return
+    from advisor.errors import NotFoundError
     from advisor.store import query
 
-    row = con.execute(
-        query("recommend/node_cap"), {"gpu_type": gpu_type, "partition": partition}
-    ).fetchone()
-    if not row or row[0] is None or int(row[1]) == 0:
-        return None
-    return int(row[0]), int(row[1])
+    def read() -> tuple[str, ...]:
+        rows = ctx.connection().execute(query("recommend/job_partitions")).fetchall()
+        return tuple(str(r[0]) for r in rows)
+
+    known = sorted(from_nodes | set(ctx.remember(("job partitions",), read)))
+    if partition in known:
+        return
+    shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+    raise NotFoundError(
+        f"--partition {partition!r} is not in the database {ctx.db_path} "
+        f"(known: {shown or 'none; it holds no jobs or nodes'}); "
+        f"`advisor nodes list` and `advisor ratios --by partition` list them"
+    )
 
 
 def core_cap(
     ctx: RecommendContext,
     platform: str,
-    instance: InstancePrice,
+    instance: InstancePrice | None,
     given: int | None,
     partition: str | None,
 ) -> tuple[int, str]:
     """(most cores per GPU, where that comes from): given by hand, else the node inventory,
-    else the reference instance's vCPUs per GPU."""
+    else the reference instance's vCPUs per GPU, else :data:`DEFAULT_MAX_CPUS_PER_GPU`."""
     if given is not None:
         return max(int(given), 1), "--max-cpus-per-gpu"
     inv = node_cap(ctx, platform, partition)
@@ -130,6 +176,12 @@ def core_cap(
         cap, n = inv
         where = f" in partition {partition}" if partition else ""
         return max(cap, 1), f"node inventory: {n} {platform} node(s){where}"
+    if instance is None:
+        return (
+            DEFAULT_MAX_CPUS_PER_GPU,
+            f"no node inventory and no instance price for {platform}; "
+            f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU",
+        )
     return (
         max(int(instance.vcpus_per_gpu), 1),
         f"no node inventory; {instance.name} gives {instance.vcpus_per_gpu:g} vCPUs per GPU",

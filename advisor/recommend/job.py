@@ -7,7 +7,9 @@
 3. what CPU the job's processes need (:func:`~advisor.recommend.decision.job_demand`);
 4. how many cores that takes, on what basis (:func:`~advisor.recommend.decision.decide`);
 5. what TTFT that gives, now and recommended (:func:`~advisor.recommend.curve.job_curve`);
-6. what the extra cores cost (:func:`advisor.pricing.cost_delta`);
+6. what the extra cores cost (:func:`advisor.pricing.cost_delta`), where the GPU type has a
+   price (the cores do not depend on it: without one the cost fields are None and
+   ``cost_reason`` says why);
 7. what to watch for (:func:`_warnings`) and what was assumed (:func:`_assumptions`).
 
 It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
@@ -22,7 +24,7 @@ from typing import Any
 
 from advisor import slowdown
 from advisor.pricing import CostDelta, PriceBook, cost_delta
-from advisor.recommend.context import RecommendContext, core_cap
+from advisor.recommend.context import RecommendContext, check_partition, core_cap
 from advisor.recommend.curve import JobCurve, job_curve
 from advisor.recommend.decision import (
     TOKENIZER_FLAG,
@@ -41,7 +43,9 @@ class JobRecommendation:
     Slowdowns are TTFT over TTFT with ample cores; the speedup is TTFT now over TTFT with the
     recommendation. Where the current cores are pathological there is no number:
     ``slowdown_now`` and ``predicted_speedup`` are None, and ``predicted_speedup_reason`` says
-    why. Interval upper ends are None (JSON null) when unbounded.
+    why. Interval upper ends are None (JSON null) when unbounded. Without an instance price
+    for the GPU type, the fields measured against it (``gpu_share_usd_per_hour``,
+    ``cost_delta_pct`` and its band, ``instance``) are None and ``cost_reason`` says why.
     """
 
     gpu_type: str
@@ -91,10 +95,11 @@ class JobRecommendation:
     extra_vcpus: float
     usd_per_vcpu_hour: float
     usd_per_hour_delta: float
-    gpu_share_usd_per_hour: float
-    cost_delta_pct: float
-    cost_delta_pct_band: tuple[float, float]  # over every per-vCPU price in the price book
-    instance: str
+    gpu_share_usd_per_hour: float | None
+    cost_delta_pct: float | None
+    cost_delta_pct_band: tuple[float, float] | None  # over every per-vCPU price of the book
+    instance: str | None
+    cost_reason: str | None  # why the cost is unknown (no instance price); None when known
     evidence: str  # "measured" or "none"
     evidence_family: str
     evidence_series: tuple[dict[str, Any], ...]
@@ -113,16 +118,22 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
             db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
         ) as own:
             return recommend_job(q, own)
+    if q.partition is not None:
+        check_partition(ctx, q.partition)
     params, book = ctx.params, ctx.book
     assert f.platform is not None
-    instance = book.instance_for(f.platform)
+    instance = book.find_instance(f.platform)
     cap, cap_source = core_cap(ctx, f.platform, instance, q.max_cpus_per_gpu, q.partition)
     current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
     demand = job_demand(params, f)
     decision = decide(params, f, demand, cap)
     curve = job_curve(params, f, current, decision.cpus_per_gpu, q.tolerance, cap)
     extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
-    cost = cost_delta(extra, q.gpus, instance, book.vcpu.usd_per_vcpu_hour)
+    cost = (
+        None
+        if instance is None
+        else cost_delta(extra, q.gpus, instance, book.vcpu.usd_per_vcpu_hour)
+    )
     note = _pathological_note(f, demand, current) if curve.now.pathological else None
     return _record(q, f, ctx, cap, cap_source, current, demand, decision, curve, cost, note)
 
@@ -198,7 +209,7 @@ def _assumptions(
 ) -> dict[str, Any]:
     params, book = ctx.params, ctx.book
     assert f.platform is not None
-    instance, vcpu = book.instance_for(f.platform), book.vcpu
+    instance, vcpu = book.find_instance(f.platform), book.vcpu
     validation = params.meta.get("validation") or {}
     return {
         "current_cpus_per_gpu": (
@@ -237,11 +248,11 @@ def _assumptions(
         "platform": f.platform,
         "cap": cap_source,
         "price": {
-            "instance": instance.name,
-            "instance_usd_per_hour": instance.usd_per_hour,
-            "instance_gpus": instance.gpus,
-            "instance_as_of": instance.as_of.isoformat(),
-            "instance_source": instance.source,
+            "instance": instance and instance.name,
+            "instance_usd_per_hour": instance and instance.usd_per_hour,
+            "instance_gpus": instance and instance.gpus,
+            "instance_as_of": instance and instance.as_of.isoformat(),
+            "instance_source": instance.source if instance else book.no_price_reason(f.platform),
             "vcpu_basis": vcpu.basis,
             "usd_per_vcpu_hour": vcpu.usd_per_vcpu_hour,
             "vcpu_as_of": vcpu.as_of.isoformat(),
@@ -271,12 +282,18 @@ def _record(
     demand: JobDemand,
     decision: Decision,
     curve: JobCurve,
-    cost: CostDelta,
+    cost: CostDelta | None,
     note: str | None,
 ) -> JobRecommendation:
     params, book = ctx.params, ctx.book
     assert f.platform is not None
-    instance = book.instance_for(f.platform)
+    instance = book.find_instance(f.platform)
+    extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
+    usd_per_vcpu_hour = book.vcpu.usd_per_vcpu_hour
+    cost_reason = None if instance is not None else book.no_price_reason(f.platform)
+    warnings = _warnings(params, f, demand, decision, curve, cap, current, note)
+    if cost_reason is not None:
+        warnings.append(f"cost unknown: {cost_reason}")
     rec = decision.cpus_per_gpu
     now, at_rec = curve.now, curve.recommended
     regime = (
@@ -337,18 +354,19 @@ def _record(
         predicted_speedup_reason=curve.speedup_reason,
         speedup_interval=curve.speedup_interval,
         speedup_is_lower_bound=False,
-        extra_vcpus=cost.extra_vcpus,
-        usd_per_vcpu_hour=cost.usd_per_vcpu_hour,
-        usd_per_hour_delta=cost.usd_per_hour_delta,
-        gpu_share_usd_per_hour=cost.gpu_share_usd_per_hour,
-        cost_delta_pct=cost.cost_delta_pct,
-        cost_delta_pct_band=_band(book, cost.extra_vcpus, q.gpus, instance),
-        instance=instance.name,
+        extra_vcpus=extra,
+        usd_per_vcpu_hour=usd_per_vcpu_hour,
+        usd_per_hour_delta=extra * usd_per_vcpu_hour,  # the cores' price needs no instance
+        gpu_share_usd_per_hour=None if cost is None else cost.gpu_share_usd_per_hour,
+        cost_delta_pct=None if cost is None else cost.cost_delta_pct,
+        cost_delta_pct_band=None if instance is None else _band(book, extra, q.gpus, instance),
+        instance=None if instance is None else instance.name,
+        cost_reason=cost_reason,
         evidence=decision.evidence.level,
         evidence_family=decision.evidence.family,
         evidence_series=decision.evidence.series,
         decision_score=score,
         validation=dict(params.meta.get("validation") or {}),
-        warnings=tuple(_warnings(params, f, demand, decision, curve, cap, current, note)),
+        warnings=tuple(warnings),
         assumptions=_assumptions(q, f, ctx, decision, cap_source),
     )

@@ -30,9 +30,13 @@ from advisor import slowdown
 from advisor.dbpath import resolve_db_path
 from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
-from advisor.recommend.context import DEFAULT_MAX_CPUS_PER_GPU, RecommendContext
+from advisor.recommend.context import (
+    DEFAULT_MAX_CPUS_PER_GPU,
+    RecommendContext,
+    check_partition,
+)
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
-from advisor.recommend.query import Workload, canonical_platform
+from advisor.recommend.query import Workload, canonical_platform, check_tolerance
 from advisor.recommend.starvation import starvation
 
 DAYS_PER_MONTH = 30.4375
@@ -84,6 +88,7 @@ class PartitionRecommendation:
     warnings: tuple[str, ...] = ()
     gpu_hours_lost_per_month_interval: tuple[float, float] = (0.0, 0.0)
     decision_basis: str = "2 + N"  # what set def_cpu_per_gpu (see recommend_job)
+    cost_reason: str | None = None  # why lost_usd_per_month is None (no instance price)
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,8 @@ def recommend_partitions(
     from advisor.errors import NotFoundError
     from advisor.store import query
 
+    check_tolerance(q.tolerance)
+    check_tolerance(q.min_tolerance, "--min-tolerance")
     if ctx is None:
         path = resolve_db_path(q.db)
         if not path.exists():  # before loading the curve, as the message is about the jobs
@@ -147,6 +154,8 @@ def recommend_partitions(
             f"{path}: no such database; a partition recommendation needs the "
             f"observed jobs: load them first with `advisor ingest FILE --db {path}`"
         )
+    if q.partition is not None:
+        check_partition(ctx, q.partition)
     params, book = ctx.params, ctx.book
     basis = capacity_settings(params)[1]
     mix = _job_mix(con, q)
@@ -236,11 +245,11 @@ def recommend_partitions(
         last = max(r[9] for r in rows)
         days = max((last - first).total_seconds() / 86400.0, 1.0)
         months = days / DAYS_PER_MONTH
-        try:
-            usd_gpu_h: float | None = book.instance_for(platform or "").usd_per_gpu_hour
-        except Exception:
-            usd_gpu_h = None
-            warnings.append(f"no instance price for {gpu_type}: lost GPU time not priced")
+        instance = book.find_instance(platform or "")
+        usd_gpu_h = None if instance is None else instance.usd_per_gpu_hour
+        cost_reason = None if instance is not None else book.no_price_reason(gpu_type)
+        if cost_reason is not None:
+            warnings.append(f"lost GPU time not priced: {cost_reason}")
         jobs = sum(int(r[5]) for r in rows)
         gpu_hours = float(gpu_h.sum())
         jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
@@ -272,6 +281,7 @@ def recommend_partitions(
                 warnings=tuple(warnings),
                 gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
                 decision_basis=basis,
+                cost_reason=cost_reason,
             )
         )
     vcpu = book.vcpu

@@ -16,6 +16,18 @@ from advisor.demand import EXECUTORS, default_executor
 from advisor.errors import InputError, UsageError
 
 
+def check_tolerance(value: float, flag: str = "--tolerance") -> None:
+    """Raise UsageError unless ``value`` is a fraction in (0, 1]: TTFT within that share of
+    its value with ample cores (0.1 = 10% slower)."""
+    if not math.isfinite(float(value)):
+        raise InputError(f"{value!r} is not a finite number", field=flag)
+    if not 0 < value <= 1:
+        raise UsageError(
+            f"{flag} must be a fraction in (0, 1] (0.1 accepts TTFT 10% above ample cores), "
+            f"got {value:g}"
+        )
+
+
 def parse_model_size(text: str | float | None) -> float | None:
     """Model size in billions of parameters from ``8b``, ``70B``, ``14.7`` or ``1.5t``."""
     if text is None:
@@ -203,15 +215,13 @@ def job_features(q: JobQuery) -> JobFeatures:
         raise UsageError(f"--gpus must be at least 1, got {q.gpus}")
     if q.tp is not None and not 1 <= q.tp <= q.gpus:
         raise UsageError(f"--tp must be between 1 and --gpus ({q.gpus}), got {q.tp}")
+    check_tolerance(q.tolerance)
     for name, v in (
-        ("--tolerance", q.tolerance),
         ("--current-cpus-per-gpu", q.current_cpus_per_gpu),
         ("--ample-ttft-ms", q.ample_ttft_ms),
     ):
         if v is not None and not math.isfinite(float(v)):
             raise InputError(f"{v!r} is not a finite number", field=name)
-    if not 0 < q.tolerance < 10:
-        raise UsageError(f"--tolerance must be in (0, 10), got {q.tolerance}")
     if q.current_cpus_per_gpu is not None and q.current_cpus_per_gpu <= 0:
         raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
     if q.max_cpus_per_gpu is not None and q.max_cpus_per_gpu < 1:
