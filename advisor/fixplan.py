@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.recommend import (
+    DAYS_PER_MONTH,
     PartitionQuery,
     PartitionRecommendation,
     RecommendContext,
@@ -41,7 +42,8 @@ class FixQuery:
 
 @dataclass(frozen=True)
 class FixRow:
-    """One (cluster, partition, GPU type): what is lost and what fixes it, per 30-day month."""
+    """One (cluster, partition, GPU type): what is lost and what fixes it, per month of data (the
+    totals of its span when its jobs span less than a month: no rate is scaled up from less)."""
 
     cluster: str
     partition: str | None
@@ -57,6 +59,7 @@ class FixRow:
     warnings: tuple[str, ...] = ()
     gres_type: str | None = None  # the GRES type users ask for, for the Lua policy
     min_cpus_per_gpu: int = 1
+    span_hours: float = 0.0  # first start to last end of its jobs
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,40 @@ class FixPlan:
     fix_usd_per_month: float
     settings: tuple[ClusterFix, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
+    span_hours: float = 0.0  # the longest span of any row's jobs
+
+    @property
+    def per_month(self) -> bool:
+        """Whether the ``*_per_month`` figures are rates (else totals of less than a month)."""
+        return self.span_hours >= HOURS_PER_MONTH
+
+    @property
+    def period(self) -> str:
+        """What the ``*_per_month`` figures cover, in words: "per month", or "in the 1 hour of
+        data" when the data span less than a month."""
+        return period_words(self.span_hours)
+
+
+HOURS_PER_MONTH = DAYS_PER_MONTH * 24.0
+
+
+def span_words(hours: float) -> str:
+    """A span of data as a person says it: "10 minutes", "1 hour", "5 hours", "3 days"."""
+    if hours < 1.0:
+        n, unit = max(round(hours * 60.0), 1), "minute"
+    elif hours < 48.0:
+        n, unit = round(hours), "hour"
+    else:
+        n, unit = round(hours / 24.0), "day"
+    return f"{n:g} {unit}{'' if n == 1 else 's'}"
+
+
+def period_words(span_hours: float) -> str:
+    """The period of a figure: "per month" for a month of data or more, else what the totals
+    cover ("in the 3 days of data"), so that no figure reads as a rate it is not."""
+    if span_hours >= HOURS_PER_MONTH:
+        return "per month"
+    return f"in the {span_words(span_hours)} of data"
 
 
 def _clusters(db: str | None) -> tuple[str, ...]:
@@ -184,6 +221,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
                 warnings=r.warnings,
                 gres_type=r.gres_type,
                 min_cpus_per_gpu=r.min_cpus_per_gpu,
+                span_hours=r.span_hours,
             )
             for r in recs
         )
@@ -195,6 +233,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
         fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
         settings=tuple(settings),
         assumptions=assumptions,
+        span_hours=max((r.span_hours for r in rows), default=0.0),
     )
 
 
@@ -229,6 +268,7 @@ def merge(
         fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
         settings=tuple(settings_for(c, by_cluster[c]) for c in sorted(by_cluster)),
         assumptions=next((p.assumptions for p in plans if p.assumptions), {}),
+        span_hours=max((r.span_hours for r in rows), default=0.0),
     )
 
 

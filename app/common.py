@@ -826,6 +826,33 @@ def table_config(columns: list[str], labels: dict[str, str] | None = None) -> di
     return out
 
 
+def period_labels(period: str) -> dict[str, str]:
+    """Labels of the ``*_per_month`` columns for figures covering ``period``
+    (``advisor.fixplan.period_words``): none to change for a rate per month."""
+    if period == "per month":
+        return {}
+    return {
+        "gpu_hours_lost_per_month": f"Lost GPU-h {period}",
+        "lost_usd_per_month": f"Lost $ {period}",
+        "fix_usd_per_month": f"Fix $ {period}",
+        "fix_vcpu_hours_per_month": f"Extra vCPU-hours {period}",
+    }
+
+
+def cores_per_gpu_words(value: float) -> str:
+    """Cores per GPU in a sentence: "1 CPU core", "0.125 CPU cores", "2 CPU cores"."""
+    text = cores_text(value)
+    return f"{text} CPU core{'' if text == '1' else 's'}"
+
+
+def cores_text(value: float) -> str:
+    """A number of cores as short as it reads exactly: "4", "2.5", "0.125" (a fraction keeps
+    three significant digits, so an eighth does not read as "0.13")."""
+    if abs(value) >= 1.0:
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{value:.3g}"
+
+
 def month_label(value: Any) -> str:
     """A month as ``2024-01`` whatever it arrives as (timestamp, date or text)."""
     if hasattr(value, "strftime"):

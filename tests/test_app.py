@@ -104,6 +104,7 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     at.run()
     _no_exception(at, "overview")
     metrics = {m.label: m.value for m in at.metric}
+    assert plan.per_month  # six months of jobs: a rate
     assert metrics["GPU-hours lost per month"] == f"{plan.gpu_hours_lost_per_month:,.0f}"
     assert metrics["Their value per month"] == f"${plan.lost_usd_per_month:,.0f}"
     assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
@@ -116,6 +117,26 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
     assert any("return {" in c for c in codes)  # the Lua policy
     assert any("model of 8B parameters" in c.value for c in at.caption)
+
+
+def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_rate(
+    monkeypatch, tmp_path
+):
+    from advisor import fixplan
+
+    db = make_db(tmp_path / "one.duckdb", "one_job")  # 1 GPU, 1 CPU, 1 hour
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=str(db), workload=ratios_workload()))
+    at = _app(monkeypatch, db)
+    at.run()
+    _no_exception(at, "overview")
+    metrics = {m.label: m.value for m in at.metric}
+    assert "GPU-hours lost per month" not in metrics
+    lost = float(metrics["GPU-hours lost in the 1 hour of data"].replace(",", ""))
+    assert lost == pytest.approx(plan.gpu_hours_lost_per_month, abs=0.5) and lost <= 1
+    assert "Cost of the fix in the 1 hour of data" in metrics
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "not a rate per month" in text and "1 CPU core per GPU" in text
+    assert any("Small sample: 1 GPU job match" in i.value for i in at.info)
 
 
 def ratios_workload():

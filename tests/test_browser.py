@@ -75,7 +75,12 @@ EXPECTED = {
         "data": ["No jobs loaded yet"],
     },
     "one_job": {
-        "": ["GPU-hours lost per month", "PartitionName=", "Small sample: 1 GPU job match"],
+        "": [
+            "GPU-hours lost in the 1 hour of data",
+            "not a rate per month",
+            "PartitionName=",
+            "Small sample: 1 GPU job match",
+        ],
         "trends": ["fewer than 30 jobs"],
         "who": [],
         "recommend": ["Recommended --cpus-per-gpu"],
@@ -144,7 +149,7 @@ def _database(kind: str, root: Path) -> Path:
         return _sample_db(root / "sample.duckdb")
     if kind == "empty":
         return make_db(root / "empty.duckdb", "empty")
-    return make_db(root / "one.duckdb", "gpu", n_jobs=1)
+    return make_db(root / "one.duckdb", "one_job")
 
 
 @pytest.fixture(scope="module")

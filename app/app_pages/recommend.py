@@ -18,7 +18,7 @@ st.title("Recommend cores per GPU")
 key = common.db_key()
 filters = common.current_filters()
 try:
-    from advisor import pricing, recommend
+    from advisor import fixplan, pricing, recommend
 except ImportError:
     common.missing_feature("The recommendation", "advisor.recommend")
 
@@ -247,6 +247,9 @@ else:
                 "p50_cores_per_gpu",
                 "share_gpu_hours_below",
             ],
+            labels=common.period_labels(
+                fixplan.period_words(max(r.span_hours for r in report.rows))
+            ),
         )
         st.caption(
             "DefCpuPerGPU is the value to set per partition (export it with "
