@@ -11,9 +11,10 @@ report's summary both read it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.recommend import (
     DAYS_PER_MONTH,
@@ -22,6 +23,9 @@ from advisor.recommend import (
     RecommendContext,
     Workload,
 )
+
+if TYPE_CHECKING:
+    from advisor.ratios import BelowTargetReport, RatioGroup
 
 
 @dataclass(frozen=True)
@@ -284,3 +288,72 @@ def assumptions_in_words(workload: Workload, tolerance: float) -> str:
         f"{rps:g} long requests per second of {tokens:,} prompt tokens; enough cores means "
         f"time-to-first-token within {tolerance:.0%} of what unlimited cores give"
     )
+
+
+# Who loses GPU time (the dashboard's Who page and the report's accounts table) -----------------
+
+# Groups ranked by GPU-hours below their target before the loss estimate re-ranks them: the
+# loss is the cube's GPU-hours below times a per-partition share, so it is computed for a pool.
+RANKING_POOL = 100
+
+
+@dataclass(frozen=True)
+class WhoLoses:
+    """One group (account or user, with its partition and GPU type) below its target: its full
+    summary (``group``), the target, what ran below it and the GPU-hours that lost (estimated)."""
+
+    group: RatioGroup
+    target_cores_per_gpu: float
+    jobs_below: int
+    gpu_hours_below: float
+    gpu_hours_lost: float  # the part of gpu_hours_below the partition's estimate says is lost
+    flag: str  # what their job scripts should say, e.g. "--cpus-per-gpu=3"
+
+
+def recommended_targets(
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+) -> tuple[tuple[str | None, str, float], ...]:
+    """The targets of :class:`advisor.ratios.TargetQuery` that are the recommendation: each
+    (partition, GPU type)'s ``DefCpuPerGPU``."""
+    return tuple(
+        (partition, gpu_type, float(r.def_cpu_per_gpu))
+        for (partition, gpu_type), r in sorted(recs.items(), key=lambda kv: str(kv[0]))
+    )
+
+
+def lost_share(
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+    partition: str | None,
+    gpu_type: str,
+) -> float:
+    """Of the GPU-hours below the recommendation in this partition, the share
+    :func:`advisor.recommend.recommend_partitions` estimates lost (0 without a recommendation)."""
+    r = recs.get((partition, gpu_type))
+    return r.gpu_hours_lost / r.gpu_hours_below if r and r.gpu_hours_below else 0.0
+
+
+def rank_who_loses(
+    report: BelowTargetReport,
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+    by_loss: bool = True,
+) -> tuple[WhoLoses, ...]:
+    """The groups of ``report`` (:func:`advisor.ratios.below_target`, whose keys include
+    ``partition`` and ``gpu_type``), most GPU-hours lost first (``by_loss``: the targets are the
+    recommendation, against which the loss is defined) else most GPU-hours below first."""
+    rows = [
+        WhoLoses(
+            group=b.group,
+            target_cores_per_gpu=b.target_cores_per_gpu,
+            jobs_below=b.jobs_below,
+            gpu_hours_below=b.gpu_hours_below,
+            gpu_hours_lost=b.gpu_hours_below
+            * lost_share(recs, b.group.keys["partition"], str(b.group.keys["gpu_type"])),
+            flag=f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
+        )
+        for b in report.groups
+    ]
+    if by_loss:
+        rows.sort(key=lambda w: (-w.gpu_hours_lost, -w.gpu_hours_below))
+    else:
+        rows.sort(key=lambda w: -w.gpu_hours_below)
+    return tuple(rows)

@@ -157,3 +157,24 @@ def disagreements(
                 )
             )
     return out
+
+
+def job_and_partition(rec: Any, row: Any) -> str:
+    """One sentence on the job-level ``--cpus-per-gpu`` and the partition-level ``DefCpuPerGPU``
+    shown together for one partition: which is which, and why they may differ."""
+    part = row.partition or "(none)"
+    gpus = f"{rec.gpus} GPU{'s' if rec.gpus != 1 else ''}"
+    typical = f"{row.typical_gpus} GPU{'s' if row.typical_gpus != 1 else ''}"
+    if int(row.def_cpu_per_gpu) == int(rec.cpus_per_gpu):
+        return (
+            f"The job's --cpus-per-gpu {rec.cpus_per_gpu} (one job of {gpus}, as chosen above) "
+            f"and partition {part}'s DefCpuPerGPU {row.def_cpu_per_gpu} (its typical job of "
+            f"{typical}) agree."
+        )
+    return (
+        f"Two numbers, two questions: --cpus-per-gpu {rec.cpus_per_gpu} is for one job of "
+        f"{gpus}, as chosen above; DefCpuPerGPU {row.def_cpu_per_gpu} is partition {part}'s "
+        f"default, set for its typical job of {typical} (the GPU-hour weighted median of its "
+        f"{row.gpu_type} jobs). They differ because the cores a server needs per GPU depend on "
+        "how many GPUs it has, and the partition's nodes cap what it can get."
+    )

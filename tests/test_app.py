@@ -455,6 +455,26 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
     table = at.dataframe[0].value
     assert set(table["partition"]) == {"gpu", "debug"}
     assert (table["def_cpu_per_gpu"] >= 1).all()
+    # the job's number and the chosen partition's are told apart in a sentence
+    row = next(
+        r
+        for r in recommend.recommend_partitions(
+            recommend.PartitionQuery(
+                db=str(dbs["gpu"]),
+                workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
+            )
+        ).rows
+        if r.partition == observed[0].partition and r.gpu_type == "H100"
+    )
+    said = [
+        m.value for m in at.markdown if "DefCpuPerGPU" in m.value and "--cpus-per-gpu" in m.value
+    ]
+    assert len(said) == 1, [m.value for m in at.markdown]
+    assert f"--cpus-per-gpu {expected.cpus_per_gpu} " in said[0]
+    assert f"DefCpuPerGPU {row.def_cpu_per_gpu} " in said[0]
+    assert "one job of 8 GPUs" in said[0] and f"typical job of {row.typical_gpus} GPU" in said[0]
+    if row.def_cpu_per_gpu != expected.cpus_per_gpu:
+        assert "They differ because" in said[0]
 
 
 def test_recommend_says_cpu_starved_in_words_and_never_shows_the_models_cap(monkeypatch, dbs):

@@ -338,13 +338,61 @@ def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(sma
     html = res.html_path.read_text()
     # the summary comes before every other section, and carries the paste-ready settings
     assert html.index('id="summary"') < html.index('id="ratios"')
+    pasted = "".join(c["slurm_conf"] for c in s["settings"])
     for e in data["starvation"]:
-        assert f"PartitionName={e['partition']} DefCpuPerGPU=" in s["settings"]
-    assert '<pre class="settings" id="settings">' in html
+        assert f"PartitionName={e['partition']} DefCpuPerGPU=" in pasted
+    assert '<pre class="settings" id="settings-0" data-cluster="c1">' in html
     assert "Since 2024-09:" in html and s["changes"]
     # assumptions in an admin's words: no function or field names
     for a in data["starvation_assumptions"]:
         assert "advisor." not in a and "_" not in a, a
+
+
+def test_the_settings_are_one_paste_per_cluster_naming_only_its_partitions(small_db, tmp_path):
+    con = store.connect(small_db)
+    con.execute(
+        'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, start, "end", elapsed_s, account,'
+        ' "partition", "user", state, gpu_type, gpu_type_raw, gpus, cpus, ingest_id) VALUES'
+        " ('c2', 2, TIMESTAMP '2024-10-04 12:00', '2', TIMESTAMP '2024-10-04 12:00',"
+        " TIMESTAMP '2024-10-04 14:00', 7200, 'lab', 'c2long', 'u1', 'COMPLETED', 'H100', 'h100',"
+        " 8, 1, 2)"
+    )
+    con.close()
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db, now=NOW
+    )
+    data = json.loads((res.html_path.parent / "report.json").read_text())
+    blocks = {c["cluster"]: c["slurm_conf"] for c in data["summary"]["settings"]}
+    assert set(blocks) == {"c1", "c2"}
+    assert "PartitionName=c2long " in blocks["c2"] and "c2long" not in blocks["c1"]
+    html = res.html_path.read_text()
+    assert html.count('<pre class="settings"') == 2 and 'data-cluster="c2"' in html
+
+
+def test_the_accounts_most_below_are_the_dashboards_who_ranking(small_db, inputs):
+    from advisor import fixplan, ratios
+
+    month = report.parse_month("2024-10")
+    recs = {(r.partition, r.gpu_type): r for r in inputs.recommendations}
+    con = store.connect(small_db, read_only=True)
+    try:
+        accounts, _ = report.below_recommendation(con, month, None, inputs, top_n=10)
+        tq = ratios.TargetQuery(
+            report.ratio_query(month, None, ("account", "partition", "gpu_type")),
+            targets_cores_per_gpu=fixplan.recommended_targets(recs),
+            top=fixplan.RANKING_POOL,
+        )
+        who = fixplan.rank_who_loses(ratios.below_target(con, tq), recs)[:10]
+    finally:
+        con.close()
+    assert accounts
+    assert [(b.name, b.partition, b.gpu_type) for b in accounts] == [
+        (w.group.keys["account"], w.group.keys["partition"], w.group.keys["gpu_type"]) for w in who
+    ]
+    assert [b.gpu_hours_lost for b in accounts] == pytest.approx([w.gpu_hours_lost for w in who])
+    lost = [b.gpu_hours_lost for b in accounts]
+    assert lost == sorted(lost, reverse=True) and lost[0] > 0
+    assert [b.flag for b in accounts] == [w.flag for w in who]
 
 
 def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):

@@ -251,6 +251,16 @@ else:
                 fixplan.period_words(max(r.span_hours for r in report.rows))
             ),
         )
+        same = next(
+            (
+                r
+                for r in report.rows
+                if (r.partition or "(none)") == partition and r.gpu_type == gpu_type
+            ),
+            None,
+        )
+        if same is not None:  # both numbers are on the page for this partition: say which is which
+            st.markdown(rv.job_and_partition(rec, same))
         st.caption(
             "DefCpuPerGPU is the value to set per partition (export it with "
             "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "
