@@ -257,6 +257,21 @@ def test_dashboard_command_runs_streamlit_on_the_app_with_the_database(gpu_db):
     assert env["ADVISOR_HASH_USERS"] == "1"
 
 
+def test_dashboard_command_passes_the_settings_of_the_checkouts_streamlit_config(gpu_db):
+    import tomllib
+
+    argv, _ = datainfo.dashboard_command(datainfo.DashboardConfig(db_path=gpu_db, port=8600))
+    config = tomllib.loads((Path(__file__).parent.parent / ".streamlit/config.toml").read_text())
+    # no Deploy button, even from an installed wheel, which carries no .streamlit/ folder
+    assert argv[argv.index("--client.toolbarMode") + 1] in ("minimal", "viewer")
+    for section in ("server", "client", "theme"):
+        for name, value in config[section].items():
+            if name == "headless":
+                continue  # the command's own --server.headless option
+            want = str(value).lower() if isinstance(value, bool) else str(value)
+            assert argv[argv.index(f"--{section}.{name}") + 1] == want, name
+
+
 def test_dashboard_command_refuses_a_missing_database_and_a_bad_port(tmp_path, gpu_db):
     with pytest.raises(NotFoundError, match="advisor ingest"):
         datainfo.dashboard_command(datainfo.DashboardConfig(db_path=tmp_path / "nope.duckdb"))
