@@ -8,6 +8,7 @@ call, and the sidebar filters and the privacy setting are checked to change what
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -116,6 +117,8 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     codes = [c.value for c in at.code]
     assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
     assert any("return {" in c for c in codes)  # the Lua policy
+    # a long line of the Lua policy wraps instead of running off a 1440 px window
+    assert all(c.proto.wrap_lines for c in at.code)
     assert any("model of 8B parameters" in c.value for c in at.caption)
 
 
@@ -451,8 +454,13 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
         f"now: {expected.current_cpus_per_gpu:g}",
     }
     assert any(loo in c.value for c in at.caption)
+    # the assumptions read as a table for people: no raw JSON, no 16-digit floats
+    (assumed,) = [d.value for d in at.dataframe if "assumption" in d.value.columns]
+    assert "workload › model size (billion parameters)" in set(assumed["assumption"])
+    assert not [v for v in assumed["value"] if re.search(r"\d\.\d{5,}", v) or v == "None"]
+    assert not at.json
     # the per-partition table covers the partitions of the GPU jobs loaded
-    table = at.dataframe[0].value
+    (table,) = [d.value for d in at.dataframe if "partition" in d.value.columns]
     assert set(table["partition"]) == {"gpu", "debug"}
     assert (table["def_cpu_per_gpu"] >= 1).all()
     # the job's number and the chosen partition's are told apart in a sentence
@@ -706,3 +714,23 @@ def test_the_data_page_warns_of_stale_data_with_the_command_that_refreshes_it(mo
     fresh = next(d.value for d in at.dataframe if "age_days" in d.value.columns)
     assert list(fresh.columns[:4]) == ["cluster", "jobs", "gpu_jobs", "age_days"]
     assert fresh["last_ingest"].notna().all()
+
+
+def test_an_interval_whose_ends_round_alike_is_one_number():
+    from app.recommend_view import range_text
+
+    assert range_text(4.449, 4.451) == "4.45x"
+    assert range_text(2.918, 4.064) == "2.92x to 4.06x"
+
+
+def test_nested_assumptions_become_rows_with_short_numbers():
+    from app.recommend_view import assumption_rows
+
+    rows = assumption_rows(
+        {"model": {"validation_error": 0.38008709537680085, "file": None}, "tp": 4}
+    )
+    assert rows == [
+        {"assumption": "model › validation error", "value": "0.3801"},
+        {"assumption": "model › file", "value": "not set"},
+        {"assumption": "tensor parallel (TP)", "value": "4"},
+    ]

@@ -84,9 +84,9 @@ else:
     tabs = st.tabs([s.cluster for s in plan.settings])
     for tab, s in zip(tabs, plan.settings, strict=True):
         with tab:
-            st.code(s.slurm_conf, language="ini")
+            st.code(s.slurm_conf, language="ini", wrap_lines=True)
             with st.expander("Lua policy (advisor-policy.lua)"):
-                st.code(s.lua, language="lua")
+                st.code(s.lua, language="lua", wrap_lines=True)
     common.assumptions_caption(assumed)
 
 st.subheader("How many cores per GPU jobs get")

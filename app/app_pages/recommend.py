@@ -204,7 +204,9 @@ if off:
     )
 with st.expander("Assumptions behind this answer"):
     st.markdown(f"Assumed: {common.Assumptions(workload, tolerance).in_words()}.")
-    st.json(rec.assumptions)
+    common.show_table(
+        rv.assumption_rows(rec.assumptions), labels={"assumption": "Assumption", "value": "Value"}
+    )
 
 st.subheader("Per partition, for the jobs in the database")
 opts = common.guarded(lambda: common.filter_options(key))
