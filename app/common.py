@@ -26,6 +26,9 @@ import streamlit as st
 from advisor import datainfo, store
 from advisor.errors import AdvisorError, LockedError
 from advisor.recommend import Workload
+from advisor.wording import cores_per_gpu_words as cores_per_gpu_words  # the pages' wording
+from advisor.wording import cores_text as cores_text
+from advisor.wording import count_words as count_words
 
 T = TypeVar("T")
 
@@ -837,20 +840,6 @@ def period_labels(period: str) -> dict[str, str]:
         "fix_usd_per_month": f"Fix $ {period}",
         "fix_vcpu_hours_per_month": f"Extra vCPU-hours {period}",
     }
-
-
-def cores_per_gpu_words(value: float) -> str:
-    """Cores per GPU in a sentence: "1 CPU core", "0.125 CPU cores", "2 CPU cores"."""
-    text = cores_text(value)
-    return f"{text} CPU core{'' if text == '1' else 's'}"
-
-
-def cores_text(value: float) -> str:
-    """A number of cores as short as it reads exactly: "4", "2.5", "0.125" (a fraction keeps
-    three significant digits, so an eighth does not read as "0.13")."""
-    if abs(value) >= 1.0:
-        return f"{value:,.2f}".rstrip("0").rstrip(".")
-    return f"{value:.3g}"
 
 
 def month_label(value: Any) -> str:

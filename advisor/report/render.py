@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from advisor.report.gather import BelowRecommendation, MonthlyReport
+from advisor.wording import cores_text
 
 # --------------------------------------------------------------------------------------------
 # Charts
@@ -223,7 +224,8 @@ def _raw(value: object) -> str:
 
 def _fmt(value: object, kind: str = "num") -> str:
     """One format per kind of number, the same wherever it appears in the report: counts and
-    hours whole with separators, cores per GPU with two decimals, dollars whole, unit prices
+    hours whole with separators, cores per GPU as short as they read exactly (advisor.wording),
+    dollars whole, unit prices
     with the cents that matter."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -233,7 +235,7 @@ def _fmt(value: object, kind: str = "num") -> str:
     if kind in ("int", "hours"):
         return f"{v:,.0f}"
     if kind == "cores":
-        return f"{v:,.2f}"
+        return cores_text(v)
     if kind == "usd":
         return f"${v:,.0f}"
     if kind == "price":
