@@ -93,6 +93,12 @@ class FixPlan:
         return self.span_hours >= HOURS_PER_MONTH
 
     @property
+    def main_row(self) -> FixRow | None:
+        """The row with the most GPU-hours: whose recommendation most jobs' time gets (the
+        Trends page's threshold starts at its ``def_cpu_per_gpu``)."""
+        return max(self.rows, key=lambda r: (r.gpu_hours, -r.def_cpu_per_gpu), default=None)
+
+    @property
     def period(self) -> str:
         """What the ``*_per_month`` figures cover, in words: "per month", or "in the 1 hour of
         data" when the data span less than a month."""

@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor import ratios, store
+from advisor.wording import cores_text
 from tests.test_app_data import make_db
 
 APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
@@ -84,7 +85,7 @@ def test_overview_shows_the_core_p50_per_gpu_type_and_one_histogram_panel_each(m
     shown = {m.label.split(":")[0]: m for m in at.metric if m.label.endswith("P50 cores/GPU")}
     assert set(shown) == set(expected) == {"H100", "A100"}
     for gpu_type, g in expected.items():
-        assert shown[gpu_type].value == f"{g.p50_cores_per_gpu:.2f}"
+        assert shown[gpu_type].value == cores_text(g.p50_cores_per_gpu)
         assert f"{g.jobs:,} jobs" in shown[gpu_type].delta
     spec = json.loads(_charts(at)[0].proto.spec)
     assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # most jobs first
@@ -157,7 +158,7 @@ def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
     _no_exception(at, "overview")
     spec = json.loads(_charts(at)[0].proto.spec)
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
-    assert "gpu_hours" in spec["layer"][0]["encoding"]["y"]["title"]
+    assert "GPU-hours" in spec["layer"][0]["encoding"]["y"]["title"]
 
 
 def test_cluster_filter_in_the_sidebar_narrows_every_number(monkeypatch, dbs):
@@ -734,3 +735,63 @@ def test_nested_assumptions_become_rows_with_short_numbers():
         {"assumption": "model › file", "value": "not set"},
         {"assumption": "tensor parallel (TP)", "value": "4"},
     ]
+
+
+@pytest.mark.parametrize("kind", ["gpu", "one_job"])
+def test_every_table_labels_its_columns_for_people_and_shows_no_none(monkeypatch, tmp_path, kind):
+    from app import common
+
+    db = make_db(tmp_path / f"{kind}.duckdb", kind)
+    at = _app(monkeypatch, db)
+    at.run()
+    for page in PAGES:
+        _open(at, page)
+        _no_exception(at, page)
+        for df in at.dataframe:
+            frame = df.value
+            unlabelled = [
+                c
+                for c in frame.columns
+                if c not in common.COLUMNS and not common._SHARE_BELOW.match(str(c))
+            ]
+            assert not unlabelled, (page, unlabelled)
+            for c in frame.columns:
+                cells = frame[c].tolist()
+                assert not [v for v in cells if v is None or v != v], (page, c)  # NaN != NaN
+                assert "None" not in [str(v) for v in cells], (page, c)
+
+
+def test_a_cell_written_out_as_text_keeps_its_columns_format():
+    from app import common
+
+    assert common._number_text(1234.5, "%.0f", "int") == "1,234"
+    assert common._number_text(1234.5, "$%.0f", "usd") == "$1,234"
+    assert common._number_text(0.125, "%.3g", "ratio") == "0.125"
+    assert common._number_text(12.5, "%.1f%%", "pct") == "12.5%"
+
+
+def test_trends_threshold_starts_at_the_recommendation(monkeypatch, dbs):
+    from advisor import fixplan
+
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=str(dbs["gpu"]), workload=ratios_workload()))
+    main = max(plan.rows, key=lambda r: r.gpu_hours)
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "trends")
+    _no_exception(at, "trends")
+    assert at.selectbox(key="tr_threshold").value == float(main.def_cpu_per_gpu)
+    assert "(recommended)" in at.selectbox(key="tr_threshold").format_func(
+        float(main.def_cpu_per_gpu)
+    )
+
+
+def test_who_names_its_totals_as_totals_over_the_months_chosen(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "who")
+    _no_exception(at, "who")
+    (table,) = at.dataframe
+    config = json.loads(table.proto.columns)
+    labels = {k: v.get("label") for k, v in config.items()}
+    assert labels["gpu_hours_below"] == "GPU-h below target (total, all months)"
+    assert labels["share_jobs_below"] == "% of jobs below target"

@@ -85,7 +85,7 @@ EXPECTED = {
         "who": [],
         "recommend": ["Recommended --cpus-per-gpu"],
         "benchmarks": [],
-        "data": ["1 jobs"],
+        "data": ["1 job"],
     },
 }
 

@@ -195,7 +195,7 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     h100 = next(i for i, g in enumerate(october.gpu_types) if g.gpu_type == "H100")
     key = f"gpu_types.{h100}.p50_cores_per_gpu"
     assert (
-        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.50<' in html
+        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.5<' in html
     )
 
 
@@ -407,7 +407,8 @@ def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
 
 def test_one_number_format_per_kind():
     assert render._fmt(1234.56, "hours") == "1,235" and render._fmt(12.4, "hours") == "12"
-    assert render._fmt(0.25, "cores") == "0.25" and render._fmt(8, "cores") == "8.00"
+    assert render._fmt(0.25, "cores") == "0.25" and render._fmt(8, "cores") == "8"
+    assert render._fmt(0.125, "cores") == "0.125" and render._fmt(2.5, "cores") == "2.5"
     assert render._fmt(1234.5, "usd") == "$1,234" and render._fmt(3.456, "price") == "$3.46"
     assert render._fmt(None, "usd") == "–"
 

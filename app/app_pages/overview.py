@@ -136,8 +136,8 @@ cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
     col.metric(
         f"{common.md_name(row.gpu_type)}: P50 cores/GPU",
-        f"{row.p50_cores_per_gpu:.2f}",
-        f"P25 {row.p25_cores_per_gpu:.2f} · {row.jobs:,} jobs",
+        common.cores_text(row.p50_cores_per_gpu),
+        f"P25 {common.cores_text(row.p25_cores_per_gpu)} · {common.count_words(row.jobs, 'job')}",
         delta_color="off",
         delta_arrow="off",
     )

@@ -99,10 +99,10 @@ rows["label"] = (
 )
 if mode == "recommended":
     # the model's loss is defined against its own recommendation, so it ranks only that mode
-    rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.)"
+    rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.), total"
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_lost", "flag", "gpu_hours_below"]
 else:
-    rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU"
+    rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU, total"
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_below", "flag"]
 rows = rows.head(top_n)
 
@@ -111,13 +111,20 @@ common.show_chart(
     rows,
     name="label",
     value=rank,
-    title=rank_title,
+    title=f"{rank_title}, {filters.months_words}",
     limit=top_n,
     tooltip=("gpu_hours_below:Q", "jobs:Q", "flag:N"),
 )
+# totals over the months chosen, named so (the Overview's figures are per month)
+total = f"total, {filters.months_words}"
 common.show_table(
     rows,
     columns + ["share_jobs_below", "p50_cores_per_gpu", "jobs"],
+    labels={
+        "gpu_hours_below": f"GPU-h below target ({total})",
+        "gpu_hours_lost": f"GPU-h lost, est. ({total})",
+        "jobs": f"Jobs ({total})",
+    },
 )
 st.caption(
     "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
