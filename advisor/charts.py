@@ -65,6 +65,13 @@ FIELD_TITLES = {
     "account": "account",
     "user": "user",
     "cores_per_gpu": "cores/GPU",
+    "gpu_hours_below": "GPU-hours below target",
+    "gpu_hours_lost": "GPU-hours lost (est.)",
+    "flag": "submit with",
+    "example_source": "first seen in",
+    "example_line_no": "at line",
+    "records": "records",
+    "label": "who",
 }
 
 
@@ -476,9 +483,9 @@ def top_bar_chart(
             y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
             tooltip=[
-                alt.Tooltip(f"{name}:N"),
-                alt.Tooltip(f"{value}:Q", format=",.0f"),
-                *(alt.Tooltip(t) for t in tooltip),
+                alt.Tooltip(f"{name}:N", title=field_title(name)),
+                alt.Tooltip(f"{value}:Q", format=",.0f", title=title or field_title(value)),
+                *(alt.Tooltip(t, title=field_title(t.split(":")[0])) for t in tooltip),
             ],
         )
         .properties(width=width, height=alt.Step(22))

@@ -141,6 +141,12 @@ def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_ra
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "not a rate per month" in text and "1 CPU core per GPU" in text
     assert any("Small sample: 1 GPU job match" in i.value for i in at.info)
+    # the Recommend page's partition table names the span too
+    _open(at, "recommend")
+    _no_exception(at, "recommend")
+    (table,) = [d for d in at.dataframe if "partition" in d.value.columns]
+    labels = {k: v.get("label") for k, v in json.loads(table.proto.columns).items()}
+    assert labels["gpu_hours_lost_per_month"] == "Lost GPU-h in the 1 hour of data"
 
 
 def ratios_workload():

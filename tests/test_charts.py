@@ -450,3 +450,16 @@ def test_the_distribution_charts_name_no_raw_field(weight):
     ):
         titles = _titles(_spec(chart))
         assert not [t for t in titles if t in ("gpu_type", "gpu_hours", "cum_share")], titles
+
+
+def test_the_top_bar_chart_tooltips_name_no_raw_field():
+    rows = pd.DataFrame(
+        {"label": ["a", "b"], "gpu_hours_lost": [3.0, 1.0], "gpu_hours_below": [5.0, 2.0]}
+    )
+    spec = _spec(
+        charts.top_bar_chart(
+            rows, name="label", value="gpu_hours_lost", title="lost", tooltip=("gpu_hours_below:Q",)
+        )
+    )
+    titles = [t["title"] for t in spec["encoding"]["tooltip"]]
+    assert titles == ["who", "lost", "GPU-hours below target"]
