@@ -801,3 +801,4 @@ def test_who_names_its_totals_as_totals_over_the_months_chosen(monkeypatch, dbs)
     labels = {k: v.get("label") for k, v in config.items()}
     assert labels["gpu_hours_below"] == "GPU-h below target (total, all months)"
     assert labels["share_jobs_below"] == "% of jobs below target"
+    assert labels["p50_cores_per_gpu"] == "P50 cores / GPU (GPU-h weighted)"

@@ -395,6 +395,13 @@ def test_the_accounts_most_below_are_the_dashboards_who_ranking(small_db, inputs
     assert [b.flag for b in accounts] == [w.flag for w in who]
 
 
+def test_the_report_shows_the_accounts_loss_it_ranks_by(october):
+    html = render.render_html(october)
+    assert "ranked as the dashboard's Who page ranks them" in html
+    assert 'data-key="below_accounts.0.gpu_hours_lost"' in html
+    assert "GPU-hours lost (est.)" in html
+
+
 def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
     (res,) = report.run_reports(
         report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db, now=NOW

@@ -130,14 +130,28 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
     ):
         if not below:
             continue
+        # accounts as the dashboard's Who page ranks them (by the loss), partitions by hours below
+        rank_by, rank_title = (
+            ("gpu_hours_lost", "GPU-hours lost to too few cores (est.)")
+            if scope == "accounts"
+            else ("gpu_hours_below", "GPU-hours below the recommendation")
+        )
         df = pd.DataFrame(
-            [{"who": _who(b), "gpu_hours_below": b.gpu_hours_below, "flag": b.flag} for b in below]
+            [
+                {
+                    "who": _who(b),
+                    "gpu_hours_below": b.gpu_hours_below,
+                    "gpu_hours_lost": b.gpu_hours_lost,
+                    "flag": b.flag,
+                }
+                for b in below
+            ]
         )
         chart = top_bar_chart(
             df,
             name="who",
-            value="gpu_hours_below",
-            title="GPU-hours below the recommendation",
+            value=rank_by,
+            title=rank_title,
             tooltip=["flag:N"],
             limit=max(1, len(below)),
         )

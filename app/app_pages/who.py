@@ -124,6 +124,8 @@ common.show_table(
         "gpu_hours_below": f"GPU-h below target ({total})",
         "gpu_hours_lost": f"GPU-h lost, est. ({total})",
         "jobs": f"Jobs ({total})",
+        # the ranking's query weighs by GPU-hours, unlike the Overview's job-weighted P50
+        "p50_cores_per_gpu": "P50 cores / GPU (GPU-h weighted)",
     },
 )
 st.caption(
