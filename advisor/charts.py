@@ -55,6 +55,72 @@ def _legend(title: str | None = None, **kw: Any) -> alt.Legend:
     )
 
 
+# What a column is called on a chart (axis, legend, tooltip): never the raw field name.
+FIELD_TITLES = {
+    "gpu_type": "GPU type",
+    "gpu_hours": "GPU-hours",
+    "jobs": "jobs",
+    "cluster": "cluster",
+    "partition": "partition",
+    "account": "account",
+    "user": "user",
+    "cores_per_gpu": "cores/GPU",
+    "gpu_hours_below": "GPU-hours below target",
+    "gpu_hours_lost": "GPU-hours lost (est.)",
+    "flag": "submit with",
+    "example_source": "first seen in",
+    "example_line_no": "at line",
+    "records": "records",
+    "label": "who",
+}
+
+
+def field_title(name: str) -> str:
+    """A column's name for people on a chart (``gpu_hours`` -> "GPU-hours")."""
+    return FIELD_TITLES.get(name, name.replace("_", " "))
+
+
+# One colour per GPU type on every chart (Overview, Trends, the report): the known families have
+# their own, and any other name gets one of the spare colours by a stable hash of its name.
+GPU_TYPE_COLOURS = {
+    "H100": "#1f77b4",
+    "A100": "#ff7f0e",
+    "H200": "#2ca02c",
+    "B200": "#d62728",
+    "L40S": "#9467bd",
+    "L4": "#8c564b",
+    "A10G": "#e377c2",
+    "V100": "#bcbd22",
+    "MI300X": "#17becf",
+    "GH200": "#393b79",
+    "(untyped)": "#7f7f7f",
+}
+_SPARE_COLOURS = ("#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+
+
+def gpu_type_colour(name: str) -> str:
+    """The colour of one GPU type, the same on every chart and in every run."""
+    if name in GPU_TYPE_COLOURS:
+        return GPU_TYPE_COLOURS[name]
+    h = 0
+    for ch in name:  # not hash(): Python salts it per process
+        h = (h * 31 + ord(ch)) % 1_000_003
+    return _SPARE_COLOURS[h % len(_SPARE_COLOURS)]
+
+
+def gpu_type_scale(types: Sequence[str]) -> alt.Scale:
+    """The colour scale of these GPU types (:func:`gpu_type_colour` for each)."""
+    names = list(dict.fromkeys(types))
+    return alt.Scale(domain=names, range=[gpu_type_colour(t) for t in names])
+
+
+def group_colour(group: str, values: Sequence[str], legend: alt.Legend) -> alt.Color:
+    """The colour channel of a ``group`` column: GPU types in their own colours."""
+    if group == "gpu_type":
+        return alt.Color(f"{group}:N", scale=gpu_type_scale(values), legend=legend)
+    return alt.Color(f"{group}:N", legend=legend)
+
+
 # A layer's rows told apart by a ``layer`` column; the histogram's previous month is ``prev``.
 _PREV = "datum.layer == 'prev'"
 
@@ -173,19 +239,22 @@ def _histogram_chart(weight: str, order: tuple[str, ...], width: int, height: in
             stroke=alt.StrokeValue("white", condition=_when(_PREV, "#222")),
             strokeDash=alt.StrokeDashValue([1, 0], condition=_when(_PREV, [4, 2])),
             strokeWidth=alt.StrokeWidthValue(1, condition=_when(_PREV, 1.5)),
+            color=alt.Color(
+                "gpu_type:N", scale=gpu_type_scale(order), legend=None, title="GPU type"
+            ),
             x=alt.X("bin_lo:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             x2=alt.X2("bin_hi"),
             y=alt.Y(
                 "share:Q",
                 axis=alt.Axis(format="%"),
-                title=f"share of {weight}",
+                title=f"share of {field_title(weight)}",
                 scale=alt.Scale(zero=True),
             ),
             y2=alt.Y2Datum(0),  # with x and x2 set, a bar needs y2 to rise from the axis
             tooltip=[
                 alt.Tooltip("bin_lo:Q", title="from cores/GPU"),
                 alt.Tooltip("bin_hi:Q", title="below cores/GPU"),
-                alt.Tooltip(f"{weight}:Q", format=",.0f"),
+                alt.Tooltip(f"{weight}:Q", format=",.0f", title=field_title(weight)),
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
@@ -198,7 +267,10 @@ def _histogram_chart(weight: str, order: tuple[str, ...], width: int, height: in
             strokeDash=alt.StrokeDash(
                 "quantile:N", scale=QUANTILE_DASH, legend=_legend("percentile")
             ),
-            tooltip=[alt.Tooltip("quantile:N"), alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+            tooltip=[
+                alt.Tooltip("quantile:N", title="percentile"),
+                alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
+            ],
         )
         .transform_filter(alt.datum.layer == "quantile")
     )
@@ -244,13 +316,17 @@ def ratio_ecdf(
         .encode(
             x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y(
-                "cum_share:Q", axis=alt.Axis(format="%"), title=f"share of {weight} at or below"
+                "cum_share:Q",
+                axis=alt.Axis(format="%"),
+                title=f"share of {field_title(weight)} at or below",
             ),
-            color=alt.Color("gpu_type:N", sort=order, legend=_legend("GPU type")),
+            color=alt.Color(
+                "gpu_type:N", sort=order, scale=gpu_type_scale(order), legend=_legend("GPU type")
+            ),
             tooltip=[
-                alt.Tooltip("gpu_type:N"),
-                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                alt.Tooltip("cum_share:Q", format=".1%"),
+                alt.Tooltip("gpu_type:N", title="GPU type"),
+                alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
+                alt.Tooltip("cum_share:Q", format=".1%", title="share at or below"),
             ],
         )
     )
@@ -262,10 +338,16 @@ def ratio_ecdf(
             alt.Chart(q)
             .mark_point(filled=True, size=80, shape="diamond")
             .encode(
-                x=alt.X("cores_per_gpu:Q"),
-                y=alt.Y("cum_share:Q"),
-                color=alt.Color("gpu_type:N", sort=order),
-                tooltip=["gpu_type:N", "quantile:N", alt.Tooltip("cores_per_gpu:Q", format=".2f")],
+                x=alt.X("cores_per_gpu:Q", title=RATIO_AXIS_TITLE),
+                y=alt.Y("cum_share:Q", title=f"share of {field_title(weight)} at or below"),
+                color=alt.Color(
+                    "gpu_type:N", sort=order, scale=gpu_type_scale(order), title="GPU type"
+                ),
+                tooltip=[
+                    alt.Tooltip("gpu_type:N", title="GPU type"),
+                    alt.Tooltip("quantile:N", title="percentile"),
+                    alt.Tooltip("cores_per_gpu:Q", format=".2f", title="cores/GPU"),
+                ],
             )
         )
     return alt.layer(*layers).properties(width=width, height=height)
@@ -306,9 +388,9 @@ def share_below_chart(
             ),
             color=alt.Color("weighted_by:N", legend=alt.Legend(title="weighted by", **_LEGEND)),
             tooltip=[
-                alt.Tooltip("gpu_type:N"),
-                alt.Tooltip("threshold:N"),
-                alt.Tooltip("weighted_by:N"),
+                alt.Tooltip("gpu_type:N", title="GPU type"),
+                alt.Tooltip("threshold:N", title="cores per GPU"),
+                alt.Tooltip("weighted_by:N", title="weighted by"),
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
@@ -354,14 +436,16 @@ def trend_chart(
     base = alt.Chart(long).encode(
         x=alt.X("month:T", title="month", timeUnit="yearmonth"),
         y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
-        color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+        color=group_colour(
+            group, list(long[group].astype(str)), alt.Legend(title=field_title(group), **_LEGEND)
+        ),
         strokeDash=alt.StrokeDash("quantile:N", scale=QUANTILE_DASH, legend=_legend("percentile")),
         detail=alt.Detail("quantile:N"),
         tooltip=[
             alt.Tooltip("month:T", format="%Y-%m"),
-            alt.Tooltip(f"{group}:N"),
-            alt.Tooltip("quantile:N"),
-            alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+            alt.Tooltip(f"{group}:N", title=field_title(group)),
+            alt.Tooltip("quantile:N", title="percentile"),
+            alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
             alt.Tooltip("jobs:Q", format=","),
         ],
     )
@@ -399,9 +483,9 @@ def top_bar_chart(
             y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
             tooltip=[
-                alt.Tooltip(f"{name}:N"),
-                alt.Tooltip(f"{value}:Q", format=",.0f"),
-                *(alt.Tooltip(t) for t in tooltip),
+                alt.Tooltip(f"{name}:N", title=field_title(name)),
+                alt.Tooltip(f"{value}:Q", format=",.0f", title=title or field_title(value)),
+                *(alt.Tooltip(t, title=field_title(t.split(":")[0])) for t in tooltip),
             ],
         )
         .properties(width=width, height=alt.Step(22))
@@ -440,7 +524,7 @@ def ttft_curve_chart(
         base.mark_line(color="#1f77b4", size=2).encode(
             y=alt.Y(f"{value}:Q", scale=y_scale, title=y_title),
             tooltip=[
-                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
                 alt.Tooltip(f"{value}:Q", format=",.2f"),
             ],
         )
@@ -456,7 +540,7 @@ def ttft_curve_chart(
                 color=alt.Color("source:N", legend=alt.Legend(title="calibration", **_LEGEND)),
                 tooltip=[
                     alt.Tooltip("source:N"),
-                    alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                    alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
                     alt.Tooltip(f"{value}:Q", format=",.2f"),
                 ],
             )
@@ -500,7 +584,7 @@ def bench_curves_chart(
             color=alt.Color(f"{series}:N", legend=_legend(None, orient="bottom", columns=1)),
             tooltip=[
                 alt.Tooltip(f"{series}:N"),
-                alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
                 alt.Tooltip("ttft_ms:Q", format=",.0f"),
             ],
         )
@@ -572,7 +656,9 @@ def share_trend_chart(
             scale=alt.Scale(domain=[0, 1]),
             title=f"share below {threshold_cores_per_gpu:g} cores/GPU",
         ),
-        color=alt.Color(f"{group}:N", legend=alt.Legend(**_LEGEND)),
+        color=group_colour(
+            group, list(long[group].astype(str)), alt.Legend(title=field_title(group), **_LEGEND)
+        ),
         strokeDash=alt.StrokeDash(
             "weighted_by:N",
             scale=alt.Scale(domain=["GPU-hours", "jobs"], range=[[1, 0], [6, 3]]),
@@ -581,8 +667,8 @@ def share_trend_chart(
         detail=alt.Detail("weighted_by:N"),
         tooltip=[
             alt.Tooltip("month:T", format="%Y-%m"),
-            alt.Tooltip(f"{group}:N"),
-            alt.Tooltip("weighted_by:N"),
+            alt.Tooltip(f"{group}:N", title=field_title(group)),
+            alt.Tooltip("weighted_by:N", title="weighted by"),
             alt.Tooltip("share:Q", format=".1%"),
             alt.Tooltip("jobs:Q", format=","),
         ],

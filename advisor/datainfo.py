@@ -363,6 +363,16 @@ def app_script() -> Path:
     return script
 
 
+# What .streamlit/config.toml sets, passed on the command line too (a test checks they agree).
+STREAMLIT_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("server.runOnSave", "false"),
+    ("server.fileWatcherType", "none"),
+    ("client.toolbarMode", "minimal"),
+    ("client.showErrorDetails", "type"),
+    ("theme.base", "light"),
+)
+
+
 def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str]]:
     """The ``streamlit run`` command line and environment that serve the dashboard.
 
@@ -390,6 +400,9 @@ def dashboard_command(config: DashboardConfig) -> tuple[list[str], dict[str, str
         "true" if config.headless else "false",
         "--browser.gatherUsageStats",
         "false",
+        # .streamlit/config.toml's settings: an installed wheel does not carry that file, and
+        # streamlit reads it only from the working directory (no Deploy button, no watcher)
+        *(arg for name, value in STREAMLIT_SETTINGS for arg in (f"--{name}", value)),
         *config.extra_args,
         "--",
         "--db",

@@ -11,16 +11,21 @@ report's summary both read it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.recommend import (
+    DAYS_PER_MONTH,
     PartitionQuery,
     PartitionRecommendation,
     RecommendContext,
     Workload,
 )
+
+if TYPE_CHECKING:
+    from advisor.ratios import BelowTargetReport, RatioGroup
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,8 @@ class FixQuery:
 
 @dataclass(frozen=True)
 class FixRow:
-    """One (cluster, partition, GPU type): what is lost and what fixes it, per 30-day month."""
+    """One (cluster, partition, GPU type): what is lost and what fixes it, per month of data (the
+    totals of its span when its jobs span less than a month: no rate is scaled up from less)."""
 
     cluster: str
     partition: str | None
@@ -57,6 +63,7 @@ class FixRow:
     warnings: tuple[str, ...] = ()
     gres_type: str | None = None  # the GRES type users ask for, for the Lua policy
     min_cpus_per_gpu: int = 1
+    span_hours: float = 0.0  # first start to last end of its jobs
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,46 @@ class FixPlan:
     fix_usd_per_month: float
     settings: tuple[ClusterFix, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
+    span_hours: float = 0.0  # the longest span of any row's jobs
+
+    @property
+    def per_month(self) -> bool:
+        """Whether the ``*_per_month`` figures are rates (else totals of less than a month)."""
+        return self.span_hours >= HOURS_PER_MONTH
+
+    @property
+    def main_row(self) -> FixRow | None:
+        """The row with the most GPU-hours: whose recommendation most jobs' time gets (the
+        Trends page's threshold starts at its ``def_cpu_per_gpu``)."""
+        return max(self.rows, key=lambda r: (r.gpu_hours, -r.def_cpu_per_gpu), default=None)
+
+    @property
+    def period(self) -> str:
+        """What the ``*_per_month`` figures cover, in words: "per month", or "in the 1 hour of
+        data" when the data span less than a month."""
+        return period_words(self.span_hours)
+
+
+HOURS_PER_MONTH = DAYS_PER_MONTH * 24.0
+
+
+def span_words(hours: float) -> str:
+    """A span of data as a person says it: "10 minutes", "1 hour", "5 hours", "3 days"."""
+    if hours < 1.0:
+        n, unit = max(round(hours * 60.0), 1), "minute"
+    elif hours < 48.0:
+        n, unit = round(hours), "hour"
+    else:
+        n, unit = round(hours / 24.0), "day"
+    return f"{n:g} {unit}{'' if n == 1 else 's'}"
+
+
+def period_words(span_hours: float) -> str:
+    """The period of a figure: "per month" for a month of data or more, else what the totals
+    cover ("in the 3 days of data"), so that no figure reads as a rate it is not."""
+    if span_hours >= HOURS_PER_MONTH:
+        return "per month"
+    return f"in the {span_words(span_hours)} of data"
 
 
 def _clusters(db: str | None) -> tuple[str, ...]:
@@ -184,6 +231,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
                 warnings=r.warnings,
                 gres_type=r.gres_type,
                 min_cpus_per_gpu=r.min_cpus_per_gpu,
+                span_hours=r.span_hours,
             )
             for r in recs
         )
@@ -195,6 +243,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
         fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
         settings=tuple(settings),
         assumptions=assumptions,
+        span_hours=max((r.span_hours for r in rows), default=0.0),
     )
 
 
@@ -229,6 +278,7 @@ def merge(
         fix_usd_per_month=sum(r.fix_usd_per_month for r in rows),
         settings=tuple(settings_for(c, by_cluster[c]) for c in sorted(by_cluster)),
         assumptions=next((p.assumptions for p in plans if p.assumptions), {}),
+        span_hours=max((r.span_hours for r in rows), default=0.0),
     )
 
 
@@ -244,3 +294,72 @@ def assumptions_in_words(workload: Workload, tolerance: float) -> str:
         f"{rps:g} long requests per second of {tokens:,} prompt tokens; enough cores means "
         f"time-to-first-token within {tolerance:.0%} of what unlimited cores give"
     )
+
+
+# Who loses GPU time (the dashboard's Who page and the report's accounts table) -----------------
+
+# Groups ranked by GPU-hours below their target before the loss estimate re-ranks them: the
+# loss is the cube's GPU-hours below times a per-partition share, so it is computed for a pool.
+RANKING_POOL = 100
+
+
+@dataclass(frozen=True)
+class WhoLoses:
+    """One group (account or user, with its partition and GPU type) below its target: its full
+    summary (``group``), the target, what ran below it and the GPU-hours that lost (estimated)."""
+
+    group: RatioGroup
+    target_cores_per_gpu: float
+    jobs_below: int
+    gpu_hours_below: float
+    gpu_hours_lost: float  # the part of gpu_hours_below the partition's estimate says is lost
+    flag: str  # what their job scripts should say, e.g. "--cpus-per-gpu=3"
+
+
+def recommended_targets(
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+) -> tuple[tuple[str | None, str, float], ...]:
+    """The targets of :class:`advisor.ratios.TargetQuery` that are the recommendation: each
+    (partition, GPU type)'s ``DefCpuPerGPU``."""
+    return tuple(
+        (partition, gpu_type, float(r.def_cpu_per_gpu))
+        for (partition, gpu_type), r in sorted(recs.items(), key=lambda kv: str(kv[0]))
+    )
+
+
+def lost_share(
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+    partition: str | None,
+    gpu_type: str,
+) -> float:
+    """Of the GPU-hours below the recommendation in this partition, the share
+    :func:`advisor.recommend.recommend_partitions` estimates lost (0 without a recommendation)."""
+    r = recs.get((partition, gpu_type))
+    return r.gpu_hours_lost / r.gpu_hours_below if r and r.gpu_hours_below else 0.0
+
+
+def rank_who_loses(
+    report: BelowTargetReport,
+    recs: Mapping[tuple[str | None, str], PartitionRecommendation],
+    by_loss: bool = True,
+) -> tuple[WhoLoses, ...]:
+    """The groups of ``report`` (:func:`advisor.ratios.below_target`, whose keys include
+    ``partition`` and ``gpu_type``), most GPU-hours lost first (``by_loss``: the targets are the
+    recommendation, against which the loss is defined) else most GPU-hours below first."""
+    rows = [
+        WhoLoses(
+            group=b.group,
+            target_cores_per_gpu=b.target_cores_per_gpu,
+            jobs_below=b.jobs_below,
+            gpu_hours_below=b.gpu_hours_below,
+            gpu_hours_lost=b.gpu_hours_below
+            * lost_share(recs, b.group.keys["partition"], str(b.group.keys["gpu_type"])),
+            flag=f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
+        )
+        for b in report.groups
+    ]
+    if by_loss:
+        rows.sort(key=lambda w: (-w.gpu_hours_lost, -w.gpu_hours_below))
+    else:
+        rows.sort(key=lambda w: -w.gpu_hours_below)
+    return tuple(rows)

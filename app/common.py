@@ -26,6 +26,9 @@ import streamlit as st
 from advisor import datainfo, store
 from advisor.errors import AdvisorError, LockedError
 from advisor.recommend import Workload
+from advisor.wording import cores_per_gpu_words as cores_per_gpu_words  # the pages' wording
+from advisor.wording import cores_text as cores_text
+from advisor.wording import count_words as count_words
 
 T = TypeVar("T")
 
@@ -50,6 +53,20 @@ class Filters:
         if self.first_month is None:
             return None
         return dt.datetime.strptime(self.first_month, "%Y-%m")
+
+    @property
+    def months_words(self) -> str:
+        """The months chosen, for a label: "all months", "2024-03", "2024-01 to 2024-06"."""
+        first, last = self.first_month, self.last_month
+        if first is None and last is None:
+            return "all months"
+        if first == last:
+            return str(first)
+        if last is None:
+            return f"{first} onwards"
+        if first is None:
+            return f"up to {last}"
+        return f"{first} to {last}"
 
     @property
     def until_exclusive(self) -> dt.datetime | None:
@@ -378,7 +395,10 @@ def sidebar_filters(key: DbKey) -> Filters:
         disabled=forced,
         help="Shows stable pseudonyms instead of names (forced on by ADVISOR_HASH_USERS=1).",
     )
-    sb.caption(f"Database: `{Path(key[0]).name}` · {opts.jobs:,} jobs, {opts.gpu_jobs:,} GPU jobs")
+    sb.caption(
+        f"Database: `{Path(key[0]).name}` · {count_words(opts.jobs, 'job')}, "
+        f"{count_words(opts.gpu_jobs, 'GPU job')}"
+    )
     filters = Filters(tuple(clusters), tuple(partitions), tuple(gpu_types), first, last)
     st.session_state["_filters"] = filters
     return filters
@@ -394,7 +414,7 @@ def require_gpu_jobs(key: DbKey) -> datainfo.FilterOptions:
         )
     if opts.gpu_jobs == 0:
         stop_info(
-            f"The database holds {opts.jobs:,} jobs but none of them used a GPU, so there is no "
+            f"The database holds {count_words(opts.jobs, 'job')} but none of them used a GPU, so there is no "
             "CPU-per-GPU ratio to show. GPU counts come from AllocTRES `gres/gpu` (or "
             "`gres/gpu:TYPE`); load records that include that field."
         )
@@ -426,7 +446,8 @@ def warn_unknown_gpu_types(key: DbKey) -> None:
     unknown = [c for c in counts if not c.known]
     if unknown:
         names = ", ".join(
-            f"{md_name(c.gpu_type or '(no type)')} ({c.jobs:,} jobs)" for c in unknown[:8]
+            f"{md_name(c.gpu_type or '(no type)')} ({count_words(c.jobs, 'job')})"
+            for c in unknown[:8]
         )
         st.warning(
             f"Unrecognised GPU types: {names}. They are shown under their raw names; map them to "
@@ -738,9 +759,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "target_cores_per_gpu": ("Target cores / GPU", "ratio"),
     "fair_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
     "fair_share_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
-    "share_jobs_below": ("Jobs below target", "pct"),
-    "share_gpu_hours_below": ("GPU-h below target", "pct"),
-    "share_jobs_below_fair_share": ("Jobs below fair share", "pct"),
+    "share_jobs_below": ("% of jobs below target", "pct"),
+    "share_gpu_hours_below": ("% of GPU-h below target", "pct"),
+    "share_jobs_below_fair_share": ("% of jobs below fair share", "pct"),
     "jobs_below": ("Jobs below target", "int"),
     "flag": ("Submit with", "text"),
     "months_observed": ("Months observed", "num"),
@@ -751,7 +772,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "p75": ("P75 cores / GPU", "ratio"),
     "p90": ("P90 cores / GPU", "ratio"),
     "mean": ("Mean cores / GPU", "ratio"),
-    "share_gpu_hours_below_fair_share": ("GPU-hours below fair share", "pct"),
+    "share_gpu_hours_below_fair_share": ("% of GPU-h below fair share", "pct"),
     "cpus_per_node": ("CPUs per node", "int"),
     "gpus_per_node": ("GPUs per node", "int"),
     "nodes": ("Nodes", "int"),
@@ -789,6 +810,30 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ttft_max_ms": ("Slowest (ms)", "int"),
     "victim_ttft_p50_ms": ("Victim TTFT P50 (ms)", "int"),
     "victim_ttft_p90_ms": ("Victim TTFT P90 (ms)", "int"),
+    "run_id": ("Run", "text"),
+    "series": ("Series", "text"),
+    "flags_text": ("Flags", "text"),
+    "started_at": ("Started (UTC)", "text"),
+    "finished_at": ("Finished (UTC)", "text"),
+    "first_submit": ("Oldest submit (UTC)", "text"),
+    "last_submit": ("Newest submit (UTC)", "text"),
+    "last_end": ("Newest end (UTC)", "text"),
+    "last_ingest": ("Last load (UTC)", "text"),
+    "format": ("Format", "text"),
+    "compression": ("Compression", "text"),
+    "missing_fields": ("Missing fields", "text"),
+    "disabled_analyses": ("Analyses off", "text"),
+    "reason": ("Reason", "text"),
+    "field": ("Field", "text"),
+    "example_source": ("First seen in", "text"),
+    "example_line_no": ("At line", "int"),
+    "example_raw": ("Example line", "text"),
+    "line_no": ("Line", "int"),
+    "raw": ("Line as read", "text"),
+    "ingests": ("Loads", "int"),
+    "gpu_type_raw": ("GPU type as recorded", "text"),
+    "assumption": ("Assumption", "text"),
+    "value": ("Value", "text"),
 }
 _SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
 # "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
@@ -796,7 +841,7 @@ _SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
 _FORMATS = {
     "int": "%,.0f",
     "num": "%,.2f",
-    "ratio": "%.2f",
+    "ratio": "%.3g",  # 0.125 stays 0.125, 2 stays 2 (the values are rounded to match)
     "pct": "%.1f%%",
     "usd": "$%,.0f",
     "pct100": "%.0f%%",
@@ -807,23 +852,100 @@ def column_kind(column: str) -> tuple[str, str]:
     """A column's label for people and its kind (see :data:`COLUMNS`)."""
     m = _SHARE_BELOW.match(column)
     if m:
-        what = "Jobs" if m.group(1) == "jobs" else "GPU-hours"
-        return f"{what} below {m.group(2)} cores/GPU", "pct"
+        what = "jobs" if m.group(1) == "jobs" else "GPU-h"
+        return f"% of {what} below {m.group(2)} cores/GPU", "pct"
     return COLUMNS.get(column, (column.replace("_", " ").capitalize(), "auto"))
 
 
-def table_config(columns: list[str], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """Streamlit column configs: a person's label and one number format per kind of column."""
+def table_config(
+    columns: list[str], labels: dict[str, str] | None = None, as_text: set[str] | None = None
+) -> dict[str, Any]:
+    """Streamlit column configs: a person's label and one number format per kind of column
+    (``as_text``: numeric columns already written out as text, see :func:`show_table`)."""
     labels = labels or {}
     out: dict[str, Any] = {}
     for c in columns:
         label, kind = column_kind(c)
         label = labels.get(c, label)
-        if kind in _FORMATS:
+        if c in (as_text or ()):
+            out[c] = st.column_config.TextColumn(label)
+        elif kind in _FORMATS:
             out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind])
         else:
             out[c] = st.column_config.Column(label)
     return out
+
+
+def period_labels(period: str) -> dict[str, str]:
+    """Labels of the ``*_per_month`` columns for figures covering ``period``
+    (``advisor.fixplan.period_words``): none to change for a rate per month."""
+    if period == "per month":
+        return {}
+    return {
+        "gpu_hours_lost_per_month": f"Lost GPU-h {period}",
+        "lost_usd_per_month": f"Lost $ {period}",
+        "fix_usd_per_month": f"Fix $ {period}",
+        "fix_vcpu_hours_per_month": f"Extra vCPU-hours {period}",
+    }
+
+
+# What an empty cell says: a table for people never shows a literal "None".
+EMPTY_CELL = "—"
+
+
+def _readable_cells(df: Any) -> tuple[Any, set[str]]:
+    """Cells as a table for people reads them: ratios to three significant digits (the format
+    "%.3g" then shows 0.125 whole), and no empty cell shown as "None" (a numeric column with
+    one becomes text in its own format; a text column says EMPTY_CELL). Also returns the
+    numeric columns made text."""
+    import math
+
+    out = {}
+    as_text: set[str] = set()
+    for c in df.columns:
+        kind = column_kind(str(c))[1]
+        col = df[c]
+        if kind == "ratio":
+            col = col.map(lambda v: float(f"{v:.3g}") if _is_number(v) else v)
+        if not col.isna().any():
+            out[c] = col
+        elif kind in _FORMATS:
+            as_text.add(str(c))
+            fmt = _FORMATS[kind].replace(",", "")
+            out[c] = col.map(
+                lambda v, f=fmt, k=kind: (
+                    EMPTY_CELL
+                    if v is None or (isinstance(v, float) and math.isnan(v))
+                    else _number_text(float(v), f, k)
+                )
+            )
+        else:
+            out[c] = col.map(lambda v: EMPTY_CELL if _is_missing(v) else v)
+    return (df.assign(**out) if out else df), as_text
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
+def _is_missing(v: Any) -> bool:
+    try:
+        return v is None or bool(v != v)
+    except (TypeError, ValueError):  # an array or list cell: present
+        return False
+
+
+def _number_text(v: float, fmt: str, kind: str) -> str:
+    """One number as the column's format shows it (thousands separated, as Streamlit does)."""
+    if kind == "ratio":
+        return cores_text(v)
+    text = fmt % v
+    head, _, rest = text.partition(".")
+    sign = "-" if head.lstrip("$").startswith("-") else ""
+    digits = head.lstrip("$-")
+    grouped = f"{int(digits):,}" if digits.isdigit() else digits
+    prefix = "$" if head.startswith("$") else ""
+    return f"{prefix}{sign}{grouped}" + (f".{rest}" if rest else "")
 
 
 def month_label(value: Any) -> str:
@@ -851,10 +973,11 @@ def show_table(
     pct = [c for c in df.columns if column_kind(str(c))[1] == "pct"]
     if pct:
         df = df.assign(**{c: df[c] * 100.0 for c in pct})
+    df, as_text = _readable_cells(df)
     st.dataframe(
         df,
         hide_index=True,
-        column_config=table_config(list(df.columns), labels),
+        column_config=table_config(list(df.columns), labels, as_text),
         width="stretch",
         height=height,
     )

@@ -54,6 +54,53 @@ def validated_error(params: Any) -> str:
     return f"±{100 * float(loo):.0f}% (leave-one-out error" + (f" over {n} points)" if n else ")")
 
 
+def range_text(low: float, high: float, digits: int = 2, unit: str = "x") -> str:
+    """An interval as a person reads it: "2.92x to 4.06x", or one number when both ends are
+    the same once rounded (never "4.45x to 4.45x")."""
+    lo, hi = f"{low:.{digits}f}{unit}", f"{high:.{digits}f}{unit}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+# Names of the recommendation's assumptions for people (the rest: underscores become spaces).
+_ASSUMPTION_NAMES = {
+    "current_cpus_per_gpu": "current cores per GPU",
+    "model_params_b": "model size (billion parameters)",
+    "load_rps": "load (long requests per second)",
+    "prompt_tokens": "prompt tokens",
+    "tp": "tensor parallel (TP)",
+    "usd_per_vcpu_hour": "$ per vCPU-hour",
+    "instance_usd_per_hour": "instance $ per hour",
+    "vcpu_basis": "vCPU price basis",
+}
+
+
+def _assumption_value(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_assumption_value(v) for v in value)
+    return str(value)
+
+
+def assumption_rows(assumptions: dict[str, Any], prefix: str = "") -> list[dict[str, str]]:
+    """The recommendation's assumptions (nested) as rows of a two-column table for people: the
+    assumption ("workload › model size") and its value, numbers to four significant digits."""
+    rows: list[dict[str, str]] = []
+    for name, value in assumptions.items():
+        label = prefix + _ASSUMPTION_NAMES.get(name, name.replace("_", " "))
+        if isinstance(value, dict):
+            rows.extend(assumption_rows(value, f"{label} › "))
+        else:
+            rows.append({"assumption": label, "value": _assumption_value(value)})
+    return rows
+
+
 @dataclass(frozen=True)
 class Headline:
     """The three metrics above the curve, as text."""
@@ -100,7 +147,11 @@ def headline(rec: Any, params: Any) -> Headline:
     else:
         lo, hi = field(rec, "speedup_interval", None) or (None, None)
         cap = float(params.max_slowdown)
-        interval = "" if is_capped(hi, cap) or lo is None else f", interval {lo:.2f}x to {hi:.2f}x"
+        interval = (
+            ""
+            if hi is None or lo is None or is_capped(hi, cap)
+            else f", interval {range_text(lo, hi)}"
+        )
         effect_value = f"{rec.predicted_speedup:.2f}x faster TTFT"
         effect_note = f"model {error}{interval}"
         effect_short = f"model {error.split(' (')[0]}"
@@ -159,3 +210,24 @@ def disagreements(
                 )
             )
     return out
+
+
+def job_and_partition(rec: Any, row: Any) -> str:
+    """One sentence on the job-level ``--cpus-per-gpu`` and the partition-level ``DefCpuPerGPU``
+    shown together for one partition: which is which, and why they may differ."""
+    part = row.partition or "(none)"
+    gpus = f"{rec.gpus} GPU{'s' if rec.gpus != 1 else ''}"
+    typical = f"{row.typical_gpus} GPU{'s' if row.typical_gpus != 1 else ''}"
+    if int(row.def_cpu_per_gpu) == int(rec.cpus_per_gpu):
+        return (
+            f"The job's --cpus-per-gpu {rec.cpus_per_gpu} (one job of {gpus}, as chosen above) "
+            f"and partition {part}'s DefCpuPerGPU {row.def_cpu_per_gpu} (its typical job of "
+            f"{typical}) agree."
+        )
+    return (
+        f"Two numbers, two questions: --cpus-per-gpu {rec.cpus_per_gpu} is for one job of "
+        f"{gpus}, as chosen above; DefCpuPerGPU {row.def_cpu_per_gpu} is partition {part}'s "
+        f"default, set for its typical job of {typical} (the GPU-hour weighted median of its "
+        f"{row.gpu_type} jobs). They differ because the cores a server needs per GPU depend on "
+        "how many GPUs it has, and the partition's nodes cap what it can get."
+    )

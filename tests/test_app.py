@@ -8,6 +8,7 @@ call, and the sidebar filters and the privacy setting are checked to change what
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor import ratios, store
+from advisor.wording import cores_text
 from tests.test_app_data import make_db
 
 APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
@@ -83,7 +85,7 @@ def test_overview_shows_the_core_p50_per_gpu_type_and_one_histogram_panel_each(m
     shown = {m.label.split(":")[0]: m for m in at.metric if m.label.endswith("P50 cores/GPU")}
     assert set(shown) == set(expected) == {"H100", "A100"}
     for gpu_type, g in expected.items():
-        assert shown[gpu_type].value == f"{g.p50_cores_per_gpu:.2f}"
+        assert shown[gpu_type].value == cores_text(g.p50_cores_per_gpu)
         assert f"{g.jobs:,} jobs" in shown[gpu_type].delta
     spec = json.loads(_charts(at)[0].proto.spec)
     assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # most jobs first
@@ -104,6 +106,7 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     at.run()
     _no_exception(at, "overview")
     metrics = {m.label: m.value for m in at.metric}
+    assert plan.per_month  # six months of jobs: a rate
     assert metrics["GPU-hours lost per month"] == f"{plan.gpu_hours_lost_per_month:,.0f}"
     assert metrics["Their value per month"] == f"${plan.lost_usd_per_month:,.0f}"
     assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
@@ -115,7 +118,35 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     codes = [c.value for c in at.code]
     assert any(f"PartitionName={plan.rows[0].partition} DefCpuPerGPU=" in c for c in codes)
     assert any("return {" in c for c in codes)  # the Lua policy
+    # a long line of the Lua policy wraps instead of running off a 1440 px window
+    assert all(c.proto.wrap_lines for c in at.code)
     assert any("model of 8B parameters" in c.value for c in at.caption)
+
+
+def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_rate(
+    monkeypatch, tmp_path
+):
+    from advisor import fixplan
+
+    db = make_db(tmp_path / "one.duckdb", "one_job")  # 1 GPU, 1 CPU, 1 hour
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=str(db), workload=ratios_workload()))
+    at = _app(monkeypatch, db)
+    at.run()
+    _no_exception(at, "overview")
+    metrics = {m.label: m.value for m in at.metric}
+    assert "GPU-hours lost per month" not in metrics
+    lost = float(metrics["GPU-hours lost in the 1 hour of data"].replace(",", ""))
+    assert lost == pytest.approx(plan.gpu_hours_lost_per_month, abs=0.5) and lost <= 1
+    assert "Cost of the fix in the 1 hour of data" in metrics
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "not a rate per month" in text and "1 CPU core per GPU" in text
+    assert any("Small sample: 1 GPU job match" in i.value for i in at.info)
+    # the Recommend page's partition table names the span too
+    _open(at, "recommend")
+    _no_exception(at, "recommend")
+    (table,) = [d for d in at.dataframe if "partition" in d.value.columns]
+    labels = {k: v.get("label") for k, v in json.loads(table.proto.columns).items()}
+    assert labels["gpu_hours_lost_per_month"] == "Lost GPU-h in the 1 hour of data"
 
 
 def ratios_workload():
@@ -133,7 +164,7 @@ def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
     _no_exception(at, "overview")
     spec = json.loads(_charts(at)[0].proto.spec)
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
-    assert "gpu_hours" in spec["layer"][0]["encoding"]["y"]["title"]
+    assert "GPU-hours" in spec["layer"][0]["encoding"]["y"]["title"]
 
 
 def test_cluster_filter_in_the_sidebar_narrows_every_number(monkeypatch, dbs):
@@ -430,10 +461,35 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
         f"now: {expected.current_cpus_per_gpu:g}",
     }
     assert any(loo in c.value for c in at.caption)
+    # the assumptions read as a table for people: no raw JSON, no 16-digit floats
+    (assumed,) = [d.value for d in at.dataframe if "assumption" in d.value.columns]
+    assert "workload › model size (billion parameters)" in set(assumed["assumption"])
+    assert not [v for v in assumed["value"] if re.search(r"\d\.\d{5,}", v) or v == "None"]
+    assert not at.json
     # the per-partition table covers the partitions of the GPU jobs loaded
-    table = at.dataframe[0].value
+    (table,) = [d.value for d in at.dataframe if "partition" in d.value.columns]
     assert set(table["partition"]) == {"gpu", "debug"}
     assert (table["def_cpu_per_gpu"] >= 1).all()
+    # the job's number and the chosen partition's are told apart in a sentence
+    row = next(
+        r
+        for r in recommend.recommend_partitions(
+            recommend.PartitionQuery(
+                db=str(dbs["gpu"]),
+                workload=recommend.Workload(model_params_b=8.0, load_rps=8.0, prompt_tokens=16384),
+            )
+        ).rows
+        if r.partition == observed[0].partition and r.gpu_type == "H100"
+    )
+    said = [
+        m.value for m in at.markdown if "DefCpuPerGPU" in m.value and "--cpus-per-gpu" in m.value
+    ]
+    assert len(said) == 1, [m.value for m in at.markdown]
+    assert f"--cpus-per-gpu {expected.cpus_per_gpu} " in said[0]
+    assert f"DefCpuPerGPU {row.def_cpu_per_gpu} " in said[0]
+    assert "one job of 8 GPUs" in said[0] and f"typical job of {row.typical_gpus} GPU" in said[0]
+    if row.def_cpu_per_gpu != expected.cpus_per_gpu:
+        assert "They differ because" in said[0]
 
 
 def test_recommend_says_cpu_starved_in_words_and_never_shows_the_models_cap(monkeypatch, dbs):
@@ -665,3 +721,84 @@ def test_the_data_page_warns_of_stale_data_with_the_command_that_refreshes_it(mo
     fresh = next(d.value for d in at.dataframe if "age_days" in d.value.columns)
     assert list(fresh.columns[:4]) == ["cluster", "jobs", "gpu_jobs", "age_days"]
     assert fresh["last_ingest"].notna().all()
+
+
+def test_an_interval_whose_ends_round_alike_is_one_number():
+    from app.recommend_view import range_text
+
+    assert range_text(4.449, 4.451) == "4.45x"
+    assert range_text(2.918, 4.064) == "2.92x to 4.06x"
+
+
+def test_nested_assumptions_become_rows_with_short_numbers():
+    from app.recommend_view import assumption_rows
+
+    rows = assumption_rows(
+        {"model": {"validation_error": 0.38008709537680085, "file": None}, "tp": 4}
+    )
+    assert rows == [
+        {"assumption": "model › validation error", "value": "0.3801"},
+        {"assumption": "model › file", "value": "not set"},
+        {"assumption": "tensor parallel (TP)", "value": "4"},
+    ]
+
+
+@pytest.mark.parametrize("kind", ["gpu", "one_job"])
+def test_every_table_labels_its_columns_for_people_and_shows_no_none(monkeypatch, tmp_path, kind):
+    from app import common
+
+    db = make_db(tmp_path / f"{kind}.duckdb", kind)
+    at = _app(monkeypatch, db)
+    at.run()
+    for page in PAGES:
+        _open(at, page)
+        _no_exception(at, page)
+        for df in at.dataframe:
+            frame = df.value
+            unlabelled = [
+                c
+                for c in frame.columns
+                if c not in common.COLUMNS and not common._SHARE_BELOW.match(str(c))
+            ]
+            assert not unlabelled, (page, unlabelled)
+            for c in frame.columns:
+                cells = frame[c].tolist()
+                assert not [v for v in cells if v is None or v != v], (page, c)  # NaN != NaN
+                assert "None" not in [str(v) for v in cells], (page, c)
+
+
+def test_a_cell_written_out_as_text_keeps_its_columns_format():
+    from app import common
+
+    assert common._number_text(1234.5, "%.0f", "int") == "1,234"
+    assert common._number_text(1234.5, "$%.0f", "usd") == "$1,234"
+    assert common._number_text(0.125, "%.3g", "ratio") == "0.125"
+    assert common._number_text(12.5, "%.1f%%", "pct") == "12.5%"
+
+
+def test_trends_threshold_starts_at_the_recommendation(monkeypatch, dbs):
+    from advisor import fixplan
+
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=str(dbs["gpu"]), workload=ratios_workload()))
+    main = max(plan.rows, key=lambda r: r.gpu_hours)
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "trends")
+    _no_exception(at, "trends")
+    assert at.selectbox(key="tr_threshold").value == float(main.def_cpu_per_gpu)
+    assert "(recommended)" in at.selectbox(key="tr_threshold").format_func(
+        float(main.def_cpu_per_gpu)
+    )
+
+
+def test_who_names_its_totals_as_totals_over_the_months_chosen(monkeypatch, dbs):
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "who")
+    _no_exception(at, "who")
+    (table,) = at.dataframe
+    config = json.loads(table.proto.columns)
+    labels = {k: v.get("label") for k, v in config.items()}
+    assert labels["gpu_hours_below"] == "GPU-h below target (total, all months)"
+    assert labels["share_jobs_below"] == "% of jobs below target"
+    assert labels["p50_cores_per_gpu"] == "P50 cores / GPU (GPU-h weighted)"

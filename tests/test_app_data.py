@@ -2,8 +2,8 @@
 
 ``make_db(path, kind)`` builds a database through ``advisor.store.connect`` (every migration)
 and inserts rows with plain SQL: ``gpu`` (two clusters, H100/A100 jobs over six months,
-an ingest log and rejected lines), ``empty``, ``cpu_only`` and ``unknown_gpu`` (a GPU type no
-pattern knows). The dashboard and browser tests import it.
+an ingest log and rejected lines), ``empty``, ``cpu_only``, ``unknown_gpu`` (a GPU type no
+pattern knows) and ``one_job`` (one H100 job of 1 GPU and 1 CPU for 1 hour). The dashboard and browser tests import it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from advisor import datainfo, store
 from advisor.errors import NotFoundError, UsageError
 
-KINDS = ("gpu", "empty", "cpu_only", "unknown_gpu")
+KINDS = ("gpu", "empty", "cpu_only", "unknown_gpu", "one_job")
 
 _JOBS_SQL = """
 INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "user", account, "partition", state,
@@ -51,7 +51,15 @@ def make_db(path: Path, kind: str = "gpu", n_jobs: int = 600) -> Path:
         raise ValueError(kind)
     con = store.connect(path)
     try:
-        if kind != "empty":
+        if kind == "one_job":
+            con.execute(
+                'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "user", account,'
+                ' "partition", state, start, "end", elapsed_s, nnodes, cpus, gpus, gpu_type,'
+                " gpu_type_raw) VALUES ('research', '1', TIMESTAMP '2024-03-01 10:00:00', '1',"
+                " 'user1', 'acct1', 'gpu', 'COMPLETED', TIMESTAMP '2024-03-01 10:00:00',"
+                " TIMESTAMP '2024-03-01 11:00:00', 3600, 1, 1, 1, 'H100', 'h100')"
+            )
+        elif kind != "empty":
             con.execute(
                 "INSERT INTO ingests (source, format, cluster, started_at, finished_at, status,"
                 " rows_read, lines_read, inserted, rejected) VALUES"
@@ -247,6 +255,21 @@ def test_dashboard_command_runs_streamlit_on_the_app_with_the_database(gpu_db):
     assert argv[-3:] == ["--", "--db", str(gpu_db.resolve())]
     assert env["ADVISOR_DB"] == str(gpu_db.resolve())
     assert env["ADVISOR_HASH_USERS"] == "1"
+
+
+def test_dashboard_command_passes_the_settings_of_the_checkouts_streamlit_config(gpu_db):
+    import tomllib
+
+    argv, _ = datainfo.dashboard_command(datainfo.DashboardConfig(db_path=gpu_db, port=8600))
+    config = tomllib.loads((Path(__file__).parent.parent / ".streamlit/config.toml").read_text())
+    # no Deploy button, even from an installed wheel, which carries no .streamlit/ folder
+    assert argv[argv.index("--client.toolbarMode") + 1] in ("minimal", "viewer")
+    for section in ("server", "client", "theme"):
+        for name, value in config[section].items():
+            if name == "headless":
+                continue  # the command's own --server.headless option
+            want = str(value).lower() if isinstance(value, bool) else str(value)
+            assert argv[argv.index(f"--{section}.{name}") + 1] == want, name
 
 
 def test_dashboard_command_refuses_a_missing_database_and_a_bad_port(tmp_path, gpu_db):

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from advisor import store
 from advisor.synth import expected_percentiles
+from advisor.wording import cores_text
 from tests.test_app import chart_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def test_overview_of_the_sample_shows_the_research_percentiles(monkeypatch, samp
         assert table.loc[gpu_type, "p25"] == pytest.approx(want["p25"])
         assert table.loc[gpu_type, "p50"] == pytest.approx(want["p50"])
         metric = next(m for m in at.metric if m.label.startswith(f"{gpu_type}:"))
-        assert metric.value == f"{want['p50']:.2f}"
+        assert metric.value == cores_text(want["p50"])
 
 
 def test_overview_of_the_sample_draws_the_node_types_fair_share(monkeypatch, sample_db):

@@ -3,7 +3,8 @@
 ``streamlit run`` serves the app on a free localhost port over a real DuckDB file; each page
 is opened in the browser, must draw its Vega charts (canvas or svg inside ``.vega-embed``) and
 show no exception box, no traceback, no console error and no label cut with "…", and must carry
-the texts a person needs; on the shipped sample, an empty database and one with a single job
+the texts a person needs and read in one vocabulary (no "4.45x to 4.45x", no raw field name,
+no literal None, no Deploy button); on the shipped sample, an empty database and one with a single job
 (one server per database, one browser for the module). A full-height screenshot of each page is
 saved (to ``$ADVISOR_SCREENSHOT_DIR`` when set, else the test's temp dir). No browser is
 downloaded: a missing chromium skips, loudly.
@@ -12,6 +13,7 @@ downloaded: a missing chromium skips, loudly.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -75,12 +77,17 @@ EXPECTED = {
         "data": ["No jobs loaded yet"],
     },
     "one_job": {
-        "": ["GPU-hours lost per month", "PartitionName=", "Small sample: 1 GPU job match"],
+        "": [
+            "GPU-hours lost in the 1 hour of data",
+            "not a rate per month",
+            "PartitionName=",
+            "Small sample: 1 GPU job match",
+        ],
         "trends": ["fewer than 30 jobs"],
         "who": [],
         "recommend": ["Recommended --cpus-per-gpu"],
         "benchmarks": [],
-        "data": ["1 jobs"],
+        "data": ["1 job"],
     },
 }
 
@@ -144,7 +151,7 @@ def _database(kind: str, root: Path) -> Path:
         return _sample_db(root / "sample.duckdb")
     if kind == "empty":
         return make_db(root / "empty.duckdb", "empty")
-    return make_db(root / "one.duckdb", "gpu", n_jobs=1)
+    return make_db(root / "one.duckdb", "one_job")
 
 
 @pytest.fixture(scope="module")
@@ -271,12 +278,47 @@ def test_each_served_page_shows_what_a_person_needs_with_no_error(
         )
         assert kind != "sample" or not charts or chart_text
         assert not [t for t in chart_text if "…" in t], chart_text
+        _reads_as_one_vocabulary(page, chart_text, (kind, path))
         shot = _shots(tmp_path) / f"dashboard-{kind}-{path or 'overview'}.png"
         _full_screenshot(page, shot)
         assert shot.stat().st_size > 10_000
         assert not errors, errors
     finally:
         page.close()
+
+
+# A range whose ends read alike ("4.45x to 4.45x"), a raw field name, a literal None.
+_SAME_ENDS = re.compile(r"(?<![\d.])(\d[\d,]*(?:\.\d+)?)(x|%)? to \1\2?(?![\d.])")
+_RAW_FIELD = re.compile(
+    r"\b(gpu_type|gpu_hours\w*|cores_per_gpu|share_\w+|def_cpu_per_gpu|p\d\d_cores\w*)\b"
+)
+_NONE = re.compile(r"\bNone\b")
+
+
+def _reads_as_one_vocabulary(page, chart_text: list[str], where: tuple[str, str]) -> None:
+    """What a person sees (text outside code blocks, chart labels, table cells) has no range
+    whose ends are the same, no raw field name and no literal None; no Deploy button."""
+    shown = page.evaluate(
+        """() => {
+            const main = document.querySelector('[data-testid="stMain"]').cloneNode(true);
+            main.querySelectorAll('[data-testid="stCode"], pre, code').forEach(e => e.remove());
+            document.body.appendChild(main);
+            const text = main.innerText;
+            main.remove();
+            return text;
+        }"""
+    )
+    cells = page.evaluate(
+        "() => Array.from(document.querySelectorAll("
+        '\'[data-testid="stDataFrame"] [role="gridcell"], '
+        '[data-testid="stDataFrame"] [role="columnheader"]\'), c => c.textContent)'
+    )
+    for text in [shown, *chart_text, *cells]:
+        assert not _SAME_ENDS.search(text), (where, _SAME_ENDS.search(text).group(0))
+        assert not _RAW_FIELD.search(text), (where, _RAW_FIELD.search(text).group(0))
+        assert not _NONE.search(text), (where, text[:200])
+    assert page.locator('[data-testid="stAppDeployButton"]').count() == 0, where
+    assert page.get_by_role("button", name="Deploy").count() == 0, where
 
 
 @pytest.mark.parametrize("served", ["sample"], indirect=True)

@@ -375,3 +375,91 @@ def test_share_below_panels_follow_the_order_given():
     )
     spec = charts.share_below_chart(shares, order=["H100", "A100"]).to_dict()
     assert spec["facet"]["column"]["sort"] == ["H100", "A100"]
+
+
+def _colour_scales(node) -> list[dict]:
+    """Every colour scale with a domain in a spec (any depth)."""
+    out = []
+    if isinstance(node, dict):
+        scale = node.get("color", {}).get("scale") if isinstance(node.get("color"), dict) else None
+        if isinstance(scale, dict) and "domain" in scale:
+            out.append(scale)
+        for v in node.values():
+            out.extend(_colour_scales(v))
+    elif isinstance(node, list):
+        for v in node:
+            out.extend(_colour_scales(v))
+    return out
+
+
+def test_a_gpu_type_has_one_colour_on_every_chart_whatever_else_is_drawn():
+    trend = pd.DataFrame(
+        {
+            "month": ["2024-01", "2024-01"],
+            "gpu_type": ["A100", "Zorblax9"],
+            "p25_cores_per_gpu": [1.0, 2.0],
+            "p50_cores_per_gpu": [2.0, 4.0],
+            "share_jobs_below": [0.5, 0.2],
+            "share_gpu_hours_below": [0.4, 0.1],
+            "jobs": [40, 40],
+        }
+    )
+    specs = [
+        _spec(charts.ratio_ecdf(DIST, quantiles=QUANT)),
+        _spec(charts.ratio_histogram(DIST, quantiles=QUANT)),
+        _spec(charts.trend_chart(trend, group="gpu_type")),
+        _spec(charts.share_trend_chart(trend, group="gpu_type", threshold_cores_per_gpu=2.0)),
+    ]
+    seen: dict[str, set[str]] = {}
+    for spec in specs:
+        scales = _colour_scales(spec)
+        assert scales, "a chart of GPU types without its colour scale"
+        for scale in scales:
+            for name, colour in zip(scale["domain"], scale["range"], strict=True):
+                seen.setdefault(name, set()).add(colour)
+    assert {k: len(v) for k, v in seen.items()} == {"H100": 1, "A100": 1, "Zorblax9": 1}
+    assert seen["H100"] == {charts.gpu_type_colour("H100")} != seen["A100"]
+    assert charts.gpu_type_colour("Zorblax9") == charts.gpu_type_colour("Zorblax9")
+
+
+def _titles(node) -> list[str]:
+    """Every axis, legend and tooltip title a spec shows (a field without a title shows its
+    own name)."""
+    out = []
+    if isinstance(node, dict):
+        legend = node.get("legend")
+        titled = "title" in node or (isinstance(legend, dict) and "title" in legend)
+        if "field" in node and "type" in node and not titled and "aggregate" not in node:
+            out.append(str(node["field"]))
+        if isinstance(node.get("title"), str):
+            out.append(node["title"])
+        for k, v in node.items():
+            if k not in ("data", "datasets", "transform", "scale", "sort", "detail"):
+                out.extend(_titles(v))
+    elif isinstance(node, list):
+        for v in node:
+            out.extend(_titles(v))
+    return out
+
+
+@pytest.mark.parametrize("weight", ["jobs", "gpu_hours"])
+def test_the_distribution_charts_name_no_raw_field(weight):
+    for chart in (
+        charts.ratio_ecdf(DIST, weight=weight, quantiles=QUANT),
+        charts.ratio_histogram(DIST, weight=weight, quantiles=QUANT),
+    ):
+        titles = _titles(_spec(chart))
+        assert not [t for t in titles if t in ("gpu_type", "gpu_hours", "cum_share")], titles
+
+
+def test_the_top_bar_chart_tooltips_name_no_raw_field():
+    rows = pd.DataFrame(
+        {"label": ["a", "b"], "gpu_hours_lost": [3.0, 1.0], "gpu_hours_below": [5.0, 2.0]}
+    )
+    spec = _spec(
+        charts.top_bar_chart(
+            rows, name="label", value="gpu_hours_lost", title="lost", tooltip=("gpu_hours_below:Q",)
+        )
+    )
+    titles = [t["title"] for t in spec["encoding"]["tooltip"]]
+    assert titles == ["who", "lost", "GPU-hours below target"]

@@ -100,3 +100,52 @@ def test_a_plan_read_on_the_callers_connection_is_the_same_and_leaves_it_open(db
         con.close()
     own = fixplan.fix_plan(fixplan.FixQuery(db=db))
     assert on_con.rows == own.rows and on_con.fix_usd_per_month == own.fix_usd_per_month
+
+
+def test_less_than_a_month_of_data_gives_its_totals_not_a_rate_scaled_up(tmp_path):
+    one = str(make_db(tmp_path / "one.duckdb", "one_job"))  # 1 GPU, 1 CPU, 1 hour
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=one))
+    (row,) = plan.rows
+    assert row.gpu_hours == pytest.approx(1.0)
+    assert 0 < plan.gpu_hours_lost_per_month <= row.gpu_hours
+    assert not plan.per_month and plan.period == "in the 1 hour of data"
+    merged = fixplan.merge([plan])
+    assert merged.period == plan.period and merged.rows == plan.rows
+
+
+@pytest.mark.parametrize(
+    ("hours", "words"),
+    [
+        (0.5, "in the 30 minutes of data"),
+        (0.001, "in the 1 minute of data"),
+        (1.0, "in the 1 hour of data"),
+        (30.2, "in the 30 hours of data"),
+        (24.0 * 9, "in the 9 days of data"),
+        (24.0 * 31, "per month"),
+    ],
+)
+def test_the_period_names_the_span_when_it_is_shorter_than_a_month(hours, words):
+    assert fixplan.period_words(hours) == words
+
+
+def test_a_month_of_data_or_more_is_a_rate_per_month(db):
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=db))
+    assert plan.per_month and plan.period == "per month"
+
+
+def test_the_overview_and_the_months_report_agree_on_one_hour_of_data(tmp_path):
+    from pathlib import Path
+
+    from advisor import report, store
+
+    one = make_db(tmp_path / "one.duckdb", "one_job")
+    plan = fixplan.fix_plan(fixplan.FixQuery(db=str(one)))
+    inputs = report.load_inputs(report.ReportConfig(out_dir=Path(tmp_path)), one)
+    con = store.connect(one, read_only=True)
+    try:
+        month = report.build_report(con, report.parse_month("2024-03"), None, inputs)
+    finally:
+        con.close()
+    assert month.gpu_hours_lost_total == pytest.approx(plan.gpu_hours_lost_per_month)
+    assert month.usd_to_fix_total == pytest.approx(plan.fix_usd_per_month)
+    assert month.small_sample

@@ -281,15 +281,18 @@ def test_a_partition_recommendation_counts_jobs_below_and_prices_the_fix(db_path
     lo, hi = row.gpu_hours_lost_interval
     assert 0 <= lo <= row.gpu_hours_lost <= hi <= row.gpu_hours_below
     assert lo < hi
-    assert row.gpu_hours_lost_per_month_interval == pytest.approx(
-        (lo / row.months_observed, hi / row.months_observed)
-    )
+    # Fix: (rec x 4 - 1) vCPUs for 10 h, six jobs; the 8 jobs start a day apart, run 10 h:
+    # less than a month of data, so the "per month" figures are the span's totals.
     assert row.decision_basis in ("capacity model", "2 + N")
-    # Fix: (rec x 4 - 1) vCPUs for 10 h, six jobs; the 8 jobs start a day apart, run 10 h.
+    assert row.span_hours == pytest.approx(7 * 24 + 10)
     assert row.months_observed == pytest.approx((7 + 10 / 24) / 30.4375)
+    assert not row.per_month
+    assert row.gpu_hours_lost_per_month == pytest.approx(row.gpu_hours_lost)
+    assert row.gpu_hours_lost_per_month_interval == pytest.approx((lo, hi))
     vcpu_h = (row.def_cpu_per_gpu * 4 - 1) * 10 * 6
-    assert row.fix_vcpu_hours_per_month == pytest.approx(vcpu_h / row.months_observed)
-    assert row.fix_usd_per_month == pytest.approx(vcpu_h / row.months_observed * 0.0504)
+    assert row.fix_vcpu_hours == pytest.approx(vcpu_h)
+    assert row.fix_vcpu_hours_per_month == pytest.approx(vcpu_h)
+    assert row.fix_usd_per_month == pytest.approx(vcpu_h * 0.0504)
     assert row.lost_usd_per_month == pytest.approx(row.gpu_hours_lost_per_month * 55.04 / 8)
     assert row.p25_cores_per_gpu == pytest.approx(0.25)
 

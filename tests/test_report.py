@@ -195,7 +195,7 @@ def test_every_number_in_the_html_equals_the_report_object(october):
     h100 = next(i for i, g in enumerate(october.gpu_types) if g.gpu_type == "H100")
     key = f"gpu_types.{h100}.p50_cores_per_gpu"
     assert (
-        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.50<' in html
+        f'data-key="{key}" data-value="{october.gpu_types[h100].p50_cores_per_gpu!r}">0.5<' in html
     )
 
 
@@ -338,13 +338,68 @@ def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(sma
     html = res.html_path.read_text()
     # the summary comes before every other section, and carries the paste-ready settings
     assert html.index('id="summary"') < html.index('id="ratios"')
+    pasted = "".join(c["slurm_conf"] for c in s["settings"])
     for e in data["starvation"]:
-        assert f"PartitionName={e['partition']} DefCpuPerGPU=" in s["settings"]
-    assert '<pre class="settings" id="settings">' in html
+        assert f"PartitionName={e['partition']} DefCpuPerGPU=" in pasted
+    assert '<pre class="settings" id="settings-0" data-cluster="c1">' in html
     assert "Since 2024-09:" in html and s["changes"]
     # assumptions in an admin's words: no function or field names
     for a in data["starvation_assumptions"]:
         assert "advisor." not in a and "_" not in a, a
+
+
+def test_the_settings_are_one_paste_per_cluster_naming_only_its_partitions(small_db, tmp_path):
+    con = store.connect(small_db)
+    con.execute(
+        'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, start, "end", elapsed_s, account,'
+        ' "partition", "user", state, gpu_type, gpu_type_raw, gpus, cpus, ingest_id) VALUES'
+        " ('c2', 2, TIMESTAMP '2024-10-04 12:00', '2', TIMESTAMP '2024-10-04 12:00',"
+        " TIMESTAMP '2024-10-04 14:00', 7200, 'lab', 'c2long', 'u1', 'COMPLETED', 'H100', 'h100',"
+        " 8, 1, 2)"
+    )
+    con.close()
+    (res,) = report.run_reports(
+        report.ReportConfig(out_dir=tmp_path, month="2024-10"), small_db, now=NOW
+    )
+    data = json.loads((res.html_path.parent / "report.json").read_text())
+    blocks = {c["cluster"]: c["slurm_conf"] for c in data["summary"]["settings"]}
+    assert set(blocks) == {"c1", "c2"}
+    assert "PartitionName=c2long " in blocks["c2"] and "c2long" not in blocks["c1"]
+    html = res.html_path.read_text()
+    assert html.count('<pre class="settings"') == 2 and 'data-cluster="c2"' in html
+
+
+def test_the_accounts_most_below_are_the_dashboards_who_ranking(small_db, inputs):
+    from advisor import fixplan, ratios
+
+    month = report.parse_month("2024-10")
+    recs = {(r.partition, r.gpu_type): r for r in inputs.recommendations}
+    con = store.connect(small_db, read_only=True)
+    try:
+        accounts, _ = report.below_recommendation(con, month, None, inputs, top_n=10)
+        tq = ratios.TargetQuery(
+            report.ratio_query(month, None, ("account", "partition", "gpu_type")),
+            targets_cores_per_gpu=fixplan.recommended_targets(recs),
+            top=fixplan.RANKING_POOL,
+        )
+        who = fixplan.rank_who_loses(ratios.below_target(con, tq), recs)[:10]
+    finally:
+        con.close()
+    assert accounts
+    assert [(b.name, b.partition, b.gpu_type) for b in accounts] == [
+        (w.group.keys["account"], w.group.keys["partition"], w.group.keys["gpu_type"]) for w in who
+    ]
+    assert [b.gpu_hours_lost for b in accounts] == pytest.approx([w.gpu_hours_lost for w in who])
+    lost = [b.gpu_hours_lost for b in accounts]
+    assert lost == sorted(lost, reverse=True) and lost[0] > 0
+    assert [b.flag for b in accounts] == [w.flag for w in who]
+
+
+def test_the_report_shows_the_accounts_loss_it_ranks_by(october):
+    html = render.render_html(october)
+    assert "ranked as the dashboard's Who page ranks them" in html
+    assert 'data-key="below_accounts.0.gpu_hours_lost"' in html
+    assert "GPU-hours lost (est.)" in html
 
 
 def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
@@ -359,7 +414,8 @@ def test_a_month_with_few_jobs_carries_a_small_sample_note(small_db, tmp_path):
 
 def test_one_number_format_per_kind():
     assert render._fmt(1234.56, "hours") == "1,235" and render._fmt(12.4, "hours") == "12"
-    assert render._fmt(0.25, "cores") == "0.25" and render._fmt(8, "cores") == "8.00"
+    assert render._fmt(0.25, "cores") == "0.25" and render._fmt(8, "cores") == "8"
+    assert render._fmt(0.125, "cores") == "0.125" and render._fmt(2.5, "cores") == "2.5"
     assert render._fmt(1234.5, "usd") == "$1,234" and render._fmt(3.456, "price") == "$3.46"
     assert render._fmt(None, "usd") == "–"
 
@@ -464,7 +520,7 @@ def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(
         assert e.recommended_cores_per_gpu == r.def_cpu_per_gpu
         assert e.gpu_hours_below == pytest.approx(r.gpu_hours_below)
         assert e.gpu_hours_lost == pytest.approx(r.gpu_hours_lost)
-        assert e.extra_cpu_hours == pytest.approx(r.fix_vcpu_hours_per_month * r.months_observed)
+        assert e.extra_cpu_hours == pytest.approx(r.fix_vcpu_hours)
         assert e.usd_to_fix == pytest.approx(e.extra_cpu_hours * e.usd_per_vcpu_hour)
         assert 0 < e.gpu_hours_lost <= e.gpu_hours_below
     lost = {(r.partition, r.gpu_type) for r in recs.values() if r.gpu_hours_lost > 0}

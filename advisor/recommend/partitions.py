@@ -80,8 +80,8 @@ class PartitionRecommendation:
     share_gpu_hours_below: float
     gpu_hours_lost: float
     gpu_hours_lost_interval: tuple[float, float]  # 5-95% over the fit's refits
-    months_observed: float
-    gpu_hours_lost_per_month: float
+    months_observed: float  # the group's span (first start to last end) in DAYS_PER_MONTH months
+    gpu_hours_lost_per_month: float  # the span's total when it is shorter than a month
     lost_usd_per_month: float | None
     fix_vcpu_hours_per_month: float
     fix_usd_per_month: float
@@ -89,6 +89,13 @@ class PartitionRecommendation:
     gpu_hours_lost_per_month_interval: tuple[float, float] = (0.0, 0.0)
     decision_basis: str = "2 + N"  # what set def_cpu_per_gpu (see recommend_job)
     cost_reason: str | None = None  # why lost_usd_per_month is None (no instance price)
+    span_hours: float = 0.0  # first start to last end of the group's jobs
+    fix_vcpu_hours: float = 0.0  # the span's total, not per month
+
+    @property
+    def per_month(self) -> bool:
+        """Whether the ``*_per_month`` figures are rates (else the span's totals)."""
+        return self.months_observed >= 1.0
 
 
 @dataclass(frozen=True)
@@ -243,8 +250,10 @@ def recommend_partitions(
         fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
         first = min(r[8] for r in rows)
         last = max(r[9] for r in rows)
-        days = max((last - first).total_seconds() / 86400.0, 1.0)
-        months = days / DAYS_PER_MONTH
+        span_h = max((last - first).total_seconds() / 3600.0, 0.0)
+        months_seen = span_h / 24.0 / DAYS_PER_MONTH
+        # A rate scaled up from less than a month would claim more than the data holds.
+        months = max(months_seen, 1.0)
         instance = book.find_instance(platform or "")
         usd_gpu_h = None if instance is None else instance.usd_per_gpu_hour
         cost_reason = None if instance is not None else book.no_price_reason(gpu_type)
@@ -273,7 +282,7 @@ def recommend_partitions(
                 share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
                 gpu_hours_lost=lost,
                 gpu_hours_lost_interval=(lost_lo, lost_hi),
-                months_observed=months,
+                months_observed=months_seen,
                 gpu_hours_lost_per_month=lost / months,
                 lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
                 fix_vcpu_hours_per_month=fix_vcpu_h / months,
@@ -282,6 +291,8 @@ def recommend_partitions(
                 gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
                 decision_basis=basis,
                 cost_reason=cost_reason,
+                span_hours=span_h,
+                fix_vcpu_hours=fix_vcpu_h,
             )
         )
     vcpu = book.vcpu
@@ -299,7 +310,7 @@ def recommend_partitions(
         f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
         "lost_usd": "lost GPU-hours x the reference instance's $/GPU-hour",
         "per_month": f"totals over the observed span (first start to last end) / "
-        f"{DAYS_PER_MONTH} days",
+        f"{DAYS_PER_MONTH} days; a span shorter than that gives its totals, not a rate",
         "workload": {
             "model_params_b": q.workload.model_params_b or slowdown.REF_MODEL_PARAMS_B,
             "load_rps": q.workload.load_rps or slowdown.REF_LOAD_RPS,

@@ -21,6 +21,7 @@ import duckdb
 
 from advisor import store
 from advisor.errors import AdvisorError, NotFoundError, UsageError
+from advisor.fixplan import ClusterFix
 from advisor.policy import Policy, read_policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
@@ -28,6 +29,8 @@ from advisor.ratios import (
     DEFAULT_THRESHOLDS,
     RatioGroup,
     RatioQuery,
+    TargetQuery,
+    below_target,
     ratio_distribution,
     ratio_summary,
 )
@@ -151,6 +154,7 @@ class BelowRecommendation:
     p50_cores_per_gpu: float | None
     recommended_cores_per_gpu: float
     flag: str  # what their job scripts should say, e.g. "--cpus-per-gpu=8"
+    gpu_hours_lost: float = 0.0  # the part of gpu_hours_below estimated lost (fixplan.lost_share)
 
 
 @dataclass(frozen=True)
@@ -268,7 +272,7 @@ class Summary:
     prev_gpu_hours_lost: float | None  # None: no estimate for the month before
     top_partitions: tuple[StarvationEstimate, ...]  # the three losing the most GPU-hours
     top_accounts: tuple[BelowRecommendation, ...]  # the three most GPU-hours below
-    settings: str  # slurm.conf lines that set the recommendations
+    settings: tuple[ClusterFix, ...]  # per cluster: slurm.conf lines that set the recommendations
     changes: tuple[str, ...]  # sentences: what moved since the month before
 
 
@@ -494,47 +498,70 @@ def below_recommendation(
     top_n: int = 10,
 ) -> tuple[tuple[BelowRecommendation, ...], tuple[BelowRecommendation, ...]]:
     """Accounts and partitions whose jobs sit below their (partition, GPU type)'s recommended
-    cores per GPU, most GPU-hours below first (at most ``top_n`` each).
+    cores per GPU (at most ``top_n`` each).
 
-    Counts come from :func:`advisor.ratios.ratio_summary` with the recommended values as
-    thresholds: jobs below = share of jobs below x jobs, GPU-hours below likewise.
+    Accounts are the dashboard's Who ranking: :func:`advisor.ratios.below_target` ranked by
+    :func:`advisor.fixplan.rank_who_loses`, most GPU-hours lost first. Partitions come from
+    :func:`advisor.ratios.ratio_summary` with the recommended values as thresholds (jobs below
+    = share of jobs below x jobs, GPU-hours below likewise), most GPU-hours below first.
     """
+    from advisor import fixplan
+
     recs = _rec_index(inputs)
     if not recs:
         return (), ()
+    # Accounts: the dashboard's Who ranking (fixplan.rank_who_loses), most GPU-hours lost first.
+    tq = TargetQuery(
+        ratio_query(month, cluster, ("account", "partition", "gpu_type")),
+        targets_cores_per_gpu=fixplan.recommended_targets(recs),
+        top=max(fixplan.RANKING_POOL, top_n),
+    )
+    accounts = tuple(
+        BelowRecommendation(
+            scope="account",
+            name=str(w.group.keys["account"]),
+            partition=w.group.keys["partition"],
+            gpu_type=str(w.group.keys["gpu_type"]),
+            jobs=w.group.jobs,
+            jobs_below=w.jobs_below,
+            gpu_hours_below=w.gpu_hours_below,
+            p50_cores_per_gpu=w.group.p50_cores_per_gpu,
+            recommended_cores_per_gpu=w.target_cores_per_gpu,
+            flag=w.flag,
+            gpu_hours_lost=w.gpu_hours_lost,
+        )
+        for w in fixplan.rank_who_loses(below_target(con, tq), recs)[:top_n]
+    )
     thresholds = tuple(sorted({float(r.def_cpu_per_gpu) for r in recs.values()}))
-    out: list[tuple[BelowRecommendation, ...]] = []
-    for scope, by in (
-        ("account", ("account", "partition", "gpu_type")),
-        ("partition", ("partition", "gpu_type")),
-    ):
-        rows = []
-        for g in _ratio_groups(con, month, cluster, by, thresholds):
-            rec = recs.get((g.keys["partition"], g.keys["gpu_type"]))
-            if rec is None:
-                continue
-            t = float(rec.def_cpu_per_gpu)
-            jobs_below = round(g.share_jobs_below[t] * g.jobs)
-            share_h = g.share_gpu_hours_below[t]
-            if jobs_below == 0:
-                continue
-            rows.append(
-                BelowRecommendation(
-                    scope=scope,
-                    name=str(g.keys[scope]),
-                    partition=g.keys["partition"],
-                    gpu_type=str(g.keys["gpu_type"]),
-                    jobs=g.jobs,
-                    jobs_below=jobs_below,
-                    gpu_hours_below=(share_h * g.gpu_hours) if math.isfinite(share_h) else 0.0,
-                    p50_cores_per_gpu=g.p50_cores_per_gpu,
-                    recommended_cores_per_gpu=t,
-                    flag=f"--cpus-per-gpu={rec.def_cpu_per_gpu}",
-                )
+    rows = []
+    for g in _ratio_groups(con, month, cluster, ("partition", "gpu_type"), thresholds):
+        rec = recs.get((g.keys["partition"], g.keys["gpu_type"]))
+        if rec is None:
+            continue
+        t = float(rec.def_cpu_per_gpu)
+        jobs_below = round(g.share_jobs_below[t] * g.jobs)
+        share_h = g.share_gpu_hours_below[t]
+        if jobs_below == 0:
+            continue
+        below_h = (share_h * g.gpu_hours) if math.isfinite(share_h) else 0.0
+        rows.append(
+            BelowRecommendation(
+                scope="partition",
+                name=str(g.keys["partition"]),
+                partition=g.keys["partition"],
+                gpu_type=str(g.keys["gpu_type"]),
+                jobs=g.jobs,
+                jobs_below=jobs_below,
+                gpu_hours_below=below_h,
+                p50_cores_per_gpu=g.p50_cores_per_gpu,
+                recommended_cores_per_gpu=t,
+                flag=f"--cpus-per-gpu={rec.def_cpu_per_gpu}",
+                gpu_hours_lost=below_h
+                * fixplan.lost_share(recs, g.keys["partition"], str(g.keys["gpu_type"])),
             )
-        rows.sort(key=lambda b: (-b.gpu_hours_below, -b.jobs_below, b.name, b.gpu_type))
-        out.append(tuple(rows[:top_n]))
-    return out[0], out[1]
+        )
+    rows.sort(key=lambda b: (-b.gpu_hours_below, -b.jobs_below, b.name, b.gpu_type))
+    return accounts, tuple(rows[:top_n])
 
 
 def starvation_estimates(
@@ -735,7 +762,13 @@ def build_report(
         quality=quality,
         notes=tuple(notes),
         summary=_summary(
-            starvation, prev_starvation, accounts, gpu_types, inputs, cluster, generated
+            starvation,
+            prev_starvation,
+            accounts,
+            gpu_types,
+            inputs,
+            _clusters_of(con, month, cluster),
+            generated,
         )
         if inputs.recommendations
         else None,
@@ -782,7 +815,7 @@ def _summary(
     accounts: Sequence[BelowRecommendation],
     gpu_types: Sequence[GpuTypeMonth],
     inputs: ReportInputs,
-    cluster: str | None,
+    clusters_of: dict[tuple[str | None, str], tuple[str, ...]],
     generated_at: dt.datetime,
 ) -> Summary:
     from advisor.fixplan import settings_for
@@ -791,9 +824,12 @@ def _summary(
     prev_lost = sum(e.gpu_hours_lost for e in prev_starvation) if prev_starvation else None
     shown = {(e.partition, e.gpu_type) for e in starvation}
     recs = [r for r in inputs.recommendations if (r.partition, r.gpu_type) in shown]
-    settings = (
-        settings_for(cluster or "all clusters", recs, generated_at).slurm_conf if recs else ""
-    )
+    # one paste per cluster, as on the dashboard: each cluster has its own slurm.conf
+    per_cluster: dict[str, list[PartitionRecommendation]] = {}
+    for r in recs:
+        for c in clusters_of.get((r.partition, r.gpu_type), ()):
+            per_cluster.setdefault(c, []).append(r)
+    settings = tuple(settings_for(c, per_cluster[c], generated_at) for c in sorted(per_cluster))
     changes = []
     if prev_lost is not None:
         changes.append(
@@ -824,6 +860,19 @@ def _summary(
         settings=settings,
         changes=tuple(changes),
     )
+
+
+def _clusters_of(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
+) -> dict[tuple[str | None, str], tuple[str, ...]]:
+    """The clusters each (partition, GPU type) of the month's GPU jobs ran in."""
+    out: dict[tuple[str | None, str], tuple[str, ...]] = {}
+    params = {"start": month.start, "end": month.end, "cluster": cluster}
+    for c, partition, gpu_type in con.execute(
+        store.query("report/cluster_partitions"), params
+    ).fetchall():
+        out[(partition, gpu_type)] = (*out.get((partition, gpu_type), ()), str(c))
+    return out
 
 
 def _hours(value: float) -> str:

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from advisor.report.gather import BelowRecommendation, MonthlyReport
+from advisor.wording import cores_text
 
 # --------------------------------------------------------------------------------------------
 # Charts
@@ -129,14 +130,28 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
     ):
         if not below:
             continue
+        # accounts as the dashboard's Who page ranks them (by the loss), partitions by hours below
+        rank_by, rank_title = (
+            ("gpu_hours_lost", "GPU-hours lost to too few cores (est.)")
+            if scope == "accounts"
+            else ("gpu_hours_below", "GPU-hours below the recommendation")
+        )
         df = pd.DataFrame(
-            [{"who": _who(b), "gpu_hours_below": b.gpu_hours_below, "flag": b.flag} for b in below]
+            [
+                {
+                    "who": _who(b),
+                    "gpu_hours_below": b.gpu_hours_below,
+                    "gpu_hours_lost": b.gpu_hours_lost,
+                    "flag": b.flag,
+                }
+                for b in below
+            ]
         )
         chart = top_bar_chart(
             df,
             name="who",
-            value="gpu_hours_below",
-            title="GPU-hours below the recommendation",
+            value=rank_by,
+            title=rank_title,
             tooltip=["flag:N"],
             limit=max(1, len(below)),
         )
@@ -223,7 +238,8 @@ def _raw(value: object) -> str:
 
 def _fmt(value: object, kind: str = "num") -> str:
     """One format per kind of number, the same wherever it appears in the report: counts and
-    hours whole with separators, cores per GPU with two decimals, dollars whole, unit prices
+    hours whole with separators, cores per GPU as short as they read exactly (advisor.wording),
+    dollars whole, unit prices
     with the cents that matter."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -233,7 +249,7 @@ def _fmt(value: object, kind: str = "num") -> str:
     if kind in ("int", "hours"):
         return f"{v:,.0f}"
     if kind == "cores":
-        return f"{v:,.2f}"
+        return cores_text(v)
     if kind == "usd":
         return f"${v:,.0f}"
     if kind == "price":

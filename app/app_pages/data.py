@@ -44,7 +44,7 @@ else:
         stale = f.age_days is not None and f.age_days > common.STALE_DAYS
         col.metric(
             f.cluster,
-            f"{f.jobs:,} jobs",
+            common.count_words(f.jobs, "job"),
             age,
             delta_color="inverse" if stale else "off",
             delta_arrow="off",

@@ -33,28 +33,34 @@ elif not plan.rows:
         "is nothing to recommend. Widen them in the sidebar."
     )
 else:
+    period = plan.period  # "per month", or the span's totals when it is shorter than a month
     m1, m2, m3 = st.columns(3)
     m1.metric(
-        "GPU-hours lost per month",
+        f"GPU-hours lost {period}",
         f"{plan.gpu_hours_lost_per_month:,.0f}",
         help="Estimated: GPU time the jobs below the recommendation spend waiting on CPU.",
     )
     m2.metric(
-        "Their value per month",
+        f"Their value {period}",
         f"${plan.lost_usd_per_month:,.0f}",
         help="Lost GPU-hours at the reference cloud instance's price per GPU-hour.",
     )
     m3.metric(
-        "Cost of the fix per month",
+        f"Cost of the fix {period}",
         f"${plan.fix_usd_per_month:,.0f}",
         help="The extra vCPU-hours the jobs below would get, at the per-vCPU price.",
     )
+    if not plan.per_month:
+        st.caption(
+            f"The data span less than a month, so these are the totals {period}, not a rate "
+            "per month: a month's worth cannot be told from so little."
+        )
     top = plan.rows[0]
     st.markdown(
         f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
-        f"**{top.cluster}** ({top.gpu_type}): {top.gpu_hours_lost_per_month:,.0f} GPU-hours a "
-        f"month; its jobs get a median of {top.p50_cores_per_gpu:g} CPU cores per GPU. Set "
-        f"`DefCpuPerGPU={top.def_cpu_per_gpu}` there."
+        f"**{top.cluster}** ({top.gpu_type}): {top.gpu_hours_lost_per_month:,.0f} GPU-hours "
+        f"{period}; its jobs get a median of {common.cores_per_gpu_words(top.p50_cores_per_gpu)}"
+        f" per GPU. Set `DefCpuPerGPU={top.def_cpu_per_gpu}` there."
     )
     common.show_table(
         [r.__dict__ for r in plan.rows],
@@ -69,6 +75,7 @@ else:
             "p50_cores_per_gpu",
             "share_gpu_hours_below",
         ],
+        labels=common.period_labels(period),
     )
     st.markdown(
         "**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
@@ -77,9 +84,9 @@ else:
     tabs = st.tabs([s.cluster for s in plan.settings])
     for tab, s in zip(tabs, plan.settings, strict=True):
         with tab:
-            st.code(s.slurm_conf, language="ini")
+            st.code(s.slurm_conf, language="ini", wrap_lines=True)
             with st.expander("Lua policy (advisor-policy.lua)"):
-                st.code(s.lua, language="lua")
+                st.code(s.lua, language="lua", wrap_lines=True)
     common.assumptions_caption(assumed)
 
 st.subheader("How many cores per GPU jobs get")
@@ -129,8 +136,8 @@ cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
     col.metric(
         f"{common.md_name(row.gpu_type)}: P50 cores/GPU",
-        f"{row.p50_cores_per_gpu:.2f}",
-        f"P25 {row.p25_cores_per_gpu:.2f} · {row.jobs:,} jobs",
+        common.cores_text(row.p50_cores_per_gpu),
+        f"P25 {common.cores_text(row.p25_cores_per_gpu)} · {common.count_words(row.jobs, 'job')}",
         delta_color="off",
         delta_arrow="off",
     )

@@ -18,7 +18,7 @@ st.title("Recommend cores per GPU")
 key = common.db_key()
 filters = common.current_filters()
 try:
-    from advisor import pricing, recommend
+    from advisor import fixplan, pricing, recommend
 except ImportError:
     common.missing_feature("The recommendation", "advisor.recommend")
 
@@ -204,7 +204,9 @@ if off:
     )
 with st.expander("Assumptions behind this answer"):
     st.markdown(f"Assumed: {common.Assumptions(workload, tolerance).in_words()}.")
-    st.json(rec.assumptions)
+    common.show_table(
+        rv.assumption_rows(rec.assumptions), labels={"assumption": "Assumption", "value": "Value"}
+    )
 
 st.subheader("Per partition, for the jobs in the database")
 opts = common.guarded(lambda: common.filter_options(key))
@@ -247,7 +249,20 @@ else:
                 "p50_cores_per_gpu",
                 "share_gpu_hours_below",
             ],
+            labels=common.period_labels(
+                fixplan.period_words(max(r.span_hours for r in report.rows))
+            ),
         )
+        same = next(
+            (
+                r
+                for r in report.rows
+                if (r.partition or "(none)") == partition and r.gpu_type == gpu_type
+            ),
+            None,
+        )
+        if same is not None:  # both numbers are on the page for this partition: say which is which
+            st.markdown(rv.job_and_partition(rec, same))
         st.caption(
             "DefCpuPerGPU is the value to set per partition (export it with "
             "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "

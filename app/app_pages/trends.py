@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisor.errors import AdvisorError
 from app import common
 
 st.title("Trends by month")
@@ -26,8 +27,25 @@ weight_label = (
     or "jobs"
 )
 weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
+# the threshold starts at the recommendation (of the partition with the most GPU-hours)
+try:
+    main = common.fix_plan(key, filters, common.assumptions()).main_row
+except AdvisorError:  # no model answer: the charts need none, the threshold starts at 8
+    main = None
+recommended = float(main.def_cpu_per_gpu) if main else 8.0
+choices = sorted({1.0, 2.0, 4.0, 8.0, 16.0, recommended})
 threshold = c3.selectbox(
-    "Threshold (cores per GPU)", [1.0, 2.0, 4.0, 8.0, 16.0], index=3, key="tr_threshold"
+    "Threshold (cores per GPU)",
+    choices,
+    index=choices.index(recommended),
+    format_func=lambda t: f"{t:g}" + (" (recommended)" if main and t == recommended else ""),
+    key="tr_threshold",
+    help=(
+        f"Starts at the recommended DefCpuPerGPU of partition {main.partition or '(none)'} "
+        f"({main.gpu_type}), which has the most GPU-hours."
+        if main
+        else "No recommendation available: starts at 8."
+    ),
 )
 
 q = common.ratio_query(filters, by=("month", split), weight=weight, thresholds=(threshold,))
@@ -94,8 +112,8 @@ with st.expander("The numbers"):
             "share_gpu_hours_below",
         ],
         labels={
-            "share_jobs_below": f"Jobs below {threshold:g} cores/GPU",
-            "share_gpu_hours_below": f"GPU-hours below {threshold:g} cores/GPU",
+            "share_jobs_below": f"% of jobs below {threshold:g} cores/GPU",
+            "share_gpu_hours_below": f"% of GPU-h below {threshold:g} cores/GPU",
         },
     )
 common.excluded_caption(report)

@@ -8,11 +8,10 @@ on the cube's counts and summarises only the ones shown."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
+from advisor import fixplan
 from app import common
 from app.usage_block import show_usage_block
 
@@ -45,15 +44,12 @@ fixed = c3.number_input(
     key="who_target",
     disabled=mode != "fixed",
 )
-MOST_SHOWN = 50
+MOST_SHOWN = fixplan.RANKING_POOL // 2
 top_n = c4.slider("Show", min_value=5, max_value=MOST_SHOWN, value=15, key="who_top")
 
 recs = common.partition_recommendations(key, assumed)
 if mode == "recommended":
-    targets = tuple(
-        (partition, gpu_type, float(r.def_cpu_per_gpu))
-        for (partition, gpu_type), r in sorted(recs.items(), key=lambda kv: str(kv[0]))
-    )
+    targets = fixplan.recommended_targets(recs)
     # no recommendation at all (no model answer): the fixed number, as before
     fixed_target = None if targets else float(fixed)
 else:
@@ -62,7 +58,7 @@ else:
 q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
 # Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it; one
 # pool for every "Show" value, so that moving the slider asks the database nothing new.
-report = common.below_target(key, q, targets, fixed_target, 2 * MOST_SHOWN)
+report = common.below_target(key, q, targets, fixed_target, fixplan.RANKING_POOL)
 # what the jobs used, shown even when nothing ran below the allocation target
 show_usage_block(key, filters, who)
 if not report.groups_counted:
@@ -71,31 +67,25 @@ if not report.groups:
     common.stop_info("No GPU-hours ran below the target with these filters.")
 
 
-def lost_share(partition: str | None, gpu_type: str) -> float:
-    """Of the GPU-hours below the recommendation in this partition, the share the model says is
-    lost (0 when the partition has no recommendation)."""
-    r = recs.get((partition, gpu_type))
-    return r.gpu_hours_lost / r.gpu_hours_below if r and r.gpu_hours_below else 0.0
-
-
+# the report's accounts table ranks with the same function
+ranked = fixplan.rank_who_loses(report, recs, by_loss=mode == "recommended")
 rows = pd.DataFrame(
     [
         {
-            who: common.display_name(b.group.keys[who]) or "(none)",
-            "cluster": b.group.keys["cluster"],
-            "partition": b.group.keys["partition"],
-            "gpu_type": b.group.keys["gpu_type"],
-            "jobs": b.group.jobs,
-            "gpu_hours": b.group.gpu_hours,
-            "gpu_hours_below": b.gpu_hours_below,
-            "gpu_hours_lost": b.gpu_hours_below
-            * lost_share(b.group.keys["partition"], b.group.keys["gpu_type"]),
-            "share_jobs_below": b.group.share_jobs_below[b.target_cores_per_gpu],
-            "p50_cores_per_gpu": b.group.p50_cores_per_gpu,
-            "target_cores_per_gpu": b.target_cores_per_gpu,
-            "flag": f"--cpus-per-gpu={math.ceil(b.target_cores_per_gpu)}",
+            who: common.display_name(w.group.keys[who]) or "(none)",
+            "cluster": w.group.keys["cluster"],
+            "partition": w.group.keys["partition"],
+            "gpu_type": w.group.keys["gpu_type"],
+            "jobs": w.group.jobs,
+            "gpu_hours": w.group.gpu_hours,
+            "gpu_hours_below": w.gpu_hours_below,
+            "gpu_hours_lost": w.gpu_hours_lost,
+            "share_jobs_below": w.group.share_jobs_below[w.target_cores_per_gpu],
+            "p50_cores_per_gpu": w.group.p50_cores_per_gpu,
+            "target_cores_per_gpu": w.target_cores_per_gpu,
+            "flag": w.flag,
         }
-        for b in report.groups
+        for w in ranked
     ]
 )
 rows["label"] = (
@@ -109,25 +99,34 @@ rows["label"] = (
 )
 if mode == "recommended":
     # the model's loss is defined against its own recommendation, so it ranks only that mode
-    rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.)"
+    rank, rank_title = "gpu_hours_lost", "GPU-hours lost to too few cores (est.), total"
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_lost", "flag", "gpu_hours_below"]
 else:
-    rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU"
+    rank, rank_title = "gpu_hours_below", f"GPU-hours below {fixed:g} cores per GPU, total"
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_below", "flag"]
-rows = rows.sort_values([rank, "gpu_hours_below"], ascending=False).head(top_n)
+rows = rows.head(top_n)
 
 common.show_chart(
     "top_bar_chart",
     rows,
     name="label",
     value=rank,
-    title=rank_title,
+    title=f"{rank_title}, {filters.months_words}",
     limit=top_n,
     tooltip=("gpu_hours_below:Q", "jobs:Q", "flag:N"),
 )
+# totals over the months chosen, named so (the Overview's figures are per month)
+total = f"total, {filters.months_words}"
 common.show_table(
     rows,
     columns + ["share_jobs_below", "p50_cores_per_gpu", "jobs"],
+    labels={
+        "gpu_hours_below": f"GPU-h below target ({total})",
+        "gpu_hours_lost": f"GPU-h lost, est. ({total})",
+        "jobs": f"Jobs ({total})",
+        # the ranking's query weighs by GPU-hours, unlike the Overview's job-weighted P50
+        "p50_cores_per_gpu": "P50 cores / GPU (GPU-h weighted)",
+    },
 )
 st.caption(
     "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
