@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
+from advisor.filters import JobFilters, query_params
 from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
@@ -73,21 +74,12 @@ class UsageThresholds:
 
 
 @dataclass(frozen=True)
-class UsageQuery:
-    """What to summarise: grouping, thresholds and filters (as :class:`advisor.ratios.RatioQuery`:
-    empty tuples and None mean no filter; start/end bound the job's start time, UTC)."""
+class UsageQuery(JobFilters):
+    """What to summarise: grouping, thresholds, and the job filters of
+    :class:`advisor.filters.JobFilters` (keywords only, as :class:`advisor.ratios.RatioQuery`'s)."""
 
     by: tuple[str, ...] = ("gpu_type",)
     thresholds: UsageThresholds = UsageThresholds()
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-    states: tuple[str, ...] = ()
-    partitions: tuple[str, ...] = ()
-    clusters: tuple[str, ...] = ()
-    gpu_types: tuple[str, ...] = ()
-    accounts: tuple[str, ...] = ()
-    users: tuple[str, ...] = ()
-    min_gpus: int | None = None
     # On-demand USD per GPU-hour by GPU type; empty: from the price book (advisor.pricing,
     # with ``pricing_file`` as a site's overrides).
     usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
@@ -163,8 +155,6 @@ class UsageReport:
 
 
 def _params(q: UsageQuery) -> dict[str, Any]:
-    from advisor.ratios.planning import query_params
-
     t = q.thresholds
     return {
         **query_params(q),
@@ -621,19 +611,7 @@ def ratios_with_usage(
         raise UsageError(
             f"--usage cannot group by {', '.join(bad)}; group by {', '.join(GROUP_KEYS)}"
         )
-    uq = UsageQuery(
-        by=tuple(rq.by),
-        thresholds=thresholds,
-        start=rq.start,
-        end=rq.end,
-        states=tuple(rq.states),
-        partitions=tuple(rq.partitions),
-        clusters=tuple(rq.clusters),
-        gpu_types=tuple(rq.gpu_types),
-        accounts=tuple(rq.accounts),
-        users=tuple(rq.users),
-        min_gpus=rq.min_gpus,
-    )
+    uq = UsageQuery(by=tuple(rq.by), thresholds=thresholds, **rq.job_filters())
     _check(uq)
     by_key = {tuple(g.keys[k] for k in uq.by): g.row() for g in _groups(con, uq, uq.by)}
     out = []
