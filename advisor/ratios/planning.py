@@ -10,15 +10,15 @@ from dataclasses import dataclass
 
 import duckdb
 
-from advisor.errors import StoreError, UsageError
-from advisor.filters import utc_naive
-from advisor.ratios.cube import (
+from advisor.derived.cube import (
     cube_is_fresh,
     is_read_only,
     people_months_are_fresh,
     refresh_people_months,
     refresh_ratio_cube,
 )
+from advisor.errors import StoreError, UsageError
+from advisor.filters import utc_naive
 from advisor.ratios.records import GROUP_KEYS, RatioQuery, Weight
 from advisor.store import query, quote_ident, render
 
