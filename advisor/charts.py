@@ -419,18 +419,13 @@ def trend_chart(
     With a ``jobs`` column, months with fewer than ``min_jobs`` jobs are left out of the lines
     and drawn as faded points (their percentiles rest on few jobs: the page names them with
     their counts); every tooltip carries the count."""
-    trends = trends.copy()
-    if "jobs" not in trends.columns:
-        trends["jobs"] = min_jobs
-    trends["few_jobs"] = trends["jobs"] < min_jobs
-    long = trends.melt(
-        id_vars=["month", group, "jobs", "few_jobs"],
-        value_vars=["p25_cores_per_gpu", "p50_cores_per_gpu"],
+    long = _months_long(
+        trends,
+        group,
+        min_jobs,
+        {"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"},
         var_name="quantile",
         value_name="cores_per_gpu",
-    )
-    long["quantile"] = long["quantile"].map(
-        {"p25_cores_per_gpu": "P25", "p50_cores_per_gpu": "P50"}
     )
     long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
     base = alt.Chart(long).encode(
@@ -450,6 +445,32 @@ def trend_chart(
         ],
     )
     return _with_faded_months(base, width, height)
+
+
+def _months_long(
+    trends: pd.DataFrame,
+    group: str,
+    min_jobs: int,
+    columns: dict[str, str],
+    *,
+    var_name: str,
+    value_name: str,
+) -> pd.DataFrame:
+    """``trends`` (one row per month and ``group``) as one row per month, group and column of
+    ``columns`` (named by its value in ``var_name``), with ``few_jobs`` set where the month has
+    fewer than ``min_jobs`` jobs (every month counts when there is no ``jobs`` column)."""
+    trends = trends.copy()
+    if "jobs" not in trends.columns:
+        trends["jobs"] = min_jobs
+    trends["few_jobs"] = trends["jobs"] < min_jobs
+    long = trends.melt(
+        id_vars=["month", group, "jobs", "few_jobs"],
+        value_vars=list(columns),
+        var_name=var_name,
+        value_name=value_name,
+    )
+    long[var_name] = long[var_name].map(columns)
+    return long
 
 
 def _with_faded_months(base: alt.Chart, width: int, height: int) -> AnyChart:
@@ -634,18 +655,13 @@ def share_trend_chart(
     ``jobs`` (months with fewer than ``min_jobs`` are faded points off the lines, as in
     :func:`trend_chart`).
     """
-    trends = trends.copy()
-    if "jobs" not in trends.columns:
-        trends["jobs"] = min_jobs
-    trends["few_jobs"] = trends["jobs"] < min_jobs
-    long = trends.melt(
-        id_vars=["month", group, "jobs", "few_jobs"],
-        value_vars=["share_jobs_below", "share_gpu_hours_below"],
+    long = _months_long(
+        trends,
+        group,
+        min_jobs,
+        {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"},
         var_name="weighted_by",
         value_name="share",
-    )
-    long["weighted_by"] = long["weighted_by"].map(
-        {"share_jobs_below": "jobs", "share_gpu_hours_below": "GPU-hours"}
     )
     long = long[long["share"].notna()]
     base = alt.Chart(long).encode(

@@ -1,5 +1,5 @@
 """The current schema in one place: every table, view and macro of a fresh database (the
-migrations' base data and the derived tables of :mod:`advisor.ratios.cube`), as SQL text.
+migrations' base data and the derived tables of :mod:`advisor.derived.cube`), as SQL text.
 
 ``docs/schema.sql`` holds its output; regenerate it with ``python -m advisor.schema >
 docs/schema.sql`` (a test fails while it is out of date).
@@ -10,7 +10,7 @@ from __future__ import annotations
 import duckdb
 
 from advisor import store
-from advisor.ratios.cube import ensure_cube_schema
+from advisor.derived.cube import ensure_cube_schema
 
 _HEADER = (
     "-- The schema of a fresh advisor database (generated: python -m advisor.schema > "

@@ -139,7 +139,7 @@ DERIVED: frozenset[str] = frozenset(
     }
 )
 """Migrations of such a file that made derived tables: no longer migrations (the ratio cubes
-own their schema and drop these tables when they find them; see advisor.ratios.cube)."""
+own their schema and drop these tables when they find them; see advisor.derived.cube)."""
 
 
 def _applied(con: duckdb.DuckDBPyConnection) -> list[tuple[int, str]]:

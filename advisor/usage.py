@@ -8,7 +8,8 @@ for ``advisor data status``, and the check of the model against measured efficie
 
 Everything is derived on read from the usage columns of ``jobs`` (migration 012) by
 ``advisor/sql/usage/``; a summary's sums also come from the derived table ``usage_months``
-(rebuilt with the ratio cubes) when it can answer the query (:func:`table_answers`). CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
+(built by :mod:`advisor.derived.usage_months` with the ratio cubes, which also holds
+:class:`UsageThresholds`, imported here) when it can answer the query (:func:`table_answers`). CPU efficiency = CPU seconds used / (elapsed x cores allocated); GPU
 utilisation is a percent (mean over the job's GPUs and the peak of one). Most sites export no
 usage: the figures are then None and the verdict falls back to the allocation-based estimate.
 """
@@ -23,7 +24,10 @@ from typing import Any
 
 import duckdb
 
+from advisor.derived.cube import cube_is_fresh
+from advisor.derived.usage_months import UsageThresholds, facts_params
 from advisor.errors import UsageError
+from advisor.filters import JobFilters
 from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
@@ -41,53 +45,12 @@ VERDICTS = ("starved", "over_provisioned", "ok")
 
 
 @dataclass(frozen=True)
-class UsageThresholds:
-    """When a job's usage reads as starved or over-provisioned (docs/usage.md says why).
-
-    ``starved_cpu_eff``: CPU efficiency (0..1) at or above which its cores were saturated;
-    ``starved_gpu_util_pct``: mean GPU utilisation (percent) at or below which its GPUs were
-    mostly idle; ``idle_cores_per_gpu``: idle cores per GPU (cores per GPU x (1 - efficiency))
-    at or above which it was over-provisioned; ``min_elapsed_s``: shorter jobs get no verdict;
-    ``trust_coverage``: share of GPU-hours with CPU and GPU usage from which the usage-based
-    estimate is the one to trust. The derived table ``usage_months`` holds the verdicts of
-    these defaults: changing one needs a new ``advisor.ratios.cube.CUBE_RULES_VERSION``.
-    """
-
-    starved_cpu_eff: float = 0.9
-    starved_gpu_util_pct: float = 50.0
-    idle_cores_per_gpu: float = 8.0
-    min_elapsed_s: int = 600
-    trust_coverage: float = 0.5
-
-    def check(self) -> None:
-        if not 0 < self.starved_cpu_eff <= 1:
-            raise UsageError("--starved-cpu-eff must be in (0, 1] (e.g. 0.9)")
-        if not 0 <= self.starved_gpu_util_pct <= 100:
-            raise UsageError("--starved-gpu-util must be a percent in [0, 100] (e.g. 50)")
-        if self.idle_cores_per_gpu <= 0:
-            raise UsageError("--idle-cores-per-gpu must be positive (e.g. 8)")
-        if self.min_elapsed_s < 0:
-            raise UsageError("--min-elapsed must be 0 or more seconds")
-        if not 0 < self.trust_coverage <= 1:
-            raise UsageError("trust coverage must be in (0, 1]")
-
-
-@dataclass(frozen=True)
-class UsageQuery:
-    """What to summarise: grouping, thresholds and filters (as :class:`advisor.ratios.RatioQuery`:
-    empty tuples and None mean no filter; start/end bound the job's start time, UTC)."""
+class UsageQuery(JobFilters):
+    """What to summarise: grouping, thresholds, and the job filters of
+    :class:`advisor.filters.JobFilters` (keywords only, as :class:`advisor.ratios.RatioQuery`'s)."""
 
     by: tuple[str, ...] = ("gpu_type",)
     thresholds: UsageThresholds = UsageThresholds()
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-    states: tuple[str, ...] = ()
-    partitions: tuple[str, ...] = ()
-    clusters: tuple[str, ...] = ()
-    gpu_types: tuple[str, ...] = ()
-    accounts: tuple[str, ...] = ()
-    users: tuple[str, ...] = ()
-    min_gpus: int | None = None
     # On-demand USD per GPU-hour by GPU type; empty: from the price book (advisor.pricing,
     # with ``pricing_file`` as a site's overrides).
     usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
@@ -163,16 +126,7 @@ class UsageReport:
 
 
 def _params(q: UsageQuery) -> dict[str, Any]:
-    from advisor.ratios.planning import query_params
-
-    t = q.thresholds
-    return {
-        **query_params(q),
-        "starved_cpu_eff": t.starved_cpu_eff,
-        "starved_gpu_util_pct": t.starved_gpu_util_pct,
-        "idle_cores_per_gpu": t.idle_cores_per_gpu,
-        "min_elapsed_s": t.min_elapsed_s,
-    }
+    return facts_params(q, q.thresholds)
 
 
 def _check(q: UsageQuery) -> None:
@@ -260,9 +214,7 @@ def _group_sets(
     prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
     price_params = {"price_types": list(prices), "price_usd": list(prices.values())}
     if use_table is None:
-        from advisor.ratios import cube
-
-        use_table = table_answers(q) and cube.cube_is_fresh(con)
+        use_table = table_answers(q) and cube_is_fresh(con)
     elif use_table and not table_answers(q):
         raise UsageError("usage_months answers only its keys, month bounds, default thresholds")
     if use_table:
@@ -401,12 +353,6 @@ def usage_summary(
         tuple(bins),
         saturation_cores_per_gpu(bins),
     )
-
-
-def refresh_usage_months(con: duckdb.DuckDBPyConnection) -> None:
-    """Fill the emptied ``usage_months`` from every job under the default thresholds (the cube
-    rebuild calls this inside its transaction; advisor.ratios.cube owns the table)."""
-    con.execute(render("usage/months_refresh", facts=query("usage/facts")), _params(UsageQuery()))
 
 
 def job_usage(
@@ -621,19 +567,7 @@ def ratios_with_usage(
         raise UsageError(
             f"--usage cannot group by {', '.join(bad)}; group by {', '.join(GROUP_KEYS)}"
         )
-    uq = UsageQuery(
-        by=tuple(rq.by),
-        thresholds=thresholds,
-        start=rq.start,
-        end=rq.end,
-        states=tuple(rq.states),
-        partitions=tuple(rq.partitions),
-        clusters=tuple(rq.clusters),
-        gpu_types=tuple(rq.gpu_types),
-        accounts=tuple(rq.accounts),
-        users=tuple(rq.users),
-        min_gpus=rq.min_gpus,
-    )
+    uq = UsageQuery(by=tuple(rq.by), thresholds=thresholds, **rq.job_filters())
     _check(uq)
     by_key = {tuple(g.keys[k] for k in uq.by): g.row() for g in _groups(con, uq, uq.by)}
     out = []

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from advisor import ratios, store
-from advisor.ratios import RatioQuery, cube
+from advisor.derived import cube
+from advisor.ratios import RatioQuery
 from advisor.recommend import PartitionQuery, recommend_partitions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -105,3 +106,32 @@ def fit_curve(
     boot_demand = tuple(b[: slowdown.N_DEMAND] for b in boots)
     demand = DemandFit(demand.values, boot_demand, demand.sources, demand.series)
     return CurveFit(values, tuple(boots), demand)
+
+
+class CurveKnobs(Protocol):
+    """The fit settings a config carries (``FitConfig`` and the validation's config alike)."""
+
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def max_slowdown(self) -> float: ...
+    @property
+    def censored_weight(self) -> float: ...
+    @property
+    def pole_exponent(self) -> float: ...
+
+
+def fit_curve_with(
+    ts: TrainingSet, series: Iterable[str], cfg: CurveKnobs, **more: int
+) -> CurveFit:
+    """:func:`fit_curve` with the settings of ``cfg`` (``more``: ``n_bootstrap``, ``seed``), so
+    that every fit of one calibration passes the same four."""
+    return fit_curve(
+        ts,
+        series,
+        alpha=cfg.alpha,
+        max_slowdown=cfg.max_slowdown,
+        censored_weight=cfg.censored_weight,
+        pole_exponent=cfg.pole_exponent,
+        **more,
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.calibration.curvefit import fit_curve
+from advisor.calibration.curvefit import fit_curve_with
 from advisor.calibration.decisions import (
     choose_utilisation,
     floor_cores,
@@ -136,14 +136,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     test_table, test_scores = score_split(ts, cfg)
 
     train = ts.training_series()
-    train_fit = fit_curve(
-        ts,
-        train,
-        alpha=cfg.alpha,
-        max_slowdown=cfg.max_slowdown,
-        censored_weight=cfg.censored_weight,
-        pole_exponent=cfg.pole_exponent,
-    )
+    train_fit = fit_curve_with(ts, train, cfg)
     knees = [ts.series_info[s] for s in train if ts.series_info[s].resolved]
     choice = choose_utilisation(
         [
@@ -157,15 +150,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     )
     basis, reason = decision_basis(table.get("decision", {}))
     progress("fit", 0, 1)
-    final = fit_curve(
-        ts,
-        list(ts.series_info),
-        alpha=cfg.alpha,
-        max_slowdown=cfg.max_slowdown,
-        censored_weight=cfg.censored_weight,
-        pole_exponent=cfg.pole_exponent,
-        n_bootstrap=cfg.n_bootstrap,
-        seed=cfg.random_state,
+    final = fit_curve_with(
+        ts, list(ts.series_info), cfg, n_bootstrap=cfg.n_bootstrap, seed=cfg.random_state
     )
     progress("fit", 1, 1)
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from advisor import slowdown
-from advisor.calibration.curvefit import fit_curve
+from advisor.calibration.curvefit import fit_curve_with
 from advisor.calibration.decisions import (
     RULES,
     choose_utilisation,
@@ -96,14 +96,7 @@ class _Rows:
 
 
 def _learn(ts: TrainingSet, rows: _Rows, train: Sequence[str], cfg: Any) -> _Fitted:
-    fit = fit_curve(
-        ts,
-        train,
-        alpha=cfg.alpha,
-        max_slowdown=cfg.max_slowdown,
-        censored_weight=cfg.censored_weight,
-        pole_exponent=cfg.pole_exponent,
-    )
+    fit = fit_curve_with(ts, train, cfg)
     demand_values = fit.values[: slowdown.N_DEMAND]
     knees = [ts.series_info[s] for s in train if ts.series_info[s].resolved]
     choice = choose_utilisation(

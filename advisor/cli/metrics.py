@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, emit_json
+from advisor.cli._published_options import PublishedFitFileOption, PublishedPricingOption
 from advisor.cli.export import ParquetOption
 
 
@@ -35,17 +36,8 @@ def metrics_cmd(
             "--month", help="YYYY-MM or 'last' (default: the newest month with GPU jobs)."
         ),
     ] = None,
-    model: Annotated[
-        Path | None,
-        typer.Option(
-            "--fit-file",
-            metavar="FILE",
-            help="Fitted model JSON from `advisor fit --output` (default: the shipped one).",
-        ),
-    ] = None,
-    pricing: Annotated[
-        Path | None, typer.Option("--pricing", help="Site prices CSV over the built-in AWS ones.")
-    ] = None,
+    model: PublishedFitFileOption = None,
+    pricing: PublishedPricingOption = None,
     fmt: Annotated[
         MetricsFormat,
         typer.Option("--format", "-f", help="prometheus (text exposition) or json (samples)."),

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli._published_options import PublishedFitFileOption, PublishedPricingOption
 from advisor.cli.export import ParquetOption
 
 
@@ -50,20 +51,8 @@ def report_cmd(
             help="An exported policy (the Lua file the plugins load, or JSON) to check compliance against.",
         ),
     ] = None,
-    model: Annotated[
-        Path | None,
-        typer.Option(
-            "--fit-file",
-            metavar="FILE",
-            help="Fitted model JSON from `advisor fit --output` (default: the shipped one).",
-        ),
-    ] = None,
-    pricing: Annotated[
-        Path | None,
-        typer.Option(
-            "--pricing", metavar="FILE", help="Site prices CSV over the built-in AWS ones."
-        ),
-    ] = None,
+    model: PublishedFitFileOption = None,
+    pricing: PublishedPricingOption = None,
     db: DbOption = None,
     parquet: ParquetOption = None,
     fmt: FormatOption = OutputFormat.table,

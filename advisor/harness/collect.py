@@ -355,6 +355,18 @@ def _json_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+def insert_calibration_points(con: Any, points: Sequence[dict[str, Any]]) -> None:
+    """Insert ``points`` (dicts by :data:`CALIBRATION_COLUMNS`, a missing one NULL) into
+    ``calibration``, inside the caller's transaction; what a run's load and an import share."""
+    from advisor.store import query
+
+    if points:
+        con.executemany(
+            query("bench/insert_calibration"),
+            [[p.get(c) for c in CALIBRATION_COLUMNS] for p in points],
+        )
+
+
 def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, int]:
     from advisor.store import query
 
@@ -376,11 +388,7 @@ def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, in
         con.execute(query("bench/insert_run"), params)
         if reqs:
             con.executemany(query("bench/insert_request"), reqs)
-        if points:
-            con.executemany(
-                query("bench/insert_calibration"),
-                [[p.get(c) for c in CALIBRATION_COLUMNS] for p in points],
-            )
+        insert_calibration_points(con, points)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

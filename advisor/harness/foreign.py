@@ -492,7 +492,7 @@ def import_results(
 
 
 def _store(points: Sequence[dict[str, Any]], db: str | os.PathLike[str] | None) -> int:
-    from advisor.harness.collect import CALIBRATION_COLUMNS
+    from advisor.harness.collect import insert_calibration_points
     from advisor.store import connect, query
 
     con = connect(db)
@@ -501,10 +501,7 @@ def _store(points: Sequence[dict[str, Any]], db: str | os.PathLike[str] | None) 
         try:
             for p in points:
                 con.execute(query("bench/delete_calibration_point"), {"point_id": p["point_id"]})
-            con.executemany(
-                query("bench/insert_calibration"),
-                [[p.get(c) for c in CALIBRATION_COLUMNS] for p in points],
-            )
+            insert_calibration_points(con, points)
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from advisor.errors import InputError
 
@@ -52,13 +53,9 @@ def verify(path: Path, compression: str) -> ArchiveCheck:
     the file and the compressed byte offset if it is corrupt or truncated."""
     sink = _Sink()
     try:
+        codec = _codec(compression)
         with path.open("rb") as fh:
-            if compression == "gzip":
-                members = _gzip(fh, sink, path)
-            elif compression == "zstd":
-                members = _zstd(fh, sink, path)
-            else:
-                raise ValueError(f"not a compression: {compression!r}")
+            members = _members(fh, sink, path, codec)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from exc
     return ArchiveCheck(sink.h.hexdigest(), sink.has_cr, sink.size, members)
@@ -82,9 +79,36 @@ def _truncated(path: Path, kind: str, offset: int) -> InputError:
     )
 
 
-def _gzip(fh: BinaryIO, sink: _Sink, path: Path) -> int:
-    """Every member of a gzip file (``cat a.gz b.gz`` is one valid file)."""
-    d = zlib.decompressobj(wbits=31)
+@dataclass(frozen=True)
+class _Codec:
+    """One compression as the checking loop sees it: a fresh decompressor per member or frame
+    (each has ``decompress``, ``eof`` and ``unused_data``), the error it raises and what that
+    error means, and a check of the bytes that follow a member."""
+
+    kind: str  # 'gzip' | 'zstd', as messages name it
+    new: Callable[[], Any]
+    error: type[Exception]
+    reason: Callable[[Exception], str]
+    after_member: Callable[[bytes, int, Path], None] = lambda rest, offset, path: None
+
+
+def _codec(compression: str) -> _Codec:
+    if compression == "gzip":
+        return _Codec(
+            "gzip", lambda: zlib.decompressobj(wbits=31), zlib.error, _zlib_reason, _no_padding
+        )
+    if compression == "zstd":
+        import zstandard
+
+        dctx = zstandard.ZstdDecompressor()
+        return _Codec("zstd", dctx.decompressobj, zstandard.ZstdError, _zstd_reason)
+    raise ValueError(f"not a compression: {compression!r}")
+
+
+def _members(fh: BinaryIO, sink: _Sink, path: Path, codec: _Codec) -> int:
+    """Every member (gzip) or frame (zstd) of the file, counted: ``cat a.gz b.gz`` is one valid
+    gzip file, and concatenated frames one valid zstd file."""
+    d = codec.new()
     members, offset = 1, 0  # offset: compressed bytes consumed before ``buf``
     buf = b""
     while True:
@@ -94,8 +118,8 @@ def _gzip(fh: BinaryIO, sink: _Sink, path: Path) -> int:
                 break
         try:
             sink.add(d.decompress(buf))
-        except zlib.error as exc:
-            raise _corrupt(path, "gzip", offset, len(buf), _zlib_reason(exc)) from exc
+        except codec.error as exc:
+            raise _corrupt(path, codec.kind, offset, len(buf), codec.reason(exc)) from exc
         if not d.eof:
             offset += len(buf)
             buf = b""
@@ -106,21 +130,25 @@ def _gzip(fh: BinaryIO, sink: _Sink, path: Path) -> int:
             rest = fh.read(CHUNK_BYTES)
             if not rest:
                 return members
-        if rest.startswith(b"\x00"):
-            # gzip(1) skips zero padding after a member; DuckDB's reader stops at it
-            raise InputError(
-                f"zero bytes after the gzip member that ends at compressed byte {offset}"
-                " (padding DuckDB cannot read): decompress the file (gunzip) and load the"
-                " text",
-                source=str(path),
-            )
+        codec.after_member(rest, offset, path)
         members += 1
-        d = zlib.decompressobj(wbits=31)
+        d = codec.new()
         buf = rest
-    raise _truncated(path, "gzip", offset)
+    raise _truncated(path, codec.kind, offset)
 
 
-def _zlib_reason(exc: zlib.error) -> str:
+def _no_padding(rest: bytes, offset: int, path: Path) -> None:
+    if rest.startswith(b"\x00"):
+        # gzip(1) skips zero padding after a member; DuckDB's reader stops at it
+        raise InputError(
+            f"zero bytes after the gzip member that ends at compressed byte {offset}"
+            " (padding DuckDB cannot read): decompress the file (gunzip) and load the"
+            " text",
+            source=str(path),
+        )
+
+
+def _zlib_reason(exc: Exception) -> str:
     text = str(exc)
     if "incorrect data check" in text:
         return "CRC-32 mismatch (the uncompressed bytes are not those that were written)"
@@ -131,35 +159,5 @@ def _zlib_reason(exc: zlib.error) -> str:
     return text.removeprefix("Error -3 while decompressing data: ")
 
 
-def _zstd(fh: BinaryIO, sink: _Sink, path: Path) -> int:
-    """Every frame of a zstd file (concatenated frames are one valid file)."""
-    import zstandard
-
-    dctx = zstandard.ZstdDecompressor()
-    d = dctx.decompressobj()
-    frames, offset = 1, 0  # offset: compressed bytes consumed before ``buf``
-    buf = b""
-    while True:
-        if not buf:
-            buf = fh.read(CHUNK_BYTES)
-            if not buf:
-                break
-        try:
-            sink.add(d.decompress(buf))
-        except zstandard.ZstdError as exc:
-            reason = str(exc).removeprefix("zstd decompressor error: ")
-            raise _corrupt(path, "zstd", offset, len(buf), reason) from exc
-        if not d.eof:
-            offset += len(buf)
-            buf = b""
-            continue
-        rest = d.unused_data
-        offset += len(buf) - len(rest)
-        if not rest:
-            rest = fh.read(CHUNK_BYTES)
-            if not rest:
-                return frames
-        frames += 1
-        d = dctx.decompressobj()
-        buf = rest
-    raise _truncated(path, "zstd", offset)
+def _zstd_reason(exc: Exception) -> str:
+    return str(exc).removeprefix("zstd decompressor error: ")

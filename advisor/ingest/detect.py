@@ -12,12 +12,11 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from advisor.errors import InputError, NotFoundError
-from advisor.ingest.records import CANONICAL_FIELDS, INPUT_FORMATS
+from advisor.ingest.records import CANONICAL_FIELDS, INPUT_FORMATS, TextLayout
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -107,16 +106,6 @@ def canonical_field(name: str) -> str:
     """A header name (JobID, jobidraw, AllocTRES) as the parsers' lower-case name."""
     low = name.strip().lower()
     return _FIELD_ALIASES.get(low, low)
-
-
-@dataclass(frozen=True)
-class TextLayout:
-    """How a sacct text file is laid out."""
-
-    delimiter: str
-    columns: tuple[str, ...]  # canonical name per column, in file order ('' for unnamed)
-    header_names: tuple[str, ...]  # as written in the header (or in --fields)
-    has_header: bool
 
 
 def _known(names: list[str]) -> int:

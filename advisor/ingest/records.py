@@ -1,8 +1,9 @@
 """The records and configs of the ingest domain, and the field catalogue.
 
 Owns :class:`IngestOptions` (what a load may be told), :class:`IngestSummary` (what a load did,
-per source), :class:`JobFilter` (what ``advisor jobs`` selects), and the sacct field names the
-parsers know, with the analyses each missing field switches off.
+per source), :class:`JobFilter` (what ``advisor jobs`` selects), :class:`TextLayout` (how a
+sacct text file is laid out, found by ``detect`` and read by the parsers), and the sacct field
+names the parsers know, with the analyses each missing field switches off.
 """
 
 from __future__ import annotations
@@ -11,10 +12,6 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from advisor.ingest.detect import TextLayout
 
 INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 # How sacct text reaches ``jobs`` (advisor.ingest.pipeline): "bulk" (the parser writes the rows
@@ -207,6 +204,16 @@ class IngestOptions:
     source_tz: str = "UTC"
     gpu_types: Mapping[str, str] | None = None
     strategy: str = "auto"
+
+
+@dataclass(frozen=True)
+class TextLayout:
+    """How a sacct text file is laid out."""
+
+    delimiter: str
+    columns: tuple[str, ...]  # canonical name per column, in file order ('' for unnamed)
+    header_names: tuple[str, ...]  # as written in the header (or in --fields)
+    has_header: bool
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """CPU-per-GPU ratio analytics over ``jobs``: summaries, distributions and fair shares.
 
 One package, four rooms: :mod:`~advisor.ratios.records` (queries and reports),
-:mod:`~advisor.ratios.cube` (the derived tables and their freshness),
-:mod:`~advisor.ratios.planning` (which source answers a query, and its SQL) and
-:mod:`~advisor.ratios.summaries` (the figures). The definitions are in ``records``' docstring
+:mod:`~advisor.ratios.planning` (which source answers a query, and its SQL),
+:mod:`~advisor.ratios.summaries` (the figures) and :mod:`~advisor.ratios.inmemory` (the people
+cubes in memory). The cubes they read are built by :mod:`advisor.derived.cube`, whose rebuild
+and freshness functions are re-exported here for the callers that knew them here. The definitions are in ``records``' docstring
 and docs/ratios.md.
 """
 
-from advisor.ratios.cube import (
+from advisor.derived.cube import (
     CUBE_RULES_VERSION,
     cube_is_fresh,
     ensure_ratio_cube,

@@ -22,9 +22,10 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
+from advisor.derived.cube import cube_is_fresh, people_months_are_fresh
 from advisor.errors import StoreError
-from advisor.ratios.cube import cube_is_fresh, people_months_are_fresh
-from advisor.ratios.planning import PEOPLE_KEYS, cube_answers, people_cube_answers, utc_naive
+from advisor.filters import utc_naive
+from advisor.ratios.planning import PEOPLE_KEYS, cube_answers, people_cube_answers
 from advisor.ratios.records import EXCLUSION_REASONS, BelowTargetReport, TargetQuery
 from advisor.ratios.summaries import below_target_report, check_target_query, people_names
 from advisor.store import query, render

@@ -7,19 +7,19 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
-from advisor.errors import StoreError, UsageError
-from advisor.ratios.cube import (
+from advisor.derived.cube import (
     cube_is_fresh,
     is_read_only,
     people_months_are_fresh,
     refresh_people_months,
     refresh_ratio_cube,
 )
-from advisor.ratios.records import GROUP_KEYS, JobFilters, RatioQuery, Weight
+from advisor.errors import StoreError, UsageError
+from advisor.filters import utc_naive
+from advisor.ratios.records import GROUP_KEYS, RatioQuery, Weight
 from advisor.store import query, quote_ident, render
 
 
@@ -41,27 +41,6 @@ def check_query(q: RatioQuery) -> None:
     start, end = utc_naive(q.start), utc_naive(q.end)
     if start is not None and end is not None and start >= end:
         raise UsageError(f"the time range is empty: start {q.start} is not before end {q.end}")
-
-
-def utc_naive(t: dt.datetime | None) -> dt.datetime | None:
-    if t is None or t.tzinfo is None:
-        return t
-    return t.astimezone(dt.UTC).replace(tzinfo=None)
-
-
-def query_params(q: JobFilters) -> dict[str, Any]:
-    """The bound parameters of the job filters (times as naive UTC), for any query that has them."""
-    return {
-        "start": utc_naive(q.start),
-        "end": utc_naive(q.end),
-        "states": [s.upper() for s in q.states],
-        "partitions": list(q.partitions),
-        "clusters": list(q.clusters),
-        "gpu_types": list(q.gpu_types),
-        "accounts": list(q.accounts),
-        "users": list(q.users),
-        "min_gpus": q.min_gpus,
-    }
 
 
 def keys_sql(by: Sequence[str]) -> str:

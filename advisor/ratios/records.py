@@ -27,16 +27,17 @@ Definitions (see docs/ratios.md):
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from advisor.filters import JobFilters
 
 GROUP_KEYS: tuple[str, ...] = (
     "gpu_type",
@@ -63,49 +64,14 @@ class Weight(StrEnum):
     gpu_hours = "gpu-hours"
 
 
-class JobFilters(Protocol):
-    """The job filters a ratio query and a usage query share (see :class:`RatioQuery`)."""
-
-    @property
-    def start(self) -> dt.datetime | None: ...
-    @property
-    def end(self) -> dt.datetime | None: ...
-    @property
-    def states(self) -> tuple[str, ...]: ...
-    @property
-    def partitions(self) -> tuple[str, ...]: ...
-    @property
-    def clusters(self) -> tuple[str, ...]: ...
-    @property
-    def gpu_types(self) -> tuple[str, ...]: ...
-    @property
-    def accounts(self) -> tuple[str, ...]: ...
-    @property
-    def users(self) -> tuple[str, ...]: ...
-    @property
-    def min_gpus(self) -> int | None: ...
-
-
 @dataclass(frozen=True)
-class RatioQuery:
-    """What to summarise: grouping, weighting, thresholds and filters.
-
-    Empty tuples and ``None`` mean "no filter". ``start``/``end`` select jobs whose start time
-    (UTC; naive datetimes are taken as UTC) lies in ``[start, end)``.
-    """
+class RatioQuery(JobFilters):
+    """What to summarise: grouping, weighting, thresholds, and the job filters of
+    :class:`advisor.filters.JobFilters` (keywords only)."""
 
     by: tuple[str, ...] = ("gpu_type",)
     weight: Weight = Weight.jobs
     thresholds_cores_per_gpu: tuple[float, ...] = DEFAULT_THRESHOLDS
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-    states: tuple[str, ...] = ()
-    partitions: tuple[str, ...] = ()
-    clusters: tuple[str, ...] = ()
-    gpu_types: tuple[str, ...] = ()
-    accounts: tuple[str, ...] = ()
-    users: tuple[str, ...] = ()
-    min_gpus: int | None = None
 
 
 @dataclass(frozen=True)

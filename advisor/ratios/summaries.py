@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.errors import StoreError, UsageError
+from advisor.filters import query_params
 from advisor.quantiles import grouped_job_percentiles
 from advisor.ratios.planning import (
     PEOPLE_KEYS,
@@ -28,7 +29,6 @@ from advisor.ratios.planning import (
     people_group_number,
     people_radix,
     people_summary_cube,
-    query_params,
 )
 from advisor.ratios.records import (
     DEFAULT_BIN_EDGES,

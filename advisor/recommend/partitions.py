@@ -115,8 +115,8 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
 def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
     """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
     elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
-    from advisor.ratios.cube import job_mix
-    from advisor.ratios.planning import utc_naive
+    from advisor.derived.cube import job_mix
+    from advisor.filters import utc_naive
 
     return job_mix(
         con,

@@ -1,4 +1,5 @@
-"""The derived ratio tables (the cubes): their schema, rules version, freshness and rebuild.
+"""The derived tables of ``jobs`` (the ratio cube, the people cubes, ``job_mix_months``,
+``usage_months``): their schema, rules version, freshness and rebuild, and the job mix reader.
 
 The cubes are pre-aggregated copies of ``jobs`` that answer most ratio queries in
 milliseconds. They are derived data: never migrated, dropped and recreated from
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from advisor.derived.usage_months import refresh_usage_months
 from advisor.errors import StoreError
 from advisor.store import query, render
 
@@ -212,9 +214,7 @@ def refresh_ratio_cube(
         con.execute(query("ratios/cube_people_refresh"))
         con.execute("DROP TABLE _ratio_fine")
         con.execute(query("ratios/cube_job_mix_refresh"))
-        from advisor import usage  # it imports this module's reader on demand
-
-        usage.refresh_usage_months(con)
+        refresh_usage_months(con)
         _write_state(con, "ratio_cube_state", fp)
         if own:
             con.execute("COMMIT")

@@ -1,10 +1,16 @@
-"""Derived tables: the summaries computed from ``jobs`` (the ratio cubes), and when they are
-rebuilt.
+"""Derived tables: the summaries computed from ``jobs`` (the ratio cubes, ``job_mix_months``,
+``usage_months``), and when they are rebuilt.
+
+The tables are built here from base tables only: :mod:`~advisor.derived.cube` (their schema,
+rules version, freshness and rebuild) and :mod:`~advisor.derived.usage_months` (the usage
+table's builder and thresholds). The analytics (``advisor.ratios``, ``advisor.usage``) and the
+advice (``advisor.recommend``) read them, and rebuild a stale one on demand through ``cube``;
+nothing here imports them.
 
 Ingest only ingests; the callers of a load rebuild what derives from it: the CLI's ``advisor
 ingest`` after a successful load (:func:`refresh_after_load`), ``advisor db refresh``
 (:func:`refresh_derived`), and the dashboard launcher before it serves (:func:`store_fresh`).
-This module is the one place that knows which tables those are.
+These three are the one place where a caller asks for a rebuild.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import time
 from dataclasses import dataclass
 
 import duckdb
+
+from advisor.derived.cube import refresh_people_months, refresh_ratio_cube, store_fresh_cubes
 
 Db = str | os.PathLike[str] | duckdb.DuckDBPyConnection | None
 
@@ -42,8 +50,6 @@ def refresh_after_load(db: Db) -> int:
     ratios``, the read-only dashboard) find them fresh; returns the row count of
     ``ratio_cube``. The per-month people cube is left for its first query to build (it is the
     largest, and few loads are followed by such a query)."""
-    from advisor.ratios import refresh_ratio_cube
-
     con, owned = _open(db)
     try:
         return refresh_ratio_cube(con)
@@ -56,7 +62,6 @@ def refresh_derived(db: str | os.PathLike[str] | None = None) -> RefreshSummary:
     """Rebuild every derived table of the database file ``db`` from ``jobs`` (None:
     ``$ADVISOR_DB`` / ``./advisor.duckdb``), fresh or not."""
     from advisor.errors import NotFoundError
-    from advisor.ratios import refresh_people_months, refresh_ratio_cube
     from advisor.store import connect, resolve_db_path
 
     t0 = time.perf_counter()
@@ -80,7 +85,5 @@ def refresh_derived(db: str | os.PathLike[str] | None = None) -> RefreshSummary:
 def store_fresh(db: str | os.PathLike[str]) -> bool:
     """Bring the stale derived tables of ``db`` up to date in the file, once, so that every
     dashboard session finds them fresh; False, changing nothing, when the file cannot be
-    written at once (see ``advisor.ratios.store_fresh_cubes``)."""
-    from advisor.ratios import store_fresh_cubes
-
+    written at once (see :func:`advisor.derived.cube.store_fresh_cubes`)."""
     return store_fresh_cubes(db)

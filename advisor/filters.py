@@ -1,0 +1,58 @@
+"""The job filters that every query over ``jobs`` shares, and their bound parameters.
+
+Owns :class:`JobFilters` (the nine filters a ratio query and a usage query both take, and the
+derived tables' builders bind empty), :func:`query_params` (the filters as DuckDB parameters)
+and :func:`utc_naive` (how a time is compared with the naive UTC columns of ``jobs``). It
+imports no room, so the analytics, the advice and the derived tables can all use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobFilters:
+    """Which jobs a query reads; empty tuples and None mean "no filter". ``start``/``end``
+    select jobs whose start time (UTC; naive datetimes are taken as UTC) lies in
+    ``[start, end)``. Keyword-only, so that a query inheriting them keeps its own fields'
+    positions."""
+
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    states: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    min_gpus: int | None = None
+
+    def job_filters(self) -> dict[str, Any]:
+        """The filters alone, by name: what another query built from this one takes."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(JobFilters)}
+
+
+def utc_naive(t: dt.datetime | None) -> dt.datetime | None:
+    """``t`` as a naive UTC time (a naive one is taken as UTC already), as ``jobs`` holds them."""
+    if t is None or t.tzinfo is None:
+        return t
+    return t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def query_params(q: JobFilters) -> dict[str, Any]:
+    """The bound parameters of the job filters (times as naive UTC), for any query that has them."""
+    return {
+        "start": utc_naive(q.start),
+        "end": utc_naive(q.end),
+        "states": [s.upper() for s in q.states],
+        "partitions": list(q.partitions),
+        "clusters": list(q.clusters),
+        "gpu_types": list(q.gpu_types),
+        "accounts": list(q.accounts),
+        "users": list(q.users),
+        "min_gpus": q.min_gpus,
+    }
