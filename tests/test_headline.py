@@ -1,0 +1,132 @@
+"""advisor.headline and fixplan.plan_headline on real DuckDB files: every headline figure comes
+with its interval, "at most", its share of the GPU time run, the GPU types' calibration, the
+data's age and the basis in one sentence; usage evidence where the jobs carry their own usage."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from advisor import fixplan, headline, store
+from advisor.ingest import ingest_files
+from advisor.wording import range_text
+from tests.test_app_data import make_db
+
+NOW = dt.datetime(2026, 1, 1)
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "sacct-synth.txt.gz"
+USAGE = Path(__file__).resolve().parent / "fixtures" / "usage" / "sacct-usage.txt"
+
+
+def _headline(db: Path) -> tuple[fixplan.FixPlan, headline.Headline]:
+    q = fixplan.FixQuery(db=str(db))
+    plan = fixplan.fix_plan(q)
+    con = store.connect(db, read_only=True)
+    try:
+        return plan, fixplan.plan_headline(con, plan, q, NOW)
+    finally:
+        con.close()
+
+
+def test_one_job_headline_is_an_upper_bound_with_its_interval_share_and_age(tmp_path):
+    plan, h = _headline(make_db(tmp_path / "one.duckdb", "one_job"))  # 1 GPU, 1 CPU, 1 hour
+    (row,) = plan.rows
+    assert h.gpu_hours == pytest.approx(1.0)  # the GPU time the loss comes from
+    assert h.gpu_hours_lost == pytest.approx(row.gpu_hours_lost_per_month)
+    assert h.share_gpu_hours_lost == pytest.approx(row.gpu_hours_lost_per_month)
+    assert h.gpu_hours_lost_low <= h.gpu_hours_lost <= h.gpu_hours_lost_high <= 1.0
+    assert (h.gpu_hours_lost_low, h.gpu_hours_lost_high) == row.gpu_hours_lost_per_month_interval
+    assert h.lost_usd_low <= h.lost_usd <= h.lost_usd_high
+    assert h.upper_bound and h.period == "in the 1 hour of data"
+    words = h.lost_words()
+    assert words.startswith(f"at most {h.gpu_hours_lost:.1f} GPU-h in the 1 hour of data")
+    assert f"{h.share_gpu_hours_lost:.0%} of the 1.0 GPU-h the jobs ran" in words
+    assert h.data_age.newest_record == dt.datetime(2024, 3, 1, 11, 0)
+    assert h.data_age.words() == "data up to 2024-03-01, 671 days old"
+    (cal,) = h.calibrations
+    assert not cal.calibrated and cal.extrapolated_from == ("H200", "RTX PRO 6000 Blackwell")
+    assert cal.badge() == (
+        "H100: extrapolated from H200 and RTX PRO 6000 Blackwell (relative GPU speed 1)"
+    )
+    assert h.basis_sentence.startswith("2 + N cores per job (N GPUs), raised where the measured")
+    assert h.usage is not None and h.usage.share_gpu_hours_with_usage == 0
+    assert "rests on the model alone" in h.usage.words(h.gpu_hours, h.period)
+
+
+def test_the_samples_headline_sums_its_rows_intervals_and_names_every_uncalibrated_type(tmp_path):
+    if not SAMPLE.exists():
+        pytest.skip(f"SKIPPED LOUDLY: the shipped sample is missing ({SAMPLE})")
+    db = tmp_path / "sample.duckdb"
+    ingest_files(str(db), [SAMPLE])
+    plan, h = _headline(db)
+    assert h.gpu_hours_lost == pytest.approx(plan.gpu_hours_lost_per_month)
+    lo = sum(r.gpu_hours_lost_per_month_interval[0] for r in plan.rows)
+    hi = sum(r.gpu_hours_lost_per_month_interval[1] for r in plan.rows)
+    assert (h.gpu_hours_lost_low, h.gpu_hours_lost_high) == pytest.approx((lo, hi))
+    assert lo <= h.gpu_hours_lost <= hi and lo < hi
+    assert h.gpu_hours == pytest.approx(sum(r.gpu_hours_per_month for r in plan.rows))
+    assert 0 < h.share_gpu_hours_lost < 1
+    types = {r.gpu_type for r in plan.rows}
+    assert {c.gpu_type for c in h.calibrations} == types
+    for c in h.calibrations:
+        assert c.calibrated == (c.gpu_type in ("H200", "RTX PRO 6000 Blackwell"))
+    assert "Not calibrated: " in h.calibration_words()
+    assert f"(90% interval {h.gpu_hours_interval_text()})" in h.lost_words()
+    assert h.data_age.age_days is not None and h.data_age.words().endswith(" days old")
+
+
+def test_an_empty_database_has_no_calibration_and_says_no_records(tmp_path):
+    plan, h = _headline(make_db(tmp_path / "empty.duckdb", "empty"))
+    assert plan.rows == () and h.calibrations == () and h.usage is None
+    assert h.data_age == headline.DataAge(None, None)
+    assert h.data_age.words() == "no records loaded"
+
+
+def test_usage_evidence_names_the_gpu_time_in_jobs_whose_usage_looks_starved(tmp_path):
+    db = tmp_path / "usage.duckdb"
+    ingest_files(str(db), [USAGE])
+    plan, h = _headline(db)
+    assert h.usage is not None and h.usage.share_gpu_hours_with_usage > 0
+    from advisor.usage import UsageQuery, usage_summary
+
+    con = store.connect(db, read_only=True)
+    try:
+        starved = usage_summary(con, UsageQuery(by=())).overall.starved_gpu_hours
+    finally:
+        con.close()
+    months = max(plan.span_hours / fixplan.HOURS_PER_MONTH, 1.0)
+    assert h.usage.gpu_hours_starved == pytest.approx(starved / months)
+    assert "looks starved (CPU busy, GPU idle)" in h.usage.words(h.gpu_hours, h.period)
+
+
+def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out():
+    assert range_text(1899.6, 1900.4, 0, "", prefix="$") == "$1,900"
+    assert range_text(1900, 3100, 0, "") == "1,900 to 3,100"
+    h = headline.Headline(
+        gpu_hours_lost=2490.0,
+        gpu_hours_lost_low=2489.8,
+        gpu_hours_lost_high=2490.2,
+        gpu_hours=6500.0,
+        lost_usd=0.0,
+        lost_usd_low=0.0,
+        lost_usd_high=0.0,
+        period="per month",
+        basis_sentence=headline.basis_sentence("2 + N"),
+        calibrations=(),
+        data_age=headline.DataAge(None, None),
+    )
+    assert h.lost_words() == "at most 2,490 GPU-h per month, 38% of the 6,500 GPU-h the jobs ran"
+
+
+def test_calibration_names_the_platforms_an_uncalibrated_type_comes_from():
+    seen = ("H200", "RTX PRO 6000 Blackwell")
+    assert headline.calibration_of("H200", seen).badge() == "H200: calibrated"
+    a100 = headline.calibration_of("A100", seen)
+    assert not a100.calibrated and a100.relative_gpu_speed == 0.32
+    assert (
+        headline.calibration_of("(untyped)", seen)
+        .badge()
+        .endswith("(an unknown GPU, counted as an H100)")
+    )
+    assert headline.calibration_of("A100", ()).calibrated  # a fit that lists no platforms
