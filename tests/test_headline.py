@@ -130,3 +130,43 @@ def test_calibration_names_the_platforms_an_uncalibrated_type_comes_from():
         .endswith("(an unknown GPU, counted as an H100)")
     )
     assert headline.calibration_of("A100", ()).calibrated  # a fit that lists no platforms
+
+
+def test_recommend_json_carries_the_basis_and_calibration_of_a_job_and_of_partitions(cli, tmp_path):
+    import json
+
+    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "1", "--format", "json")
+    assert code == 0, err
+    job = json.loads(out)
+    assert job["calibrated"] is False
+    assert job["extrapolated_from"] == ["H200", "RTX PRO 6000 Blackwell"]
+    assert job["basis_sentence"] == headline.basis_sentence(job["decision_basis"])
+    code, out, err = cli("recommend", "--gpu-type", "H200", "--gpus", "1", "--format", "json")
+    assert json.loads(out)["calibrated"] is True and json.loads(out)["extrapolated_from"] == []
+
+    db = make_db(tmp_path / "one.duckdb", "one_job")
+    code, out, err = cli("recommend", "--partition", "*", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    (row,) = data["partitions"]
+    assert data["basis_sentence"] == data["assumptions"]["basis_sentence"]
+    assert data["basis_sentence"].startswith("2 + N cores per job")
+    assert data["assumptions"]["calibrated_platforms"] == ["H200", "RTX PRO 6000 Blackwell"]
+    assert (
+        row["calibrated"] is False
+        and row["extrapolated_from"] == data["assumptions"]["calibrated_platforms"]
+    )
+    assert row["share_gpu_hours_lost"] == pytest.approx(row["gpu_hours_lost"] / 1.0)
+    lo, hi = row["lost_usd_per_month_interval"]
+    assert lo == pytest.approx(
+        row["gpu_hours_lost_per_month_interval"][0] * row["usd_per_gpu_hour"]
+    )
+    assert lo <= row["lost_usd_per_month"] <= hi
+
+
+def test_recommend_table_shows_the_intervals_and_says_the_basis_on_stderr(cli):
+    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "1")
+    assert code == 0, err
+    assert "extrapolated from H200, RTX PRO 6000 Blackwell" in " ".join(out.split())
+    assert "x to " in out  # the speedup's interval; its ends differ on the shipped fit
+    assert "Basis: 2 + N cores per job" in err

@@ -171,6 +171,15 @@ class StarvationEstimate:
     usd_to_fix: float  # extra_cpu_hours x usd_per_vcpu_hour
     usd_per_gpu_hour: float | None
     usd_lost: float | None  # gpu_hours_lost x usd_per_gpu_hour
+    gpu_hours_lost_interval: tuple[float, float] = (0.0, 0.0)  # 5-95% over the fit's refits
+    gpu_hours: float = 0.0  # every GPU-hour of the group's jobs in the month, below or not
+
+    @property
+    def usd_lost_interval(self) -> tuple[float, float] | None:
+        if self.usd_per_gpu_hour is None:
+            return None
+        lo, hi = self.gpu_hours_lost_interval
+        return lo * self.usd_per_gpu_hour, hi * self.usd_per_gpu_hour
 
 
 @dataclass(frozen=True)
@@ -628,6 +637,8 @@ def starvation_estimates(
                 usd_to_fix=extra * usd_vcpu,
                 usd_per_gpu_hour=usd_gpu,
                 usd_lost=lost * usd_gpu if usd_gpu is not None else None,
+                gpu_hours_lost_interval=starved.gpu_hours_lost_interval(),
+                gpu_hours=float(gpu_h.sum()),
             )
         )
     out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
