@@ -170,3 +170,36 @@ def test_recommend_table_shows_the_intervals_and_says_the_basis_on_stderr(cli):
     assert "extrapolated from H200, RTX PRO 6000 Blackwell" in " ".join(out.split())
     assert "x to " in out  # the speedup's interval; its ends differ on the shipped fit
     assert "Basis: 2 + N cores per job" in err
+
+
+def test_the_reports_opening_says_the_loss_with_its_interval_calibration_age_and_basis(tmp_path):
+    from advisor import report
+
+    db = make_db(tmp_path / "gpu.duckdb", "gpu")  # six months of H100 and A100 jobs to 2024-06
+    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path), db)
+    con = store.connect(db, read_only=True)
+    try:
+        r = report.build_report(con, report.parse_month("2024-05"), None, inputs, now=NOW)
+    finally:
+        con.close()
+    assert r.summary is not None and r.summary.headline is not None
+    h = r.summary.headline
+    assert h.gpu_hours_lost == pytest.approx(r.gpu_hours_lost_total) and h.gpu_hours_lost > 0
+    lo = sum(e.gpu_hours_lost_interval[0] for e in r.starvation)
+    hi = sum(e.gpu_hours_lost_interval[1] for e in r.starvation)
+    assert (h.gpu_hours_lost_low, h.gpu_hours_lost_high) == pytest.approx((lo, hi))
+    assert lo <= h.gpu_hours_lost <= hi
+    assert h.gpu_hours == pytest.approx(sum(g.gpu_hours for g in r.gpu_types))
+    assert h.period == "in 2024-05" and h.data_age.newest_record is not None
+    assert h.data_age.words() == (
+        f"data up to {h.data_age.newest_record:%Y-%m-%d}, {round(h.data_age.age_days):,} days old"
+    )
+    assert {c.gpu_type for c in h.calibrations} == {e.gpu_type for e in r.starvation}
+    import html as html_lib
+    import re
+
+    html = html_lib.unescape(re.sub(r"<[^>]+>", "", report.render_html(r)))
+    assert f"How far to trust it: {h.lost_words()}; their value {h.usd_words()}." in html
+    assert f"{h.share_gpu_hours_lost:.0%} of the " in html
+    assert "H100: extrapolated from H200 and RTX PRO 6000 Blackwell" in html
+    assert f"Basis: {h.basis_sentence} Data up to {h.data_age.newest_record:%Y-%m-%d}, " in html
