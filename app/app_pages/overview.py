@@ -39,8 +39,7 @@ else:
     m1.metric(
         f"GPU-hours lost {period}",
         h.gpu_hours_lost_text(),
-        f"{h.interval_pct}% interval {h.gpu_hours_interval_text()} · "
-        f"{h.share_gpu_hours_lost:.0%} of {h.gpu_hours:,.0f} GPU-h run",
+        f"{h.interval_pct}% interval {h.gpu_hours_interval_text()}",
         delta_color="off",
         delta_arrow="off",
         help="An upper bound: GPU time the jobs below the recommendation would spend waiting "
@@ -64,11 +63,17 @@ else:
             f"The data span less than a month, so these are the totals {period}, not a rate "
             "per month: a month's worth cannot be told from so little."
         )
-    for c in h.calibrations:  # which GPU types' figures are the curve's extrapolation
-        if c.calibrated:
-            st.badge(c.badge(common.md_name(c.gpu_type)), icon=":material/verified:", color="green")
-        else:
-            st.badge(c.badge(common.md_name(c.gpu_type)), icon=":material/warning:", color="orange")
+    lost = h.lost_words()
+    st.markdown(f"{lost[0].upper()}{lost[1:]}.")
+    # one badge per GPU type: which figures are the curve's extrapolation, and from what
+    st.markdown(
+        " ".join(
+            f":green-badge[:material/verified: {c.badge(common.md_name(c.gpu_type))}]"
+            if c.calibrated
+            else f":orange-badge[:material/warning: {c.badge(common.md_name(c.gpu_type))}]"
+            for c in h.calibrations
+        )
+    )
     st.caption(
         f"Basis: {h.basis_sentence} {h.data_age.words().capitalize()}."
         + (f" {h.usage.words(h.gpu_hours, period)}" if h.usage else "")
