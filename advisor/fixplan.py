@@ -339,24 +339,50 @@ def plan_headline(con: Any, plan: FixPlan, q: FixQuery, now: dt.datetime | None 
     )
     if not plan.rows:
         return plan.headline(age)
-    used = usage_summary(
-        con,
-        UsageQuery(
-            by=(),
-            start=q.start,
-            end=q.end,
-            clusters=q.clusters,
-            partitions=q.partitions,
-            gpu_types=q.gpu_types,
-        ),
+    uq = UsageQuery(
+        by=(),
+        start=q.start,
+        end=q.end,
+        clusters=q.clusters,
+        partitions=q.partitions,
+        gpu_types=q.gpu_types,
     )
+    used = usage_summary(con, uq)
     months = max(plan.span_hours / HOURS_PER_MONTH, 1.0)
     evidence = UsageEvidence(
         gpu_hours_starved=used.overall.starved_gpu_hours / months,
         share_gpu_hours_with_usage=used.advice.share_gpu_hours_with_usage,
         trust=used.advice.trust,
+        gpu_hours_lost_starved=_lost_in_starved_jobs(con, plan, q, uq) / months,
     )
     return plan.headline(age, evidence)
+
+
+def _lost_in_starved_jobs(con: Any, plan: FixPlan, q: FixQuery, uq: Any) -> float:
+    """The GPU-hours lost (the plan's formula, against each job's own row's recommendation) by
+    the jobs whose own usage looks starved: the part of the loss that rests on evidence."""
+    from advisor import slowdown
+    from advisor.recommend import starvation
+    from advisor.usage import job_usage
+
+    jobs = job_usage(con, uq, verdict="starved", limit=None)
+    rec = {(r.cluster, r.partition, r.gpu_type): r.def_cpu_per_gpu for r in plan.rows}
+    jobs = [j for j in jobs if (j["cluster"], j["partition"], j["gpu_type"]) in rec and j["gpus"]]
+    if not jobs:
+        return 0.0
+    starved = starvation(
+        slowdown.load_params(q.model_file),
+        cpus=[j["cpus"] for j in jobs],
+        gpus=[j["gpus"] for j in jobs],
+        gpu_hours=[float(j["gpu_hours"]) for j in jobs],
+        elapsed_s=[j["elapsed_s"] or 0 for j in jobs],
+        recommended_cores_per_gpu=[
+            rec[(j["cluster"], j["partition"], j["gpu_type"])] for j in jobs
+        ],
+        platform=[None if j["gpu_type"] == "(untyped)" else j["gpu_type"] for j in jobs],
+        workload=q.workload,
+    )
+    return starved.gpu_hours_lost
 
 
 def assumptions_in_words(workload: Workload, tolerance: float) -> str:

@@ -123,17 +123,26 @@ class UsageEvidence:
     gpu_hours_starved: float
     share_gpu_hours_with_usage: float  # 0-1, CPU and GPU usage both recorded
     trust: str  # 'usage' | 'allocation' (advisor.usage.advice)
+    gpu_hours_lost_starved: float | None = None  # the part of the loss in those jobs, if known
 
-    def words(self, gpu_hours: float, period: str) -> str:
-        """The split, as one sentence."""
+    def words(self, gpu_hours_lost: float, period: str) -> str:
+        """The loss split into the jobs whose usage looks starved and the rest, as a sentence."""
         if self.share_gpu_hours_with_usage <= 0:
             return "No job's own usage is loaded: the loss rests on the model alone."
-        share = self.gpu_hours_starved / gpu_hours if gpu_hours else 0.0
+        d = 0 if max(gpu_hours_lost, self.gpu_hours_starved) >= 10 else 1
+        if self.gpu_hours_lost_starved is None:
+            return (
+                f"Usage is recorded for {self.share_gpu_hours_with_usage:.0%} of the GPU time: "
+                f"{self.gpu_hours_starved:,.{d}f} GPU-h {period} ran in jobs whose usage looks "
+                "starved (CPU busy, GPU idle)."
+            )
+        rest = max(gpu_hours_lost - self.gpu_hours_lost_starved, 0.0)
         return (
             f"Usage is recorded for {self.share_gpu_hours_with_usage:.0%} of the GPU time: "
-            f"{self.gpu_hours_starved:,.0f} GPU-h {period} ({share:.0%}) ran in jobs whose "
-            "usage looks starved (CPU busy, GPU idle), where the loss rests on evidence; "
-            "for the rest it is the model's upper bound."
+            f"{self.gpu_hours_lost_starved:,.{d}f} GPU-h of the loss {period} is in jobs whose "
+            f"usage looks starved (CPU busy, GPU idle; {self.gpu_hours_starved:,.{d}f} GPU-h "
+            f"run), where it rests on evidence; the other {rest:,.{d}f} GPU-h are the model's "
+            "upper bound."
         )
 
 
@@ -214,6 +223,10 @@ class Headline:
             f"{self._interval(self.lost_usd_low, self.lost_usd_high, '$')} at the reference "
             "cloud price per GPU-hour"
         )
+
+    def usage_words(self) -> str:
+        """What the jobs' own usage says about the loss, or "" when nobody asked."""
+        return "" if self.usage is None else self.usage.words(self.gpu_hours_lost, self.period)
 
     def calibration_words(self) -> str:
         """Which GPU types are extrapolated and from what, or that all are calibrated."""

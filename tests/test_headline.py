@@ -51,7 +51,7 @@ def test_one_job_headline_is_an_upper_bound_with_its_interval_share_and_age(tmp_
     )
     assert h.basis_sentence.startswith("2 + N cores per job (N GPUs), raised where the measured")
     assert h.usage is not None and h.usage.share_gpu_hours_with_usage == 0
-    assert "rests on the model alone" in h.usage.words(h.gpu_hours, h.period)
+    assert "rests on the model alone" in h.usage_words()
 
 
 def test_the_samples_headline_sums_its_rows_intervals_and_names_every_uncalibrated_type(tmp_path):
@@ -97,7 +97,28 @@ def test_usage_evidence_names_the_gpu_time_in_jobs_whose_usage_looks_starved(tmp
         con.close()
     months = max(plan.span_hours / fixplan.HOURS_PER_MONTH, 1.0)
     assert h.usage.gpu_hours_starved == pytest.approx(starved / months)
-    assert "looks starved (CPU busy, GPU idle)" in h.usage.words(h.gpu_hours, h.period)
+    # its starved jobs already have the recommended cores: none of the loss is theirs
+    assert h.usage.gpu_hours_lost_starved == 0.0
+    assert "looks starved (CPU busy, GPU idle; 6.0 GPU-h run)" in h.usage_words()
+
+
+def test_the_loss_of_a_job_whose_usage_looks_starved_rests_on_evidence(tmp_path):
+    db = make_db(tmp_path / "one.duckdb", "one_job")  # 1 GPU, 1 CPU, 1 hour: below 2 + N
+    con = store.connect(db)
+    try:  # its one core busy, its GPU mostly idle: starved by its own usage
+        con.execute("UPDATE jobs SET cpu_used_s = 3500, gpu_util_mean_pct = 20")
+    finally:
+        con.close()
+    plan, h = _headline(db)
+    assert h.usage is not None and h.usage.share_gpu_hours_with_usage == pytest.approx(1.0)
+    assert h.usage.gpu_hours_starved == pytest.approx(1.0)
+    assert h.usage.gpu_hours_lost_starved == pytest.approx(plan.gpu_hours_lost_per_month)
+    assert h.usage_words() == (
+        "Usage is recorded for 100% of the GPU time: "
+        f"{h.gpu_hours_lost:.1f} GPU-h of the loss in the 1 hour of data is in jobs whose usage "
+        "looks starved (CPU busy, GPU idle; 1.0 GPU-h run), where it rests on evidence; the "
+        "other 0.0 GPU-h are the model's upper bound."
+    )
 
 
 def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out():

@@ -76,7 +76,7 @@ else:
     )
     st.caption(
         f"Basis: {h.basis_sentence} {h.data_age.words().capitalize()}."
-        + (f" {h.usage.words(h.gpu_hours, period)}" if h.usage else "")
+        + (f" {h.usage_words()}" if h.usage else "")
     )
     top = plan.rows[0]
     st.markdown(
