@@ -99,8 +99,8 @@ class FixPlan:
 
     def headline(self, data_age: DataAge, usage: UsageEvidence | None = None) -> Headline:
         """The totals with their interval, share, basis and calibration (:mod:`advisor.headline`).
-        The rows' interval ends are added up: every row is judged with the same refits, so they
-        move together and the sum's ends are the ends of the sum."""
+        The rows' interval ends are added up: every row is judged with the same refits, so the
+        rows rise and fall together and the added ends are those of the sum where they do."""
         basis = next(iter(dict.fromkeys(r.decision_basis for r in self.rows)), "2 + N")
         return headline_of(
             gpu_hours_lost=self.gpu_hours_lost_per_month,

@@ -8,8 +8,9 @@ was calibrated on and what the others were extrapolated from (:class:`Calibratio
 the newest record (:class:`DataAge`), the basis of the recommendation in one sentence, and,
 where jobs' own usage is loaded, how much of that GPU time ran in jobs whose usage looks starved
 (:class:`UsageEvidence`). Its ``*_words`` methods are the sentences every surface shows, so the
-dashboard and the report say the same thing. Imports only numpy-free foundations and the curve's
-platform speeds, so the job-submit path can use :func:`calibration_of` and :func:`basis_sentence`.
+dashboard and the report say the same thing. It imports only :mod:`advisor.wording` at load
+time (the curve's GPU speeds when a calibration is asked for), so the job-submit path can use
+:func:`calibration_of` and :func:`basis_sentence` without loading more.
 """
 
 from __future__ import annotations

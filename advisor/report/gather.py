@@ -808,7 +808,7 @@ def month_headline(
     now: dt.datetime,
 ) -> Headline:
     """The month's loss with its interval (the rows' ends added up: one set of refits judges
-    every row, so they move together), as a share of every GPU-hour the month ran, with the
+    every row, so they rise and fall together), as a share of every GPU-hour the month ran, with the
     calibration of its GPU types, the data's age at ``now`` and the usage evidence."""
     from advisor import datainfo
 
