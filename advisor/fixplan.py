@@ -330,7 +330,7 @@ def plan_headline(con: Any, plan: FixPlan, q: FixQuery, now: dt.datetime | None 
     """The plan's :class:`~advisor.headline.Headline` for the jobs ``q`` selects: the age of the
     newest record of its clusters (at ``now``, default now) and, where jobs carry their own
     usage, the GPU time in jobs whose usage looks starved, over the plan's period."""
-    from advisor import datainfo
+    from advisor import datainfo, slowdown
     from advisor.usage import UsageQuery, usage_summary
 
     fresh = [f for f in datainfo.freshness(con) if not q.clusters or f.cluster in q.clusters]
@@ -353,36 +353,49 @@ def plan_headline(con: Any, plan: FixPlan, q: FixQuery, now: dt.datetime | None 
         gpu_hours_starved=used.overall.starved_gpu_hours / months,
         share_gpu_hours_with_usage=used.advice.share_gpu_hours_with_usage,
         trust=used.advice.trust,
-        gpu_hours_lost_starved=_lost_in_starved_jobs(con, plan, q, uq) / months,
+        gpu_hours_lost_starved=lost_in_starved_jobs(
+            con,
+            slowdown.load_params(q.model_file),
+            uq,
+            {(r.cluster, r.partition, r.gpu_type): r.def_cpu_per_gpu for r in plan.rows},
+            workload=q.workload,
+        )
+        / months,
     )
     return plan.headline(age, evidence)
 
 
-def _lost_in_starved_jobs(con: Any, plan: FixPlan, q: FixQuery, uq: Any) -> float:
-    """The GPU-hours lost (the plan's formula, against each job's own row's recommendation) by
-    the jobs whose own usage looks starved: the part of the loss that rests on evidence."""
-    from advisor import slowdown
+def lost_in_starved_jobs(
+    con: Any,
+    params: Any,
+    uq: Any,
+    recommended: Mapping[tuple[Any, ...], int],
+    keys: tuple[str, ...] = ("cluster", "partition", "gpu_type"),
+    workload: Workload | None = None,  # None: the model's reference, as the report's estimate
+) -> float:
+    """The GPU-hours lost (:func:`advisor.recommend.starvation`, against the recommendation of
+    each job's ``keys`` in ``recommended``) by the jobs of ``uq`` whose own usage looks starved:
+    the part of the loss that rests on evidence. Jobs of no recommended group count nothing."""
     from advisor.recommend import starvation
     from advisor.usage import job_usage
 
-    jobs = job_usage(con, uq, verdict="starved", limit=None)
-    rec = {(r.cluster, r.partition, r.gpu_type): r.def_cpu_per_gpu for r in plan.rows}
-    jobs = [j for j in jobs if (j["cluster"], j["partition"], j["gpu_type"]) in rec and j["gpus"]]
+    jobs = [
+        j
+        for j in job_usage(con, uq, verdict="starved", limit=None)
+        if tuple(j[k] for k in keys) in recommended and j["gpus"]
+    ]
     if not jobs:
         return 0.0
-    starved = starvation(
-        slowdown.load_params(q.model_file),
+    return starvation(
+        params,
         cpus=[j["cpus"] for j in jobs],
         gpus=[j["gpus"] for j in jobs],
         gpu_hours=[float(j["gpu_hours"]) for j in jobs],
         elapsed_s=[j["elapsed_s"] or 0 for j in jobs],
-        recommended_cores_per_gpu=[
-            rec[(j["cluster"], j["partition"], j["gpu_type"])] for j in jobs
-        ],
+        recommended_cores_per_gpu=[recommended[tuple(j[k] for k in keys)] for j in jobs],
         platform=[None if j["gpu_type"] == "(untyped)" else j["gpu_type"] for j in jobs],
-        workload=q.workload,
-    )
-    return starved.gpu_hours_lost
+        workload=workload or Workload(),
+    ).gpu_hours_lost
 
 
 def assumptions_in_words(workload: Workload, tolerance: float) -> str:

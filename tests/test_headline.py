@@ -224,3 +224,25 @@ def test_the_reports_opening_says_the_loss_with_its_interval_calibration_age_and
     assert f"{h.share_gpu_hours_lost:.0%} of the " in html
     assert "H100: extrapolated from H200 and RTX PRO 6000 Blackwell" in html
     assert f"Basis: {h.basis_sentence} Data up to {h.data_age.newest_record:%Y-%m-%d}, " in html
+
+
+def test_the_reports_opening_splits_the_loss_of_a_starved_job_as_the_overview_does(tmp_path):
+    from advisor import report
+
+    db = make_db(tmp_path / "one.duckdb", "one_job")
+    con = store.connect(db)
+    try:  # its one core busy, its GPU mostly idle: starved by its own usage
+        con.execute("UPDATE jobs SET cpu_used_s = 3500, gpu_util_mean_pct = 20")
+    finally:
+        con.close()
+    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path), db)
+    con = store.connect(db, read_only=True)
+    try:
+        r = report.build_report(con, report.parse_month("2024-03"), None, inputs, now=NOW)
+    finally:
+        con.close()
+    assert r.summary is not None and r.summary.headline is not None
+    h = r.summary.headline
+    assert h.usage is not None and h.gpu_hours_lost > 0
+    assert h.usage.gpu_hours_lost_starved == pytest.approx(h.gpu_hours_lost)
+    assert "where it rests on evidence; the other 0.0 GPU-h" in h.usage_words()

@@ -21,7 +21,7 @@ import duckdb
 
 from advisor import store
 from advisor.errors import AdvisorError, NotFoundError, UsageError
-from advisor.fixplan import ClusterFix
+from advisor.fixplan import ClusterFix, lost_in_starved_jobs
 from advisor.headline import Headline, UsageEvidence, data_age_of, headline_of
 from advisor.policy import Policy, read_policy
 from advisor.pricing import PriceBook
@@ -837,6 +837,17 @@ def month_headline(
             gpu_hours_starved=usage.overall.starved_gpu_hours,
             share_gpu_hours_with_usage=usage.advice.share_gpu_hours_with_usage,
             trust=usage.advice.trust,
+            gpu_hours_lost_starved=None
+            if inputs.params is None or usage.advice.share_gpu_hours_with_usage <= 0
+            else lost_in_starved_jobs(
+                con,
+                inputs.params,
+                UsageQuery(
+                    by=(), start=month.start, end=month.end, clusters=(cluster,) if cluster else ()
+                ),
+                {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in inputs.recommendations},
+                keys=("partition", "gpu_type"),
+            ),
         ),
     )
 
