@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from advisor.headline import DataAge, Headline, UsageEvidence, data_age_of, headline_of
 from advisor.recommend import (
     DAYS_PER_MONTH,
     PartitionQuery,
@@ -64,6 +65,14 @@ class FixRow:
     gres_type: str | None = None  # the GRES type users ask for, for the Lua policy
     min_cpus_per_gpu: int = 1
     span_hours: float = 0.0  # first start to last end of its jobs
+    gpu_hours_lost_per_month_interval: tuple[float, float] = (0.0, 0.0)  # 5-95% over refits
+    lost_usd_per_month_interval: tuple[float, float] | None = None  # None: not priced
+    decision_basis: str = "2 + N"
+
+    @property
+    def gpu_hours_per_month(self) -> float:
+        """The GPU time the loss comes from, over the same period as the loss."""
+        return self.gpu_hours / max(self.span_hours / HOURS_PER_MONTH, 1.0)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,32 @@ class FixPlan:
     settings: tuple[ClusterFix, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
     span_hours: float = 0.0  # the longest span of any row's jobs
+    calibrated_platforms: tuple[str, ...] = ()  # the platforms the curve was fitted on
+
+    def headline(self, data_age: DataAge, usage: UsageEvidence | None = None) -> Headline:
+        """The totals with their interval, share, basis and calibration (:mod:`advisor.headline`).
+        The rows' interval ends are added up: every row is judged with the same refits, so the
+        rows rise and fall together and the added ends are those of the sum where they do."""
+        basis = next(iter(dict.fromkeys(r.decision_basis for r in self.rows)), "2 + N")
+        return headline_of(
+            gpu_hours_lost=self.gpu_hours_lost_per_month,
+            gpu_hours_lost_interval=(
+                sum(r.gpu_hours_lost_per_month_interval[0] for r in self.rows),
+                sum(r.gpu_hours_lost_per_month_interval[1] for r in self.rows),
+            ),
+            gpu_hours=sum(r.gpu_hours_per_month for r in self.rows),
+            lost_usd=self.lost_usd_per_month,
+            lost_usd_interval=(
+                sum((r.lost_usd_per_month_interval or (0.0, 0.0))[0] for r in self.rows),
+                sum((r.lost_usd_per_month_interval or (0.0, 0.0))[1] for r in self.rows),
+            ),
+            period=self.period,
+            decision_basis=basis,
+            gpu_types=sorted({r.gpu_type for r in self.rows}),
+            platforms_seen=self.calibrated_platforms,
+            data_age=data_age,
+            usage=usage,
+        )
 
     @property
     def per_month(self) -> bool:
@@ -195,11 +230,13 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
     rows: list[FixRow] = []
     settings: list[ClusterFix] = []
     assumptions: dict[str, Any] = {}
+    platforms: tuple[str, ...] = ()
     reports = []
     if clusters:  # the curve and the prices once for every cluster's recommendation
         with RecommendContext.open(
             db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file, con=con
         ) as ctx:
+            platforms = tuple(ctx.params.meta.get("platforms_seen") or ())
             reports = [
                 (cluster, recommend_partitions(_partition_query(q, cluster), ctx=ctx))
                 for cluster in clusters
@@ -232,6 +269,9 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
                 gres_type=r.gres_type,
                 min_cpus_per_gpu=r.min_cpus_per_gpu,
                 span_hours=r.span_hours,
+                gpu_hours_lost_per_month_interval=r.gpu_hours_lost_per_month_interval,
+                lost_usd_per_month_interval=r.lost_usd_per_month_interval,
+                decision_basis=r.decision_basis,
             )
             for r in recs
         )
@@ -244,6 +284,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
         settings=tuple(settings),
         assumptions=assumptions,
         span_hours=max((r.span_hours for r in rows), default=0.0),
+        calibrated_platforms=platforms,
     )
 
 
@@ -279,7 +320,82 @@ def merge(
         settings=tuple(settings_for(c, by_cluster[c]) for c in sorted(by_cluster)),
         assumptions=next((p.assumptions for p in plans if p.assumptions), {}),
         span_hours=max((r.span_hours for r in rows), default=0.0),
+        calibrated_platforms=next(
+            (p.calibrated_platforms for p in plans if p.calibrated_platforms), ()
+        ),
     )
+
+
+def plan_headline(con: Any, plan: FixPlan, q: FixQuery, now: dt.datetime | None = None) -> Headline:
+    """The plan's :class:`~advisor.headline.Headline` for the jobs ``q`` selects: the age of the
+    newest record of its clusters (at ``now``, default now) and, where jobs carry their own
+    usage, the GPU time in jobs whose usage looks starved, over the plan's period."""
+    from advisor import datainfo, slowdown
+    from advisor.usage import UsageQuery, usage_summary
+
+    fresh = [f for f in datainfo.freshness(con) if not q.clusters or f.cluster in q.clusters]
+    age = data_age_of(
+        (t for f in fresh for t in (f.last_submit, f.last_end)), now or dt.datetime.now(dt.UTC)
+    )
+    if not plan.rows:
+        return plan.headline(age)
+    uq = UsageQuery(
+        by=(),
+        start=q.start,
+        end=q.end,
+        clusters=q.clusters,
+        partitions=q.partitions,
+        gpu_types=q.gpu_types,
+    )
+    used = usage_summary(con, uq)
+    months = max(plan.span_hours / HOURS_PER_MONTH, 1.0)
+    evidence = UsageEvidence(
+        gpu_hours_starved=used.overall.starved_gpu_hours / months,
+        share_gpu_hours_with_usage=used.advice.share_gpu_hours_with_usage,
+        trust=used.advice.trust,
+        gpu_hours_lost_starved=lost_in_starved_jobs(
+            con,
+            slowdown.load_params(q.model_file),
+            uq,
+            {(r.cluster, r.partition, r.gpu_type): r.def_cpu_per_gpu for r in plan.rows},
+            workload=q.workload,
+        )
+        / months,
+    )
+    return plan.headline(age, evidence)
+
+
+def lost_in_starved_jobs(
+    con: Any,
+    params: Any,
+    uq: Any,
+    recommended: Mapping[tuple[Any, ...], int],
+    keys: tuple[str, ...] = ("cluster", "partition", "gpu_type"),
+    workload: Workload | None = None,  # None: the model's reference, as the report's estimate
+) -> float:
+    """The GPU-hours lost (:func:`advisor.recommend.starvation`, against the recommendation of
+    each job's ``keys`` in ``recommended``) by the jobs of ``uq`` whose own usage looks starved:
+    the part of the loss that rests on evidence. Jobs of no recommended group count nothing."""
+    from advisor.recommend import starvation
+    from advisor.usage import job_usage
+
+    jobs = [
+        j
+        for j in job_usage(con, uq, verdict="starved", limit=None)
+        if tuple(j[k] for k in keys) in recommended and j["gpus"]
+    ]
+    if not jobs:
+        return 0.0
+    return starvation(
+        params,
+        cpus=[j["cpus"] for j in jobs],
+        gpus=[j["gpus"] for j in jobs],
+        gpu_hours=[float(j["gpu_hours"]) for j in jobs],
+        elapsed_s=[j["elapsed_s"] or 0 for j in jobs],
+        recommended_cores_per_gpu=[recommended[tuple(j[k] for k in keys)] for j in jobs],
+        platform=[None if j["gpu_type"] == "(untyped)" else j["gpu_type"] for j in jobs],
+        workload=workload or Workload(),
+    ).gpu_hours_lost
 
 
 def assumptions_in_words(workload: Workload, tolerance: float) -> str:

@@ -4,7 +4,9 @@ The numbers are the monthly report's, for one month (the newest with GPU jobs un
 per cluster, partition and GPU type the P25/P50 cores per GPU and the jobs and GPU-hours behind
 them (advisor.ratios.ratio_summary), the recommended cores per GPU and the share of jobs and
 GPU-hours below it (advisor.recommend through advisor.report.load_inputs), and the GPU-hours lost
-to CPU starvation with their dollar value (advisor.report.starvation_estimates). Per cluster: the
+to CPU starvation with their dollar value and the ends of both's 90% interval
+(advisor.report.starvation_estimates), and per GPU type whether the curve was calibrated on it
+(advisor.headline). Per cluster: the
 newest record's time, its age and the last ingest (advisor.datainfo); rejected records by reason.
 
 Output is Prometheus' text exposition format, written by prometheus_client: a file for
@@ -73,6 +75,7 @@ def collect(
 ) -> list[Family]:
     """Every metric of the database file ``db_path`` (see the module doc)."""
     from advisor.datainfo import data_status
+    from advisor.headline import calibrations_of
     from advisor.ratios import ratio_summary
     from advisor.report import (
         ReportConfig,
@@ -109,7 +112,23 @@ def collect(
                 "GPU-hours the month's jobs below the recommendation lost to CPU starvation "
                 "(fitted model).",
             ),
+            (
+                "advisor_gpu_hours_lost_low",
+                "Lower end of the lost GPU-hours' 90% interval (the fit's bootstrap refits).",
+            ),
+            (
+                "advisor_gpu_hours_lost_high",
+                "Upper end of the lost GPU-hours' 90% interval; the loss itself is an upper "
+                "bound (every GPU job counted as an LLM server).",
+            ),
             ("advisor_gpu_hours_lost_usd", "The lost GPU-hours priced per GPU-hour (USD)."),
+            ("advisor_gpu_hours_lost_usd_low", "Lower end of the lost dollars' 90% interval."),
+            ("advisor_gpu_hours_lost_usd_high", "Upper end of the lost dollars' 90% interval."),
+            (
+                "advisor_gpu_type_calibrated",
+                "1 where the curve was fitted on the GPU type's own measurements, 0 where its "
+                "figures are extrapolated from the calibrated platforms.",
+            ),
             ("advisor_fix_usd", "What the missing cores would have cost (USD, per-vCPU price)."),
             (
                 "advisor_newest_record_timestamp_seconds",
@@ -166,6 +185,10 @@ def collect(
                 (r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in inputs.recommendations
             }
             thresholds = tuple(sorted(set(recs.values()))) or None
+            seen = (inputs.params.meta.get("platforms_seen") or ()) if inputs.params else ()
+            types = sorted({r.gpu_type for r in inputs.recommendations})
+            for cal in calibrations_of(types, seen):
+                f["advisor_gpu_type_calibrated"].add(int(cal.calibrated), gpu_type=cal.gpu_type)
             progress("ratios", 2, 3)
             q = ratio_query(month, None, GROUP_LABELS, thresholds)
             for g in ratio_summary(con, q).groups:
@@ -187,7 +210,13 @@ def collect(
                 for e in starvation_estimates(con, month, cluster, inputs):
                     labels = {"cluster": cluster, "partition": e.partition, "gpu_type": e.gpu_type}
                     f["advisor_gpu_hours_lost"].add(e.gpu_hours_lost, **labels)
+                    f["advisor_gpu_hours_lost_low"].add(e.gpu_hours_lost_interval[0], **labels)
+                    f["advisor_gpu_hours_lost_high"].add(e.gpu_hours_lost_interval[1], **labels)
                     f["advisor_gpu_hours_lost_usd"].add(e.usd_lost, **labels)
+                    usd = e.usd_lost_interval
+                    if usd is not None:
+                        f["advisor_gpu_hours_lost_usd_low"].add(usd[0], **labels)
+                        f["advisor_gpu_hours_lost_usd_high"].add(usd[1], **labels)
                     f["advisor_fix_usd"].add(e.usd_to_fix, **labels)
         progress("metrics", 3, 3)
     finally:

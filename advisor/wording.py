@@ -21,3 +21,10 @@ def cores_per_gpu_words(value: float) -> str:
     """Cores per GPU in a sentence: "1 CPU core", "0.125 CPU cores", "2 CPU cores"."""
     text = cores_text(value)
     return f"{text} CPU core{'' if text == '1' else 's'}"
+
+
+def range_text(low: float, high: float, digits: int = 2, unit: str = "x", prefix: str = "") -> str:
+    """An interval as a person reads it: "2.92x to 4.06x", "$1,900 to $3,100", or one number
+    when both ends are the same once rounded (never "4.45x to 4.45x")."""
+    lo, hi = f"{prefix}{low:,.{digits}f}{unit}", f"{prefix}{high:,.{digits}f}{unit}"
+    return lo if lo == hi else f"{lo} to {hi}"

@@ -711,6 +711,24 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
     return fixplan.merge([plan], filters.partitions, filters.gpu_types, filters.clusters)
 
 
+def headline(key: DbKey, filters: Filters, plan: Any) -> Any:
+    """``advisor.fixplan.plan_headline`` of the narrowed ``plan``: its interval, share, basis,
+    calibration, the data's age and the usage evidence for the sidebar's filters."""
+    from advisor import fixplan
+
+    q = fixplan.FixQuery(
+        db=key[0],
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+    )
+    # the hour keys the cache, so that a page left open still shows the data's age rightly
+    hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    return cached_core("headline", key, fixplan.plan_headline, plan, q, hour)
+
+
 def _fix_plan_on(con: duckdb.DuckDBPyConnection, q: Any, _model_key: tuple[str, float]) -> Any:
     """``fixplan.fix_plan`` on this run's connection (``_model_key`` only keys the cache: a
     refitted model file gives new plans)."""

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from advisor.wording import range_text as range_text  # its old home; re-exported
+
 
 def field(record: Any, name: str, default: Any = None) -> Any:
     """``record.name`` (a dataclass or a dict), else ``default``: for fields still to come."""
@@ -52,13 +54,6 @@ def validated_error(params: Any) -> str:
         return "error not validated"
     n = params.meta.get("points_fitted")
     return f"±{100 * float(loo):.0f}% (leave-one-out error" + (f" over {n} points)" if n else ")")
-
-
-def range_text(low: float, high: float, digits: int = 2, unit: str = "x") -> str:
-    """An interval as a person reads it: "2.92x to 4.06x", or one number when both ends are
-    the same once rounded (never "4.45x to 4.45x")."""
-    lo, hi = f"{low:.{digits}f}{unit}", f"{high:.{digits}f}{unit}"
-    return lo if lo == hi else f"{lo} to {hi}"
 
 
 # Names of the recommendation's assumptions for people (the rest: underscores become spaces).

@@ -107,8 +107,20 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     _no_exception(at, "overview")
     metrics = {m.label: m.value for m in at.metric}
     assert plan.per_month  # six months of jobs: a rate
-    assert metrics["GPU-hours lost per month"] == f"{plan.gpu_hours_lost_per_month:,.0f}"
-    assert metrics["Their value per month"] == f"${plan.lost_usd_per_month:,.0f}"
+    # an upper bound, said so, with the fit's interval and the share of the GPU time run
+    assert metrics["GPU-hours lost per month"] == f"at most {plan.gpu_hours_lost_per_month:,.0f}"
+    assert metrics["Their value per month"] == f"at most ${plan.lost_usd_per_month:,.0f}"
+    deltas = {m.label: m.proto.delta for m in at.metric}
+    lo, hi = (sum(r.gpu_hours_lost_per_month_interval[i] for r in plan.rows) for i in (0, 1))
+    share = plan.gpu_hours_lost_per_month / sum(r.gpu_hours_per_month for r in plan.rows)
+    assert deltas["GPU-hours lost per month"].startswith(f"90% interval {lo:,.0f} to {hi:,.0f}")
+    assert deltas["Their value per month"].startswith("90% interval $")
+    shown = " ".join(m.value for m in at.markdown)
+    assert f"{share:.0%} of the " in shown and " GPU-h the jobs ran." in shown
+    assert ":orange-badge[:material/warning: H100: extrapolated from H200 and RTX PRO" in shown
+    captions = " ".join(c.value for c in at.caption)
+    assert "2 + N cores per job" in captions and "90% interval" in captions
+    assert "Data up to 2024-06-28, " in captions and " days old" in captions
     assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
     answer = at.dataframe[0].value
     assert list(answer.columns[:4]) == ["cluster", "partition", "gpu_type", "def_cpu_per_gpu"]
@@ -135,7 +147,7 @@ def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_ra
     _no_exception(at, "overview")
     metrics = {m.label: m.value for m in at.metric}
     assert "GPU-hours lost per month" not in metrics
-    lost = float(metrics["GPU-hours lost in the 1 hour of data"].replace(",", ""))
+    lost = float(metrics["GPU-hours lost in the 1 hour of data"].removeprefix("at most "))
     assert lost == pytest.approx(plan.gpu_hours_lost_per_month, abs=0.5) and lost <= 1
     assert "Cost of the fix in the 1 hour of data" in metrics
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)

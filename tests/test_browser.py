@@ -48,6 +48,8 @@ PAGES = [
     ("benchmarks", "Benchmarks", 0),
     ("data", "Data", 0),
 ]
+# What a page must not show for a database: an empty one has no calibration nor age to give.
+ABSENT = {"empty": {"": ["extrapolated from", "days old", "at most "]}}
 # What a person must read on each page, per database: the shipped sample, an empty database and
 # one with a single GPU job.
 EXPECTED = {
@@ -58,6 +60,13 @@ EXPECTED = {
             "PartitionName=",
             "Settings to paste",
             "Distribution",
+            # how far to trust it: an upper bound with its interval, the calibration, the age
+            "at most ",
+            "90% interval ",
+            "H100: extrapolated from H200 and RTX PRO 6000 Blackwell",
+            "Basis: 2 + N cores per job",
+            "Data up to 2025-01-01, ",
+            " days old.",
         ],
         "trends": ["Solid: P50", "Faded points off the lines: months with fewer than 30 jobs"],
         "who": [
@@ -80,6 +89,8 @@ EXPECTED = {
         "": [
             "GPU-hours lost in the 1 hour of data",
             "not a rate per month",
+            "H100: extrapolated from H200",
+            "Data up to 2024-03-01, ",
             "PartitionName=",
             "Small sample: 1 GPU job match",
         ],
@@ -267,6 +278,8 @@ def test_each_served_page_shows_what_a_person_needs_with_no_error(
         text = page.locator('[data-testid="stMain"]').inner_text()
         for want in EXPECTED[kind][path]:
             assert want in text, (kind, path, want)
+        for unwanted in ABSENT.get(kind, {}).get(path, []):
+            assert unwanted not in text, (kind, path, unwanted)
         assert "Traceback" not in text
         assert page.locator('[data-testid="stException"]').count() == 0
         if kind != "empty":

@@ -100,8 +100,20 @@ def test_the_share_below_and_the_hours_lost_are_the_reports_numbers(cli, sample_
                 assert got["advisor_gpu_hours_lost"][key] == pytest.approx(e.gpu_hours_lost)
                 assert got["advisor_gpu_hours_lost_usd"][key] == pytest.approx(e.usd_lost)
                 assert got["advisor_gpu_hours_lost"][key] > 0
+                # the ends of the 90% interval, around the point, in GPU-hours and dollars
+                lo, hi = e.gpu_hours_lost_interval
+                assert got["advisor_gpu_hours_lost_low"][key] == pytest.approx(lo)
+                assert got["advisor_gpu_hours_lost_high"][key] == pytest.approx(hi)
+                assert lo <= e.gpu_hours_lost <= hi and lo < hi
+                usd = got["advisor_gpu_hours_lost_usd_high"][key]
+                assert usd == pytest.approx(hi * e.usd_per_gpu_hour)
     finally:
         con.close()
+    # whether the curve was calibrated on each GPU type: none of the sample's is
+    calibrated = got["advisor_gpu_type_calibrated"]
+    assert {k[2] for k in calibrated} == {r.gpu_type for r in inputs.recommendations}
+    assert set(calibrated.values()) == {0.0}
+    assert got["advisor_data_age_seconds"]  # the data's age, per cluster
     # The share below: `advisor ratios` with the recommendation as its threshold.
     for key, share in got["advisor_share_jobs_below_recommendation"].items():
         cluster, partition, gpu_type = key

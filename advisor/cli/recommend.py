@@ -156,8 +156,16 @@ def recommend_cmd(
             report = recommend_partitions(query, progress, ctx)
         for row in report.rows:
             _warn(f"{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
+        if fmt is not OutputFormat.json:
+            typer.echo(f"Basis: {report.assumptions.get('basis_sentence')}", err=True)
         if fmt is OutputFormat.json:
-            emit_json({"partitions": report.rows, "assumptions": report.assumptions})
+            emit_json(
+                {
+                    "partitions": report.rows,
+                    "assumptions": report.assumptions,
+                    "basis_sentence": report.assumptions.get("basis_sentence"),
+                }
+            )
             return
         # the table leaves out what the Warning lines above already say
         hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
@@ -195,6 +203,7 @@ def recommend_cmd(
         emit_json(rec)
         return
     _warn(rec.warnings)
+    typer.echo(f"Basis: {rec.basis_sentence}", err=True)  # a diagnostic: stdout is the table
     emit_rows(
         [
             {
@@ -211,6 +220,11 @@ def recommend_cmd(
                 "floor_2_plus_n": rec.floor_cores,
                 "evidence": rec.evidence,
                 "speedup": rec.predicted_speedup,
+                "speedup_90pct": _interval(rec.speedup_interval),
+                "slowdown_90pct": _interval(rec.slowdown_recommended_interval),
+                "calibration": "calibrated"
+                if rec.calibrated
+                else "extrapolated from " + ", ".join(rec.extrapolated_from),
                 "extra_vcpus": rec.extra_vcpus,
                 "usd_per_hour": rec.usd_per_hour_delta,
                 "cost_pct": "unknown" if rec.cost_delta_pct is None else rec.cost_delta_pct,
@@ -239,6 +253,15 @@ def recommend_cmd(
         fmt,
         title=f"measured series of the family {rec.evidence_family}",
     )
+
+
+def _interval(ends: tuple[float | None, float] | None) -> str | None:
+    """A 90% interval for the table, one number when its ends round alike."""
+    from advisor.wording import range_text
+
+    if ends is None or ends[0] is None:
+        return None
+    return range_text(ends[0], ends[1])
 
 
 def register(app: typer.Typer) -> None:

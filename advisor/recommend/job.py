@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor import slowdown
+from advisor.headline import basis_sentence, calibration_of
 from advisor.pricing import CostDelta, PriceBook, cost_delta
 from advisor.recommend.context import RecommendContext, check_partition, core_cap
 from advisor.recommend.curve import JobCurve, job_curve
@@ -107,6 +108,9 @@ class JobRecommendation:
     validation: dict[str, Any]
     warnings: tuple[str, ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
+    basis_sentence: str = ""  # the basis as an admin repeats it (advisor.headline)
+    calibrated: bool = True  # the curve was fitted on this GPU type's own measurements
+    extrapolated_from: tuple[str, ...] = ()  # else: the calibrated platforms it comes from
 
 
 def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
@@ -305,6 +309,7 @@ def _record(
     )
     ample = q.ample_ttft_ms
     score = (params.meta.get("capacity") or {}).get("decision") or {}
+    calibration = calibration_of(f.platform, params.meta.get("platforms_seen") or ())
     return JobRecommendation(
         gpu_type=q.gpu_type,
         gpus=q.gpus,
@@ -369,4 +374,7 @@ def _record(
         validation=dict(params.meta.get("validation") or {}),
         warnings=tuple(warnings),
         assumptions=_assumptions(q, f, ctx, decision, cap_source),
+        basis_sentence=basis_sentence(decision.basis),
+        calibrated=calibration.calibrated,
+        extrapolated_from=calibration.extrapolated_from,
     )

@@ -28,6 +28,7 @@ import numpy as np
 
 from advisor import slowdown
 from advisor.dbpath import resolve_db_path
+from advisor.headline import basis_sentence, calibration_of
 from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
 from advisor.recommend.context import (
@@ -91,6 +92,11 @@ class PartitionRecommendation:
     cost_reason: str | None = None  # why lost_usd_per_month is None (no instance price)
     span_hours: float = 0.0  # first start to last end of the group's jobs
     fix_vcpu_hours: float = 0.0  # the span's total, not per month
+    usd_per_gpu_hour: float | None = None  # the reference instance's; None: not priced
+    lost_usd_per_month_interval: tuple[float, float] | None = None  # None: not priced
+    share_gpu_hours_lost: float = 0.0  # 0-1 of gpu_hours (an upper bound, as the loss)
+    calibrated: bool = True  # the curve was fitted on this GPU type's own measurements
+    extrapolated_from: tuple[str, ...] = ()  # else: the calibrated platforms it comes from
 
     @property
     def per_month(self) -> bool:
@@ -263,6 +269,7 @@ def recommend_partitions(
         gpu_hours = float(gpu_h.sum())
         jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
         gh_below = float(gpu_h[below].sum())
+        calibration = calibration_of(gpu_type, params.meta.get("platforms_seen") or ())
         out.append(
             PartitionRecommendation(
                 partition=partition,
@@ -293,6 +300,13 @@ def recommend_partitions(
                 cost_reason=cost_reason,
                 span_hours=span_h,
                 fix_vcpu_hours=fix_vcpu_h,
+                usd_per_gpu_hour=usd_gpu_h,
+                lost_usd_per_month_interval=None
+                if usd_gpu_h is None
+                else (lost_lo / months * usd_gpu_h, lost_hi / months * usd_gpu_h),
+                share_gpu_hours_lost=lost / gpu_hours if gpu_hours else 0.0,
+                calibrated=calibration.calibrated,
+                extrapolated_from=calibration.extrapolated_from,
             )
         )
     vcpu = book.vcpu
@@ -317,5 +331,7 @@ def recommend_partitions(
             "prompt_tokens": q.workload.prompt_tokens or int(slowdown.REF_PROMPT_TOKENS),
         },
         "model_fitted_at": params.meta.get("fitted_at"),
+        "calibrated_platforms": list(params.meta.get("platforms_seen") or []),
+        "basis_sentence": basis_sentence(basis),
     }
     return PartitionReport(tuple(out), assumptions)

@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ import duckdb
 
 from advisor import store
 from advisor.errors import AdvisorError, NotFoundError, UsageError
-from advisor.fixplan import ClusterFix
+from advisor.fixplan import ClusterFix, lost_in_starved_jobs
+from advisor.headline import Headline, UsageEvidence, data_age_of, headline_of
 from advisor.policy import Policy, read_policy
 from advisor.pricing import PriceBook
 from advisor.progress import ProgressFn, no_progress
@@ -171,6 +172,15 @@ class StarvationEstimate:
     usd_to_fix: float  # extra_cpu_hours x usd_per_vcpu_hour
     usd_per_gpu_hour: float | None
     usd_lost: float | None  # gpu_hours_lost x usd_per_gpu_hour
+    gpu_hours_lost_interval: tuple[float, float] = (0.0, 0.0)  # 5-95% over the fit's refits
+    gpu_hours: float = 0.0  # every GPU-hour of the group's jobs in the month, below or not
+
+    @property
+    def usd_lost_interval(self) -> tuple[float, float] | None:
+        if self.usd_per_gpu_hour is None:
+            return None
+        lo, hi = self.gpu_hours_lost_interval
+        return lo * self.usd_per_gpu_hour, hi * self.usd_per_gpu_hour
 
 
 @dataclass(frozen=True)
@@ -274,6 +284,7 @@ class Summary:
     top_accounts: tuple[BelowRecommendation, ...]  # the three most GPU-hours below
     settings: tuple[ClusterFix, ...]  # per cluster: slurm.conf lines that set the recommendations
     changes: tuple[str, ...]  # sentences: what moved since the month before
+    headline: Headline | None = None  # the loss's interval, share, calibration, data age, basis
 
 
 @dataclass(frozen=True)
@@ -628,6 +639,8 @@ def starvation_estimates(
                 usd_to_fix=extra * usd_vcpu,
                 usd_per_gpu_hour=usd_gpu,
                 usd_lost=lost * usd_gpu if usd_gpu is not None else None,
+                gpu_hours_lost_interval=starved.gpu_hours_lost_interval(),
+                gpu_hours=float(gpu_h.sum()),
             )
         )
     out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
@@ -761,14 +774,19 @@ def build_report(
         policy=policy,
         quality=quality,
         notes=tuple(notes),
-        summary=_summary(
-            starvation,
-            prev_starvation,
-            accounts,
-            gpu_types,
-            inputs,
-            _clusters_of(con, month, cluster),
-            generated,
+        summary=replace(
+            _summary(
+                starvation,
+                prev_starvation,
+                accounts,
+                gpu_types,
+                inputs,
+                _clusters_of(con, month, cluster),
+                generated,
+            ),
+            headline=month_headline(
+                con, month, cluster, starvation, gpu_types, inputs, usage, generated
+            ),
         )
         if inputs.recommendations
         else None,
@@ -776,6 +794,61 @@ def build_report(
         no_records=no_records,
         small_sample=small,
         usage=usage,
+    )
+
+
+def month_headline(
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    starvation: Sequence[StarvationEstimate],
+    gpu_types: Sequence[GpuTypeMonth],
+    inputs: ReportInputs,
+    usage: UsageReport,
+    now: dt.datetime,
+) -> Headline:
+    """The month's loss with its interval (the rows' ends added up: one set of refits judges
+    every row, so they rise and fall together), as a share of every GPU-hour the month ran, with the
+    calibration of its GPU types, the data's age at ``now`` and the usage evidence."""
+    from advisor import datainfo
+
+    fresh = [f for f in datainfo.freshness(con, now) if cluster is None or f.cluster == cluster]
+    priced = [e for e in starvation if e.usd_lost_interval is not None]
+    meta = inputs.params.meta if inputs.params is not None else {}
+    basis = next((r.decision_basis for r in inputs.recommendations), "2 + N")
+    return headline_of(
+        gpu_hours_lost=sum(e.gpu_hours_lost for e in starvation),
+        gpu_hours_lost_interval=(
+            sum(e.gpu_hours_lost_interval[0] for e in starvation),
+            sum(e.gpu_hours_lost_interval[1] for e in starvation),
+        ),
+        gpu_hours=sum(g.gpu_hours for g in gpu_types),
+        lost_usd=sum(e.usd_lost or 0.0 for e in starvation),
+        lost_usd_interval=(
+            sum((e.usd_lost_interval or (0.0, 0.0))[0] for e in priced),
+            sum((e.usd_lost_interval or (0.0, 0.0))[1] for e in priced),
+        ),
+        period=f"in {month.label}",
+        decision_basis=basis,
+        gpu_types=sorted({e.gpu_type for e in starvation}),
+        platforms_seen=meta.get("platforms_seen") or (),
+        data_age=data_age_of((t for f in fresh for t in (f.last_submit, f.last_end)), now),
+        usage=UsageEvidence(
+            gpu_hours_starved=usage.overall.starved_gpu_hours,
+            share_gpu_hours_with_usage=usage.advice.share_gpu_hours_with_usage,
+            trust=usage.advice.trust,
+            gpu_hours_lost_starved=None
+            if inputs.params is None or usage.advice.share_gpu_hours_with_usage <= 0
+            else lost_in_starved_jobs(
+                con,
+                inputs.params,
+                UsageQuery(
+                    by=(), start=month.start, end=month.end, clusters=(cluster,) if cluster else ()
+                ),
+                {(r.partition, r.gpu_type): r.def_cpu_per_gpu for r in inputs.recommendations},
+                keys=("partition", "gpu_type"),
+            ),
+        ),
     )
 
 

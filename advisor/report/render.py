@@ -271,6 +271,7 @@ def _template(name: str = "report.html.j2") -> Any:
     env.filters["raw"] = _raw
     env.filters["share"] = _share
     env.filters["fmt"] = _fmt
+    env.filters["capitalize_first"] = lambda text: str(text)[:1].upper() + str(text)[1:]
     return env.from_string(text)
 
 

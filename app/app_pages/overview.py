@@ -34,15 +34,23 @@ elif not plan.rows:
     )
 else:
     period = plan.period  # "per month", or the span's totals when it is shorter than a month
+    h = common.headline(key, filters, plan)
     m1, m2, m3 = st.columns(3)
     m1.metric(
         f"GPU-hours lost {period}",
-        f"{plan.gpu_hours_lost_per_month:,.0f}",
-        help="Estimated: GPU time the jobs below the recommendation spend waiting on CPU.",
+        h.gpu_hours_lost_text(),
+        f"{h.interval_pct}% interval {h.gpu_hours_interval_text()}",
+        delta_color="off",
+        delta_arrow="off",
+        help="An upper bound: GPU time the jobs below the recommendation would spend waiting "
+        "on CPU if every GPU job were an LLM server; the interval is the fit's own uncertainty.",
     )
     m2.metric(
         f"Their value {period}",
-        f"${plan.lost_usd_per_month:,.0f}",
+        h.lost_usd_text(),
+        f"{h.interval_pct}% interval {h.usd_interval_text()}",
+        delta_color="off",
+        delta_arrow="off",
         help="Lost GPU-hours at the reference cloud instance's price per GPU-hour.",
     )
     m3.metric(
@@ -55,10 +63,25 @@ else:
             f"The data span less than a month, so these are the totals {period}, not a rate "
             "per month: a month's worth cannot be told from so little."
         )
+    lost = h.lost_words()
+    st.markdown(f"{lost[0].upper()}{lost[1:]}.")
+    # one badge per GPU type: which figures are the curve's extrapolation, and from what
+    st.markdown(
+        " ".join(
+            f":green-badge[:material/verified: {c.badge(common.md_name(c.gpu_type))}]"
+            if c.calibrated
+            else f":orange-badge[:material/warning: {c.badge(common.md_name(c.gpu_type))}]"
+            for c in h.calibrations
+        )
+    )
+    st.caption(
+        f"Basis: {h.basis_sentence} {h.data_age.words().capitalize()}."
+        + (f" {h.usage_words()}" if h.usage else "")
+    )
     top = plan.rows[0]
     st.markdown(
         f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
-        f"**{top.cluster}** ({top.gpu_type}): {top.gpu_hours_lost_per_month:,.0f} GPU-hours "
+        f"**{top.cluster}** ({top.gpu_type}): at most {top.gpu_hours_lost_per_month:,.0f} GPU-hours "
         f"{period}; its jobs get a median of {common.cores_per_gpu_words(top.p50_cores_per_gpu)}"
         f" per GPU. Set `DefCpuPerGPU={top.def_cpu_per_gpu}` there."
     )
