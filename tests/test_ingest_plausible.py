@@ -6,6 +6,10 @@ bounds are the ones docs/ingest.md states ("Plausible values")."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -230,5 +234,42 @@ def test_a_json_start_of_no_val_for_a_job_cancelled_while_pending_is_no_start(
     con = duckdb.connect(str(tmp_path / "j.duckdb"), read_only=True)
     try:
         assert con.execute('SELECT "start" FROM jobs').fetchall() == [(None,)]
+    finally:
+        con.close()
+
+
+ADVISOR = shutil.which("advisor") or str(Path(sys.executable).parent / "advisor")
+
+
+def _advisor(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run(
+        [ADVISOR, *args], capture_output=True, text=True, env=env, check=False, timeout=120
+    )
+
+
+def test_one_failed_file_of_several_costs_that_file_only(tmp_path: Path) -> None:
+    """Issue 30 A2: the files after a failed one were not loaded."""
+    first, empty, last = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    first.write_text(f"{HEADER}\n{_line(1)}\n")
+    empty.write_bytes(b"")
+    last.write_text(f"{HEADER}\n{_line(3)}\n")
+    db = tmp_path / "batch.duckdb"
+    args = ("ingest", str(first), str(empty), str(last), "--db", str(db), "--format", "json")
+    proc = _advisor(*args)
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"Error: {empty}: the file is empty")
+    outcomes = json.loads(proc.stdout)
+    assert [(o["source"], o["status"]) for o in outcomes] == [
+        (str(first), "done"),
+        (str(empty), "failed"),
+        (str(last), "done"),
+    ]
+    assert "the file is empty" in outcomes[1]["error"] and outcomes[2]["inserted"] == 1
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT job_id_raw FROM jobs ORDER BY 1").fetchall() == [(1,), (3,)]
     finally:
         con.close()

@@ -266,6 +266,21 @@ class IngestSummary:
 
 
 @dataclass(frozen=True)
+class FileOutcome:
+    """What became of one file of a multi-file load: its summary, or why it failed (the
+    InputError's message, which names the file) and the exit code that failure maps to."""
+
+    source: str
+    summary: IngestSummary | None = None
+    error: str | None = None
+    exit_code: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
 class JobFilter:
     """What ``list_jobs`` selects; None means no condition. Times are UTC, on ``submit``."""
 
