@@ -67,10 +67,10 @@ def _load(db: Path, path: Path, strategy: str) -> dict[str, Any]:
         con.close()
 
 
-def _both(tmp_path: Path, lines: list[str]) -> dict[str, Any]:
+def _both(tmp_path: Path, lines: list[str], header: str = HEADER) -> dict[str, Any]:
     """Load a text file both ways; they must agree. Returns the careful way's result."""
     path = tmp_path / "f.txt"
-    path.write_bytes(("\n".join([HEADER, *lines]) + "\n").encode("utf-8", "surrogateescape"))
+    path.write_bytes(("\n".join([header, *lines]) + "\n").encode("utf-8", "surrogateescape"))
     careful = _load(tmp_path / "careful.duckdb", path, "careful")
     bulk = _load(tmp_path / "bulk.duckdb", path, "bulk")
     assert bulk == careful
@@ -273,3 +273,79 @@ def test_one_failed_file_of_several_costs_that_file_only(tmp_path: Path) -> None
         assert con.execute("SELECT job_id_raw FROM jobs ORDER BY 1").fetchall() == [(1,), (3,)]
     finally:
         con.close()
+
+
+USAGE_HEADER = HEADER + "|TotalCPU|CPUTimeRAW|TRESUsageInTot|TRESUsageInMax"
+USAGE = {
+    "TotalCPU": "00:30:00",
+    "CPUTimeRAW": "14400",
+    "TRESUsageInTot": "cpu=00:30:00,gres/gpuutil=80",
+    "TRESUsageInMax": "cpu=00:30:00,mem=2G,gres/gpuutil=90,gres/gpumem=1G",
+}
+
+
+def _usage_line(i: int, **changed: str) -> str:
+    values = {**GOOD, **USAGE, **changed}
+    return "|".join(values[k].replace("{i}", str(i)) for k in USAGE_HEADER.split("|"))
+
+
+USAGE_FAULTS = [
+    # A5: a duration in CPUTimeRAW rejected the whole job, its CPUs, GPUs and times
+    ({"CPUTimeRAW": "01:09:18"}, "CPUTimeRAW", "cpu_time_alloc_s", "whole number"),
+    ({"TotalCPU": "abc"}, "TotalCPU", "cpu_used_s", "CPU time"),
+    # (no peak either: the mean falls back to the peak where the total is unknown)
+    (
+        {"TRESUsageInTot": "gres/gpuutil=x", "TRESUsageInMax": "mem=2G"},
+        "TRESUsageInTot",
+        "gpu_util_mean_pct",
+        "gpuutil",
+    ),
+    # C12: implausible usage was stored as measured
+    (
+        {"TRESUsageInMax": "mem=2G,gres/gpuutil=5000"},
+        "TRESUsageInMax",
+        "gpu_util_max_pct",
+        "gres/gpuutil 5000",
+    ),
+    ({"TRESUsageInMax": "mem=-1M,gres/gpuutil=90"}, "TRESUsageInMax", "mem_used_max_mb", "mem -1M"),
+    ({"TRESUsageInMax": "mem=nan,gres/gpuutil=90"}, "TRESUsageInMax", "mem_used_max_mb", "mem nan"),
+    ({"TRESUsageInMax": "mem=infG"}, "TRESUsageInMax", "mem_used_max_mb", "mem infG"),
+    (
+        {"TRESUsageInMax": "mem=2G,gres/gpumem=-5M"},
+        "TRESUsageInMax",
+        "gpu_mem_max_mb",
+        "gres/gpumem -5M",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "named", "column", "says"), USAGE_FAULTS)
+def test_a_bad_usage_value_nulls_that_field_keeps_the_job_and_leaves_a_reject_both_ways(
+    tmp_path: Path, changes: dict[str, str], named: str, column: str, says: str
+) -> None:
+    lines = [_usage_line(1), _usage_line(2, **changes), _usage_line(3)]
+    result = _both(tmp_path, lines, USAGE_HEADER)
+    assert result["error"] is None
+    assert _ids(result, tmp_path) == [1, 2, 3]
+    [(line_no, got_field, reason)] = result["rejects"]
+    assert (line_no, got_field) == (3, named) and says in reason and "stored" in reason
+    con = duckdb.connect(str(tmp_path / "careful.duckdb"), read_only=True)
+    try:
+        rows = con.execute(
+            f"SELECT job_id_raw, cpus, gpus, elapsed_s, {column} FROM jobs ORDER BY 1"
+        ).fetchall()
+        [(rejected,)] = con.execute("SELECT rejected FROM ingests").fetchall()
+    finally:
+        con.close()
+    assert [r[:4] for r in rows] == [(i, 4, 1, 3600) for i in (1, 2, 3)]
+    assert rows[1][4] is None and rows[0][4] is not None
+    assert rejected == 0  # the job was stored: the reject row shows the fault, costs no line
+
+
+def test_the_summary_counts_usage_faults_apart_and_warns(tmp_path: Path) -> None:
+    path = tmp_path / "u.txt"
+    path.write_text(f"{USAGE_HEADER}\n{_usage_line(1, CPUTimeRAW='01:09:18')}\n")
+    [summary] = ingest_files(tmp_path / "u.duckdb", [path])
+    assert (summary.inserted, summary.rejected, summary.usage_faults) == (1, 0, 1)
+    assert any("usage field" in w for w in summary.warnings)
+

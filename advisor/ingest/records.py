@@ -231,6 +231,9 @@ class Reject:
     raw: str
     reason: str
     field: str | None = None
+    # a usage fault (issue 30): the record was stored with that field NULL, so the reject row
+    # shows the fault without costing the job (not counted in ``rejected``)
+    kept: bool = False
 
     def message(self) -> str:
         """``line N, field F: reason``, as a summary lists the first rejects."""
@@ -262,6 +265,7 @@ class IngestSummary:
     duplicates: int = 0
     steps_folded: int = 0
     unknown_states: int = 0  # rows stored with state NULL: a state word Slurm does not print
+    usage_faults: int = 0  # rows stored with an implausible usage field NULL (a reject row each)
     warnings: tuple[str, ...] = ()
 
 
