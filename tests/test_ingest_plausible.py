@@ -5,6 +5,7 @@ bounds are the ones docs/ingest.md states ("Plausible values")."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -349,3 +350,25 @@ def test_the_summary_counts_usage_faults_apart_and_warns(tmp_path: Path) -> None
     assert (summary.inserted, summary.rejected, summary.usage_faults) == (1, 0, 1)
     assert any("usage field" in w for w in summary.warnings)
 
+
+@pytest.mark.parametrize(
+    ("submit", "stored"),
+    [
+        ("2024-03-01T10:00:00+02:00", dt.datetime(2024, 3, 1, 8, 0)),
+        ("2024-03-01T10:00:00-0530", dt.datetime(2024, 3, 1, 15, 30)),
+        ("2024-03-01T10:00:00Z", dt.datetime(2024, 3, 1, 10, 0)),
+        ("2024-03-01T10:00:00", dt.datetime(2024, 3, 1, 10, 0)),
+    ],
+)
+def test_a_time_with_a_utc_offset_is_stored_at_its_instant_in_utc_both_ways(
+    tmp_path: Path, submit: str, stored: dt.datetime
+) -> None:
+    """Issue 30 C14: the offset was dropped (stored 2 hours off)."""
+    times = {"Start": "2024-03-01T12:00:00", "End": "2024-03-01T13:00:00"}
+    result = _both(tmp_path, [_line(1, Submit=submit, **times)])
+    assert result["error"] is None and result["rejects"] == []
+    con = duckdb.connect(str(tmp_path / "careful.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT submit FROM jobs").fetchall() == [(stored,)]
+    finally:
+        con.close()
