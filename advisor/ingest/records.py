@@ -159,13 +159,26 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
     "gpu_mem_max_mb": ("tresusageinmax", "admincomment"),
     "usage_source": ("totalcpu", "tresusageintot", "tresusageinmax", "admincomment"),
 }
-# Per format, the columns of ``jobs`` it carries only as a request, not as the allocation:
-# jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt CPUs plus the requested
-# GPUs, see advisor.ingest.jobcomp), so on update it never overwrites a stored allocation
-# (coalesce: stored first), while a first load of a job still takes it.
+# Per format, the columns of ``jobs`` it carries less well than accounting does, so that on
+# update it never overwrites a stored value (coalesce: stored first), while a first load of a
+# job still takes them. jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt
+# CPUs plus the requested GPUs, see advisor.ingest.jobcomp), the partitions a job was
+# submitted to (``h100,a100``) rather than the one it ran in, ``(null)`` for an empty node
+# list, and its own exit code (issue 30 C16: each once replaced sacct's value).
 REQUEST_ONLY_COLUMNS: dict[str, frozenset[str]] = {
     "jobcomp": frozenset(
-        {"gpus", "gpu_type", "gpu_type_raw", "gpu_types", "mem_mb", "billing", "alloc_tres"}
+        {
+            "gpus",
+            "gpu_type",
+            "gpu_type_raw",
+            "gpu_types",
+            "mem_mb",
+            "billing",
+            "alloc_tres",
+            "partition",
+            "node_list",
+            "exit_code",
+        }
     ),
 }
 # TRES strings compared as sets of items: sacct text and JSON list the same TRES in
