@@ -372,3 +372,63 @@ def test_a_time_with_a_utc_offset_is_stored_at_its_instant_in_utc_both_ways(
         assert con.execute("SELECT submit FROM jobs").fetchall() == [(stored,)]
     finally:
         con.close()
+
+
+def _jobcomp_line(i: int, **changed: str) -> str:
+    values = {
+        "JobId": str(i),
+        "UserId": "alice(1001)",
+        "GroupId": "alice(1001)",
+        "Name": "train",
+        "JobState": "COMPLETED",
+        "Partition": "gpu",
+        "TimeLimit": "60",
+        "StartTime": "2024-01-01T00:00:01",
+        "EndTime": "2024-01-01T00:00:02",
+        "NodeList": "n1",
+        "NodeCnt": "1",
+        "ProcCnt": "2",
+        "WorkDir": "/home/alice",
+        "ReservationName": "",
+        "Tres": "cpu=2,mem=4G,node=1,billing=2,gres/gpu=1",
+        "Account": "phys",
+        "QOS": "normal",
+        "WcKey": "",
+        "Cluster": "c",
+        "SubmitTime": "2024-01-01T00:00:00",
+        "EligibleTime": "2024-01-01T00:00:00",
+        "DerivedExitCode": "0:0",
+        "ExitCode": "0:0",
+        **changed,
+    }
+    return " ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _load_jobcomp(tmp_path: Path, lines: list[str]) -> dict[str, Any]:
+    path = tmp_path / "jobcomp.log"
+    path.write_text("\n".join(lines) + "\n")
+    return _load(tmp_path / "jc.duckdb", path, "careful")
+
+
+def test_a_jobcomp_line_cut_mid_write_is_rejected_naming_the_key_it_ends_in(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 C13: it was stored as a job submitted in 1970 with 0 GPUs."""
+    full = _jobcomp_line(2)
+    cut = full[: full.index("Tres=") + len("Tres=cpu=2,me")]
+    result = _load_jobcomp(tmp_path, [_jobcomp_line(1), cut, _jobcomp_line(3)])
+    assert result["error"] is None
+    assert sorted(r[1] for r in result["jobs"]) == [1, 3]
+    [(line_no, field, reason)] = result["rejects"]
+    assert (line_no, field) == (2, "Tres") and "cut mid-write" in reason
+    assert "SubmitTime" in reason
+
+
+def test_a_jobcomp_start_in_1970_for_a_job_that_ran_a_second_is_rejected(
+    tmp_path: Path,
+) -> None:
+    line = _jobcomp_line(2, StartTime="1970-01-01T00:00:00", EndTime="1970-01-01T00:00:01")
+    result = _load_jobcomp(tmp_path, [_jobcomp_line(1), line])
+    assert sorted(r[1] for r in result["jobs"]) == [1]
+    [(line_no, field, reason)] = result["rejects"]
+    assert (line_no, field) == (2, "Start") and reason.startswith("outside the plausible")
