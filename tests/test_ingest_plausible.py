@@ -432,3 +432,28 @@ def test_a_jobcomp_start_in_1970_for_a_job_that_ran_a_second_is_rejected(
     assert sorted(r[1] for r in result["jobs"]) == [1]
     [(line_no, field, reason)] = result["rejects"]
     assert (line_no, field) == (2, "Start") and reason.startswith("outside the plausible")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"time": {"submission": "yesterday"}}, "Submit"),
+        ({"time": {"submission": -100}}, "Submit"),
+        ({"time": {"start": "soon"}}, "Start"),
+        ({"tres": {"allocated": [{"type": "cpu", "count": -4}], "requested": []}}, "AllocTRES"),
+        ({"tres": {"allocated": "cpu=4", "requested": []}}, "tres.allocated"),
+    ],
+    ids=["submit-word", "submit-negative", "start-word", "cpus-negative", "tres-a-string"],
+)
+def test_a_json_value_of_the_wrong_kind_rejects_its_job_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], field: str
+) -> None:
+    """Issue 30 C15: these were stored as submitted in 1970, or with CPUs NULL, silently."""
+    job = _json_job(2)
+    for key, value in change.items():
+        job[key] = {**job[key], **value}
+    result = _load_json(tmp_path, _json_file(tmp_path, [_json_job(1), job, _json_job(3)]))
+    assert result["error"] is None
+    assert sorted(r[1] for r in result["jobs"]) == [1, 3]
+    [(line_no, got, _reason)] = result["rejects"]
+    assert (line_no, got) == (2, field)
