@@ -457,3 +457,38 @@ def test_a_json_value_of_the_wrong_kind_rejects_its_job_naming_the_field(
     assert sorted(r[1] for r in result["jobs"]) == [1, 3]
     [(line_no, got, _reason)] = result["rejects"]
     assert (line_no, got) == (2, field)
+
+
+def _controller_job(i: int) -> dict[str, Any]:
+    """A job as slurmctld shows it (data_parser's job_info: squeue/scontrol --json)."""
+    return {
+        "job_id": i,
+        "name": "train",
+        "job_state": ["RUNNING"],
+        "partition": "gpu",
+        "gres_detail": ["gpu:h100:1(IDX:0)"],
+        "tres_alloc_str": "cpu=4,mem=8G,node=1,billing=4,gres/gpu=1",
+        "submit_time": {"set": True, "infinite": False, "number": 1704067200},
+        "cpus": {"set": True, "infinite": False, "number": 4},
+    }
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"plugin": {"type": "openapi/slurmctld", "name": "Slurm OpenAPI slurmctld"}},
+        {"plugin": {"type": "", "data_parser": "data_parser/v0.0.41"}, "command": ["squeue"]},
+        {"plugin": {"type": "", "data_parser": "data_parser/v0.0.42"}, "command": []},
+    ],
+    ids=["slurmrestd", "squeue", "scontrol-shape-only"],
+)
+def test_slurmctlds_view_of_current_jobs_is_refused_naming_what_it_is(
+    tmp_path: Path, meta: dict[str, Any]
+) -> None:
+    """Issue 30 A3: it was taken for sacct --json and stored as empty jobs."""
+    path = tmp_path / "squeue.json"
+    path.write_text(json.dumps({"meta": meta, "jobs": [_controller_job(1), _controller_job(2)]}))
+    result = _load_json(tmp_path, path)
+    assert result["jobs"] == []
+    assert result["error"] is not None and "slurmctld's view of current jobs" in result["error"]
+    assert "use sacct --json" in result["error"]

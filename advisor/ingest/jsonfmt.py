@@ -285,6 +285,7 @@ def records(
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
         raise InputError("no 'jobs' list (expected sacct --json output)", source=source)
+    _refuse_slurmctld_view(doc, jobs, source)
     plugin = json.dumps(doc.get("meta", {}).get("plugin", {})) if isinstance(doc, dict) else ""
     version = _version(doc.get("meta")) if isinstance(doc, dict) else None
     start_is_eligible = ("dbv0.0.37" in plugin or "dbv0.0.38" in plugin) and (
@@ -310,6 +311,26 @@ def records(
         # FAILED; the real Slurm export in data/sample/slurm): not an exit code to keep
         present.discard("exitcode")
     return out, rejects, present
+
+
+def _refuse_slurmctld_view(doc: Any, jobs: list[Any], source: str) -> None:
+    """Refuse slurmctld's view of current jobs: ``squeue --json``, ``scontrol show job --json``
+    and slurmrestd's ``/slurm/v0.0.4x/jobs`` share sacct's ``jobs`` list but not its job
+    shape (``job_state``, ``gres_detail``, ``tres_alloc_str`` instead of ``state``, ``tres``),
+    and hold no finished jobs; read as accounting they were stored as empty jobs."""
+    meta = doc.get("meta") if isinstance(doc, dict) else None
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    kind = str(plugin.get("type") or "") if isinstance(plugin, dict) else ""
+    command = meta.get("command") if isinstance(meta, dict) else None
+    first = str(command[0]) if isinstance(command, list) and command else ""
+    controller = any(isinstance(j, dict) and "job_state" in j and "state" not in j for j in jobs)
+    if "slurmctld" in kind or first.rsplit("/", 1)[-1] in ("squeue", "scontrol") or controller:
+        raise InputError(
+            "this is slurmctld's view of current jobs (squeue/scontrol --json, slurmrestd"
+            " /slurm/.../jobs), not accounting: use sacct --json (or slurmrestd's"
+            " /slurmdb/.../jobs)",
+            source=source,
+        )
 
 
 class _TooDeep:
