@@ -492,3 +492,27 @@ def test_slurmctlds_view_of_current_jobs_is_refused_naming_what_it_is(
     assert result["jobs"] == []
     assert result["error"] is not None and "slurmctld's view of current jobs" in result["error"]
     assert "use sacct --json" in result["error"]
+
+
+def test_a_running_job_of_slurm_22_05_json_keeps_its_start(tmp_path: Path) -> None:
+    """Issue 30 A4: with time.end 0, start = end - elapsed left it with no start."""
+    running = _json_job(1, start=1704067201, end=0, elapsed=600)
+    running["state"] = {"current": "RUNNING"}
+    pending = _json_job(2, start=0, end=0, elapsed=0)
+    pending["state"] = {"current": "PENDING"}
+    done = _json_job(3)
+    doc = {"meta": {"plugin": {"type": "openapi/dbv0.0.38"}}, "jobs": [running, pending, done]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    result = _load_json(tmp_path, path)
+    assert result["error"] is None and result["rejects"] == []
+    con = duckdb.connect(str(tmp_path / "j.duckdb"), read_only=True)
+    try:
+        got = con.execute('SELECT job_id_raw, "start" FROM jobs ORDER BY 1').fetchall()
+    finally:
+        con.close()
+    assert got == [
+        (1, dt.datetime(2024, 1, 1, 0, 0, 1)),
+        (2, None),
+        (3, dt.datetime(2024, 1, 1, 0, 0, 1)),  # end - elapsed, as before
+    ]

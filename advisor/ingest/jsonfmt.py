@@ -423,13 +423,17 @@ def _job_records(
     if not isinstance(job, dict) or number(job.get("job_id")) is None:
         raise ValueError("no job_id")
     t = job.get("time") or {}
-    start, end = number(t.get("start")), number(t.get("end"))
-    elapsed = number(t.get("elapsed"))
+    end, elapsed = number(t.get("end")), number(t.get("elapsed"))
     start_value: Any = t.get("start")
     if start_is_eligible:
-        # 21.08 to 22.05.7 wrote the eligible time into time.start: derive the real start
-        start = end - elapsed if end and elapsed is not None and end > 0 else None
-        start_value = start
+        # 21.08 to 22.05.7 wrote the eligible time into time.start: derive the real start from
+        # the end. A job still running (end 0) has no end to count back from: its time.start
+        # is kept (the eligible time at worst, the start itself for a job that did not wait),
+        # if it ran at all.
+        if end and end > 0 and elapsed is not None:
+            start_value = end - elapsed
+        elif not elapsed:
+            start_value = None
     tres = job.get("tres") or {}
     req = job.get("required") or {}
     display = _display_id(job)
