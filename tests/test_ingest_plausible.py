@@ -516,3 +516,56 @@ def test_a_running_job_of_slurm_22_05_json_keeps_its_start(tmp_path: Path) -> No
         (2, None),
         (3, dt.datetime(2024, 1, 1, 0, 0, 1)),  # end - elapsed, as before
     ]
+
+
+def test_a_pending_job_holds_no_cpus_and_a_request_without_gpus_asked_for_none(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 A6: without AllocTRES a PENDING job got its AllocCPUS as CPUs, and a ReqTRES
+    without GPUs gave req_gpus NULL."""
+    header = "JobID|JobIDRaw|Cluster|State|Submit|Start|End|ElapsedRaw|AllocCPUS|ReqCPUS|ReqTRES"
+    lines = [
+        "1|1|c|PENDING|2024-01-01T00:00:00|Unknown|Unknown|0|4|4|cpu=4,mem=8G,node=1",
+        "2|2|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T00:01:01|60|4|4"
+        "|cpu=4,mem=8G,node=1,gres/gpu=2",
+        "3|3|c|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T00:01:01|60|4|4"
+        "|cpu=4,mem=8G,node=1",
+    ]
+    _both(tmp_path, lines, header)
+    con = duckdb.connect(str(tmp_path / "careful.duckdb"), read_only=True)
+    try:
+        got = con.execute("SELECT job_id_raw, cpus, req_cpus, req_gpus FROM jobs ORDER BY 1")
+        assert got.fetchall() == [(1, None, 4, 0), (2, 4, 4, 2), (3, 4, 4, 0)]
+    finally:
+        con.close()
+
+
+def test_a_file_whose_accounting_records_no_gpus_is_warned_about_and_shown_in_status(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 A6: AccountingStorageTRES without gres/gpu stored GPU jobs with 0 GPUs,
+    silently."""
+    header = HEADER + "|ReqTRES|SubmitLine"
+    asked = "cpu=4,mem=8G,node=1,gres/gpu=1"
+    lines = [
+        _line(i, AllocTRES="cpu=4,mem=8G,node=1,billing=4") + f"|{asked}|sbatch --gpus=1 x.sh"
+        for i in (1, 2)
+    ]
+    path = tmp_path / "nogpu.txt"
+    path.write_text("\n".join([header, *lines]) + "\n")
+    db = tmp_path / "nogpu.duckdb"
+    [summary] = ingest_files(db, [path])
+    [warning] = [w for w in summary.warnings if "gres/gpu" in w]
+    assert "2 jobs asked for GPUs" in warning and "0 GPUs" in warning
+    proc = _advisor("data", "status", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: cluster c: no AllocTRES records gres/gpu" in proc.stderr
+    # a file that records GPUs gets no such warning
+    [fine] = ingest_files(tmp_path / "gpu.duckdb", [_write(tmp_path, [_line(1)])])
+    assert not any("gres/gpu" in w for w in fine.warnings)
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "gpu.txt"
+    path.write_text("\n".join([HEADER, *lines]) + "\n")
+    return path

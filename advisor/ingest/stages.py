@@ -295,21 +295,34 @@ def finish(
     missing, disabled = missing_and_disabled(loaded.present)
     folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
     faults = sum(r.kept for r in rejects)
+    unrecorded = count(con, query("ingest/gpus_unrecorded"), {"ingest_id": ingest_id})
     lost = len(rejects) - faults
     warnings = (
         (
-            f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
-            " `advisor jobs` shows them with no state",
+            (
+                f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
+                " `advisor jobs` shows them with no state",
+            )
+            if unknown
+            else ()
         )
-        if unknown
-        else ()
-    ) + (
-        (
-            f"{faults} jobs stored with an implausible usage field as NULL (TotalCPU,"
-            " CPUTimeRAW, TRESUsageIn*): a rejects row names each (advisor data status)",
+        + (
+            (
+                f"{faults} jobs stored with an implausible usage field as NULL (TotalCPU,"
+                " CPUTimeRAW, TRESUsageIn*): a rejects row names each (advisor data status)",
+            )
+            if faults
+            else ()
         )
-        if faults
-        else ()
+        + (
+            (
+                f"no AllocTRES of this file records gres/gpu, while {unrecorded} jobs asked for GPUs"
+                " (ReqTRES, Gres or the submit line): the accounting database does not record GPUs"
+                " (AccountingStorageTRES lacks gres/gpu), so GPU jobs are stored with 0 GPUs",
+            )
+            if unrecorded
+            else ()
+        )
     )
     bookkeeping.finish_ingest(
         con,

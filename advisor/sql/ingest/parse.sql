@@ -89,8 +89,10 @@ WITH a0 AS (
              WHEN arr_j_n IS NOT NULL AND arr_t_n IS NOT NULL THEN ing_array_key(arr_j_n, arr_t_n)
         END AS job_id_raw,
         -- nothing allocated (cancelled or still pending): the source has AllocTRES, it is
-        -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then.
-        $atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0 AS no_alloc
+        -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then. A
+        -- PENDING job holds nothing whatever the source has (AllocCPUS is its request then).
+        ($atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0)
+            OR coalesce(upper(state_word) = 'PENDING', FALSE) AS no_alloc
     FROM d
 ), u AS (
     -- usage values (issue 23) and whether each is implausible (issue 30: a usage fault nulls
@@ -204,7 +206,9 @@ SELECT
     ta.billing,
     ing_node_list(nodelist) AS node_list,
     coalesce(reqcpus_v, tr.cpu) AS req_cpus,
-    TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
+    -- (a request without GPUs asked for 0 of them: NULL only where no request is known)
+    coalesce(TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER),
+             CASE WHEN NOT ing_blank(reqtres) THEN 0 END) AS req_gpus,
     -- (TRY_CAST: an implausible value rejects the record, its row must not fail the file)
     TRY_CAST(round(req_mem_v) AS BIGINT) AS req_mem_mb,
     nullif(alloctres, '') AS alloc_tres,
