@@ -131,6 +131,9 @@ class DataStatus:
     rejected_records: int
     # per cluster: which GPU jobs carry usage (TotalCPU, GPU utilisation), from when (issue 23)
     usage: tuple[ClusterUsage, ...] = ()
+    # clusters whose accounting records no gres/gpu while jobs asked for GPUs: (cluster, jobs
+    # asking), their GPU jobs stored with 0 GPUs (issue 30 A6)
+    gpus_unrecorded: tuple[tuple[str, int], ...] = ()
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -284,6 +287,7 @@ def data_status(con: duckdb.DuckDBPyConnection, limit: int = 20) -> DataStatus:
         reject_reasons=tuple(reasons),
         rejected_records=int(total_rejects[0]) if total_rejects else 0,
         usage=tuple(usage_coverage(con)),
+        gpus_unrecorded=tuple((str(c), int(n)) for c, n in _rows(con, "gpus_unrecorded")),
     )
 
 

@@ -230,3 +230,51 @@ def test_an_ingest_records_its_real_start_and_counts_for_the_file_cluster(
     assert t0 <= started < finished  # a real duration, not the transaction's start twice
     assert cluster == "default"
     assert (row.cluster, row.last_ingest) == ("advisor-sandbox", finished)
+
+
+def test_jobcomp_after_text_keeps_the_partition_node_list_and_exit_code_text_stored(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """Issue 30 C16: jobcomp wrote its partition list, '(null)' and its exit code over sacct's."""
+    text = tmp_path / "t.txt"
+    header = "JobID|JobIDRaw|Cluster|Partition|State|ExitCode|Submit|Start|End|NodeList|AllocTRES"
+    rows = [
+        "7|7|c1|h100|FAILED|1:0|2026-11-29T10:00:00|2026-11-29T10:00:05|2026-11-29T10:01:05"
+        "|hnode1|cpu=4,gres/gpu=1,node=1",
+        "8|8|c1|gpu|CANCELLED by 1001|0:0|2026-11-29T10:00:00|2026-11-29T10:00:00"
+        "|2026-11-29T10:00:00||cpu=4,node=1",
+    ]
+    text.write_text("\n".join([header, *rows]) + "\n")
+    log = tmp_path / "jobcomp.log"
+    common = (
+        "UserId=alice(1001) GroupId=alice(1001) Name=train TimeLimit=60"
+        " SubmitTime=2026-11-29T10:00:00 NodeCnt=1 ProcCnt=4 Tres=cpu=4,gres/gpu=1 Cluster=c1"
+    )
+    log.write_text(
+        f"JobId=7 {common} JobState=FAILED Partition=h100,a100 StartTime=2026-11-29T10:00:05"
+        " EndTime=2026-11-29T10:01:05 NodeList=hnode1 ExitCode=0:1\n"
+        f"JobId=8 {common} JobState=CANCELLED Partition=gpu StartTime=2026-11-29T10:00:00"
+        " EndTime=2026-11-29T10:00:00 NodeList=(null) ExitCode=0:0\n"
+    )
+    ingest_files(db_path, [text, log])
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        got = con.execute(
+            'SELECT job_id_raw, "partition", node_list, exit_code FROM jobs ORDER BY 1'
+        ).fetchall()
+    finally:
+        con.close()
+    assert got == [(7, "h100", "hnode1", "1:0"), (8, "gpu", None, "0:0")]
+    # a first load of jobcomp still takes what it has, and '(null)' is no node list
+    [(_, _, first_nodes)] = [r for r in _jobcomp_alone(tmp_path, log) if r[0] == 8]
+    assert first_nodes is None
+
+
+def _jobcomp_alone(tmp_path: Path, log: Path) -> list[tuple[object, ...]]:
+    db = tmp_path / "alone.duckdb"
+    ingest_files(db, [log])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute('SELECT job_id_raw, "partition", node_list FROM jobs').fetchall()
+    finally:
+        con.close()

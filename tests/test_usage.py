@@ -101,19 +101,22 @@ def test_a_source_without_usage_columns_leaves_them_null(tmp_path: Path) -> None
     )
 
 
-def test_a_bad_totalcpu_rejects_its_line_naming_the_field_and_the_rest_loads(
+def test_a_bad_totalcpu_keeps_its_job_with_no_cpu_use_and_a_reject_naming_the_field(
     tmp_path: Path,
 ) -> None:
+    """Issue 30 A5: a bad usage-only value cost the whole job; now only the value."""
     db = tmp_path / "a.duckdb"
     [s] = ingest_files(db, [FIX / "sacct-usage-bad.txt"])
-    assert (s.inserted, s.rejected) == (1, 1)
+    assert (s.inserted, s.rejected, s.usage_faults) == (2, 0, 1)
     con = store.connect(db, read_only=True)
     try:
         [rej] = list_rejects(con)
     finally:
         con.close()
     assert (rej["line_no"], rej["field"]) == (2, "TotalCPU") and "soon" in rej["raw"]
-    assert rej["reason"] == "not a CPU time [D-][HH:]MM:SS[.mmm]"
+    assert rej["reason"] == (
+        "not a CPU time [D-][HH:]MM:SS[.mmm] (the job is stored with this usage NULL)"
+    )
 
 
 def test_a_narrower_reload_keeps_the_usage_a_wider_load_stored(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ rejected records by reason)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -30,6 +31,12 @@ def status_cmd(
     from advisor.datainfo import status_of_db
 
     status = status_of_db(db, limit)
+    for cluster, asking in status.gpus_unrecorded:  # a diagnostic: stderr, in every format
+        sys.stderr.write(
+            f"warning: cluster {cluster}: no AllocTRES records gres/gpu while {asking} jobs"
+            " asked for GPUs: the accounting database does not record GPUs (AccountingStorageTRES"
+            " lacks gres/gpu), so GPU jobs are stored with 0 GPUs\n"
+        )
     if fmt is OutputFormat.json:
         emit_json(status)
         return

@@ -6,10 +6,11 @@ formats the result; core modules are imported inside the commands to keep start-
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +25,9 @@ from advisor.cli._output import (
 )
 from advisor.cli._parse import utc_time
 from advisor.errors import ExitCode
+
+if TYPE_CHECKING:
+    from advisor.ingest.records import FileOutcome
 
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
@@ -151,7 +155,13 @@ def ingest_cmd(
     is detected (or given with --input-format). Without FILEs, --sacct runs sacct itself.
     """
     from advisor.gputypes import load_site_mapping
-    from advisor.ingest import IngestOptions, SacctWindowConfig, ingest_files, ingest_sacct
+    from advisor.ingest import (
+        FileOutcome,
+        IngestOptions,
+        SacctWindowConfig,
+        ingest_each,
+        ingest_sacct,
+    )
 
     out_fmt, input_format = _output_format(fmt, input_format)
     options = IngestOptions(
@@ -177,15 +187,21 @@ def ingest_cmd(
                 start=t0, end=t1, window=dt.timedelta(days=window), sacct_bin=sacct_bin
             )
             summaries = ingest_sacct(db, config, options, progress)
+            outcomes = [FileOutcome(s.source, summary=s) for s in summaries]
         else:
             if not files:
                 raise fail(
                     "give at least one file, or --sacct --start ... --end ...", ExitCode.USAGE
                 )
-            summaries = ingest_files(db, files, options, progress)
+            outcomes = ingest_each(db, files, options, progress)
+            summaries = [o.summary for o in outcomes if o.summary is not None]
         from advisor.derived import refresh_after_load
 
-        refresh_after_load(db)  # ingest only ingests: the summaries readers use are rebuilt here
+        if summaries:  # ingest only ingests: the summaries readers use are rebuilt here
+            refresh_after_load(db)
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed:  # one line per failed file, so a batch's log shows each cause
+        sys.stderr.write(f"Error: {' '.join(str(o.error).split())}\n")
     for s in summaries:
         for w in s.warnings:
             stderr.print(f"warning: {s.source}: {w}", highlight=False, markup=False)
@@ -198,7 +214,7 @@ def ingest_cmd(
                 highlight=False,
             )
     if out_fmt is OutputFormat.json:
-        emit_rows(summaries, out_fmt)
+        emit_rows([_outcome_row(o) for o in outcomes], out_fmt)
     else:
         rows = [
             {
@@ -209,6 +225,16 @@ def ingest_cmd(
             for s in summaries
         ]
         emit_rows(rows, out_fmt, columns=_SUMMARY_COLUMNS, title="ingest")
+    if failed:
+        raise typer.Exit(max(o.exit_code for o in failed))
+
+
+def _outcome_row(outcome: FileOutcome) -> dict[str, object]:
+    """One file's entry of ``--format json``: its summary and ``status`` 'done', or its source,
+    ``status`` 'failed' and the error."""
+    if outcome.summary is not None:
+        return {**dataclasses.asdict(outcome.summary), "status": "done", "error": None}
+    return {"source": outcome.source, "status": "failed", "error": outcome.error}
 
 
 def register(app: typer.Typer) -> None:

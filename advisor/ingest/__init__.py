@@ -3,9 +3,10 @@ the ``jobs`` table: one row per allocation, steps folded, upserted, bad lines ke
 
 Public API (other domains call these):
 
-- :func:`ingest_files` (``advisor ingest FILE...``) and :func:`ingest_sacct` (``--sacct``)
+- :func:`ingest_each` (``advisor ingest FILE...``: every file it can, one outcome each),
+  :func:`ingest_files` (stops at the first failed file) and :func:`ingest_sacct` (``--sacct``)
 - :func:`list_jobs`, :func:`list_ingests`, :func:`list_rejects`
-- records: :class:`IngestOptions`, :class:`IngestSummary`, :class:`JobFilter`,
+- records: :class:`IngestOptions`, :class:`IngestSummary`, :class:`FileOutcome`, :class:`JobFilter`,
   :class:`SacctWindowConfig`
 
 The modules: ``detect`` (compression, format, delimiter, header), ``text`` (sacct -P via
@@ -22,16 +23,18 @@ from pathlib import Path
 
 import duckdb
 
-from advisor.errors import NotFoundError
+from advisor.errors import InputError, NotFoundError
 from advisor.ingest.listing import list_ingests, list_jobs, list_rejects
-from advisor.ingest.records import IngestOptions, IngestSummary, JobFilter
+from advisor.ingest.records import FileOutcome, IngestOptions, IngestSummary, JobFilter
 from advisor.progress import ProgressFn, no_progress
 
 __all__ = [
+    "FileOutcome",
     "IngestOptions",
     "IngestSummary",
     "JobFilter",
     "SacctWindowConfig",
+    "ingest_each",
     "ingest_files",
     "ingest_sacct",
     "list_ingests",
@@ -80,6 +83,44 @@ def ingest_files(
         if owned:
             con.close()
         elif limit:  # a caller's connection gets its memory limit back
+            con.execute("SET memory_limit = ?", [limit[0]])
+
+
+def ingest_each(
+    db: Db,
+    paths: Sequence[str | os.PathLike[str]],
+    options: IngestOptions | None = None,
+    progress: ProgressFn = no_progress,
+) -> list[FileOutcome]:
+    """Load every file that can be loaded, each in its own transaction, and return one outcome
+    per file, in order: a file refused whole (InputError) is recorded as failed and the files
+    after it still load, so one bad file of a month's batch costs that file only. Missing
+    paths raise NotFoundError before anything loads, as for :func:`ingest_files`."""
+    from advisor.ingest import pipeline
+
+    opts = options or IngestOptions()
+    pipeline.check_options(opts)
+    files = [Path(p) for p in paths]
+    for f in files:
+        if not f.exists():
+            raise NotFoundError(f"{f}: no such file")
+    con, owned = _connection(db)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    outcomes: list[FileOutcome] = []
+    try:
+        pipeline.prepare(con)
+        for f in files:
+            try:
+                summary = pipeline.ingest_path(con, f, opts, progress)
+            except InputError as exc:
+                outcomes.append(FileOutcome(str(f), error=str(exc), exit_code=exc.exit_code))
+            else:
+                outcomes.append(FileOutcome(str(f), summary=summary))
+        return outcomes
+    finally:
+        if owned:
+            con.close()
+        elif limit:
             con.execute("SET memory_limit = ?", [limit[0]])
 
 

@@ -43,6 +43,8 @@ _PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
 # Step lines are read with their ids and their usage (fold.sql adds it to an allocation line
 # that carries none); absent usage fields read as NULL at no cost.
 _STEP_FIELDS = (*_ID_FIELDS, *USAGE_FIELDS)
+# What the check for usage faults reads (the GPU count bounds gres/gpuutil).
+_USAGE_CHECK_FIELDS = (*_STEP_FIELDS, "alloctres", "allocgres")
 
 
 class _HandOver(Exception):
@@ -149,7 +151,9 @@ class Bulk:
             if count(con, query("ingest/any_array_key_loaded"), ids_param):
                 raise _HandOver
             allocations = records - steps - unread_allocs
-            if inserted < allocations:  # unparsable allocation lines: find them for `rejects`
+            # unparsable allocation lines, and stored ones with a usage fault: find them for
+            # `rejects` (the check for the latter reads the usage columns alone)
+            if inserted < allocations or _usage_faults(con, layout, {**base, **skip}):
                 every = render(
                     "ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False)
                 )
@@ -159,7 +163,7 @@ class Bulk:
                     raw_text,
                     {**base, **skip, "delim": layout.delimiter},
                     create=False,
-                    where="step IS NULL AND bad_field IS NOT NULL",
+                    where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
                 )
             bad = count(con, query("ingest/count_bad_allocations"))
             if inserted + bad != allocations:  # the counts disagree
@@ -195,6 +199,32 @@ class Bulk:
         finally:  # (an aborted transaction refuses a SET: restored here, after it ended)
             con.execute("SET disabled_optimizers = ?", [optimizers])
         return summary
+
+
+def _usage_faults(
+    con: duckdb.DuckDBPyConnection, layout: detect.TextLayout, params: dict[str, object]
+) -> bool:
+    """Whether an allocation line of the file has an implausible usage value (parse.sql:
+    usage_fault): read from the id, TRES and usage columns only, and only when the file has
+    usage columns (most sites export none)."""
+    if not any(c in layout.columns for c in USAGE_FIELDS):
+        return False
+    lines = render(
+        "ingest/alloc_lines",
+        src=text.csv_src_sql(layout, keep_rejects=False, only=_USAGE_CHECK_FIELDS),
+    )
+    stages.parse(
+        con,
+        lines,
+        "CAST(NULL AS VARCHAR)",
+        params,
+        create=True,
+        table="usage_check",
+        where="step IS NULL AND usage_fault IS NOT NULL",
+    )
+    found = count(con, query("ingest/count_usage_check"))
+    con.execute("DROP TABLE usage_check")
+    return found > 0
 
 
 def _line_is_step(line: str, layout: detect.TextLayout) -> bool:

@@ -172,4 +172,34 @@ def records(
                 "_raw": line,
             }
         )
-    return out, rejects, set(_PRESENT), n
+    out, cut = _without_cut_lines(out)
+    return out, sorted([*rejects, *cut], key=lambda r: r.line_no or 0), set(_PRESENT), n
+
+
+def _without_cut_lines(
+    out: list[dict[str, str | int | None]],
+) -> tuple[list[dict[str, str | int | None]], list[Reject]]:
+    """Records whose keys stop early: filetxt writes every key of a line in one order, so a line
+    whose keys are a shorter prefix of the fullest line's was cut mid-write (a crash, a full
+    disk): its last value is cut too, and the keys after it (SubmitTime, ExitCode) are missing,
+    which once stored such a job as submitted in 1970 with no GPUs. Rejected naming the key
+    the line ends in."""
+    orders = [split_line(str(r["_raw"])) for r in out]
+    widest = max((list(kv) for kv in orders), key=len, default=[])
+    kept: list[dict[str, str | int | None]] = []
+    cut: list[Reject] = []
+    for record, kv in zip(out, orders, strict=True):
+        keys = list(kv)
+        if keys and len(keys) < len(widest) and widest[: len(keys)] == keys:
+            missing = ", ".join(widest[len(keys) :])
+            cut.append(
+                Reject(
+                    int(record["line_no"] or 0),
+                    str(record["_raw"]),
+                    f"the line ends inside {keys[-1]} (cut mid-write: {missing} missing)",
+                    field=keys[-1],
+                )
+            )
+        else:
+            kept.append(record)
+    return kept, cut

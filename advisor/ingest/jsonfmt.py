@@ -96,21 +96,40 @@ def number(v: Any) -> int | None:
 _UNSET_32 = (4294967294, 4294967295)
 
 
+class _FieldError(ValueError):
+    """A job's value of the wrong kind: the job is rejected naming ``field``."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def _epoch(v: Any) -> str | None:
+    """A time as epoch-seconds text for the parser; None when unset. A value that is no
+    epoch (``"yesterday"``, ``-100``) goes on as text, so that the parser rejects it naming the
+    field, as for text (it was read as unset, and a missing submit is stored as 1970)."""
     n = number(v)
-    return str(n) if n is not None and n > 0 and n not in _UNSET_32 else None
+    if n is None:
+        return None if v is None or isinstance(v, dict) else str(v)
+    return str(n) if n != 0 and n not in _UNSET_32 else None
 
 
-def _tres(items: Any) -> str | None:
-    if not isinstance(items, list):
+def _tres(items: Any, field: str) -> str | None:
+    """A TRES list ([{type, name, count}]) as sacct's TRES text; None when absent. Anything
+    but a list (``"cpu=4"``) rejects the job naming ``field``: it was read as no TRES, a job
+    with no CPUs and no reject."""
+    if items is None:
         return None
+    if not isinstance(items, list):
+        raise _FieldError(f"{field} is a {type(items).__name__}, not a list of TRES", field)
     parts = []
     for t in items:
         if not isinstance(t, dict):
             continue
         typ, name, count = t.get("type"), t.get("name"), number(t.get("count"))
-        if not typ or count is None or count < 0:
+        if not typ or count is None:
             continue
+        # (a negative count goes on: the parser rejects it naming the TRES field)
         key = f"{typ}/{name}" if name else str(typ)
         parts.append(f"{key}={count}M" if key == "mem" else f"{key}={count}")
     return ",".join(parts) if parts else ""
@@ -266,6 +285,7 @@ def records(
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
         raise InputError("no 'jobs' list (expected sacct --json output)", source=source)
+    _refuse_slurmctld_view(doc, jobs, source)
     plugin = json.dumps(doc.get("meta", {}).get("plugin", {})) if isinstance(doc, dict) else ""
     version = _version(doc.get("meta")) if isinstance(doc, dict) else None
     start_is_eligible = ("dbv0.0.37" in plugin or "dbv0.0.38" in plugin) and (
@@ -281,13 +301,36 @@ def records(
             out.extend(_job_records(job, i, start_is_eligible))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raw = json.dumps(job, ensure_ascii=False)[:4000]
-            rejects.append(Reject(i, raw, f"job #{i} of the document: unusable ({exc})"))
+            field = exc.field if isinstance(exc, _FieldError) else None
+            rejects.append(
+                Reject(i, raw, f"job #{i} of the document: unusable ({exc})", field=field)
+            )
     present = carried(jobs)
     if "dbv0.0.37" in plugin or "dbv0.0.38" in plugin:
         # 22.05's plugin writes return_code 0 for a job whose batch script exited 3 (state
         # FAILED; the real Slurm export in data/sample/slurm): not an exit code to keep
         present.discard("exitcode")
     return out, rejects, present
+
+
+def _refuse_slurmctld_view(doc: Any, jobs: list[Any], source: str) -> None:
+    """Refuse slurmctld's view of current jobs: ``squeue --json``, ``scontrol show job --json``
+    and slurmrestd's ``/slurm/v0.0.4x/jobs`` share sacct's ``jobs`` list but not its job
+    shape (``job_state``, ``gres_detail``, ``tres_alloc_str`` instead of ``state``, ``tres``),
+    and hold no finished jobs; read as accounting they were stored as empty jobs."""
+    meta = doc.get("meta") if isinstance(doc, dict) else None
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    kind = str(plugin.get("type") or "") if isinstance(plugin, dict) else ""
+    command = meta.get("command") if isinstance(meta, dict) else None
+    first = str(command[0]) if isinstance(command, list) and command else ""
+    controller = any(isinstance(j, dict) and "job_state" in j and "state" not in j for j in jobs)
+    if "slurmctld" in kind or first.rsplit("/", 1)[-1] in ("squeue", "scontrol") or controller:
+        raise InputError(
+            "this is slurmctld's view of current jobs (squeue/scontrol --json, slurmrestd"
+            " /slurm/.../jobs), not accounting: use sacct --json (or slurmrestd's"
+            " /slurmdb/.../jobs)",
+            source=source,
+        )
 
 
 class _TooDeep:
@@ -380,11 +423,17 @@ def _job_records(
     if not isinstance(job, dict) or number(job.get("job_id")) is None:
         raise ValueError("no job_id")
     t = job.get("time") or {}
-    start, end = number(t.get("start")), number(t.get("end"))
-    elapsed = number(t.get("elapsed"))
+    end, elapsed = number(t.get("end")), number(t.get("elapsed"))
+    start_value: Any = t.get("start")
     if start_is_eligible:
-        # 21.08 to 22.05.7 wrote the eligible time into time.start: derive the real start
-        start = end - elapsed if end and elapsed is not None and end > 0 else None
+        # 21.08 to 22.05.7 wrote the eligible time into time.start: derive the real start from
+        # the end. A job still running (end 0) has no end to count back from: its time.start
+        # is kept (the eligible time at worst, the start itself for a job that did not wait),
+        # if it ran at all.
+        if end and end > 0 and elapsed is not None:
+            start_value = end - elapsed
+        elif not elapsed:
+            start_value = None
     tres = job.get("tres") or {}
     req = job.get("required") or {}
     display = _display_id(job)
@@ -403,7 +452,7 @@ def _job_records(
         "exitcode": _exit(job.get("exit_code")),
         "submit": _epoch(t.get("submission")),
         "eligible": _epoch(t.get("eligible")),
-        "start": str(start) if start and start > 0 and start not in _UNSET_32 else None,
+        "start": _epoch(start_value),
         "end": _epoch(t.get("end")),
         "elapsedraw": str(elapsed) if elapsed is not None else None,
         "timelimitraw": str(number(t.get("limit"))) if number(t.get("limit")) else None,
@@ -414,8 +463,8 @@ def _job_records(
         # slurmctld made of the request (whole cores, --exclusive, --cpus-per-gpu expanded).
         "reqcpus": str(number(req.get("CPUs"))) if number(req.get("CPUs")) is not None else None,
         "reqmem": _req_mem(req, tres.get("requested")),
-        "alloctres": _tres(tres.get("allocated")),
-        "reqtres": _tres(tres.get("requested")),
+        "alloctres": _tres(tres.get("allocated"), "tres.allocated"),
+        "reqtres": _tres(tres.get("requested"), "tres.requested"),
         "nodelist": _text(job.get("nodes"), "nodes"),
         "submitline": _text(job.get("submit_line"), "submit_line"),
         "workdir": _text(job.get("working_directory"), "working_directory"),

@@ -20,7 +20,7 @@ from advisor.ingest.records import Reject, Source
 from advisor.store import query, quote_ident, render
 
 # parsed columns that are a line's bookkeeping, not what it says about the job
-_NOT_COMPARED = ("line_no", "repaired", "bad_field", "raw_text")
+_NOT_COMPARED = ("line_no", "repaired", "bad_field", "usage_fault", "usage_why", "raw_text")
 
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:

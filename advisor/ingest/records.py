@@ -156,13 +156,26 @@ JOB_COLUMN_SOURCES: dict[str, tuple[str, ...]] = {
     "gpu_mem_max_mb": ("tresusageinmax", "admincomment"),
     "usage_source": ("totalcpu", "tresusageintot", "tresusageinmax", "admincomment"),
 }
-# Per format, the columns of ``jobs`` it carries only as a request, not as the allocation:
-# jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt CPUs plus the requested
-# GPUs, see advisor.ingest.jobcomp), so on update it never overwrites a stored allocation
-# (coalesce: stored first), while a first load of a job still takes it.
+# Per format, the columns of ``jobs`` it carries less well than accounting does, so that on
+# update it never overwrites a stored value (coalesce: stored first), while a first load of a
+# job still takes them. jobcomp/filetxt writes the requested TRES (its AllocTRES is ProcCnt
+# CPUs plus the requested GPUs, see advisor.ingest.jobcomp), the partitions a job was
+# submitted to (``h100,a100``) rather than the one it ran in, ``(null)`` for an empty node
+# list, and its own exit code (issue 30 C16: each once replaced sacct's value).
 REQUEST_ONLY_COLUMNS: dict[str, frozenset[str]] = {
     "jobcomp": frozenset(
-        {"gpus", "gpu_type", "gpu_type_raw", "gpu_types", "mem_mb", "billing", "alloc_tres"}
+        {
+            "gpus",
+            "gpu_type",
+            "gpu_type_raw",
+            "gpu_types",
+            "mem_mb",
+            "billing",
+            "alloc_tres",
+            "partition",
+            "node_list",
+            "exit_code",
+        }
     ),
 }
 # TRES strings compared as sets of items: sacct text and JSON list the same TRES in
@@ -238,6 +251,9 @@ class Reject:
     raw: str
     reason: str
     field: str | None = None
+    # a usage fault (issue 30): the record was stored with that field NULL, so the reject row
+    # shows the fault without costing the job (not counted in ``rejected``)
+    kept: bool = False
 
     def message(self) -> str:
         """``line N, field F: reason``, as a summary lists the first rejects."""
@@ -269,7 +285,23 @@ class IngestSummary:
     duplicates: int = 0
     steps_folded: int = 0
     unknown_states: int = 0  # rows stored with state NULL: a state word Slurm does not print
+    usage_faults: int = 0  # rows stored with an implausible usage field NULL (a reject row each)
     warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What became of one file of a multi-file load: its summary, or why it failed (the
+    InputError's message, which names the file) and the exit code that failure maps to."""
+
+    source: str
+    summary: IngestSummary | None = None
+    error: str | None = None
+    exit_code: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import contextlib
 import hashlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -294,13 +294,35 @@ def finish(
     rows_read = allocations - loaded.tails + len(loaded.line_rejects)
     missing, disabled = missing_and_disabled(loaded.present)
     folded, unknown = keys.step_and_state_counts(con, rejects, ingest_id if bulk else None)
+    faults = sum(r.kept for r in rejects)
+    unrecorded = count(con, query("ingest/gpus_unrecorded"), {"ingest_id": ingest_id})
+    lost = len(rejects) - faults
     warnings = (
         (
-            f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
-            " `advisor jobs` shows them with no state",
+            (
+                f"{unknown} rows have a state Slurm does not print (stored as NULL, state_raw kept):"
+                " `advisor jobs` shows them with no state",
+            )
+            if unknown
+            else ()
         )
-        if unknown
-        else ()
+        + (
+            (
+                f"{faults} jobs stored with an implausible usage field as NULL (TotalCPU,"
+                " CPUTimeRAW, TRESUsageIn*): a rejects row names each (advisor data status)",
+            )
+            if faults
+            else ()
+        )
+        + (
+            (
+                f"no AllocTRES of this file records gres/gpu, while {unrecorded} jobs asked for GPUs"
+                " (ReqTRES, Gres or the submit line): the accounting database does not record GPUs"
+                " (AccountingStorageTRES lacks gres/gpu), so GPU jobs are stored with 0 GPUs",
+            )
+            if unrecorded
+            else ()
+        )
     )
     bookkeeping.finish_ingest(
         con,
@@ -311,7 +333,7 @@ def finish(
             inserted=written.inserted,
             updated=written.updated,
             unchanged=written.unchanged,
-            rejected=len(rejects),
+            rejected=lost,
             missing_fields=missing,
             disabled_analyses=disabled,
         ),
@@ -327,13 +349,14 @@ def finish(
         inserted=written.inserted,
         updated=written.updated,
         unchanged=written.unchanged,
-        rejected=len(rejects),
+        rejected=lost,
         missing_fields=missing,
         disabled_analyses=disabled,
         first_reasons=tuple(r.message() for r in rejects[:5]),
         duplicates=written.duplicates,
         steps_folded=folded,
         unknown_states=unknown,
+        usage_faults=faults,
         warnings=warnings,
     )
 
@@ -375,7 +398,10 @@ def collect_rejects(
         for i, ln in zip(missing, lines, strict=True):
             found[i] = (ln, *found[i][1:])
     out = [*loaded.line_rejects]
-    out += [Reject(line_no=r[0], raw=r[3] or "", reason=r[2], field=r[1]) for r in found]
+    out += [
+        Reject(line_no=r[0], raw=r[3] or "", reason=r[2], field=r[1], kept=len(r) > 4 and r[4])
+        for r in found
+    ]
     return by_line(out)
 
 
@@ -406,7 +432,7 @@ def numbered(source: Source, rejects: list[Reject]) -> list[Reject]:
     )
     out = list(rejects)
     for i, ln in zip(missing, lines, strict=True):
-        out[i] = Reject(ln, rejects[i].raw, rejects[i].reason, rejects[i].field)
+        out[i] = replace(rejects[i], line_no=ln)
     return out
 
 
@@ -416,7 +442,15 @@ def supersede_stale(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
     return count(con, query("ingest/supersede_stale"), {"ingest_id": ingest_id})
 
 
-TEMP_TABLES = ("parsed", "dupkeys", "gmap", "raw_fix", "tres_names", "tail_fix")
+TEMP_TABLES = (
+    "parsed",
+    "dupkeys",
+    "gmap",
+    "raw_fix",
+    "tres_names",
+    "tail_fix",
+    "usage_check",
+)
 
 
 def drop_temp(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,8 +16,15 @@ CREATE OR REPLACE TEMP MACRO ing_ts_local(t, tz) AS
 CREATE OR REPLACE TEMP MACRO ing_ts_epoch(x) AS
     CASE WHEN ing_uint(x) > 0 AND ing_uint(x) < 100000000000
          THEN make_timestamp(ing_uint(x) * 1000000) END;
+-- A time with a UTC offset (2024-03-01T10:00:00+02:00, ...Z: ISO 8601 as some exports and
+-- converters write it) names its instant: converted by its offset, never by the source zone
+-- (a cast to TIMESTAMP drops the offset). Only texts longer than a plain time are looked at.
+CREATE OR REPLACE TEMP MACRO ing_ts_offset(x) AS
+    CASE WHEN x IS NULL OR length(x) <= 19 THEN FALSE
+         ELSE regexp_matches(x, '(Z|[+-]\d\d(:?\d\d)?)$') END;
 CREATE OR REPLACE TEMP MACRO ing_ts(x, tz) AS
-    coalesce(ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz),
+    coalesce(CASE WHEN ing_ts_offset(x) THEN CAST(timezone('UTC', TRY_CAST(x AS TIMESTAMPTZ)) AS TIMESTAMP)
+                  ELSE ing_ts_local(TRY_CAST(x AS TIMESTAMP), tz) END,
              CASE WHEN NOT contains(x, '-') THEN ing_ts_epoch(x) END);
 -- Bad: not blank, not a time, and not epoch 0 (Slurm's "unset" written as %s); a negative,
 -- hex or out-of-range epoch is bad, and so is a time outside the plausible window

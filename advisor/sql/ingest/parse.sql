@@ -89,9 +89,24 @@ WITH a0 AS (
              WHEN arr_j_n IS NOT NULL AND arr_t_n IS NOT NULL THEN ing_array_key(arr_j_n, arr_t_n)
         END AS job_id_raw,
         -- nothing allocated (cancelled or still pending): the source has AllocTRES, it is
-        -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then.
-        $atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0 AS no_alloc
+        -- empty and no time ran. sacct still prints the requested NCPUS / NNodes then. A
+        -- PENDING job holds nothing whatever the source has (AllocCPUS is its request then).
+        ($atres_known AND ing_blank(alloctres) AND coalesce(elapsed_v, 0) = 0)
+            OR coalesce(upper(state_word) = 'PENDING', FALSE) AS no_alloc
     FROM d
+), u AS (
+    -- usage values (issue 23) and whether each is implausible (issue 30: a usage fault nulls
+    -- that value and keeps the job, usage_fault names the field)
+    SELECT *,
+        coalesce(TRY_CAST(coalesce(ta.untyped, ta.typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus_v,
+        ing_usage_mem(tresusageinmax) AS umem_t,
+        ing_usage_mb(ing_usage_mem(tresusageinmax)) AS umem_v,
+        ing_usage_val(tresusageinmax, 'gres/gpuutil') AS uutil_t,
+        ing_udec(ing_usage_val(tresusageinmax, 'gres/gpuutil')) AS uutil_v,
+        ing_usage_val(tresusageinmax, 'gres/gpumem') AS ugmem_t,
+        ing_usage_mb(ing_usage_val(tresusageinmax, 'gres/gpumem')) AS ugmem_v,
+        ing_usage_val(tresusageintot, 'gres/gpuutil') AS tutil_t
+    FROM e
 ), f AS (
     SELECT *,
         -- the first field that could not be parsed (allocation lines only; steps are folded)
@@ -125,13 +140,6 @@ WITH a0 AS (
             WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
-            WHEN totalcpu IS NOT NULL AND ing_cpu_bad(totalcpu, cpu_v) THEN 'TotalCPU'
-            WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw) AND ing_uint(cputimeraw) IS NULL
-                 THEN 'CPUTimeRAW'
-            WHEN CASE WHEN tresusageintot IS NULL THEN FALSE
-                      ELSE ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) IS NULL
-                           AND ing_usage_val(tresusageintot, 'gres/gpuutil') IS NOT NULL END
-                 THEN 'TRESUsageInTot'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
                  OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647
                  OR ing_mem_odd(ta.mem_mb) OR NOT isfinite(coalesce(ta.billing, 0)) THEN 'AllocTRES'
@@ -147,8 +155,22 @@ WITH a0 AS (
                       WHEN ing_known_state(state_word) THEN FALSE
                       ELSE NOT regexp_full_match(state, '[A-Za-z_]+\+?( by -?\d+)?')
                  END THEN 'State'
-        END AS bad_field
-    FROM e
+        END AS bad_field,
+        -- a usage-only field that is not a plausible value: what the job used is unknown, what
+        -- it held is not, so the job is kept with that value NULL and a reject row names it
+        CASE WHEN step IS NOT NULL THEN NULL
+            WHEN totalcpu IS NOT NULL AND ing_cpu_bad(totalcpu, cpu_v) THEN 'TotalCPU'
+            WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw) AND ing_uint(cputimeraw) IS NULL
+                 THEN 'CPUTimeRAW'
+            WHEN CASE WHEN tutil_t IS NULL THEN FALSE ELSE ing_udec(tutil_t) IS NULL END
+                 THEN 'TRESUsageInTot'
+            WHEN CASE WHEN tresusageinmax IS NULL THEN FALSE
+                      ELSE (umem_t IS NOT NULL AND (umem_v IS NULL OR ing_mem_odd(umem_v)))
+                           OR (uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100 * greatest(gpus_v, 1)))
+                           OR (ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))) END
+                 THEN 'TRESUsageInMax'
+        END AS usage_fault
+    FROM u
 )
 SELECT
     line_no, repaired, cl AS cluster, job_id_raw, alloc_txt AS job_id, step,
@@ -175,7 +197,7 @@ SELECT
     timelimit_v AS timelimit_s,
     CASE WHEN NOT no_alloc THEN coalesce(nnodes_v, ta.node) END AS nnodes,
     CASE WHEN NOT no_alloc THEN coalesce(ta.cpu, ncpus_v, alloccpus_v) END AS cpus,
-    coalesce(TRY_CAST(coalesce(ta.untyped, ta.typed_sum, TRY_CAST(nullif(agres.n, '') AS BIGINT), 0) AS INTEGER), 0) AS gpus,
+    gpus_v AS gpus,
     -- (typed keys that name no type leave it unknown: AllocGRES is read only without them)
     CASE WHEN ta.typed_list IS NOT NULL OR ta.top_name IS NOT NULL THEN ta.top_name
          WHEN nullif(agres.t, '') IS NOT NULL THEN agres.t END AS gpu_type_raw,
@@ -184,7 +206,9 @@ SELECT
     ta.billing,
     ing_node_list(nodelist) AS node_list,
     coalesce(reqcpus_v, tr.cpu) AS req_cpus,
-    TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER) AS req_gpus,
+    -- (a request without GPUs asked for 0 of them: NULL only where no request is known)
+    coalesce(TRY_CAST(coalesce(tr.untyped, tr.typed_sum, TRY_CAST(nullif(rgres.n, '') AS BIGINT)) AS INTEGER),
+             CASE WHEN NOT ing_blank(reqtres) THEN 0 END) AS req_gpus,
     -- (TRY_CAST: an implausible value rejects the record, its row must not fail the file)
     TRY_CAST(round(req_mem_v) AS BIGINT) AS req_mem_mb,
     nullif(alloctres, '') AS alloc_tres,
@@ -196,14 +220,24 @@ SELECT
     -- usage: what the job used (issue 23); fold.sql adds its steps' and derives the mean
     coalesce(cpu_v, js[1]) AS cpu_used_s,
     ing_uint(cputimeraw) AS cpu_time_alloc_s,
-    ing_usage_mb(ing_usage_mem(tresusageinmax)) AS mem_used_max_mb,
-    ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) AS gpu_util_tot_pct,
-    coalesce(js[3], ing_udec(ing_usage_val(tresusageinmax, 'gres/gpuutil'))) AS gpu_util_max_pct,
-    coalesce(js[4], ing_usage_mb(ing_usage_val(tresusageinmax, 'gres/gpumem'))) AS gpu_mem_max_mb,
+    -- (each implausible usage value NULL on its own: usage_fault names the first)
+    CASE WHEN NOT ing_mem_odd(umem_v) THEN umem_v END AS mem_used_max_mb,
+    ing_udec(tutil_t) AS gpu_util_tot_pct,
+    coalesce(js[3], CASE WHEN uutil_v <= 100 * greatest(gpus_v, 1) THEN uutil_v END) AS gpu_util_max_pct,
+    coalesce(js[4], CASE WHEN NOT ing_mem_odd(ugmem_v) THEN ugmem_v END) AS gpu_mem_max_mb,
     js[2] AS js_util_mean_pct,
     CASE WHEN js IS NOT NULL THEN 'jobstats'
          WHEN cpu_v IS NOT NULL OR tresusageintot IS NOT NULL OR tresusageinmax IS NOT NULL
          THEN 'sacct' END AS usage_source,
     bad_field,
-    CASE WHEN bad_field IS NOT NULL THEN {{raw_text}} END AS raw_text
+    usage_fault,
+    CASE WHEN usage_fault = 'TRESUsageInMax' THEN array_to_string(list_filter([
+        CASE WHEN umem_t IS NOT NULL AND (umem_v IS NULL OR ing_mem_odd(umem_v))
+             THEN 'mem ' || umem_t || ' is not a finite amount of 0 to 2^40 MB' END,
+        CASE WHEN uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100 * greatest(gpus_v, 1))
+             THEN 'gres/gpuutil ' || uutil_t || ' is not a percent of at most 100 per GPU' END,
+        CASE WHEN ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))
+             THEN 'gres/gpumem ' || ugmem_t || ' is not a finite amount of 0 to 2^40 MB' END],
+        x -> x IS NOT NULL), '; ') END AS usage_why,
+    CASE WHEN bad_field IS NOT NULL OR usage_fault IS NOT NULL THEN {{raw_text}} END AS raw_text
 FROM f

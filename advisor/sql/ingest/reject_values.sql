@@ -1,5 +1,6 @@
 -- Allocation lines whose fields could not be parsed or are implausible (strict.sql's bounds),
--- as (line_no, field, reason, raw_text).
+-- as (line_no, field, reason, raw_text, kept): kept is TRUE for a usage fault, whose job is
+-- stored all the same.
 SELECT line_no, bad_field AS field,
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
@@ -15,14 +16,25 @@ SELECT line_no, bad_field AS field,
         WHEN 'End' THEN CASE WHEN "end" < "start" THEN 'before Start'
                              WHEN "end" IS NOT NULL THEN 'outside the plausible time window (2000-01-01 to a day after now)'
                              ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
-        WHEN 'TotalCPU' THEN 'not a CPU time [D-][HH:]MM:SS[.mmm]'
-        WHEN 'TRESUsageInTot' THEN 'gres/gpuutil is not a number (percent)'
         WHEN 'ReqMem' THEN 'not a memory size (8G, 4000Mc, 16Gn) of at most 2^40 MB'
         WHEN 'ElapsedRaw' THEN 'not a whole number of seconds up to 10,000 days'
         WHEN 'TimelimitRaw' THEN 'not a whole number of minutes up to 10,000 days, or UNLIMITED'
         WHEN 'JobName' THEN 'holds a NUL byte (a binary or cut line)'
         ELSE 'not a whole number in range'
     END AS reason,
-    raw_text
+    raw_text, FALSE AS kept
 FROM parsed
 WHERE bad_field IS NOT NULL
+UNION ALL
+-- Usage faults (parse.sql: usage_fault): the job is stored with that value NULL; the reject row
+-- keeps the fault visible, `kept` says it cost no job.
+SELECT line_no, usage_fault AS field,
+    CASE usage_fault
+        WHEN 'TotalCPU' THEN 'not a CPU time [D-][HH:]MM:SS[.mmm]'
+        WHEN 'CPUTimeRAW' THEN 'not a whole number of CPU seconds'
+        WHEN 'TRESUsageInTot' THEN 'gres/gpuutil is not a number (percent)'
+        ELSE 'not a plausible usage: ' || usage_why
+    END || ' (the job is stored with this usage NULL)' AS reason,
+    raw_text, TRUE AS kept
+FROM parsed
+WHERE usage_fault IS NOT NULL AND bad_field IS NULL

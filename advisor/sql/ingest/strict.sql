@@ -29,9 +29,10 @@ CREATE OR REPLACE TEMP MACRO ing_known_state(w) AS
         'RESIZING', 'SUSPENDED', 'COMPLETING', 'REQUEUE_HOLD', 'REQUEUE_FED', 'SPECIAL_EXIT',
         'STOPPED', 'SIGNALING', 'STAGE_OUT', 'CONFIGURING', 'LAUNCH_FAILED', 'UPDATE_DB',
         'RESV_DEL_HOLD', 'POWER_UP_NODE', 'RECONFIG_FAIL'], upper(w));
--- A node list: what sacct prints for a job that never got nodes is none.
+-- A node list: what sacct prints for a job that never got nodes is none, and so is what
+-- jobcomp/filetxt writes for it ('(null)', C's printf of a NULL string).
 CREATE OR REPLACE TEMP MACRO ing_node_list(x) AS
-    CASE WHEN x = 'None assigned' THEN NULL ELSE nullif(x, '') END;
+    CASE WHEN x = 'None assigned' OR x = '(null)' THEN NULL ELSE nullif(x, '') END;
 -- What is plausible (docs/ingest.md, "Plausible values"): a value outside these bounds is a
 -- misprint, a cut line or an unset sentinel read as a value, and storing it would skew every
 -- sum and percentile, so the parser rejects the record naming the field.
