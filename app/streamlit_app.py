@@ -1,8 +1,8 @@
 """The dashboard's entry point: ``streamlit run app/streamlit_app.py -- --db FILE``.
 
 Routes the pages kept in ``app_pages/``, draws the filters every page shares in the sidebar,
-and opens nothing itself: pages reach the database through ``app.common``, whose connection
-for this run it closes when the run ends.
+and opens nothing itself: pages reach the database through ``app.db``, whose connection for
+this run it closes when the run ends.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:  # `streamlit run` puts only app/ on the path; pages import app.common
+if _ROOT not in sys.path:  # `streamlit run` puts only app/ on the path; pages import app.db
     sys.path.insert(0, _ROOT)
 
 import streamlit as st  # noqa: E402
 
-from app import common  # noqa: E402
+from app.db import db_key, release_connection  # noqa: E402
+from app.sidebar import sidebar_filters  # noqa: E402
 
 st.set_page_config(page_title="advisor: CPU cores per GPU", page_icon=":bar_chart:", layout="wide")
 
@@ -31,8 +32,8 @@ PAGES = [
 
 page = st.navigation(PAGES)
 try:
-    key = common.db_key()
-    common.sidebar_filters(key)
+    key = db_key()
+    sidebar_filters(key)
     page.run()
 finally:  # also after st.stop(): between interactions the dashboard holds no lock on the file
-    common.release_connection()
+    release_connection()

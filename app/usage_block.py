@@ -9,10 +9,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app import common
+from app.db import DbKey
+from app.filters import Filters, display_name
+from app.loaders import cached_core
+from app.messages import guarded
 
 
-def _query(filters: common.Filters, by: tuple[str, ...]) -> Any:
+def _query(filters: Filters, by: tuple[str, ...]) -> Any:
     from advisor import usage
 
     return usage.UsageQuery(
@@ -29,16 +32,14 @@ def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.0f}%"
 
 
-def show_usage_block(key: common.DbKey, filters: common.Filters, by: str = "gpu_type") -> None:
+def show_usage_block(key: DbKey, filters: Filters, by: str = "gpu_type") -> None:
     """A compact block: the trust advice, four figures and, when usage exists, the ``by`` groups
     with the most likely-starved GPU-hours (names through the privacy setting)."""
     from advisor import usage
 
     def summary(keys: tuple[str, ...]) -> Any:
-        return common.guarded(
-            lambda: common.cached_core(
-                "usage_summary", key, usage.usage_summary, _query(filters, keys)
-            )
+        return guarded(
+            lambda: cached_core("usage_summary", key, usage.usage_summary, _query(filters, keys))
         )
 
     # The advice and the four figures need no grouping: asked first, they come from the
@@ -73,9 +74,7 @@ def show_usage_block(key: common.DbKey, filters: common.Filters, by: str = "gpu_
     table = pd.DataFrame(
         [
             {
-                by: common.display_name(str(g.keys[by]))
-                if by in ("account", "user")
-                else g.keys[by],
+                by: display_name(str(g.keys[by])) if by in ("account", "user") else g.keys[by],
                 "jobs": g.jobs,
                 "CPU efficiency": g.cpu_efficiency,
                 "GPU util %": g.gpu_util_mean_pct,

@@ -162,7 +162,7 @@ def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_ra
 
 
 def ratios_workload():
-    from app.common import Assumptions
+    from app.assumptions import Assumptions
 
     return Assumptions().workload
 
@@ -692,7 +692,7 @@ def test_two_sessions_at_once_share_the_connection_and_both_get_their_own_answer
     # fails on the first runs ("SystemError: AST constructor recursion depth mismatch", seen
     # in CI), and overlapping later runs lose a widget's format function now and then
     # (KeyError '$$ID-...-ov_view' in AppTest's widget state, about 1 run in 8 on a busy
-    # machine). The app's own lock (app/common.py) serialises the connection's use anyway.
+    # machine). The app's own lock (app/db.py) serialises the connection's use anyway.
     turns = threading.Lock()
 
     def session(cluster: str) -> dict[str, int]:
@@ -757,7 +757,7 @@ def test_nested_assumptions_become_rows_with_short_numbers():
 
 @pytest.mark.parametrize("kind", ["gpu", "one_job"])
 def test_every_table_labels_its_columns_for_people_and_shows_no_none(monkeypatch, tmp_path, kind):
-    from app import common
+    from app import tables
 
     db = make_db(tmp_path / f"{kind}.duckdb", kind)
     at = _app(monkeypatch, db)
@@ -770,7 +770,7 @@ def test_every_table_labels_its_columns_for_people_and_shows_no_none(monkeypatch
             unlabelled = [
                 c
                 for c in frame.columns
-                if c not in common.COLUMNS and not common._SHARE_BELOW.match(str(c))
+                if c not in tables.COLUMNS and not tables._SHARE_BELOW.match(str(c))
             ]
             assert not unlabelled, (page, unlabelled)
             for c in frame.columns:
@@ -780,12 +780,12 @@ def test_every_table_labels_its_columns_for_people_and_shows_no_none(monkeypatch
 
 
 def test_a_cell_written_out_as_text_keeps_its_columns_format():
-    from app import common
+    from app import tables
 
-    assert common._number_text(1234.5, "%.0f", "int") == "1,234"
-    assert common._number_text(1234.5, "$%.0f", "usd") == "$1,234"
-    assert common._number_text(0.125, "%.3g", "ratio") == "0.125"
-    assert common._number_text(12.5, "%.1f%%", "pct") == "12.5%"
+    assert tables._number_text(1234.5, "%.0f", "int") == "1,234"
+    assert tables._number_text(1234.5, "$%.0f", "usd") == "$1,234"
+    assert tables._number_text(0.125, "%.3g", "ratio") == "0.125"
+    assert tables._number_text(12.5, "%.1f%%", "pct") == "12.5%"
 
 
 def test_trends_threshold_starts_at_the_recommendation(monkeypatch, dbs):

@@ -448,7 +448,7 @@ def test_exported_lua_policy_with_hostile_partition_names_loads_in_the_plugin(tm
 APP = ROOT / "app" / "streamlit_app.py"
 
 # A second process serving the app the way the Streamlit server does (AppTest runs the same
-# script, the same app.common, in that process): it answers a page, then waits for the parent.
+# script, the same app.db, in that process): it answers a page, then waits for the parent.
 _SERVE_TWICE = textwrap.dedent("""
     import sys
     from streamlit.testing.v1 import AppTest
@@ -499,7 +499,7 @@ def test_ingest_succeeds_while_a_second_process_serves_the_dashboard(served_db, 
         before = _count_jobs(served_db)
         # the dashboard process is alive and has served a page: an ingest gets the file within
         # its wait, although the dashboard keeps it warm for longer (KEEP_WARM_S)
-        from app.common import KEEP_WARM_S
+        from app.db import KEEP_WARM_S
 
         wait_s = 3
         assert wait_s < KEEP_WARM_S
@@ -650,10 +650,10 @@ def test_a_reader_waits_for_a_writer_then_exits_with_the_locked_code(served_db):
 def test_a_dashboard_request_during_a_write_says_who_is_writing(served_db, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app import common
+    from app import db
 
     monkeypatch.setenv("ADVISOR_DB", str(served_db))
-    monkeypatch.setattr(common, "READ_WAIT_S", 1.0)
+    monkeypatch.setattr(db, "READ_WAIT_S", 1.0)
     holder = _hold_write_lock(served_db)
     try:
         at = AppTest.from_file(str(APP), default_timeout=120).run()

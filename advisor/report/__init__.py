@@ -1,46 +1,25 @@
 """The monthly batch report: one self-contained HTML file per month (and cluster).
 
 Three rooms, one way through: :mod:`~advisor.report.gather` collects every number into a
-frozen :class:`MonthlyReport`, :mod:`~advisor.report.render` turns it into charts and HTML,
-and :mod:`~advisor.report.publish` writes the folders, the e-mail copies and the index
+frozen :class:`MonthlyReport` (the records in :mod:`~advisor.report.records`; one module per
+part of it: ``months``, ``inputs``, ``distribution``, ``tables``, ``quality``, ``summary``),
+:mod:`~advisor.report.render` turns it into charts and HTML, and
+:mod:`~advisor.report.publish` writes the folders, the e-mail copies and the index
 (:func:`run_reports` does all three). The names below are the public ones of all three, so
 ``from advisor.report import X`` reads the same as before the split.
 """
 
 from advisor.policy import read_policy
-from advisor.report.gather import (
-    SMALL_SAMPLE_JOBS,
-    BelowRecommendation,
-    DataQuality,
-    DayCount,
-    GpuTypeMonth,
+from advisor.report.distribution import gpu_type_months, month_distribution, ratio_query
+from advisor.report.gather import build_report
+from advisor.report.inputs import ReportInputs, load_inputs
+from advisor.report.months import (
     Month,
-    MonthIngest,
-    MonthlyReport,
-    PolicyCompliance,
-    PolicyRuleCompliance,
-    RatioCount,
-    RejectGroup,
     ReportConfig,
-    ReportInputs,
-    ReportResult,
-    StarvationEstimate,
-    Summary,
-    TimeGap,
     available_months,
-    below_recommendation,
-    build_report,
     check_cluster,
-    data_quality,
-    gpu_type_months,
-    load_inputs,
-    month_distribution,
     parse_month,
-    policy_compliance,
-    ratio_query,
     resolve_month,
-    starvation_estimates,
-    usage_section,
 )
 from advisor.report.publish import (
     CHROMIUM_ENV,
@@ -51,13 +30,27 @@ from advisor.report.publish import (
     run_reports,
     write_report,
 )
-from advisor.report.render import (
-    ReportChart,
-    inline_json,
-    render_html,
-    render_index,
-    report_charts,
+from advisor.report.quality import data_quality
+from advisor.report.records import (
+    SMALL_SAMPLE_JOBS,
+    BelowRecommendation,
+    DataQuality,
+    DayCount,
+    GpuTypeMonth,
+    MonthIngest,
+    MonthlyReport,
+    PolicyCompliance,
+    PolicyRuleCompliance,
+    RatioCount,
+    RejectGroup,
+    ReportResult,
+    StarvationEstimate,
+    Summary,
+    TimeGap,
 )
+from advisor.report.render import ReportChart, inline_json, render_html, render_index, report_charts
+from advisor.report.summary import usage_section
+from advisor.report.tables import below_recommendation, policy_compliance, starvation_estimates
 
 __all__ = [
     "CHROMIUM_ENV",

@@ -27,16 +27,10 @@ from typing import Any
 from advisor import store
 from advisor.errors import ExternalToolError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
-from advisor.report.gather import (
-    MonthlyReport,
-    ReportConfig,
-    ReportResult,
-    available_months,
-    build_report,
-    check_cluster,
-    load_inputs,
-    resolve_month,
-)
+from advisor.report.gather import build_report
+from advisor.report.inputs import load_inputs
+from advisor.report.months import ReportConfig, available_months, check_cluster, resolve_month
+from advisor.report.records import MonthlyReport, ReportResult
 from advisor.report.render import render_html, render_index, report_charts
 
 _SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from advisor.report.gather import BelowRecommendation, MonthlyReport
+from advisor.report.records import BelowRecommendation, MonthlyReport
 from advisor.wording import cores_text
 
 # --------------------------------------------------------------------------------------------

@@ -9,20 +9,26 @@ import pandas as pd
 import streamlit as st
 
 from advisor import charts
-from app import common
+from app.chart_view import show_chart
+from app.db import db_key
+from app.filters import Filters, current_filters
+from app.loaders import bench_runs
+from app.messages import guarded, stop_info
+from app.model_calls import model_params
+from app.tables import show_table
 
 st.title("Benchmarks")
-key = common.db_key()
-filters = common.current_filters()
+key = db_key()
+filters = current_filters()
 
 # Runs are measurements of the serving stack, not of the jobs' months: the month range does not
 # apply to them (runs made after the newest job would otherwise never show).
-run_filters = common.Filters(filters.clusters, filters.partitions, filters.gpu_types)
-runs = common.guarded(lambda: common.bench_runs(key, run_filters))
-stored = len(common.guarded(lambda: common.bench_runs(key)))
+run_filters = Filters(filters.clusters, filters.partitions, filters.gpu_types)
+runs = guarded(lambda: bench_runs(key, run_filters))
+stored = len(guarded(lambda: bench_runs(key)))
 filtered = stored != len(runs)
 if not runs:
-    common.stop_info(
+    stop_info(
         f"None of the {stored:,} stored benchmark runs matches the sidebar's filters "
         "(GPU type, cluster, partition). Widen them; runs made "
         "outside Slurm record no cluster or partition."
@@ -44,9 +50,9 @@ if series.empty:
     st.warning("No run finished with a victim TTFT: every stored run failed, hung or timed out.")
 else:
     show_fit = st.toggle("Show the fitted model", value=True, key="bn_fit")
-    fit = charts.bench_fit_frame(series, common.model_params()) if show_fit else None
+    fit = charts.bench_fit_frame(series, model_params()) if show_fit else None
     st.subheader("Victim TTFT P50 against cores per GPU")
-    common.show_chart("bench_curves_chart", series, fit)
+    show_chart("bench_curves_chart", series, fit)
     st.caption(
         "Solid line: median of the repeats at each core count; vertical bar: their range "
         "(fastest to slowest repeat). Dashed: the fitted model for the same platform, GPUs, "
@@ -62,7 +68,7 @@ else:
                 for r in noisy.head(5).itertuples()
             )
         )
-    common.show_table(
+    show_table(
         series,
         ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct"],
         labels={"series": "Series"},
@@ -80,7 +86,7 @@ if flag_col is not None:
             f"{len(flagged):,} runs carry flags from the benchmark (see the Flags column): "
             + "; ".join(f"{r.run_id}: {r.flags_text}" for r in flagged.head(5).itertuples())
         )
-common.show_table(
+show_table(
     frame,
     [
         "run_id",

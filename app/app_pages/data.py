@@ -11,13 +11,21 @@ import pandas as pd
 import streamlit as st
 
 from advisor import datainfo
-from app import common
+from advisor.wording import count_words
+from app.chart_view import show_chart
+from app.common import STALE_DAYS
+from app.db import db_key
+from app.filters import current_filters, hash_users
+from app.loaders import freshness, gpu_type_counts, ingest_log, recent_rejects, reject_reasons
+from app.messages import guarded
+from app.sidebar import warn_unknown_gpu_types
+from app.tables import show_table
 
 st.title("Data")
-key = common.db_key()
-filters = common.current_filters()
+key = db_key()
+filters = current_filters()
 
-fresh = common.guarded(lambda: common.freshness(key))
+fresh = guarded(lambda: freshness(key))
 if filters.clusters:
     fresh = [f for f in fresh if f.cluster in filters.clusters]
 
@@ -29,7 +37,7 @@ if not fresh:
     )
 else:
     for f in fresh:
-        if f.age_days is not None and f.age_days > common.STALE_DAYS:
+        if f.age_days is not None and f.age_days > STALE_DAYS:
             since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
             st.warning(
                 f"**{f.cluster}**: the newest record is **{f.age_days:,.0f} days old** "
@@ -41,15 +49,15 @@ else:
     cols = st.columns(min(len(fresh), 4))
     for col, f in zip(cols, fresh, strict=False):
         age = "age unknown" if f.age_days is None else f"newest record {f.age_days:,.1f} days old"
-        stale = f.age_days is not None and f.age_days > common.STALE_DAYS
+        stale = f.age_days is not None and f.age_days > STALE_DAYS
         col.metric(
             f.cluster,
-            common.count_words(f.jobs, "job"),
+            count_words(f.jobs, "job"),
             age,
             delta_color="inverse" if stale else "off",
             delta_arrow="off",
         )
-    common.show_table(
+    show_table(
         pd.DataFrame([asdict(f) for f in fresh]),
         [
             "cluster",
@@ -71,19 +79,19 @@ else:
     )
 
 st.subheader("GPU types")
-types = common.guarded(lambda: common.gpu_type_counts(key))
+types = guarded(lambda: gpu_type_counts(key))
 if types:
-    common.warn_unknown_gpu_types(key)
-    common.show_table(pd.DataFrame([asdict(t) for t in types]))
+    warn_unknown_gpu_types(key)
+    show_table(pd.DataFrame([asdict(t) for t in types]))
 else:
     st.caption("No GPU jobs loaded.")
 
 st.subheader("Ingest log")
-log = common.guarded(lambda: common.ingest_log(key, 200))
+log = guarded(lambda: ingest_log(key, 200))
 if filters.clusters:
     log = [i for i in log if i.cluster is None or i.cluster in filters.clusters]
 if log:
-    common.show_table(
+    show_table(
         pd.DataFrame([asdict(i) for i in log]),
         [
             "ingest_id",
@@ -109,9 +117,9 @@ else:
     st.caption("Nothing loaded yet.")
 
 st.subheader("Rejected records")
-reasons = common.guarded(lambda: common.reject_reasons(key, 100))
+reasons = guarded(lambda: reject_reasons(key, 100))
 # with names hidden, a rejected line's text is withheld and the names a reason quotes hashed
-private = common.hash_users()
+private = hash_users()
 salt = os.environ.get(datainfo.HASH_SALT_ENV, "")
 if private:
     reasons = datainfo.private_reasons(reasons, salt)
@@ -122,7 +130,7 @@ else:
     rdf["label"] = rdf["reason"].str.slice(0, 80) + rdf["field"].map(
         lambda f: f" [{f}]" if f else ""
     )
-    common.show_chart(
+    show_chart(
         "top_bar_chart",
         rdf,
         name="label",
@@ -130,13 +138,13 @@ else:
         title="rejected records",
         tooltip=("example_source:N", "example_line_no:Q"),
     )
-    common.show_table(rdf.drop(columns=["label"]))
+    show_table(rdf.drop(columns=["label"]))
     with st.expander("Latest rejected records"):
-        rejects = common.recent_rejects(key, 200)
+        rejects = recent_rejects(key, 200)
         if private:
             st.caption(
                 "User and account names are hidden, so the text of each rejected line is "
                 "withheld; its file and line number say where to look."
             )
             rejects = datainfo.private_rejects(rejects, salt)
-        common.show_table(pd.DataFrame([asdict(r) for r in rejects]))
+        show_table(pd.DataFrame([asdict(r) for r in rejects]))

@@ -9,19 +9,35 @@ import pandas as pd
 import streamlit as st
 
 from advisor.errors import AdvisorError
-from app import common
+from advisor.wording import cores_per_gpu_words, cores_text, count_words
+from app.assumptions import assumptions, assumptions_caption
+from app.chart_view import show_chart
+from app.common import FEW_JOBS
+from app.db import db_key
+from app.filters import current_filters
+from app.fixplan_calls import fix_plan, headline
+from app.messages import md_name, stop_info
+from app.ratio_calls import (
+    excluded_caption,
+    node_types,
+    ratio_distribution,
+    ratio_query,
+    ratio_summary,
+)
+from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.tables import period_labels, show_table
 from app.usage_block import show_usage_block
 
 st.title("CPU cores per GPU")
-key = common.db_key()
-common.require_gpu_jobs(key)
-common.warn_unknown_gpu_types(key)
-filters = common.current_filters()
-assumed = common.assumptions()
+key = db_key()
+require_gpu_jobs(key)
+warn_unknown_gpu_types(key)
+filters = current_filters()
+assumed = assumptions()
 
 st.subheader("What too few cores cost, and the fix")
 try:
-    plan = common.fix_plan(key, filters, assumed)
+    plan = fix_plan(key, filters, assumed)
 except AdvisorError as exc:  # e.g. a broken model file: the distributions below need no model
     plan = None
     st.error(f"No recommendation: {exc}")
@@ -34,7 +50,7 @@ elif not plan.rows:
     )
 else:
     period = plan.period  # "per month", or the span's totals when it is shorter than a month
-    h = common.headline(key, filters, plan)
+    h = headline(key, filters, plan)
     m1, m2, m3 = st.columns(3)
     m1.metric(
         f"GPU-hours lost {period}",
@@ -68,9 +84,9 @@ else:
     # one badge per GPU type: which figures are the curve's extrapolation, and from what
     st.markdown(
         " ".join(
-            f":green-badge[:material/verified: {c.badge(common.md_name(c.gpu_type))}]"
+            f":green-badge[:material/verified: {c.badge(md_name(c.gpu_type))}]"
             if c.calibrated
-            else f":orange-badge[:material/warning: {c.badge(common.md_name(c.gpu_type))}]"
+            else f":orange-badge[:material/warning: {c.badge(md_name(c.gpu_type))}]"
             for c in h.calibrations
         )
     )
@@ -82,10 +98,10 @@ else:
     st.markdown(
         f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
         f"**{top.cluster}** ({top.gpu_type}): at most {top.gpu_hours_lost_per_month:,.0f} GPU-hours "
-        f"{period}; its jobs get a median of {common.cores_per_gpu_words(top.p50_cores_per_gpu)}"
+        f"{period}; its jobs get a median of {cores_per_gpu_words(top.p50_cores_per_gpu)}"
         f" per GPU. Set `DefCpuPerGPU={top.def_cpu_per_gpu}` there."
     )
-    common.show_table(
+    show_table(
         [r.__dict__ for r in plan.rows],
         [
             "cluster",
@@ -98,7 +114,7 @@ else:
             "p50_cores_per_gpu",
             "share_gpu_hours_below",
         ],
-        labels=common.period_labels(period),
+        labels=period_labels(period),
     )
     st.markdown(
         "**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
@@ -110,7 +126,7 @@ else:
             st.code(s.slurm_conf, language="ini", wrap_lines=True)
             with st.expander("Lua policy (advisor-policy.lua)"):
                 st.code(s.lua, language="lua", wrap_lines=True)
-    common.assumptions_caption(assumed)
+    assumptions_caption(assumed)
 
 st.subheader("How many cores per GPU jobs get")
 c1, c2 = st.columns(2)
@@ -123,14 +139,14 @@ weight_label = (
 weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
 column = "gpu_hours" if weight == "gpu-hours" else "jobs"
 
-q = common.ratio_query(filters, by=("gpu_type",), weight=weight)
-report = common.ratio_summary(key, q)
+q = ratio_query(filters, by=("gpu_type",), weight=weight)
+report = ratio_summary(key, q)
 if not report.groups:
-    common.stop_info(
+    stop_info(
         "No GPU job matches the filters (cluster, partition, GPU type, time range). "
         "Widen them in the sidebar."
     )
-dist = common.ratio_distribution(key, q)
+dist = ratio_distribution(key, q)
 
 summary = pd.DataFrame(
     [
@@ -149,7 +165,7 @@ summary = pd.DataFrame(
 ).sort_values("jobs", ascending=False)
 order = list(summary["gpu_type"])
 total_jobs = int(summary["jobs"].sum())
-if total_jobs < common.FEW_JOBS:
+if total_jobs < FEW_JOBS:
     st.info(
         f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
         "filters, too few for the percentiles and shares below to describe a cluster."
@@ -158,9 +174,9 @@ if total_jobs < common.FEW_JOBS:
 cols = st.columns(min(len(order), 4))
 for col, row in zip(cols, summary.itertuples(), strict=False):
     col.metric(
-        f"{common.md_name(row.gpu_type)}: P50 cores/GPU",
-        common.cores_text(row.p50_cores_per_gpu),
-        f"P25 {common.cores_text(row.p25_cores_per_gpu)} · {common.count_words(row.jobs, 'job')}",
+        f"{md_name(row.gpu_type)}: P50 cores/GPU",
+        cores_text(row.p50_cores_per_gpu),
+        f"P25 {cores_text(row.p25_cores_per_gpu)} · {count_words(row.jobs, 'job')}",
         delta_color="off",
         delta_arrow="off",
     )
@@ -173,9 +189,9 @@ fair = summary[["gpu_type", "fair_cores_per_gpu"]].dropna()
 
 st.subheader(f"Distribution ({'share of ' + weight_label})")
 if view == "ECDF":
-    common.show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
+    show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
 else:
-    common.show_chart(
+    show_chart(
         "ratio_histogram",
         ecdf_rows,
         weight=column,
@@ -208,7 +224,7 @@ shares = pd.DataFrame(
         for t in sorted(g.share_jobs_below)
     ]
 )
-common.show_chart(
+show_chart(
     "share_below_chart", shares, order=order, width=max(120, min(240, 680 // max(1, len(order))))
 )
 
@@ -224,14 +240,14 @@ first = [
     "fair_share_cores_per_gpu",
     "share_jobs_below_fair_share",
 ]
-common.show_table(per_type, first)
-common.excluded_caption(report)
+show_table(per_type, first)
+excluded_caption(report)
 show_usage_block(key, filters, "gpu_type")
 
-types = common.node_types(key)
+types = node_types(key)
 with st.expander(f"Node types and their fair share ({len(types)})"):
     if types:
-        common.show_table(
+        show_table(
             pd.DataFrame([t.__dict__ for t in types]).assign(
                 partitions=lambda d: d["partitions"].map(lambda p: ", ".join(p or ()))
             ),

@@ -11,26 +11,39 @@ import pandas as pd
 import streamlit as st
 
 from advisor import charts
-from app import common
 from app import recommend_view as rv
+from app.assumptions import Assumptions, assumptions, set_assumptions
+from app.chart_view import show_chart
+from app.db import db_key
+from app.filters import current_filters
+from app.loaders import cached_call, filter_options
+from app.messages import guarded, missing_feature
+from app.model_calls import (
+    calibration_points,
+    model_file,
+    model_key,
+    model_params,
+    partition_recommendations,
+)
+from app.tables import period_labels, show_table
 
 st.title("Recommend cores per GPU")
-key = common.db_key()
-filters = common.current_filters()
+key = db_key()
+filters = current_filters()
 try:
     from advisor import fixplan, pricing, recommend
 except ImportError:
-    common.missing_feature("The recommendation", "advisor.recommend")
+    missing_feature("The recommendation", "advisor.recommend")
 
-book = common.cached_call("load_pricing", pricing.load_pricing, None)
+book = cached_call("load_pricing", pricing.load_pricing, None)
 types = book.gpu_types()
 preferred = next(
     (t for t in filters.gpu_types if t in types), "H100" if "H100" in types else types[0]
 )
 
-assumed = common.assumptions()
+assumed = assumptions()
 wl = assumed.workload
-recs = common.partition_recommendations(key)  # observed P50s only: any workload will do
+recs = partition_recommendations(key)  # observed P50s only: any workload will do
 
 c1, c2, c3, c4 = st.columns(4)
 gpu_type = c1.selectbox("GPU type", types, index=types.index(preferred), key="rc_gpu_type")
@@ -104,7 +117,7 @@ workload = recommend.Workload(
     model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens
 )
 # Every page (Overview, Who) answers under the workload chosen here.
-common.set_assumptions(common.Assumptions(workload=workload, tolerance=tolerance))
+set_assumptions(Assumptions(workload=workload, tolerance=tolerance))
 job = recommend.JobQuery(
     gpu_type=gpu_type,
     gpus=int(gpus),
@@ -113,12 +126,10 @@ job = recommend.JobQuery(
     tolerance=tolerance,
     ample_ttft_ms=ample_ttft or None,
     db=key[0],
-    model_file=common.model_file(),
+    model_file=model_file(),
 )
-rec = common.cached_call(
-    "recommend_job", recommend.recommend_job, job, extra=(key, common.model_key())
-)
-params = common.model_params()
+rec = cached_call("recommend_job", recommend.recommend_job, job, extra=(key, model_key()))
+params = model_params()
 head = rv.headline(rec, params)
 
 m1, m2, m3 = st.columns(3)
@@ -155,7 +166,7 @@ curve = charts.model_curve_frame(
     ample_ttft_ms=ample_ttft or None,
     max_cores_per_gpu=max(64.0, float(rec.max_cpus_per_gpu)),
 )
-training = common.calibration_points(key, float(params.max_slowdown))
+training = calibration_points(key, float(params.max_slowdown))
 points = charts.calibration_frame(training)
 same_gpus = st.toggle("Only calibration points with this GPU count", value=False, key="rc_same")
 if same_gpus:
@@ -171,7 +182,7 @@ else:
         "y_title": "TTFT slowdown vs ample cores (log)",
     }
 st.subheader("Predicted TTFT against cores per GPU")
-common.show_chart(
+show_chart(
     "ttft_curve_chart",
     curve,
     points,
@@ -203,13 +214,13 @@ if off:
         + ". Trust the measurements; the model needs a refit (`advisor fit`)."
     )
 with st.expander("Assumptions behind this answer"):
-    st.markdown(f"Assumed: {common.Assumptions(workload, tolerance).in_words()}.")
-    common.show_table(
+    st.markdown(f"Assumed: {Assumptions(workload, tolerance).in_words()}.")
+    show_table(
         rv.assumption_rows(rec.assumptions), labels={"assumption": "Assumption", "value": "Value"}
     )
 
 st.subheader("Per partition, for the jobs in the database")
-opts = common.guarded(lambda: common.filter_options(key))
+opts = guarded(lambda: filter_options(key))
 if opts.gpu_jobs == 0:
     st.info(
         "There are no jobs with GPUs in the database (no jobs at all, or CPU jobs only), so "
@@ -217,7 +228,7 @@ if opts.gpu_jobs == 0:
         f"`advisor ingest FILE --db {key[0]}`."
     )
 else:
-    report = common.cached_call(
+    report = cached_call(
         "recommend_partitions",
         recommend.recommend_partitions,
         recommend.PartitionQuery(
@@ -229,15 +240,15 @@ else:
             end=filters.until_exclusive,
             workload=workload,
             tolerance=tolerance,
-            model_file=common.model_file(),
+            model_file=model_file(),
         ),
-        extra=(key, common.model_key()),
+        extra=(key, model_key()),
     )
     rows = pd.DataFrame([asdict(r) for r in report.rows])
     if rows.empty:
         st.info("No GPU job matches the partition and GPU type chosen in the sidebar.")
     else:
-        common.show_table(
+        show_table(
             rows,
             [
                 "partition",
@@ -249,9 +260,7 @@ else:
                 "p50_cores_per_gpu",
                 "share_gpu_hours_below",
             ],
-            labels=common.period_labels(
-                fixplan.period_words(max(r.span_hours for r in report.rows))
-            ),
+            labels=period_labels(fixplan.period_words(max(r.span_hours for r in report.rows))),
         )
         same = next(
             (

@@ -7,13 +7,22 @@ import pandas as pd
 import streamlit as st
 
 from advisor.errors import AdvisorError
-from app import common
+from app.assumptions import assumptions
+from app.chart_view import show_chart
+from app.common import FEW_JOBS
+from app.db import db_key
+from app.filters import current_filters
+from app.fixplan_calls import fix_plan
+from app.messages import stop_info
+from app.ratio_calls import excluded_caption, ratio_query, ratio_summary
+from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.tables import month_label, show_table
 
 st.title("Trends by month")
-key = common.db_key()
-common.require_gpu_jobs(key)
-common.warn_unknown_gpu_types(key)
-filters = common.current_filters()
+key = db_key()
+require_gpu_jobs(key)
+warn_unknown_gpu_types(key)
+filters = current_filters()
 
 c1, c2, c3 = st.columns(3)
 split_label = c1.segmented_control(
@@ -29,7 +38,7 @@ weight_label = (
 weight = "gpu-hours" if weight_label == "GPU-hours" else "jobs"
 # the threshold starts at the recommendation (of the partition with the most GPU-hours)
 try:
-    main = common.fix_plan(key, filters, common.assumptions()).main_row
+    main = fix_plan(key, filters, assumptions()).main_row
 except AdvisorError:  # no model answer: the charts need none, the threshold starts at 8
     main = None
 recommended = float(main.def_cpu_per_gpu) if main else 8.0
@@ -48,10 +57,10 @@ threshold = c3.selectbox(
     ),
 )
 
-q = common.ratio_query(filters, by=("month", split), weight=weight, thresholds=(threshold,))
-report = common.ratio_summary(key, q)
+q = ratio_query(filters, by=("month", split), weight=weight, thresholds=(threshold,))
+report = ratio_summary(key, q)
 if not report.groups:
-    common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
+    stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 
 rows = pd.DataFrame(
     [
@@ -70,12 +79,12 @@ rows = pd.DataFrame(
     ]
 )
 
-few = rows[rows["jobs"] < common.FEW_JOBS]
+few = rows[rows["jobs"] < FEW_JOBS]
 few_note = (
     "Faded points off the lines: months with fewer than "
-    f"{common.FEW_JOBS} jobs, whose percentiles rest on few jobs ("
+    f"{FEW_JOBS} jobs, whose percentiles rest on few jobs ("
     + "; ".join(
-        f"{common.month_label(m)} {g}: {n:,}"
+        f"{month_label(m)} {g}: {n:,}"
         for m, g, n in few[["month", split, "jobs"]].head(12).itertuples(index=False)
     )
     + ("; ..." if len(few) > 12 else "")
@@ -85,21 +94,21 @@ few_note = (
 )
 
 st.subheader(f"P25 and P50 cores per GPU, by {split_label}")
-common.show_chart("trend_chart", rows, group=split, min_jobs=common.FEW_JOBS)
+show_chart("trend_chart", rows, group=split, min_jobs=FEW_JOBS)
 st.caption("Solid: P50 (the median job). Dashed: P25 (a quarter of jobs get less). " + few_note)
 
 st.subheader(f"Share below {threshold:g} cores per GPU")
-common.show_chart(
+show_chart(
     "share_trend_chart",
     rows,
     group=split,
     threshold_cores_per_gpu=threshold,
-    min_jobs=common.FEW_JOBS,
+    min_jobs=FEW_JOBS,
 )
 st.caption("Solid: share of GPU-hours. Dashed: share of jobs. " + few_note)
 
 with st.expander("The numbers"):
-    common.show_table(
+    show_table(
         rows.sort_values(["month", split]),
         [
             "month",
@@ -116,4 +125,4 @@ with st.expander("The numbers"):
             "share_gpu_hours_below": f"% of GPU-h below {threshold:g} cores/GPU",
         },
     )
-common.excluded_caption(report)
+excluded_caption(report)

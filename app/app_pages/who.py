@@ -12,15 +12,23 @@ import pandas as pd
 import streamlit as st
 
 from advisor import fixplan
-from app import common
+from app.assumptions import assumptions, assumptions_caption
+from app.chart_view import show_chart
+from app.db import db_key
+from app.filters import current_filters, display_name
+from app.messages import stop_info
+from app.model_calls import partition_recommendations
+from app.ratio_calls import below_target, excluded_caption, ratio_query
+from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.tables import show_table
 from app.usage_block import show_usage_block
 
 st.title("Who loses GPU time to too few cores")
-key = common.db_key()
-common.require_gpu_jobs(key)
-common.warn_unknown_gpu_types(key)
-filters = common.current_filters()
-assumed = common.assumptions()
+key = db_key()
+require_gpu_jobs(key)
+warn_unknown_gpu_types(key)
+filters = current_filters()
+assumed = assumptions()
 
 c1, c2, c3, c4 = st.columns(4)
 who = c1.segmented_control("Who", ["account", "user"], default="account", key="who_by") or "account"
@@ -47,7 +55,7 @@ fixed = c3.number_input(
 MOST_SHOWN = fixplan.RANKING_POOL // 2
 top_n = c4.slider("Show", min_value=5, max_value=MOST_SHOWN, value=15, key="who_top")
 
-recs = common.partition_recommendations(key, assumed)
+recs = partition_recommendations(key, assumed)
 if mode == "recommended":
     targets = fixplan.recommended_targets(recs)
     # no recommendation at all (no model answer): the fixed number, as before
@@ -55,16 +63,16 @@ if mode == "recommended":
 else:
     targets, fixed_target = (), float(fixed)
 
-q = common.ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
+q = ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="gpu-hours")
 # Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it; one
 # pool for every "Show" value, so that moving the slider asks the database nothing new.
-report = common.below_target(key, q, targets, fixed_target, fixplan.RANKING_POOL)
+report = below_target(key, q, targets, fixed_target, fixplan.RANKING_POOL)
 # what the jobs used, shown even when nothing ran below the allocation target
 show_usage_block(key, filters, who)
 if not report.groups_counted:
-    common.stop_info("No GPU job matches the filters. Widen them in the sidebar.")
+    stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:
-    common.stop_info("No GPU-hours ran below the target with these filters.")
+    stop_info("No GPU-hours ran below the target with these filters.")
 
 
 # the report's accounts table ranks with the same function
@@ -72,7 +80,7 @@ ranked = fixplan.rank_who_loses(report, recs, by_loss=mode == "recommended")
 rows = pd.DataFrame(
     [
         {
-            who: common.display_name(w.group.keys[who]) or "(none)",
+            who: display_name(w.group.keys[who]) or "(none)",
             "cluster": w.group.keys["cluster"],
             "partition": w.group.keys["partition"],
             "gpu_type": w.group.keys["gpu_type"],
@@ -106,7 +114,7 @@ else:
     columns = [who, "cluster", "partition", "gpu_type", "gpu_hours_below", "flag"]
 rows = rows.head(top_n)
 
-common.show_chart(
+show_chart(
     "top_bar_chart",
     rows,
     name="label",
@@ -117,7 +125,7 @@ common.show_chart(
 )
 # totals over the months chosen, named so (the Overview's figures are per month)
 total = f"total, {filters.months_words}"
-common.show_table(
+show_table(
     rows,
     columns + ["share_jobs_below", "p50_cores_per_gpu", "jobs"],
     labels={
@@ -137,5 +145,5 @@ st.caption(
         else ""
     )
 )
-common.assumptions_caption(assumed)
-common.excluded_caption(report)
+assumptions_caption(assumed)
+excluded_caption(report)

@@ -1,0 +1,71 @@
+"""The fitted TTFT model for the pages (``advisor.slowdown``, ``advisor.calibration``,
+``advisor.recommend``): which model file is in use, its parameters and calibration points,
+and the partition recommendations under the shared assumptions, cached by the file's mtime."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from app.assumptions import Assumptions
+from app.db import DbKey
+from app.loaders import cached_call
+
+
+def model_file() -> str | None:
+    """``$ADVISOR_MODEL`` (None: the shipped model)."""
+    from advisor import slowdown
+
+    return os.environ.get(slowdown.MODEL_ENV) or None
+
+
+def model_key() -> tuple[str, float]:
+    """The model file in use and its modification time (a refit invalidates cached answers)."""
+    from advisor import slowdown
+
+    path = Path(model_file() or slowdown.shipped_model_path())
+    try:
+        return (str(path), path.stat().st_mtime)
+    except OSError:
+        return (str(path), 0.0)
+
+
+def model_params() -> Any:
+    """The fitted TTFT model's parameters (``$ADVISOR_MODEL`` or the shipped model)."""
+    from advisor import slowdown
+
+    return cached_call("load_params", slowdown.load_params, model_file(), extra=model_key())
+
+
+def _training_set(key: DbKey, max_slowdown: float) -> Any:
+    from advisor import calibration
+
+    loaded = calibration.load_points(db=key[0])
+    return calibration.training_set(loaded.points, max_slowdown)
+
+
+def calibration_points(key: DbKey, max_slowdown: float) -> Any:
+    """The calibration points behind the model (shipped CSVs plus the database's table), as
+    the fit sees them (``advisor.calibration.TrainingSet``)."""
+    return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
+
+
+def partition_recommendations(
+    key: DbKey, a: Assumptions | None = None
+) -> dict[tuple[str | None, str], Any]:
+    """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type),
+    under the shared assumptions: the DefCpuPerGPU each partition's jobs should get (the Who
+    page's target) and the GPU-hours its jobs below it lose."""
+    from advisor import recommend
+
+    a = a or Assumptions()
+    report = cached_call(
+        "recommend_partitions",
+        recommend.recommend_partitions,
+        recommend.PartitionQuery(
+            db=key[0], workload=a.workload, tolerance=a.tolerance, model_file=model_file()
+        ),
+        extra=(key, model_key()),
+    )
+    return {(r.partition, r.gpu_type): r for r in report.rows}

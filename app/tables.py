@@ -1,0 +1,265 @@
+"""Tables for people: every page's tables go through :func:`show_table`, so one column reads
+the same everywhere (its label, its number format, months as ``2024-01``, no "None" cells)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import streamlit as st
+
+from advisor.wording import cores_text
+
+# column name -> (label, kind); kinds: int, num (two decimals), ratio (cores per GPU), pct
+# (a 0-1 share shown as a percentage), usd, text. Every page's tables go through show_table,
+# so one column reads the same everywhere.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "cluster": ("Cluster", "text"),
+    "partition": ("Partition", "text"),
+    "gpu_type": ("GPU type", "text"),
+    "account": ("Account", "text"),
+    "user": ("User", "text"),
+    "month": ("Month", "text"),
+    "jobs": ("Jobs", "int"),
+    "gpu_jobs": ("GPU jobs", "int"),
+    "gpu_hours": ("GPU-hours", "int"),
+    "gpu_hours_below": ("GPU-h below target", "int"),
+    "gpu_hours_lost": ("GPU-h lost (est.)", "int"),
+    "gpu_hours_lost_per_month": ("Lost GPU-h / month", "int"),
+    "lost_usd_per_month": ("Lost $ / month", "usd"),
+    "fix_usd_per_month": ("Fix $ / month", "usd"),
+    "def_cpu_per_gpu": ("Set DefCpuPerGPU", "int"),
+    "min_cpus_per_gpu": ("Minimum cores / GPU", "int"),
+    "typical_gpus": ("Typical GPUs / job", "int"),
+    "node_max_cpus_per_gpu": ("Node max cores / GPU", "int"),
+    "p10_cores_per_gpu": ("P10 cores / GPU", "ratio"),
+    "p25_cores_per_gpu": ("P25 cores / GPU", "ratio"),
+    "p50_cores_per_gpu": ("P50 cores / GPU", "ratio"),
+    "p75_cores_per_gpu": ("P75 cores / GPU", "ratio"),
+    "p90_cores_per_gpu": ("P90 cores / GPU", "ratio"),
+    "mean_cores_per_gpu": ("Mean cores / GPU", "ratio"),
+    "target_cores_per_gpu": ("Target cores / GPU", "ratio"),
+    "fair_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "fair_share_cores_per_gpu": ("Fair share cores / GPU", "ratio"),
+    "share_jobs_below": ("% of jobs below target", "pct"),
+    "share_gpu_hours_below": ("% of GPU-h below target", "pct"),
+    "share_jobs_below_fair_share": ("% of jobs below fair share", "pct"),
+    "jobs_below": ("Jobs below target", "int"),
+    "flag": ("Submit with", "text"),
+    "months_observed": ("Months observed", "num"),
+    "fix_vcpu_hours_per_month": ("Extra vCPU-hours / month", "int"),
+    "p10": ("P10 cores / GPU", "ratio"),
+    "p25": ("P25 cores / GPU", "ratio"),
+    "p50": ("P50 cores / GPU", "ratio"),
+    "p75": ("P75 cores / GPU", "ratio"),
+    "p90": ("P90 cores / GPU", "ratio"),
+    "mean": ("Mean cores / GPU", "ratio"),
+    "share_gpu_hours_below_fair_share": ("% of GPU-h below fair share", "pct"),
+    "cpus_per_node": ("CPUs per node", "int"),
+    "gpus_per_node": ("GPUs per node", "int"),
+    "nodes": ("Nodes", "int"),
+    "cores_per_gpu": ("Cores / GPU", "ratio"),
+    "partitions": ("Partitions", "text"),
+    "records": ("Records", "int"),
+    "ingest_id": ("Load", "text"),
+    "source": ("Source", "text"),
+    "status": ("Status", "text"),
+    "duration_s": ("Duration (s)", "num"),
+    "inserted": ("Inserted", "int"),
+    "updated": ("Updated", "int"),
+    "unchanged": ("Unchanged", "int"),
+    "rejected": ("Rejected", "int"),
+    "rows_read": ("Rows read", "int"),
+    "lines_read": ("Lines read", "int"),
+    "age_days": ("Days since newest record", "num"),
+    "known": ("Recognised", "text"),
+    "model": ("Model", "text"),
+    "platform": ("Platform", "text"),
+    "gpus": ("GPUs", "int"),
+    "attacker_rps": ("Attacker requests/s", "num"),
+    "workload": ("Workload", "text"),
+    "requests_ok": ("Requests ok", "int"),
+    "requests_failed": ("Failed", "int"),
+    "requests_timed_out": ("Timed out", "int"),
+    "engine": ("Engine", "text"),
+    "engine_version": ("Engine version", "text"),
+    "spread_pct": ("Spread", "pct100"),
+    "runs": ("Repeats", "int"),
+    "repeat": ("Repeat", "int"),
+    "cores": ("Cores", "int"),
+    "ttft_ms": ("TTFT, median of repeats (ms)", "int"),
+    "ttft_min_ms": ("Fastest (ms)", "int"),
+    "ttft_max_ms": ("Slowest (ms)", "int"),
+    "victim_ttft_p50_ms": ("Victim TTFT P50 (ms)", "int"),
+    "victim_ttft_p90_ms": ("Victim TTFT P90 (ms)", "int"),
+    "run_id": ("Run", "text"),
+    "series": ("Series", "text"),
+    "flags_text": ("Flags", "text"),
+    "started_at": ("Started (UTC)", "text"),
+    "finished_at": ("Finished (UTC)", "text"),
+    "first_submit": ("Oldest submit (UTC)", "text"),
+    "last_submit": ("Newest submit (UTC)", "text"),
+    "last_end": ("Newest end (UTC)", "text"),
+    "last_ingest": ("Last load (UTC)", "text"),
+    "format": ("Format", "text"),
+    "compression": ("Compression", "text"),
+    "missing_fields": ("Missing fields", "text"),
+    "disabled_analyses": ("Analyses off", "text"),
+    "reason": ("Reason", "text"),
+    "field": ("Field", "text"),
+    "example_source": ("First seen in", "text"),
+    "example_line_no": ("At line", "int"),
+    "example_raw": ("Example line", "text"),
+    "line_no": ("Line", "int"),
+    "raw": ("Line as read", "text"),
+    "ingests": ("Loads", "int"),
+    "gpu_type_raw": ("GPU type as recorded", "text"),
+    "assumption": ("Assumption", "text"),
+    "value": ("Value", "text"),
+}
+_SHARE_BELOW = re.compile(r"^share_(jobs|gpu_hours)_below_([0-9.]+)$")
+# "pct" columns are scaled to 0-100 by show_table: Streamlit's "percent" keeps a varying number
+# of decimals, and one share should read like the next.
+_FORMATS = {
+    "int": "%,.0f",
+    "num": "%,.2f",
+    "ratio": "%.3g",  # 0.125 stays 0.125, 2 stays 2 (the values are rounded to match)
+    "pct": "%.1f%%",
+    "usd": "$%,.0f",
+    "pct100": "%.0f%%",
+}
+
+
+def column_kind(column: str) -> tuple[str, str]:
+    """A column's label for people and its kind (see :data:`COLUMNS`)."""
+    m = _SHARE_BELOW.match(column)
+    if m:
+        what = "jobs" if m.group(1) == "jobs" else "GPU-h"
+        return f"% of {what} below {m.group(2)} cores/GPU", "pct"
+    return COLUMNS.get(column, (column.replace("_", " ").capitalize(), "auto"))
+
+
+def table_config(
+    columns: list[str], labels: dict[str, str] | None = None, as_text: set[str] | None = None
+) -> dict[str, Any]:
+    """Streamlit column configs: a person's label and one number format per kind of column
+    (``as_text``: numeric columns already written out as text, see :func:`show_table`)."""
+    labels = labels or {}
+    out: dict[str, Any] = {}
+    for c in columns:
+        label, kind = column_kind(c)
+        label = labels.get(c, label)
+        if c in (as_text or ()):
+            out[c] = st.column_config.TextColumn(label)
+        elif kind in _FORMATS:
+            out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind])
+        else:
+            out[c] = st.column_config.Column(label)
+    return out
+
+
+def period_labels(period: str) -> dict[str, str]:
+    """Labels of the ``*_per_month`` columns for figures covering ``period``
+    (``advisor.fixplan.period_words``): none to change for a rate per month."""
+    if period == "per month":
+        return {}
+    return {
+        "gpu_hours_lost_per_month": f"Lost GPU-h {period}",
+        "lost_usd_per_month": f"Lost $ {period}",
+        "fix_usd_per_month": f"Fix $ {period}",
+        "fix_vcpu_hours_per_month": f"Extra vCPU-hours {period}",
+    }
+
+
+# What an empty cell says: a table for people never shows a literal "None".
+EMPTY_CELL = "—"
+
+
+def _readable_cells(df: Any) -> tuple[Any, set[str]]:
+    """Cells as a table for people reads them: ratios to three significant digits (the format
+    "%.3g" then shows 0.125 whole), and no empty cell shown as "None" (a numeric column with
+    one becomes text in its own format; a text column says EMPTY_CELL). Also returns the
+    numeric columns made text."""
+    import math
+
+    out = {}
+    as_text: set[str] = set()
+    for c in df.columns:
+        kind = column_kind(str(c))[1]
+        col = df[c]
+        if kind == "ratio":
+            col = col.map(lambda v: float(f"{v:.3g}") if _is_number(v) else v)
+        if not col.isna().any():
+            out[c] = col
+        elif kind in _FORMATS:
+            as_text.add(str(c))
+            fmt = _FORMATS[kind].replace(",", "")
+            out[c] = col.map(
+                lambda v, f=fmt, k=kind: (
+                    EMPTY_CELL
+                    if v is None or (isinstance(v, float) and math.isnan(v))
+                    else _number_text(float(v), f, k)
+                )
+            )
+        else:
+            out[c] = col.map(lambda v: EMPTY_CELL if _is_missing(v) else v)
+    return (df.assign(**out) if out else df), as_text
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
+def _is_missing(v: Any) -> bool:
+    try:
+        return v is None or bool(v != v)
+    except (TypeError, ValueError):  # an array or list cell: present
+        return False
+
+
+def _number_text(v: float, fmt: str, kind: str) -> str:
+    """One number as the column's format shows it (thousands separated, as Streamlit does)."""
+    if kind == "ratio":
+        return cores_text(v)
+    text = fmt % v
+    head, _, rest = text.partition(".")
+    sign = "-" if head.lstrip("$").startswith("-") else ""
+    digits = head.lstrip("$-")
+    grouped = f"{int(digits):,}" if digits.isdigit() else digits
+    prefix = "$" if head.startswith("$") else ""
+    return f"{prefix}{sign}{grouped}" + (f".{rest}" if rest else "")
+
+
+def month_label(value: Any) -> str:
+    """A month as ``2024-01`` whatever it arrives as (timestamp, date or text)."""
+    if hasattr(value, "strftime"):
+        return str(value.strftime("%Y-%m"))
+    return str(value)[:7]
+
+
+def show_table(
+    frame: Any,
+    columns: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+    height: int | Literal["auto", "stretch", "content"] = "auto",
+) -> None:
+    """A table for people: the ``columns`` given first (else all), labelled and formatted by
+    :data:`COLUMNS`, months as ``2024-01``, as wide as the page (never cut off at the right)."""
+    import pandas as pd
+
+    df = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
+    if columns is not None:
+        df = df[[c for c in columns if c in df.columns]]
+    if "month" in df.columns:
+        df = df.assign(month=df["month"].map(month_label))
+    pct = [c for c in df.columns if column_kind(str(c))[1] == "pct"]
+    if pct:
+        df = df.assign(**{c: df[c] * 100.0 for c in pct})
+    df, as_text = _readable_cells(df)
+    st.dataframe(
+        df,
+        hide_index=True,
+        column_config=table_config(list(df.columns), labels, as_text),
+        width="stretch",
+        height=height,
+    )
