@@ -17,8 +17,9 @@ current), ``jobcomp`` (jobcomp/filetxt), ``pipeline`` (parse/fold/upsert in one 
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -45,12 +46,33 @@ __all__ = [
 Db = str | os.PathLike[str] | duckdb.DuckDBPyConnection | None
 
 
-def _connection(db: Db) -> tuple[duckdb.DuckDBPyConnection, bool]:
+@contextlib.contextmanager
+def _loading(db: Db) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The connection a load runs on: opened here and closed after, or the caller's, which
+    gets its memory limit back (a load may lower it)."""
     if isinstance(db, duckdb.DuckDBPyConnection):
-        return db, False
-    from advisor.store import connect
+        con, owned = db, False
+    else:
+        from advisor.store import connect
 
-    return connect(db), True
+        con, owned = connect(db), True
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    try:
+        yield con
+    finally:
+        if owned:
+            con.close()
+        elif limit:
+            con.execute("SET memory_limit = ?", [limit[0]])
+
+
+def _files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The paths to load, every one checked to exist before anything loads."""
+    files = [Path(p) for p in paths]
+    for f in files:
+        if not f.exists():
+            raise NotFoundError(f"{f}: no such file")
+    return files
 
 
 def ingest_files(
@@ -70,20 +92,10 @@ def ingest_files(
 
     opts = options or IngestOptions()
     pipeline.check_options(opts)
-    files = [Path(p) for p in paths]
-    for f in files:
-        if not f.exists():
-            raise NotFoundError(f"{f}: no such file")
-    con, owned = _connection(db)
-    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
-    try:
+    files = _files(paths)
+    with _loading(db) as con:
         pipeline.prepare(con)
         return [pipeline.ingest_path(con, f, opts, progress) for f in files]
-    finally:
-        if owned:
-            con.close()
-        elif limit:  # a caller's connection gets its memory limit back
-            con.execute("SET memory_limit = ?", [limit[0]])
 
 
 def ingest_each(
@@ -100,14 +112,9 @@ def ingest_each(
 
     opts = options or IngestOptions()
     pipeline.check_options(opts)
-    files = [Path(p) for p in paths]
-    for f in files:
-        if not f.exists():
-            raise NotFoundError(f"{f}: no such file")
-    con, owned = _connection(db)
-    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    files = _files(paths)
     outcomes: list[FileOutcome] = []
-    try:
+    with _loading(db) as con:
         pipeline.prepare(con)
         for f in files:
             try:
@@ -116,12 +123,7 @@ def ingest_each(
                 outcomes.append(FileOutcome(str(f), error=str(exc), exit_code=exc.exit_code))
             else:
                 outcomes.append(FileOutcome(str(f), summary=summary))
-        return outcomes
-    finally:
-        if owned:
-            con.close()
-        elif limit:
-            con.execute("SET memory_limit = ?", [limit[0]])
+    return outcomes
 
 
 def ingest_sacct(
@@ -134,15 +136,8 @@ def ingest_sacct(
     derived tables are the caller's to rebuild, as for :func:`ingest_files`."""
     from advisor.ingest import live
 
-    con, owned = _connection(db)
-    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
-    try:
+    with _loading(db) as con:
         return live.run_windows(con, config, options or IngestOptions(), progress)
-    finally:
-        if owned:
-            con.close()
-        elif limit:
-            con.execute("SET memory_limit = ?", [limit[0]])
 
 
 from advisor.ingest.live import SacctWindowConfig  # noqa: E402
