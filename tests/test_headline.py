@@ -193,16 +193,23 @@ def test_recommend_table_shows_the_intervals_and_says_the_basis_on_stderr(cli):
     assert "Basis: 2 + N cores per job" in err
 
 
+def _month_report(db, month: str, tmp_path):
+    """The monthly report of ``month`` built from the database file ``db`` at NOW."""
+    from advisor import report
+
+    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path), db)
+    con = store.connect(db, read_only=True)
+    try:
+        return report.build_report(con, report.parse_month(month), None, inputs, now=NOW)
+    finally:
+        con.close()
+
+
 def test_the_reports_opening_says_the_loss_with_its_interval_calibration_age_and_basis(tmp_path):
     from advisor import report
 
     db = make_db(tmp_path / "gpu.duckdb", "gpu")  # six months of H100 and A100 jobs to 2024-06
-    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path), db)
-    con = store.connect(db, read_only=True)
-    try:
-        r = report.build_report(con, report.parse_month("2024-05"), None, inputs, now=NOW)
-    finally:
-        con.close()
+    r = _month_report(db, "2024-05", tmp_path)
     assert r.summary is not None and r.summary.headline is not None
     h = r.summary.headline
     assert h.gpu_hours_lost == pytest.approx(r.gpu_hours_lost_total) and h.gpu_hours_lost > 0
@@ -227,7 +234,6 @@ def test_the_reports_opening_says_the_loss_with_its_interval_calibration_age_and
 
 
 def test_the_reports_opening_splits_the_loss_of_a_starved_job_as_the_overview_does(tmp_path):
-    from advisor import report
 
     db = make_db(tmp_path / "one.duckdb", "one_job")
     con = store.connect(db)
@@ -235,12 +241,7 @@ def test_the_reports_opening_splits_the_loss_of_a_starved_job_as_the_overview_do
         con.execute("UPDATE jobs SET cpu_used_s = 3500, gpu_util_mean_pct = 20")
     finally:
         con.close()
-    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path), db)
-    con = store.connect(db, read_only=True)
-    try:
-        r = report.build_report(con, report.parse_month("2024-03"), None, inputs, now=NOW)
-    finally:
-        con.close()
+    r = _month_report(db, "2024-03", tmp_path)
     assert r.summary is not None and r.summary.headline is not None
     h = r.summary.headline
     assert h.usage is not None and h.gpu_hours_lost > 0
