@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from advisor.derived.cube import cube_is_fresh
-from advisor.derived.usage_months import UsageThresholds, facts_params
+from advisor.derived.usage_months import UsageThresholds, facts_params, facts_sql
 from advisor.errors import UsageError
 from advisor.filters import JobFilters
 from advisor.store import query, quote_ident, render
@@ -224,7 +224,7 @@ def _group_sets(
         if any(r["jobs_with_usage"] for r in rows):
             medians = render(
                 "usage/medians",
-                facts=query("usage/facts"),
+                facts=facts_sql(),
                 keys=parts["keys"],
                 sets=parts["sets"],
                 grouping=parts["grouping"],
@@ -236,7 +236,7 @@ def _group_sets(
             for r in rows:
                 r["cpu_efficiency_p50"] = found.get((r["_set"], *(r[k] for k in columns)))
     else:
-        sql = render("usage/summary", facts=query("usage/facts"), **parts)
+        sql = render("usage/summary", facts=facts_sql(), **parts)
         rows = _dict_rows(con.execute(sql, {**_params(q), **price_params}))
     return [
         _usage_groups([r for r in rows if r["_set"] == mask], by)
@@ -369,7 +369,7 @@ def job_usage(
         raise UsageError(f"--verdict {verdict!r}: use one of {', '.join(VERDICTS)}")
     if limit is not None and limit < 0:
         raise UsageError("--limit must be 0 or more")
-    sql = render("usage/jobs", facts=query("usage/facts"))
+    sql = render("usage/jobs", facts=facts_sql())
     cur = con.execute(sql, {**_params(q), "verdict": verdict, "lim": limit})
     names = [d[0] for d in cur.description or []]
     out = []
@@ -519,7 +519,7 @@ def model_agreement(
     """Compare the model with measured CPU efficiency, per GPU type, over jobs with usage.
     The model is asked once per distinct (GPU type, GPUs, cores per GPU)."""
     _check(q)
-    sql = render("usage/model_cells", facts=query("usage/facts"))
+    sql = render("usage/model_cells", facts=facts_sql())
     cells = con.execute(sql, _params(q)).fetchall()
     answers: dict[tuple[str, int, float], bool | None] = {}
     acc: dict[str, list[int]] = {}

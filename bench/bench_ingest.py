@@ -14,7 +14,14 @@ measures in this one process, one after the other, each into a fresh DuckDB file
            (printed apart: "load" is the file's transaction, the rest the tables).
 
 Prints seconds, rows, the ratios (advisor / raw, pandas / advisor) and the peak RSS of each
-phase (sampled every 20 ms). Targets (DESIGN.md): advisor < 20 s at 4.65M on a 2-core machine,
+phase (sampled every 20 ms).
+
+``--increment SHARE`` then measures a later load into the database that already holds the
+rest: the file is cut at an allocation line, the first part loaded and its derived tables built
+(the per-month people cube too, as the dashboard's start leaves it), and the last SHARE of its
+lines loaded on top, in one copy of that database rebuilding only the changed slices, in another
+rebuilding every derived table (what every ingest did before), each against DuckDB's raw
+materialise of the increment's file. Targets (DESIGN.md): advisor < 20 s at 4.65M on a 2-core machine,
 <= 2x raw, >= 3x faster than pandas, peak < 2 GB. Timings on a shared machine are noisy: the
 ratios, measured in one run, are the figures to compare.
 
@@ -23,6 +30,7 @@ ratios, measured in one run, are the figures to compare.
     python bench/bench_ingest.py --fields 17        # the issue's file shape
     python bench/bench_ingest.py --statements       # then where the load's time goes
     python bench/bench_ingest.py --usage            # with the usage fields (issue 23)
+    python bench/bench_ingest.py --records 1000000 --increment 0.05   # a later load's refresh
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import datetime as dt
 import gc
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -45,6 +54,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.derived import refresh_after_load  # noqa: E402
+from advisor.derived.cube import rebuild_cubes, refresh_people_months  # noqa: E402
 from advisor.ingest import ingest_files  # noqa: E402
 from advisor.store import STORAGE_VERSION  # noqa: E402
 from advisor.synth import SynthConfig, generate  # noqa: E402
@@ -302,6 +312,66 @@ def statements(path: Path, db: Path, threshold: float = 0.1) -> None:
     print(f"  {total - in_sql:6.2f} s  outside SQL;  {total:.2f} s in all")
 
 
+def split_at_allocation(path: Path, share: float, tmp: Path) -> tuple[Path, Path]:
+    """``path`` cut in two files with its header each: the lines before the first allocation
+    line (no step) in the last ``share`` of its lines, and the rest."""
+    with path.open("rb") as f:
+        header, *lines = f.readlines()
+    cut = int(len(lines) * (1 - share))
+    while cut < len(lines) and b"." in lines[cut].split(b"|", 1)[0]:
+        cut += 1
+    base, inc = tmp / "base.txt", tmp / "increment.txt"
+    base.write_bytes(header + b"".join(lines[:cut]))
+    inc.write_bytes(header + b"".join(lines[cut:]))
+    return base, inc
+
+
+def increment(path: Path, share: float, tmp: Path) -> None:
+    """A later load of the last ``share`` of ``path`` into a database holding the rest: load and
+    rebuild by changed slices, then the same from a copy rebuilding every derived table."""
+    from advisor.store import connect
+
+    base, inc = split_at_allocation(path, share, tmp)
+    db = tmp / "increment.duckdb"
+    con = connect(db)
+    ingest_files(con, [base])
+    rebuild_cubes(con)
+    refresh_people_months(con)
+    con.close()
+    shutil.copy(db, tmp / "whole.duckdb")
+    print(f"\nincrement: the last {share:.0%} of the lines ({inc.stat().st_size / 1e6:.0f} MB)")
+    raw = measure("raw (inc)", raw_materialise, inc, tmp)
+    results = {}
+    for name, whole, file in (("slices", False, db), ("whole", True, tmp / "whole.duckdb")):
+        con = connect(file)
+        t0 = time.perf_counter()
+        [s] = ingest_files(con, [inc])
+        t1 = time.perf_counter()
+        done = rebuild_cubes(con, whole=whole)
+        t2 = time.perf_counter()
+        if not done.people_months_kept:  # what the dashboard's start then builds
+            refresh_people_months(con)
+        t3 = time.perf_counter()
+        con.close()
+        results[name] = (t1 - t0, t2 - t1, t3 - t2)
+        print(
+            f"{name:>12}: load {t1 - t0:6.2f} s  derived tables {t2 - t1:5.2f} s  per-month "
+            f"people cube {t3 - t2:5.2f} s  ({s.inserted:,} new, {s.updated:,} updated jobs; "
+            f"{done.slices_rebuilt} of {done.slices_total} slices, "
+            f"{done.jobs_in_rebuilt_slices:,} jobs read again)"
+        )
+    for name, (load, derived, months) in results.items():
+        print(
+            f"  {name:>6}: (load + derived) / raw {(load + derived) / raw['s']:5.2f}x;  "
+            f"with the per-month people cube {(load + derived + months) / raw['s']:5.2f}x"
+        )
+    s_, w_ = results["slices"], results["whole"]
+    print(
+        f"  derived tables, whole / slices: {w_[1] / s_[1]:.2f}x;  "
+        f"with the per-month people cube {(w_[1] + w_[2]) / (s_[1] + s_[2]):.2f}x"
+    )
+
+
 def measure(name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path) -> dict[str, float]:
     db = tmp / f"{name.replace(' ', '-')}.duckdb"
     with PeakRss() as rss:
@@ -340,6 +410,13 @@ def main() -> None:
         action="store_true",
         help="add the usage fields (TotalCPU, CPUTimeRAW, TRESUsageInTot/Max) synth "
         "can write: their cost to the load",
+    )
+    ap.add_argument(
+        "--increment",
+        type=float,
+        metavar="SHARE",
+        help="then load the last SHARE of the lines into a database holding the rest, "
+        "rebuilding the changed slices against rebuilding every derived table",
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
@@ -384,6 +461,8 @@ def main() -> None:
         print(f"load average after        : {os.getloadavg()[0]:.1f}")
         if args.statements:
             statements(path, tmp / "statements.duckdb")
+        if args.increment:
+            increment(path, args.increment, tmp)
 
 
 if __name__ == "__main__":

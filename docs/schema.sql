@@ -7,6 +7,8 @@ CREATE TABLE bench_runs(run_id VARCHAR PRIMARY KEY, started_at TIMESTAMP, finish
 
 CREATE TABLE calibration(point_id VARCHAR PRIMARY KEY, "source" VARCHAR NOT NULL, source_ref VARCHAR, platform VARCHAR, engine VARCHAR, engine_version VARCHAR, model VARCHAR, model_params_b DOUBLE, gpus INTEGER, workload VARCHAR, load_rps DOUBLE, prompt_tokens INTEGER, cores INTEGER, cores_per_gpu DOUBLE, metric VARCHAR NOT NULL, "value" DOUBLE, unit VARCHAR, measured_on DATE, notes VARCHAR);
 
+CREATE TABLE derived_slices("cluster" VARCHAR, "month" DATE, jobs BIGINT NOT NULL, checksum HUGEINT NOT NULL);
+
 CREATE SEQUENCE ingest_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 
 CREATE TABLE ingest_windows(clusters VARCHAR, window_start TIMESTAMP, window_end TIMESTAMP, ingest_id BIGINT, finished_at TIMESTAMP NOT NULL, PRIMARY KEY(clusters, window_start, window_end));

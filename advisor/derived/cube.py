@@ -5,6 +5,9 @@ The cubes are pre-aggregated copies of ``jobs`` that answer most ratio queries i
 milliseconds. They are derived data: never migrated, dropped and recreated from
 ``advisor/sql/ratios/cube_schema.sql`` when :data:`CUBE_RULES_VERSION` changes, and rebuilt
 from ``jobs`` whenever the fingerprint of the jobs they were built from no longer matches.
+A rebuild replaces only the slices (cluster, month) whose jobs changed since the last one
+(``derived_slices`` holds each slice's job count and row checksum), so a load of one month
+into years of jobs costs that month, whatever wrote the rows.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import duckdb
@@ -20,7 +24,7 @@ from advisor.derived.usage_months import refresh_usage_months
 from advisor.errors import StoreError
 from advisor.store import query, render
 
-CUBE_RULES_VERSION = 7
+CUBE_RULES_VERSION = 8
 """Bumped whenever the rules or the schema the cubes are built with change: the derived tables
 are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
 
@@ -32,6 +36,7 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_cube_people_month_ratios",
     "job_mix_months",
     "usage_months",
+    "derived_slices",
     "ratio_cube_people_months_state",
     "ratio_cube_state",
 )
@@ -43,6 +48,31 @@ _MONTHS_TABLES: tuple[str, ...] = (
     "ratio_cube_people_month_ratios",
     "ratio_cube_people_months_state",
 )
+
+_SLICED_TABLES: tuple[str, ...] = ("ratio_cube", "job_mix_months", "usage_months", "derived_slices")
+"""The derived tables filed by (cluster, month): a slice rebuild empties and refills their
+changed slices; the people cubes (no month) are regrouped from every job."""
+
+WHOLE_SHARE = 0.5
+"""A rebuild whose changed slices hold more than this share of the jobs rebuilds everything:
+emptying whole tables is cheaper than deleting most of their rows slice by slice."""
+
+
+@dataclass(frozen=True)
+class CubeRebuild:
+    """What one rebuild of the derived tables did: ``whole`` (every slice, the people cubes
+    renumbered) or only ``slices_rebuilt`` of ``slices_total`` slices (cluster, month);
+    ``jobs_in_rebuilt_slices`` jobs were read again; whether the per-month people cube was kept
+    fresh slice by slice (``people_months_kept``: the people numbering did not change and it was
+    fresh before); ``ratio_cube_rows`` after it."""
+
+    whole: bool
+    slices_rebuilt: int
+    slices_total: int
+    jobs_in_rebuilt_slices: int
+    people_months_kept: bool
+    ratio_cube_rows: int
+
 
 _SCHEMA_TABLE = "ratio_cube_schema"
 
@@ -185,13 +215,29 @@ def _temp_copies(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:
 def refresh_ratio_cube(
     con: duckdb.DuckDBPyConnection, *, temporary: bool = False, in_transaction: bool = False
 ) -> int:
-    """Rebuild the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people`` for
-    accounts and users) from ``jobs`` in one pass over it and one transaction; return the row
-    count of ``ratio_cube``. ``ratio_cube_people_months`` is emptied and left stale: the first
-    query that needs it builds it (:func:`refresh_people_months`), so that every ingest does not
-    pay for the largest cube.
+    """Bring the ratio cubes (``ratio_cube``, and ``ratio_people``, ``ratio_cube_people`` for
+    accounts and users), ``job_mix_months`` and ``usage_months`` up to date with ``jobs`` in one
+    transaction; return the row count of ``ratio_cube``. See :func:`rebuild_cubes`."""
+    return rebuild_cubes(con, temporary=temporary, in_transaction=in_transaction).ratio_cube_rows
 
-    Ingest should call this after a load has committed (it is also rebuilt on demand by the
+
+def rebuild_cubes(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    temporary: bool = False,
+    in_transaction: bool = False,
+    whole: bool = False,
+) -> CubeRebuild:
+    """Rebuild the derived tables from ``jobs`` where they changed, in one transaction.
+
+    Only the slices (cluster, month) whose job count or row checksum differ from
+    ``derived_slices`` are emptied and built again from their jobs; the all-time people cubes
+    are regrouped from every job in one pass. The per-month people cube is built on first use
+    (:func:`refresh_people_months`): it is kept fresh slice by slice when it was fresh and the
+    people (and so their numbers) are the same, else emptied and left stale. A first build, a
+    TEMP build, ``whole=True``, or changed slices holding most of the jobs rebuild everything.
+
+    Ingest's callers call this after a load has committed (it is also rebuilt on demand by the
     first summary on a writable connection that finds it stale). ``in_transaction=True`` when
     the caller has a transaction open: the rebuild then joins it instead of opening its own.
     ``temporary`` builds a TEMP copy that shadows the stored one for this connection only: what
@@ -202,28 +248,105 @@ def refresh_ratio_cube(
         _temp_copies(con, _CUBE_TABLES)
     else:
         ensure_cube_schema(con, in_transaction=in_transaction)
+    built = None if temporary else _cube_state(con)
+    # the per-month people cube was built from the same jobs as the other cubes
+    months_were_fresh = built is not None and _cube_state(con, _MONTHS_TABLES[-1]) == built
+    whole = whole or built is None
     own = not in_transaction
     if own:
         con.execute("BEGIN TRANSACTION")
     try:
-        jobs = query("ratios/cube_jobs")
-        con.execute(render("ratios/cube_fine", jobs=jobs))  # TEMP _ratio_fine
-        for table in _CUBE_TABLES[:-1]:
-            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
-        con.execute(query("ratios/cube_refresh"))
-        con.execute(query("ratios/cube_people_refresh"))
-        con.execute("DROP TABLE _ratio_fine")
-        con.execute(query("ratios/cube_job_mix_refresh"))
-        refresh_usage_months(con)
+        done = _rebuild(con, whole=whole, months_were_fresh=months_were_fresh)
         _write_state(con, "ratio_cube_state", fp)
+        if done.people_months_kept:
+            _write_state(con, "ratio_cube_people_months_state", fp)
         if own:
             con.execute("COMMIT")
     except Exception:
         if own:
             con.execute("ROLLBACK")
         raise
-    row = con.execute("SELECT count(*) FROM ratio_cube").fetchone()
-    return int(row[0]) if row else 0
+    return done
+
+
+def _rebuild(
+    con: duckdb.DuckDBPyConnection, *, whole: bool, months_were_fresh: bool
+) -> CubeRebuild:
+    """The statements of :func:`rebuild_cubes`, inside its transaction."""
+    con.execute(query("ratios/cube_slices_now"))  # TEMP _slices_now
+    total_jobs, total_slices = _one(con, "SELECT coalesce(sum(jobs), 0), count(*) FROM _slices_now")
+    if not whole:
+        con.execute(render("ratios/cube_slices_changed", which=query("ratios/cube_slices_differ")))
+        changed_jobs, _ = _one(con, "SELECT coalesce(sum(jobs), 0), count(*) FROM _slices_changed")
+        whole = changed_jobs > WHOLE_SHARE * total_jobs
+    if whole:
+        con.execute(render("ratios/cube_slices_changed", which=query("ratios/cube_slices_all")))
+    changed_jobs, changed = _one(
+        con, "SELECT coalesce(sum(jobs), 0), count(*) FROM _slices_changed"
+    )
+    source = "jobs" if whole else "_slice_jobs"
+    if not whole:
+        con.execute(query("ratios/cube_slice_jobs"))  # TEMP VIEW _slice_jobs
+    con.execute(render("ratios/cube_fine", jobs=render("ratios/cube_jobs", source="jobs")))
+    people_same = not whole and bool(_one(con, query("ratios/cube_people_same"))[0])
+    for table in _SLICED_TABLES:
+        if whole:
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+        else:
+            con.execute(render("ratios/cube_slices_delete", table=table))
+    con.execute(query("ratios/cube_refresh"))
+    con.execute(render("ratios/cube_job_mix_refresh", source=source))
+    refresh_usage_months(con, source)
+    con.execute(query("ratios/cube_slices_store"))
+    _refresh_people(con, renumber=not people_same)
+    kept = people_same and months_were_fresh
+    if kept:
+        _refresh_people_months_slices(con)
+    else:
+        for table in _MONTHS_TABLES:  # its state too: stale until its first use rebuilds it
+            con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+    con.execute("DROP TABLE _ratio_fine")
+    if not whole:
+        con.execute("DROP VIEW _slice_jobs")
+    return CubeRebuild(
+        whole=whole,
+        slices_rebuilt=changed,
+        slices_total=total_slices,
+        jobs_in_rebuilt_slices=changed_jobs,
+        people_months_kept=kept,
+        ratio_cube_rows=_one(con, "SELECT count(*) FROM ratio_cube")[0],
+    )
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[int, ...]:
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return tuple(int(v) for v in row)
+
+
+def _refresh_people(con: duckdb.DuckDBPyConnection, *, renumber: bool) -> None:
+    """Regroup the all-time people cube from ``_ratio_fine``; with ``renumber``, number the
+    people again (ratio_people) first."""
+    con.execute("DELETE FROM ratio_cube_people")
+    if renumber:
+        con.execute("DELETE FROM ratio_people")
+        con.execute(query("ratios/cube_people_refresh"))
+    con.execute(query("ratios/cube_people_cube_refresh"))
+
+
+def _refresh_people_months(con: duckdb.DuckDBPyConnection, source: str, months: str) -> None:
+    """Fill the emptied rows of the per-month people cubes from the jobs of ``source``;
+    ``months`` names the rows of ``ratio_cube_people_months`` to regroup by ratio."""
+    jobs = render("ratios/cube_jobs", source=source)
+    con.execute(render("ratios/cube_people_months_refresh", jobs=jobs))
+    con.execute(render("ratios/cube_people_month_ratios_refresh", months=months))
+
+
+def _refresh_people_months_slices(con: duckdb.DuckDBPyConnection) -> None:
+    """Replace the changed slices of the per-month people cubes (the people numbering held)."""
+    for table in _MONTHS_TABLES[:-1]:
+        con.execute(render("ratios/cube_people_months_slices_delete", table=table))
+    _refresh_people_months(con, "_slice_jobs", query("ratios/cube_people_months_changed"))
 
 
 def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = False) -> int:
@@ -245,8 +368,7 @@ def refresh_people_months(con: duckdb.DuckDBPyConnection, *, temporary: bool = F
     try:
         for table in _MONTHS_TABLES[:-1]:
             con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
-        con.execute(render("ratios/cube_people_months_refresh", jobs=query("ratios/cube_jobs")))
-        con.execute(query("ratios/cube_people_month_ratios_refresh"))
+        _refresh_people_months(con, "jobs", "ratio_cube_people_months")
         _write_state(con, "ratio_cube_people_months_state", fp)
         con.execute("COMMIT")
     except Exception:

@@ -16,7 +16,7 @@ import duckdb
 
 from advisor.errors import UsageError
 from advisor.filters import JobFilters, query_params
-from advisor.store import query, render
+from advisor.store import render
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,15 @@ def facts_params(filters: JobFilters, t: UsageThresholds) -> dict[str, Any]:
     }
 
 
-def refresh_usage_months(con: duckdb.DuckDBPyConnection) -> None:
-    """Fill the emptied ``usage_months`` from every job under the default thresholds (the cube
-    rebuild calls this inside its transaction; advisor.derived.cube owns the table)."""
+def facts_sql(source: str = "jobs") -> str:
+    """``usage/facts.sql`` over ``source``: the table ``jobs``, or the view of the jobs in the
+    slices a rebuild replaces (a fixed name chosen by advisor.derived.cube, never user input)."""
+    return render("usage/facts", source=source)
+
+
+def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -> None:
+    """Fill the emptied slices of ``usage_months`` from the jobs of ``source`` (every job, or
+    the changed slices' view) under the default thresholds (the cube rebuild calls this inside
+    its transaction; advisor.derived.cube owns the table)."""
     params = facts_params(JobFilters(), UsageThresholds())
-    con.execute(render("usage/months_refresh", facts=query("usage/facts")), params)
+    con.execute(render("usage/months_refresh", facts=facts_sql(source)), params)

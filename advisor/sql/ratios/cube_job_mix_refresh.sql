@@ -1,4 +1,5 @@
--- ratios/cube_job_mix_refresh: rebuild job_mix_months from jobs (inside the cube rebuild's
+-- ratios/cube_job_mix_refresh: rebuild job_mix_months from {{source}} (jobs, or the changed
+-- slices' _slice_jobs; inside the cube rebuild's
 -- transaction, after emptying it), with the rules of recommend/job_mix, in month order.
 INSERT INTO job_mix_months
 SELECT
@@ -14,7 +15,7 @@ SELECT
     sum(elapsed_s * gpus) AS gpu_seconds,
     min(start) AS first_start,
     max(coalesce("end", start + to_seconds(elapsed_s))) AS last_end
-FROM jobs
+FROM {{source}}
 WHERE gpus > 0 AND cpus > 0 AND elapsed_s > 0 AND start IS NOT NULL
 GROUP BY ALL
 ORDER BY month

@@ -1,4 +1,4 @@
--- ratios/cube_jobs: every job with the columns the cubes group by (spliced in as {{jobs}} by the
+-- ratios/cube_jobs: every job of {{source}} (jobs, or the changed slices' _slice_jobs) with the columns the cubes group by (spliced in as {{jobs}} by the
 -- cube builds). Same rules as ratios/jobs_facts; month = first day of the month of the start
 -- time (submit time for jobs never started). An excluded job keeps no CPU count (its ratio is
 -- never taken), so excluded jobs fold into few rows.
@@ -21,4 +21,4 @@ SELECT
         WHEN coalesce(j.cpus, 0) <= 0 THEN 'no_cpus'
     END AS excluded_reason,
     j.gpus::BIGINT * greatest(coalesce(j.elapsed_s, 0), 0) AS gpu_seconds
-FROM jobs AS j
+FROM {{source}} AS j

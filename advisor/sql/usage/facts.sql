@@ -8,6 +8,7 @@
 -- 'over_provisioned' when idle cores per GPU (cores per GPU x (1 - efficiency)) reach
 -- $idle_cores_per_gpu; 'ok' otherwise; NULL without the figures it needs. A job shorter than
 -- $min_elapsed_s gets no verdict (start-up dominates it).
+-- {{source}}: jobs (the derived usage_months: the changed slices' _slice_jobs).
 -- Parameters as ratios/jobs_facts.sql: $start, $end, $states, $partitions, $clusters,
 -- $gpu_types, $accounts, $users, $min_gpus; and the thresholds above.
 WITH j AS (
@@ -15,7 +16,7 @@ WITH j AS (
         usage_cpu_efficiency(j.cpu_used_s, j.elapsed_s, j.cpus, j.cpu_time_alloc_s) AS cpu_efficiency,
         j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
         j.gpus::DOUBLE * greatest(coalesce(j.elapsed_s, 0), 0) / 3600 AS gpu_hours
-    FROM jobs AS j
+    FROM {{source}} AS j
     WHERE j.start IS NOT NULL AND j.gpus > 0 AND j.cpus > 0
       AND ($start::TIMESTAMP IS NULL OR j.start >= $start::TIMESTAMP)
       AND ($end::TIMESTAMP IS NULL OR j.start < $end::TIMESTAMP)
