@@ -1,8 +1,8 @@
 """The job filters that every query over ``jobs`` shares, and their bound parameters.
 
 Owns :class:`JobFilters` (the nine filters a ratio query and a usage query both take, and the
-derived tables' builders bind empty), :func:`query_params` (the filters as DuckDB parameters)
-and :func:`utc_naive` (how a time is compared with the naive UTC columns of ``jobs``). It
+derived tables' builders bind empty), :func:`query_params` (the filters as DuckDB parameters),
+:func:`jobs_where` (the one SQL condition they bind to) and :func:`utc_naive` (how a time is compared with the naive UTC columns of ``jobs``). It
 imports no room, so the analytics, the advice and the derived tables can all use it.
 """
 
@@ -12,6 +12,8 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
+
+from advisor.store import render
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,3 +58,10 @@ def query_params(q: JobFilters) -> dict[str, Any]:
         "users": list(q.users),
         "min_gpus": q.min_gpus,
     }
+
+
+def jobs_where(time: str) -> str:
+    """The SQL condition of the job filters on ``jobs AS j`` (``filters/jobs_where.sql``),
+    bound by :func:`query_params`; ``time`` is the SQL expression the window applies to, chosen
+    by the code (``j.start``, or ``coalesce(j.start, j.submit)``), never user input."""
+    return render("filters/jobs_where", time=time)

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from advisor.errors import UsageError
-from advisor.filters import JobFilters, query_params
+from advisor.filters import JobFilters, jobs_where, query_params
 from advisor.store import render
 
 
@@ -65,7 +65,7 @@ def facts_params(filters: JobFilters, t: UsageThresholds) -> dict[str, Any]:
 def facts_sql(source: str = "jobs") -> str:
     """``usage/facts.sql`` over ``source``: the table ``jobs``, or the view of the jobs in the
     slices a rebuild replaces (a fixed name chosen by advisor.derived.cube, never user input)."""
-    return render("usage/facts", source=source)
+    return render("usage/facts", source=source, where=jobs_where("j.start"))
 
 
 def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -> None:

@@ -18,7 +18,7 @@ from advisor.derived.cube import (
     refresh_ratio_cube,
 )
 from advisor.errors import StoreError, UsageError
-from advisor.filters import utc_naive
+from advisor.filters import jobs_where, utc_naive
 from advisor.ratios.records import GROUP_KEYS, RatioQuery, Weight
 from advisor.store import query, quote_ident, render
 
@@ -114,7 +114,11 @@ def facts_sql(kind: str, q: RatioQuery) -> str:
     """The SQL of the facts of one :func:`choose_source` kind for ``q``."""
     if kind == "cube":
         return query("ratios/cube_facts")
-    return people_facts(q) if kind == "people" else query("ratios/jobs_facts")
+    return (
+        people_facts(q)
+        if kind == "people"
+        else render("ratios/jobs_facts", where=jobs_where("coalesce(j.start, j.submit)"))
+    )
 
 
 def people_facts(q: RatioQuery) -> str:

@@ -7,8 +7,9 @@
 -- these that fails is its excluded_reason. A job with no elapsed time (started and ended in
 -- the same second) counts, with zero GPU-seconds.
 -- Time filters and the month key use the start time (the submit time for jobs never started).
--- Parameters (NULL or an empty list = no filter): $start, $end (TIMESTAMP, UTC, [start, end)),
--- $states, $partitions, $clusters, $gpu_types, $accounts, $users (VARCHAR[]), $min_gpus.
+-- {{where}}: filters/jobs_where on that time. Parameters (NULL or an empty list = no filter):
+-- $start, $end (TIMESTAMP, UTC, [start, end)), $states, $partitions, $clusters, $gpu_types,
+-- $accounts, $users (VARCHAR[]), $min_gpus.
 SELECT
     TRUE AS _all,  -- the one key of a report with no grouping
     j.cluster AS cluster,
@@ -33,13 +34,4 @@ SELECT
 FROM jobs AS j
 LEFT JOIN ratio_fair_share AS fair
   ON fair.cluster = j.cluster AND fair.gpu_type = coalesce(j.gpu_type, '(untyped)')
-WHERE ($start::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) >= $start::TIMESTAMP)
-  AND ($end::TIMESTAMP IS NULL OR coalesce(j.start, j.submit) < $end::TIMESTAMP)
-  AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], j.state))
-  AND (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], j."partition"))
-  AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], j.cluster))
-  AND (len($gpu_types::VARCHAR[]) = 0
-       OR list_contains($gpu_types::VARCHAR[], coalesce(j.gpu_type, '(untyped)')))
-  AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], j.account))
-  AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], j."user"))
-  AND ($min_gpus::INTEGER IS NULL OR j.gpus >= $min_gpus::INTEGER)
+WHERE {{where}}

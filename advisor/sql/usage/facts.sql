@@ -8,9 +8,10 @@
 -- 'over_provisioned' when idle cores per GPU (cores per GPU x (1 - efficiency)) reach
 -- $idle_cores_per_gpu; 'ok' otherwise; NULL without the figures it needs. A job shorter than
 -- $min_elapsed_s gets no verdict (start-up dominates it).
--- {{source}}: jobs (the derived usage_months: the changed slices' _slice_jobs).
--- Parameters as ratios/jobs_facts.sql: $start, $end, $states, $partitions, $clusters,
--- $gpu_types, $accounts, $users, $min_gpus; and the thresholds above.
+-- {{source}}: jobs (the derived usage_months: the changed slices' _slice_jobs); {{where}}:
+-- filters/jobs_where on the start time. Parameters as ratios/jobs_facts.sql: $start, $end,
+-- $states, $partitions, $clusters, $gpu_types, $accounts, $users, $min_gpus; and the thresholds
+-- above.
 WITH j AS (
     SELECT j.*,
         usage_cpu_efficiency(j.cpu_used_s, j.elapsed_s, j.cpus, j.cpu_time_alloc_s) AS cpu_efficiency,
@@ -18,16 +19,7 @@ WITH j AS (
         j.gpus::DOUBLE * greatest(coalesce(j.elapsed_s, 0), 0) / 3600 AS gpu_hours
     FROM {{source}} AS j
     WHERE j.start IS NOT NULL AND j.gpus > 0 AND j.cpus > 0
-      AND ($start::TIMESTAMP IS NULL OR j.start >= $start::TIMESTAMP)
-      AND ($end::TIMESTAMP IS NULL OR j.start < $end::TIMESTAMP)
-      AND (len($states::VARCHAR[]) = 0 OR list_contains($states::VARCHAR[], j.state))
-      AND (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], j."partition"))
-      AND (len($clusters::VARCHAR[]) = 0 OR list_contains($clusters::VARCHAR[], j.cluster))
-      AND (len($gpu_types::VARCHAR[]) = 0
-           OR list_contains($gpu_types::VARCHAR[], coalesce(j.gpu_type, '(untyped)')))
-      AND (len($accounts::VARCHAR[]) = 0 OR list_contains($accounts::VARCHAR[], j.account))
-      AND (len($users::VARCHAR[]) = 0 OR list_contains($users::VARCHAR[], j."user"))
-      AND ($min_gpus::INTEGER IS NULL OR j.gpus >= $min_gpus::INTEGER)
+      AND {{where}}
 ), v AS (
     SELECT *,
         cores_per_gpu * (1 - least(cpu_efficiency, 1)) AS idle_cores_per_gpu,
