@@ -30,23 +30,16 @@ import sys
 import tempfile
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+# The very command that tests/test_recommend.py checks the fields of is the one timed here.
+from tests.job_submit import job_submit_args  # noqa: E402
+
 TARGET_S = 0.5
 TARGET_WITH_DB_S = 0.3
-ARGS = [
-    "recommend",
-    "--gpu-type",
-    "H100",
-    "--gpus",
-    "4",
-    "--model-size",
-    "8b",
-    "--rps",
-    "8",
-    "--prompt-tokens",
-    "32000",
-    "--format",
-    "json",
-]
+ARGS = job_submit_args("--prompt-tokens", "32000")
 COMMAND = ["-m", "advisor", *ARGS]
 # The job-submit path alone (advisor.cli._fast.fast_recommend, which advisor.cli.main calls
 # first): the interpreter's start-up of the console script less its module search.
@@ -95,7 +88,7 @@ def main() -> None:
         "--with-db", action="store_true", help="Also time it with a node inventory in --db"
     )
     args = ap.parse_args()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = ROOT
     env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("ADVISOR_DB", None)
     with tempfile.TemporaryDirectory() as cwd:  # no database: the job-submit path
@@ -165,7 +158,6 @@ def _with_db(cwd: str, env: dict[str, str], runs: int, repo: str) -> dict[str, o
 
 
 def _partitions(db: str, runs: int) -> dict[str, object]:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from advisor.recommend import PartitionQuery, recommend_partitions
     from advisor.store import connect
 

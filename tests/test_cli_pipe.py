@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from tests.job_submit import job_submit_args
+
 
 def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path):
     read_end, write_end = os.pipe()
@@ -15,17 +17,7 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path):
             sys.executable,
             "-c",
             "from advisor.cli import main; main()",
-            "recommend",
-            "--gpu-type",
-            "H100",
-            "--gpus",
-            "4",
-            "--model-size",
-            "8b",
-            "--rps",
-            "8",
-            "--format",
-            "json",
+            *job_submit_args(),
         ],
         stdout=write_end,
         stderr=subprocess.PIPE,

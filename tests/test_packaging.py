@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from setuptools import find_packages
 
+from tests.job_submit import job_submit_args
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -167,21 +169,7 @@ def test_a_wheel_in_a_fresh_venv_ingests_reports_recommends_and_serves_the_dashb
     points = json.loads(run("calibration", "list", "--format", "json").stdout)
     assert any(p["origin"].startswith(str(venv)) and "published.csv" in p["origin"] for p in points)
 
-    rec = json.loads(
-        run(
-            "recommend",
-            "--gpu-type",
-            "H100",
-            "--gpus",
-            "4",
-            "--model-size",
-            "8b",
-            "--rps",
-            "8",
-            "--format",
-            "json",
-        ).stdout
-    )
+    rec = json.loads(run(*job_submit_args()).stdout)
     assert rec["cpus_per_gpu"] >= 1 and rec["usd_per_vcpu_hour"] > 0  # the shipped price table
 
     # The Parquet round trip and the metrics use SQL files and a dependency of their own.

@@ -19,6 +19,7 @@ from advisor.recommend import (
     recommend_partitions,
 )
 from advisor.store import connect
+from tests.job_submit import job_submit_args
 
 
 @pytest.fixture
@@ -78,21 +79,7 @@ def _add_jobs(db: Path, partition: str, gpu_type: str, specs: list[tuple[int, in
 
 
 def test_json_has_the_fields_a_job_submit_plugin_reads_and_needs_no_database(cli, no_db):
-    code, out, err = cli(
-        "recommend",
-        "--gpu-type",
-        "H100",
-        "--gpus",
-        "4",
-        "--model-size",
-        "8b",
-        "--rps",
-        "8",
-        "--prompt-tokens",
-        "32000",
-        "--format",
-        "json",
-    )
+    code, out, err = cli(*job_submit_args("--prompt-tokens", "32000"))
     assert code == 0, err
     rec = json.loads(out)
     for key in (

@@ -7,19 +7,22 @@ have no DuckDB, and every command should start fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
-from advisor.cli._parse import finite_float
+from advisor.cli._parse import csv_list, finite_float
 
 bench_app = typer.Typer(
     name="bench",
     help="Launch TTFT-vs-cores benchmarks (attacker-victim load) and collect their results.",
     no_args_is_help=True,
 )
+
+T = TypeVar("T")
 
 RUN_COLUMNS = [
     "run_id",
@@ -33,31 +36,56 @@ RUN_COLUMNS = [
     "requests_timed_out",
 ]
 
+# Options that several bench commands take, each spelled and explained once.
+ModelDirOption = Annotated[
+    str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
+]
+ClientCoresOption = Annotated[
+    int, typer.Option(metavar="N", help="Cores kept for the load generator.")
+]
+StartTimeoutOption = Annotated[
+    float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
+]
+ToleranceOption = Annotated[
+    float, typer.Option(help="A core count within this share of the most cores is enough.")
+]
 
-def _ints(text: str, flag: str) -> tuple[int, ...]:
+
+def _values(text: str, flag: str, parse: Callable[[str], T], wanted: str) -> tuple[T, ...]:
+    """A comma-separated list of at least one value; ``wanted`` says what to give instead."""
     from advisor.errors import UsageError
 
     try:
-        vals = tuple(int(x) for x in text.split(",") if x.strip())
+        vals = tuple(parse(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise UsageError(
-            f"{flag} {text!r}: give integers separated by commas, e.g. 2,4,8"
-        ) from None
+        raise UsageError(f"{flag} {text!r}: give {wanted}") from None
     if not vals:
         raise UsageError(f"{flag}: give at least one value")
     return vals
 
 
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    return _values(text, flag, int, "integers separated by commas, e.g. 2,4,8")
+
+
 def _floats(text: str, flag: str) -> tuple[float, ...]:
+    return tuple(
+        finite_float(v, flag)
+        for v in _values(text, flag, float, "numbers separated by commas, e.g. 8,16")
+    )
+
+
+def _engine_env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
+    """``--engine-env`` items as (key, value) pairs."""
     from advisor.errors import UsageError
 
-    try:
-        vals = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: give numbers separated by commas, e.g. 8,16") from None
-    if not vals:
-        raise UsageError(f"{flag}: give at least one value")
-    return tuple(finite_float(v, flag) for v in vals)
+    env = []
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
+        env.append((key, value))
+    return tuple(env)
 
 
 def _range(text: str, flag: str) -> tuple[int, int]:
@@ -76,9 +104,7 @@ def _range(text: str, flag: str) -> tuple[int, int]:
 
 @bench_app.command("run")
 def run_cmd(
-    model: Annotated[
-        str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
-    ],
+    model: ModelDirOption,
     cores: Annotated[
         str, typer.Option(metavar="N,...", help="Engine core counts, comma-separated: 2,4,8,16.")
     ],
@@ -112,9 +138,7 @@ def run_cmd(
         ),
     ] = None,
     tp: Annotated[int, typer.Option(metavar="N", help="Tensor-parallel size (GPUs).")] = 1,
-    client_cores: Annotated[
-        int, typer.Option(metavar="N", help="Cores kept for the load generator.")
-    ] = 2,
+    client_cores: ClientCoresOption = 2,
     workload: Annotated[
         str,
         typer.Option(metavar="NAME,...", help="unique, shared-prefix, or both comma-separated."),
@@ -148,9 +172,7 @@ def run_cmd(
     repeats: Annotated[
         int, typer.Option(metavar="N", help="Repeats of each phase (report medians).")
     ] = 3,
-    start_timeout: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
-    ] = 900.0,
+    start_timeout: StartTimeoutOption = 900.0,
     conversation_turns: Annotated[
         int, typer.Option(metavar="N", help="shared-prefix: turns per conversation.")
     ] = 16,
@@ -238,9 +260,7 @@ def run_cmd(
     level_names: Annotated[
         str, typer.Option(help="Which levels to run: light,medium,heavy or a subset.")
     ] = "light,medium,heavy",
-    tolerance: Annotated[
-        float, typer.Option(help="A core count within this share of the most cores is enough.")
-    ] = 0.10,
+    tolerance: ToleranceOption = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
@@ -253,15 +273,10 @@ def run_cmd(
     from advisor.harness.runner import run_bench
 
     tmin, tmax = _range(attacker_tokens, "--attacker-tokens")
-    env = []
-    for item in engine_env or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
-        env.append((key, value))
+    env = _engine_env(engine_env)
     loads = tuple(
         LoadSpec(
-            workload=w.strip(),
+            workload=w,
             attacker_rps=rps,
             attacker_tokens_min=tmin,
             attacker_tokens_max=tmax,
@@ -275,8 +290,7 @@ def run_cmd(
             conversation_turns=conversation_turns,
             tail_tokens=tail_tokens,
         )
-        for w in workload.split(",")
-        if w.strip()
+        for w in csv_list([workload])
         for rps in _floats(attacker_rps, "--attacker-rps")
     )
     cfg = BenchConfig(
@@ -287,7 +301,7 @@ def run_cmd(
         engine=engine,
         engine_cmd=engine_cmd,
         engine_args=tuple(engine_arg or ()),
-        engine_env=tuple(env),
+        engine_env=env,
         tp=tp,
         repeats=repeats,
         client_cores=client_cores,
@@ -304,7 +318,7 @@ def run_cmd(
         order_seed=seed,
         noload_s=noload,
         rate_fractions=_floats(rate_fractions, "--rate-fractions") if find_rate else (),
-        rate_workloads=tuple(w.strip() for w in find_rate.split(",") if w.strip()),
+        rate_workloads=csv_list([find_rate]),
         rate_ladder=_floats(rate_ladder, "--rate-ladder"),
         ladder_step_s=ladder_step,
         saturation_factor=saturation_factor,
@@ -312,7 +326,7 @@ def run_cmd(
     )
     from advisor.harness.levels import LEVELS
 
-    names = tuple(n.strip() for n in level_names.split(",") if n.strip())
+    names = csv_list([level_names])
     bad = [n for n in names if n not in LEVELS]
     if bad or not names:
         raise UsageError(f"--level-names {level_names!r}: choose from {', '.join(LEVELS)}")
@@ -320,7 +334,7 @@ def run_cmd(
         cfg,
         executor=executor,
         budget_minutes=budget_minutes,
-        level_workloads=tuple(w.strip() for w in levels.split(",") if w.strip()),
+        level_workloads=csv_list([levels]),
         levels=names,
         tolerance=tolerance,
     )
@@ -340,9 +354,7 @@ def curve_cmd(
         list[Path],
         typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
-    tolerance: Annotated[
-        float, typer.Option(help="A core count within this share of the most cores is enough.")
-    ] = 0.10,
+    tolerance: ToleranceOption = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Each stored series' slowdown per core count with its 90% paired-bootstrap interval, and
@@ -363,9 +375,7 @@ def curve_cmd(
 def replicate_cmd(
     old: Annotated[Path, typer.Argument(metavar="OLD", hidden=True, show_default=False)],
     new: Annotated[Path, typer.Argument(metavar="NEW", hidden=True, show_default=False)],
-    tolerance: Annotated[
-        float, typer.Option(help="A core count within this share of the most cores is enough.")
-    ] = 0.10,
+    tolerance: ToleranceOption = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Whether the curves of a rerun (NEW: a result folder or run file) agree with the stored
@@ -388,9 +398,7 @@ def replicate_cmd(
 @bench_app.command("rerun")
 def rerun_cmd(
     old: Annotated[Path, typer.Argument(metavar="OLD", hidden=True, show_default=False)],
-    model: Annotated[
-        str, typer.Option(help="Model directory (needs tokenizer.json), see make-model.")
-    ],
+    model: ModelDirOption,
     out: Annotated[
         Path, typer.Option(metavar="DIR", help="Folder for the rerun's JSON results.")
     ] = Path("bench-rerun"),
@@ -408,15 +416,9 @@ def rerun_cmd(
     engine_env: Annotated[
         list[str] | None, typer.Option(metavar="KEY=VALUE", help="As for bench run.")
     ] = None,
-    client_cores: Annotated[
-        int, typer.Option(metavar="N", help="Cores kept for the load generator.")
-    ] = 2,
-    start_timeout: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
-    ] = 900.0,
-    tolerance: Annotated[
-        float, typer.Option(help="A core count within this share of the most cores is enough.")
-    ] = 0.10,
+    client_cores: ClientCoresOption = 2,
+    start_timeout: StartTimeoutOption = 900.0,
+    tolerance: ToleranceOption = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Run a stored series again (its loads, core counts, repeats, starts, executor and TP from
@@ -425,15 +427,9 @@ def rerun_cmd(
     The engine arguments given must reproduce the stored series' identity. Exit 0 when every
     curve agrees, 1 when one does not.
     """
-    from advisor.errors import UsageError
     from advisor.harness.rerun import rerun_series
 
-    env = []
-    for item in engine_env or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--engine-env {item!r}: give KEY=VALUE")
-        env.append((key, value))
+    env = _engine_env(engine_env)
     with RichProgress() as progress:
         rows = rerun_series(
             old,
@@ -444,7 +440,7 @@ def rerun_cmd(
             progress=progress,
             engine_cmd=engine_cmd,
             engine_args=tuple(engine_arg or ()),
-            engine_env=tuple(env),
+            engine_env=env,
             client_cores=client_cores,
             start_timeout_s=start_timeout,
         )

@@ -253,6 +253,17 @@ def row_from_file(p: Point, status: str) -> RunRow:
     )
 
 
+def engine_down(run: dict[str, Any], ready: eng.ReadyResult, engine: eng.EngineProcess) -> bool:
+    """Whether the engine cannot serve the phase (it never became ready, or has died since); if
+    so, ``run`` records why, with the engine's exit code and the tail of its log."""
+    if ready.status == "ok" and engine.alive():
+        return False
+    run["status"] = ready.status if ready.status != "ok" else "crashed"
+    run["extra"]["engine_exit_code"] = engine.exit_code()
+    run["extra"]["engine_log_tail"] = engine.log_tail()
+    return True
+
+
 def measure_phase(
     cfg: BenchConfig,
     pt: Point,

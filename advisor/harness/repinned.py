@@ -19,6 +19,7 @@ from advisor.harness.loadgen import Target, warmup
 from advisor.harness.phase import (
     StartState,
     base_run,
+    engine_down,
     engine_spec,
     measure_phase,
     new_session,
@@ -162,11 +163,7 @@ def measure_point(
     st.cores = cores_now
     run = base_run(cfg, plat, pt, st)
     records: list[RequestRecord] = []
-    if ready.status != "ok" or not engine.alive():
-        run["status"] = ready.status if ready.status != "ok" else "crashed"
-        run["extra"]["engine_exit_code"] = engine.exit_code()
-        run["extra"]["engine_log_tail"] = engine.log_tail()
-    else:
+    if not engine_down(run, ready, engine):
         run["extra"]["threads_repinned"] = repin(engine.pids(), cores_now)
         records = measure_phase(cfg, pt, target, factory, engine, now, run, st)
     run["finished_at"] = now_utc()

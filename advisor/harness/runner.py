@@ -25,6 +25,7 @@ from advisor.harness.loadgen import warmup
 from advisor.harness.phase import (
     StartState,
     base_run,
+    engine_down,
     engine_spec,
     measure_phase,
     noload_phase,
@@ -182,11 +183,7 @@ def _run_one_start(
         for i, pt in enumerate(todo):
             run = base_run(cfg, plat, pt, st)
             records: list[RequestRecord] = []
-            if ready.status != "ok" or not engine.alive():
-                run["status"] = ready.status if ready.status != "ok" else "crashed"
-                run["extra"]["engine_exit_code"] = engine.exit_code()
-                run["extra"]["engine_log_tail"] = engine.log_tail()
-            else:
+            if not engine_down(run, ready, engine):
                 records = measure_phase(cfg, pt, target, factory, engine, split, run, st)
             run["finished_at"] = now_utc()
             write_result(pt.path, RunResult(run, tuple(records)))

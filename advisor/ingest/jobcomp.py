@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from typing import BinaryIO
 
-from advisor.ingest.records import Reject
+from advisor.ingest.records import JOB_RECORD_FIELDS, Reject
 
 KEYS = (
     "JobId",
@@ -46,33 +46,9 @@ KEYS = (
     "ExitCode",
 )
 _KEY_RE = re.compile(r"(?:^|(?<= ))(" + "|".join(KEYS) + r")=")
-_PRESENT = {
-    "jobid",
-    "jobidraw",
-    "cluster",
-    "partition",
-    "qos",
-    "account",
-    "group",
-    "user",
-    "uid",
-    "jobname",
-    "state",
-    "exitcode",
-    "submit",
-    "eligible",
-    "start",
-    "end",
-    "elapsedraw",
-    "timelimitraw",
-    "nnodes",
-    "ncpus",
-    "alloctres",
-    "reqtres",
-    "allocgres",
-    "nodelist",
-    "workdir",
-}
+# The fields a jobcomp line carries: the job record's, with the uid (from UserId), ProcCnt's CPUs
+# and the Gres.
+_PRESENT = JOB_RECORD_FIELDS | {"uid", "ncpus", "allocgres"}
 
 
 def split_line(line: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.ingest.records import Reject
+from advisor.ingest.records import JOB_RECORD_FIELDS, Reject
 
 _BASE_STATES = {
     "PENDING",
@@ -39,32 +39,12 @@ _BASE_STATES = {
     "RESIZING",
     "REVOKED",
 }
-_PRESENT = {
-    "jobid",
-    "jobidraw",
-    "cluster",
-    "partition",
-    "qos",
-    "account",
-    "group",
-    "user",
-    "jobname",
-    "state",
-    "exitcode",
-    "submit",
-    "eligible",
-    "start",
-    "end",
-    "elapsedraw",
-    "timelimitraw",
-    "nnodes",
+# The fields the document carries: the job record's, with the request, the submit line and
+# what the job used.
+_PRESENT = JOB_RECORD_FIELDS | {
     "reqcpus",
     "reqmem",
-    "alloctres",
-    "reqtres",
-    "nodelist",
     "submitline",
-    "workdir",
     "totalcpu",
     "tresusageintot",
     "tresusageinmax",

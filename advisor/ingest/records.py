@@ -68,6 +68,37 @@ CANONICAL_FIELDS: tuple[str, ...] = (
     *USAGE_FIELDS,
 )
 
+# The canonical fields of Slurm's own job record, which both structured formats (sacct JSON and
+# the jobcomp log) carry for every job; each of their readers adds the few only its format has.
+# Named one by one, not as the catalogue less some: a field added to the catalogue is not
+# carried by a format until its reader says so (an update writes only the fields carried).
+JOB_RECORD_FIELDS = frozenset(
+    {
+        "account",
+        "alloctres",
+        "cluster",
+        "elapsedraw",
+        "eligible",
+        "end",
+        "exitcode",
+        "group",
+        "jobid",
+        "jobidraw",
+        "jobname",
+        "nnodes",
+        "nodelist",
+        "partition",
+        "qos",
+        "reqtres",
+        "start",
+        "state",
+        "submit",
+        "timelimitraw",
+        "user",
+        "workdir",
+    }
+)
+
 # Fields whose text is free (may hold the delimiter, newlines, non-UTF-8 bytes).
 FREE_TEXT_FIELDS = frozenset(
     {
