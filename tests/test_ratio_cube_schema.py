@@ -176,7 +176,9 @@ def test_a_window_not_on_month_boundaries_reads_the_jobs_table(sample_db):
     }
     assert (
         cube.job_mix(con, params)
-        == con.execute(store.query("recommend/job_mix"), params).fetchall()
+        == con.execute(
+            store.render("recommend/job_mix", mix=store.query("recommend/job_mix_jobs")), params
+        ).fetchall()
     )
     with pytest.raises(Exception, match="month-aligned"):
         cube.job_mix(con, params, use_table=True)

@@ -425,8 +425,8 @@ def job_mix(
         use_table = aligned and cube_is_fresh(con)
     elif use_table and not aligned:
         raise StoreError("job_mix_months answers only month-aligned bounds")
-    name = "recommend/job_mix_months" if use_table else "recommend/job_mix"
-    return con.execute(query(name), params).fetchall()
+    mix = query("recommend/job_mix_months" if use_table else "recommend/job_mix_jobs")
+    return con.execute(render("recommend/job_mix", mix=mix), params).fetchall()
 
 
 def _month_start(t: Any) -> bool:
