@@ -82,10 +82,10 @@ def halves(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return first, second
 
 
-@pytest.fixture
-def loaded(halves: tuple[Path, Path], tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def first_loaded(halves: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the first file, its derived tables built, the per-month cube too."""
-    db = tmp_path / "advisor.duckdb"
+    db = tmp_path_factory.mktemp("first") / "advisor.duckdb"
     con = store.connect(db)
     try:
         ingest_files(con, [halves[0]])
@@ -94,6 +94,12 @@ def loaded(halves: tuple[Path, Path], tmp_path: Path) -> Path:
     finally:
         con.close()
     return db
+
+
+@pytest.fixture
+def loaded(first_loaded: Path, tmp_path: Path) -> Path:
+    """A test's own copy of ``first_loaded``."""
+    return Path(shutil.copy(first_loaded, tmp_path / "advisor.duckdb"))
 
 
 def test_a_load_of_later_jobs_rebuilds_only_their_slices_as_a_whole_rebuild_would(
