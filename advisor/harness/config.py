@@ -1,12 +1,14 @@
 """What ``advisor bench run`` is asked to do (:class:`BenchConfig`) and the points it plans:
-their run ids, the rows the CLI lists, the model's label and size, and the check that every
-prompt fits the engine's context before any engine starts.
+their run ids, the rows the CLI lists, the files it keeps beside its run records, the model's
+label and size, and the check that every prompt fits the engine's context before any engine
+starts.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,27 @@ class Point:
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower() or "x"
+
+
+def kept_path(cfg: BenchConfig, stem: str) -> Path:
+    """``<out_dir>/[<tag>_]<stem>.json``: a file a run keeps beside its run records."""
+    prefix = f"{cfg.tag}_" if cfg.tag else ""
+    return Path(cfg.out_dir) / f"{prefix}{stem}.json"
+
+
+def kept_ladder(
+    cfg: BenchConfig, kind: str, load: LoadSpec, measure: Callable[[LoadSpec], dict[str, Any]]
+) -> dict[str, Any]:
+    """The ladder of ``load``'s workload kept as ``[<tag>_]<kind>-<workload>.json``; when there
+    is none yet, ``measure(load)``'s, written there so that later starts and reruns run the
+    same rates."""
+    path = kept_path(cfg, f"{kind}-{slug(load.workload)}")
+    if path.is_file():
+        found: dict[str, Any] = json.loads(path.read_text())
+        return found
+    found = measure(load)
+    path.write_text(json.dumps(found, indent=1))
+    return found
 
 
 def model_label(model: str) -> str:

@@ -16,16 +16,14 @@ starts, reruns and other executors' runs with the same tag, so they all run the 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from advisor.harness import engine as eng
-from advisor.harness.config import BenchConfig, slug
+from advisor.harness.config import BenchConfig, kept_ladder
 from advisor.harness.loadgen import Target, plan_phase, run_phase
 from advisor.harness.metrics import summarise
 from advisor.harness.phase import StartState
@@ -170,48 +168,46 @@ def leveled_loads(
     ladder per workload at the most cores; kept as ``levels-<workload>.json`` and reused."""
     out: list[LoadSpec] = [ld for ld in loads if ld.workload not in cfg.level_workloads]
     chosen = {ld.workload: ld for ld in loads if ld.workload in cfg.level_workloads}
+
+    def measure(load: LoadSpec) -> dict[str, Any]:
+        steps = []
+        noload = st.noload.get("victim_ttft_p50_ms")
+        for i, rate in enumerate(cfg.rate_ladder):
+            step = ladder_step(
+                load,
+                rate,
+                cfg.ladder_step_s,
+                load.seed + 500 + i,
+                target,
+                factory,
+                split,
+                engine.pids,
+                engine.pid,
+            )
+            step["saturated_by"] = saturation(
+                step,
+                noload,
+                cfg.saturation_factor,
+                cfg.checks.tokenizer_limit_cores,
+                cfg.checks.max_failed_share,
+            )
+            steps.append(step)
+            if step["saturated_by"]:
+                break
+        return {
+            "schema": LEVELS_SCHEMA,
+            "workload": load.workload,
+            "cores": len(split.engine),
+            "fewest_cores": min(cfg.cores),
+            "engine_start": start + 1,
+            "series": cfg.identity(dict(st.env)),
+            "noload_victim_ttft_p50_ms": noload,
+            "steps": steps,
+            "levels": choose_levels(steps, min(cfg.cores)),
+        }
+
     for load in chosen.values():
-        prefix = f"{cfg.tag}_" if cfg.tag else ""
-        path = Path(cfg.out_dir) / f"{prefix}levels-{slug(load.workload)}.json"
-        if path.is_file():
-            found = json.loads(path.read_text())
-        else:
-            steps = []
-            noload = st.noload.get("victim_ttft_p50_ms")
-            for i, rate in enumerate(cfg.rate_ladder):
-                step = ladder_step(
-                    load,
-                    rate,
-                    cfg.ladder_step_s,
-                    load.seed + 500 + i,
-                    target,
-                    factory,
-                    split,
-                    engine.pids,
-                    engine.pid,
-                )
-                step["saturated_by"] = saturation(
-                    step,
-                    noload,
-                    cfg.saturation_factor,
-                    cfg.checks.tokenizer_limit_cores,
-                    cfg.checks.max_failed_share,
-                )
-                steps.append(step)
-                if step["saturated_by"]:
-                    break
-            found = {
-                "schema": LEVELS_SCHEMA,
-                "workload": load.workload,
-                "cores": len(split.engine),
-                "fewest_cores": min(cfg.cores),
-                "engine_start": start + 1,
-                "series": cfg.identity(dict(st.env)),
-                "noload_victim_ttft_p50_ms": noload,
-                "steps": steps,
-                "levels": choose_levels(steps, min(cfg.cores)),
-            }
-            path.write_text(json.dumps(found, indent=1))
+        found = kept_ladder(cfg, "levels", load, measure)
         seen: set[float] = set()
         for name in cfg.levels:
             rate = float(found["levels"][name]["attacker_rps"])

@@ -5,13 +5,11 @@ same in every start (the ladder is kept as ``rate-<workload>.json``).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from advisor.harness.config import BenchConfig, slug
+from advisor.harness.config import BenchConfig, kept_ladder
 from advisor.harness.loadgen import Target, plan_phase, run_phase
 from advisor.harness.metrics import summarise
 from advisor.harness.phase import StartState
@@ -101,16 +99,12 @@ def scaled_loads(
     reruns, so every start runs the same rates."""
     out: list[LoadSpec] = [ld for ld in loads if ld.workload not in cfg.rate_workloads]
     scaled = {ld.workload: ld for ld in loads if ld.workload in cfg.rate_workloads}
+
+    def measure(load: LoadSpec) -> dict[str, Any]:
+        found = find_rate(cfg, load, target, factory, split, st.noload.get("victim_ttft_p50_ms"))
+        return {**found, "engine_start": start + 1}
+
     for load in scaled.values():
-        prefix = f"{cfg.tag}_" if cfg.tag else ""
-        path = Path(cfg.out_dir) / f"{prefix}rate-{slug(load.workload)}.json"
-        if path.is_file():
-            found = json.loads(path.read_text())
-        else:
-            found = find_rate(
-                cfg, load, target, factory, split, st.noload.get("victim_ttft_p50_ms")
-            )
-            found["engine_start"] = start + 1
-            path.write_text(json.dumps(found, indent=1))
+        found = kept_ladder(cfg, "rate", load, measure)
         out.extend(replace(load, attacker_rps=r) for r in found["rates"] if r > 0)
     return tuple(out)

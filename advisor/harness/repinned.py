@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from advisor.harness import engine as eng
-from advisor.harness.config import BenchConfig, Point, RunRow, is_done, run_id_for, slug
+from advisor.harness.config import (
+    BenchConfig,
+    Point,
+    RunRow,
+    is_done,
+    kept_path,
+    run_id_for,
+    slug,
+)
 from advisor.harness.levels import leveled_loads
 from advisor.harness.loadgen import Target, warmup
 from advisor.harness.phase import (
@@ -185,9 +193,8 @@ def shuffled(points: list[Point], cfg: BenchConfig, salt: int) -> list[Point]:
 
 def curves_path(cfg: BenchConfig) -> Path:
     """``[<tag>_]curves-<executor>-<workloads>.json``: one per run of one configuration."""
-    prefix = f"{cfg.tag}_" if cfg.tag else ""
     works = "-".join(sorted({slug(ld.workload) for ld in cfg.loads}))
-    return Path(cfg.out_dir) / f"{prefix}curves-{cfg.executor or 'default'}-{works}.json"
+    return kept_path(cfg, f"curves-{cfg.executor or 'default'}-{works}")
 
 
 def all_resolved(cfg: BenchConfig, paths: Sequence[Path]) -> bool:
