@@ -1,7 +1,8 @@
 """The job filters that every query over ``jobs`` shares, and their bound parameters.
 
 Owns :class:`JobFilters` (the nine filters a ratio query and a usage query both take, and the
-derived tables' builders bind empty), :func:`query_params` (the filters as DuckDB parameters),
+derived tables' builders bind empty), :data:`JOB_GROUP_KEYS` (the job columns both can group
+by), :func:`query_params` (the filters as DuckDB parameters),
 :func:`jobs_where` (the one SQL condition they bind to) and :func:`utc_naive` (how a time is compared with the naive UTC columns of ``jobs``). It
 imports no room, so the analytics, the advice and the derived tables can all use it.
 """
@@ -14,6 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.store import render
+
+JOB_GROUP_KEYS: tuple[str, ...] = (
+    "gpu_type",
+    "cluster",
+    "partition",
+    "account",
+    "user",
+    "month",
+    "gpu_count",
+)
+"""The job columns a ratio summary and a usage summary can both be grouped by; each adds keys
+of its own (``interactive``; ``cores_per_gpu_bin``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,20 +27,11 @@ import duckdb
 from advisor.derived.cube import cube_is_fresh
 from advisor.derived.usage_months import UsageThresholds, facts_params, facts_sql
 from advisor.errors import UsageError
-from advisor.filters import JobFilters
+from advisor.filters import JOB_GROUP_KEYS, JobFilters
 from advisor.store import query, quote_ident, render
 
 # Group keys a usage summary can take (columns of usage/facts.sql).
-GROUP_KEYS: tuple[str, ...] = (
-    "gpu_type",
-    "cluster",
-    "partition",
-    "account",
-    "user",
-    "month",
-    "gpu_count",
-    "cores_per_gpu_bin",
-)
+GROUP_KEYS: tuple[str, ...] = (*JOB_GROUP_KEYS, "cores_per_gpu_bin")
 VERDICTS = ("starved", "over_provisioned", "ok")
 
 

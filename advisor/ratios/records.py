@@ -37,18 +37,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from advisor.filters import JobFilters
+from advisor.filters import JOB_GROUP_KEYS, JobFilters
 
-GROUP_KEYS: tuple[str, ...] = (
-    "gpu_type",
-    "cluster",
-    "partition",
-    "account",
-    "user",
-    "month",
-    "gpu_count",
-    "interactive",
-)
+GROUP_KEYS: tuple[str, ...] = (*JOB_GROUP_KEYS, "interactive")
 """Names a report can be grouped by (``RatioQuery.by``)."""
 
 DEFAULT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
