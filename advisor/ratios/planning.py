@@ -191,6 +191,13 @@ def grouped_sql(name: str, by: Sequence[str], facts: str, **parts: str) -> str:
     return render(f"ratios/{name}", facts=facts, keys=keys_sql(by), **parts)
 
 
+def distribution_sql(name: str, by: Sequence[str], facts: str) -> str:
+    """The statement ``ratios/<name>`` (``histogram``, ``ecdf``) over the distinct ratios of
+    ``facts`` per group of ``by`` (``ratios/distribution_values``), so both read one relation."""
+    values = grouped_sql("distribution_values", by, facts)
+    return render(f"ratios/{name}", values=values, keys=keys_sql(by))
+
+
 @dataclass(frozen=True)
 class Digit:
     """One key's digit in a people summary's group number: the key, its radix, and the SQL of

@@ -20,6 +20,7 @@ from advisor.ratios.planning import (
     Digit,
     check_query,
     choose_source,
+    distribution_sql,
     facts_for,
     facts_sql,
     grouped_sql,
@@ -466,8 +467,9 @@ def ratio_distribution(
         raise UsageError(f"bin edges must be finite, strictly ascending numbers, got {list(bins)}")
     params = query_params(q)
     facts = facts_for(con, q, use_cube)
-    hist_rows = _fetch(con, grouped_sql("histogram", q.by, facts), {**params, "edges": list(edges)})
-    ecdf_rows = _fetch(con, grouped_sql("ecdf", q.by, facts), params)
+    hist_sql = distribution_sql("histogram", q.by, facts)
+    hist_rows = _fetch(con, hist_sql, {**params, "edges": list(edges)})
+    ecdf_rows = _fetch(con, distribution_sql("ecdf", q.by, facts), params)
     hist: dict[int, list[HistogramBin]] = {}
     keys: dict[int, dict[str, Any]] = {}
     for r in hist_rows:

@@ -1,17 +1,9 @@
 -- ratios/ecdf: per group, every distinct CPU-per-GPU ratio with the share of jobs and of
 -- GPU-seconds at or below it (the empirical CDF; small: one row per distinct ratio).
--- Placeholders (facts, group keys) as in ratios/summary.
-WITH facts AS (
-{{facts}}
-),
-vals AS (
-    SELECT {{keys}}, cores_per_gpu AS v, sum(jobs) AS n, sum(gpu_seconds) AS w
-    FROM facts
-    WHERE excluded_reason IS NULL
-    GROUP BY ALL
-),
-grouped AS (
-    SELECT *, dense_rank() OVER (ORDER BY {{keys}}) AS gid FROM vals
+-- Placeholders: values (ratios/distribution_values over the facts, rendered by advisor.ratios);
+-- keys (the quoted group key columns) as in ratios/summary.
+WITH grouped AS (
+{{values}}
 )
 SELECT gid, {{keys}}, v AS cores_per_gpu, n AS jobs, w AS gpu_s,
        sum(n) OVER (PARTITION BY gid ORDER BY v) / sum(n) OVER (PARTITION BY gid) AS share_jobs,

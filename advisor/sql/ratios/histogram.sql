@@ -1,18 +1,10 @@
 -- ratios/histogram: per group, jobs and GPU-seconds in each bin [lo, hi) of CPU-per-GPU ratio.
 -- $edges (DOUBLE[], ascending) are the bins' lower edges; the last bin is open ([last, inf)),
 -- and ratios below the first edge fall in the first bin. Empty bins are returned with zeros.
--- Placeholders (facts, group keys) as in ratios/summary.
-WITH facts AS (
-{{facts}}
-),
-vals AS (
-    SELECT {{keys}}, cores_per_gpu AS v, sum(jobs) AS n, sum(gpu_seconds) AS w
-    FROM facts
-    WHERE excluded_reason IS NULL
-    GROUP BY ALL
-),
-grouped AS (
-    SELECT *, dense_rank() OVER (ORDER BY {{keys}}) AS gid FROM vals
+-- Placeholders: values (ratios/distribution_values over the facts, rendered by advisor.ratios);
+-- keys (the quoted group key columns) as in ratios/summary.
+WITH grouped AS (
+{{values}}
 ),
 edges AS (
     SELECT i AS bin, list_extract($edges::DOUBLE[], i) AS lo,
