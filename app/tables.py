@@ -158,6 +158,20 @@ def table_config(
     return out
 
 
+# The columns of a per-partition table of GPU time lost and what the fix costs (the Overview's
+# fix plan, Recommend's partitions), so both pages show the same figures in the same order.
+LOSS_COLUMNS: tuple[str, ...] = (
+    "partition",
+    "gpu_type",
+    "def_cpu_per_gpu",
+    "gpu_hours_lost_per_month",
+    "lost_usd_per_month",
+    "fix_usd_per_month",
+    "p50_cores_per_gpu",
+    "share_gpu_hours_below",
+)
+
+
 def period_labels(period: str) -> dict[str, str]:
     """Labels of the ``*_per_month`` columns for figures covering ``period``
     (``advisor.fixplan.period_words``): none to change for a rate per month."""

@@ -25,7 +25,7 @@ from app.ratio_calls import (
     ratio_summary,
 )
 from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
-from app.tables import period_labels, show_table
+from app.tables import LOSS_COLUMNS, period_labels, show_table
 from app.usage_block import show_usage_block
 
 st.title("CPU cores per GPU")
@@ -103,17 +103,7 @@ else:
     )
     show_table(
         [r.__dict__ for r in plan.rows],
-        [
-            "cluster",
-            "partition",
-            "gpu_type",
-            "def_cpu_per_gpu",
-            "gpu_hours_lost_per_month",
-            "lost_usd_per_month",
-            "fix_usd_per_month",
-            "p50_cores_per_gpu",
-            "share_gpu_hours_below",
-        ],
+        ["cluster", *LOSS_COLUMNS],
         labels=period_labels(period),
     )
     st.markdown(

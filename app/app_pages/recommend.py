@@ -25,7 +25,7 @@ from app.model_calls import (
     model_params,
     partition_recommendations,
 )
-from app.tables import period_labels, show_table
+from app.tables import LOSS_COLUMNS, period_labels, show_table
 
 st.title("Recommend cores per GPU")
 key = db_key()
@@ -250,16 +250,7 @@ else:
     else:
         show_table(
             rows,
-            [
-                "partition",
-                "gpu_type",
-                "def_cpu_per_gpu",
-                "gpu_hours_lost_per_month",
-                "lost_usd_per_month",
-                "fix_usd_per_month",
-                "p50_cores_per_gpu",
-                "share_gpu_hours_below",
-            ],
+            list(LOSS_COLUMNS),
             labels=period_labels(fixplan.period_words(max(r.span_hours for r in report.rows))),
         )
         same = next(
