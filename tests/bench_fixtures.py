@@ -1,6 +1,7 @@
 """What the bench test modules share: the stub server's command, the machine's CPUs, a tiny
-random-weight model directory, and one builder of a ``BenchConfig`` against the stub server
-(a real process speaking the streamed completions API; no GPU here, none is mocked by it).
+random-weight model directory, a short tokenize-heavy load, and one builder of a
+``BenchConfig`` against the stub server (a real process speaking the streamed completions API;
+no GPU here, none is mocked by it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from advisor.harness.records import LoadSpec
 ROOT = Path(__file__).resolve().parent.parent
 STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
 CPUS = sorted(os.sched_getaffinity(0))
+# A tokenize-heavy load short enough for the stub server: one second, long attacker prompts.
+TOKENIZE_LOAD = LoadSpec(
+    workload="tokenize-heavy",
+    attacker_rps=4,
+    attacker_tokens_min=300,
+    attacker_tokens_max=320,
+    attacker_output_tokens=2,
+    victim_rps=4,
+    victim_tokens=8,
+    victim_output_tokens=2,
+    duration_s=1.0,
+    timeout_s=3.0,
+)
 
 
 def tiny_model_dir(factory: pytest.TempPathFactory, *, weights: bool = True) -> Path:

@@ -21,28 +21,16 @@ import pytest
 from advisor.calibration.series import identity_of_notes
 from advisor.errors import UsageError
 from advisor.harness.collect import calibration_points, series_key
+from advisor.harness.config import BenchConfig
 from advisor.harness.curves import compare, curves, read_runs
 from advisor.harness.levels import choose_levels
 from advisor.harness.loadgen import Target, plan_phase
 from advisor.harness.metrics import run_flags
 from advisor.harness.prompts import PromptFactory
-from advisor.harness.records import LoadSpec
 from advisor.harness.runner import run_bench
 from advisor.harness.series import identity_of_run, series_identity
-from tests.bench_fixtures import ROOT, stub_config, tiny_model_dir
+from tests.bench_fixtures import ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir
 
-LOAD = LoadSpec(
-    workload="tokenize-heavy",
-    attacker_rps=4,
-    attacker_tokens_min=300,
-    attacker_tokens_max=320,
-    attacker_output_tokens=2,
-    victim_rps=4,
-    victim_tokens=8,
-    victim_output_tokens=2,
-    duration_s=1.0,
-    timeout_s=3.0,
-)
 H200_RUNS = ROOT / "data" / "bench" / "h200-2026-12-01"
 RERUN_TGZ = ROOT / "data" / "bench" / "h200-2026-12-02" / "tp1-mp-and-uni-3.4rps.tgz"
 
@@ -55,7 +43,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_phases_of_one_repeat_carry_the_same_traffic_at_every_core_count(tiny_model: Path):
     factory = PromptFactory(tiny_model, corpus_tokens=20_000)
     target = Target("127.0.0.1", 1, "m")
-    spec = replace(LOAD, workload="unique", attacker_tokens_min=200, attacker_tokens_max=400)
+    spec = replace(
+        TOKENIZE_LOAD, workload="unique", attacker_tokens_min=200, attacker_tokens_max=400
+    )
     # two core counts of one repeat: the runner gives them one seed and different salts
     a = plan_phase(replace(spec, seed=1000, salt="0000aaaa"), target, factory)
     factory.text(500)  # the factory's own generator moving on must not change the traffic
@@ -163,26 +153,25 @@ def test_demand_levels_come_from_the_ladders_measured_cpu():
     assert spin["medium"]["attacker_rps"] == 2.0
 
 
+def _repinned_config(tmp_path: Path, model: Path, **kw) -> BenchConfig:
+    """A re-pinned run of the tokenize-heavy load: two starts, two repeats, 1 and 2 cores, half
+    a second of no-load, a stub whose first token takes 5 ms; ``kw`` override any field."""
+    base = dict(repin=True, starts=2, repeats=2, cores=(1, 2), noload_s=0.5)
+    return stub_config(tmp_path, model, TOKENIZE_LOAD, "--first-token-ms", "5", **{**base, **kw})
+
+
 def test_repeats_follow_the_budget_and_the_run_says_what_it_resolved(
     tmp_path: Path, tiny_model: Path
 ):
-    cfg = stub_config(
+    cfg = _repinned_config(
         tmp_path,
         tiny_model,
-        LOAD,
-        "--first-token-ms",
-        "5",
-        repin=True,
-        starts=2,
-        repeats=2,
-        cores=(1, 2),
         level_workloads=("tokenize-heavy",),
         levels=("light", "heavy"),
         rate_ladder=(2.0, 4.0),
         ladder_step_s=1.0,
         saturation_factor=1000.0,
         budget_minutes=0.5,
-        noload_s=0.5,
     )
     rows = run_bench(cfg)
     out = tmp_path / "out"
@@ -211,9 +200,9 @@ def test_repeats_follow_the_budget_and_the_run_says_what_it_resolved(
 
 def test_budget_minutes_needs_repin(tmp_path: Path, tiny_model: Path):
     with pytest.raises(UsageError, match="--budget-minutes needs --repin"):
-        run_bench(stub_config(tmp_path, tiny_model, LOAD, budget_minutes=1.0))
+        run_bench(stub_config(tmp_path, tiny_model, TOKENIZE_LOAD, budget_minutes=1.0))
     with pytest.raises(UsageError, match="--executor 'x'"):
-        run_bench(stub_config(tmp_path, tiny_model, LOAD, executor="x"))
+        run_bench(stub_config(tmp_path, tiny_model, TOKENIZE_LOAD, executor="x"))
 
 
 def _h200_runs(tmp_path: Path) -> tuple[Path, Path]:
@@ -308,18 +297,7 @@ def test_a_stored_series_is_rerun_with_its_own_settings_and_compared(
     from advisor.harness.rerun import rerun_series, stored_config
 
     old = tmp_path / "old"
-    cfg = stub_config(
-        old,
-        tiny_model,
-        LOAD,
-        "--first-token-ms",
-        "5",
-        repin=True,
-        starts=2,
-        repeats=2,
-        cores=(1, 2),
-        noload_s=0.5,
-    )
+    cfg = _repinned_config(old, tiny_model)
     run_bench(cfg)
     again, ident = stored_config(read_runs([old / "out"]), model=str(tiny_model), out_dir=tmp_path)
     assert (again.cores, again.repeats, again.starts, again.repin) == ((1, 2), 2, 2, True)

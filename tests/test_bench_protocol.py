@@ -23,7 +23,7 @@ from advisor.harness.pinning import check_pinning, repin
 from advisor.harness.prompts import PromptFactory, SharedDocument
 from advisor.harness.records import LoadSpec
 from advisor.harness.runner import run_bench
-from tests.bench_fixtures import CPUS, ROOT, stub_config, tiny_model_dir
+from tests.bench_fixtures import CPUS, ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir
 
 
 @pytest.fixture(scope="module")
@@ -147,22 +147,8 @@ def test_plan_phase_builds_tokenize_heavy_attackers_on_the_shared_document(tiny_
     assert victims and not any(json.dumps(doc)[1:-1].encode() in p.request for p in victims)
 
 
-PROTOCOL_LOAD = LoadSpec(
-    workload="tokenize-heavy",
-    attacker_rps=4,
-    attacker_tokens_min=300,
-    attacker_tokens_max=320,
-    attacker_output_tokens=2,
-    victim_rps=4,
-    victim_tokens=8,
-    victim_output_tokens=2,
-    duration_s=1.0,
-    timeout_s=3.0,
-)
-
-
 def _cfg(tmp_path: Path, model: Path, **kw) -> BenchConfig:
-    return stub_config(tmp_path, model, PROTOCOL_LOAD, **kw)
+    return stub_config(tmp_path, model, TOKENIZE_LOAD, **kw)
 
 
 def test_a_prompt_longer_than_the_context_is_refused_before_any_engine_starts(
