@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -23,22 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_fixtures import chromium_context, chromium_or_skip
 from tests.conftest import SAMPLE
 from tests.test_app_data import make_db
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # url path, title shown, charts it must draw on the shipped sample
 PAGES = [
     ("", "CPU cores per GPU", 2),
@@ -168,9 +157,7 @@ def _database(kind: str, root: Path) -> Path:
 @pytest.fixture(scope="module")
 def served(request, tmp_path_factory) -> Iterator[tuple[str, str]]:
     """One server per database kind, shared by every test of that kind."""
-    if not (Path(CHROMIUM).exists() and shutil.which(CHROMIUM)):
-        pytest.skip(f"SKIPPED LOUDLY: no chromium at {CHROMIUM} (apt-get install chromium)")
-    pytest.importorskip("playwright.sync_api", reason="SKIPPED LOUDLY: playwright not installed")
+    chromium_or_skip()
     kind = request.param
     db = _database(kind, tmp_path_factory.mktemp(f"served-{kind}"))
     env = dict(os.environ)
@@ -189,21 +176,8 @@ def served(request, tmp_path_factory) -> Iterator[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            yield ctx
-        finally:
-            ctx.close()
+    with chromium_context(tmp_path_factory.mktemp("chromium-profile")) as ctx:
+        yield ctx
 
 
 def _shots(tmp_path: Path) -> Path:

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_fixtures import chromium_context, chromium_or_skip
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
 ADVISOR = shutil.which("advisor")
 LUA = shutil.which("lua5.1")
-CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")
 
 # Names an account, user or partition can hold, each aimed at one interpreter on the way out.
 HOSTILE = {
@@ -226,32 +227,11 @@ def test_inline_json_escapes_what_ends_or_reparses_a_script_element():
     assert json.loads(text) == value
 
 
-def _chromium_or_skip() -> None:
-    if not (Path(CHROMIUM).exists() and shutil.which(CHROMIUM)):
-        pytest.skip(f"SKIPPED LOUDLY: no chromium at {CHROMIUM} (apt-get install chromium)")
-    pytest.importorskip("playwright.sync_api", reason="SKIPPED LOUDLY: playwright not installed")
-
-
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory):
-    _chromium_or_skip()
-    from playwright.sync_api import sync_playwright
-
-    from tests.test_browser import CHROMIUM_ARGS
-
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            yield ctx
-        finally:
-            ctx.close()
+    chromium_or_skip()
+    with chromium_context(tmp_path_factory.mktemp("chromium-profile")) as ctx:
+        yield ctx
 
 
 @pytest.mark.browser

@@ -14,19 +14,10 @@ from pathlib import Path
 import pytest
 
 from advisor import report
+from tests.browser_fixtures import CHROMIUM_ARGS
 from tests.test_report_data import build_db
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +31,7 @@ def browser():
     if not exe.exists():
         pytest.skip("SKIPPED LOUDLY: Debian's chromium is not installed (apt-get install chromium)")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(exe), args=ARGS)
+        b = p.chromium.launch(executable_path=str(exe), args=CHROMIUM_ARGS)
         yield b
         b.close()
 
