@@ -158,44 +158,10 @@ def test_a_node_load_keeps_its_whole_ingests_row_and_its_rejects_through_the_sha
         " disabled_analyses, status, finished_at >= started_at FROM ingests ORDER BY ingest_id"
     ).fetchall()
     digest = hashlib.sha256(text.encode()).hexdigest()
-    assert rows == [
-        (
-            str(f),
-            "scontrol-node",
-            None,
-            digest,
-            "c1",
-            "UTC",
-            2,
-            1,
-            1,
-            0,
-            0,
-            1,
-            None,
-            None,
-            "done",
-            True,
-        ),
-        (
-            str(f),
-            "scontrol-node",
-            None,
-            digest,
-            "c1",
-            "UTC",
-            2,
-            1,
-            0,
-            1,
-            0,
-            1,
-            None,
-            None,
-            "done",
-            True,
-        ),
-    ]
+    # The same file twice: the first load inserts a1, the second updates it; both reject a2.
+    read = (str(f), "scontrol-node", None, digest, "c1", "UTC", 2, 1)  # ... lines, rows read
+    done = (0, 1, None, None, "done", True)  # unchanged, rejected, ..., status, finished
+    assert rows == [(*read, 1, 0, *done), (*read, 0, 1, *done)]  # inserted, updated
     assert con.execute(
         "SELECT ingest_id, source, line_no, field, raw FROM rejects ORDER BY ingest_id"
     ).fetchall() == [
