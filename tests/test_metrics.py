@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -206,13 +208,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_serve_answers_a_scrape_over_loopback_then_stops(sample_db, tmp_path):
+@contextmanager
+def _serving(sample_db: Path, cwd: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, str]]:
+    """``advisor metrics --serve`` on a free loopback port in a process group of its own, once it
+    has answered a scrape (200, text/plain, within 120 s): the process, its port and that first
+    answer's body. Stopped with SIGTERM on leaving."""
     port = _free_port()
     env = {**os.environ, "ADVISOR_DB": str(sample_db)}
     server = subprocess.Popen(
         [sys.executable, "-m", "advisor", "metrics", "--serve", str(port), "--month", MONTH],
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -229,10 +235,15 @@ def test_serve_answers_a_scrape_over_loopback_then_stops(sample_db, tmp_path):
             except OSError:
                 time.sleep(0.3)
         assert body is not None, server.stderr.read().decode() if server.poll() is not None else ""
+        yield server, port, body
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
-    got = _samples(body)
+
+
+def test_serve_answers_a_scrape_over_loopback_then_stops(sample_db, tmp_path):
+    with _serving(sample_db, tmp_path) as (server, _, body):
+        got = _samples(body)
     assert got["advisor_cores_per_gpu_p25"][("teaching", "gpu-h100", "H100")] == 0.25
     assert server.returncode is not None
 
@@ -248,51 +259,33 @@ def test_serve_answers_a_burst_of_scrapes_while_a_client_sends_half_a_request(sa
 
     from advisor.httpserve import READ_TIMEOUT_S
 
-    port = _free_port()
-    env = {**os.environ, "ADVISOR_DB": str(sample_db)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "advisor", "metrics", "--serve", str(port), "--month", MONTH],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
     slow = socket.socket()
-    try:
-        ready, deadline = False, time.monotonic() + 120
-        while not ready and time.monotonic() < deadline and server.poll() is None:
-            try:
-                ready = _scrape(port, timeout=30)[0] == 200
-            except OSError:
-                time.sleep(0.3)
-        assert ready, server.stderr.read().decode() if server.poll() is not None else ""
-        # a client that sends half a request line and waits (the server must not wait with it)
-        slow.connect(("127.0.0.1", port))
-        slow.sendall(b"GET /metr")
-        with ThreadPoolExecutor(max_workers=200) as pool:
-            answers = list(pool.map(lambda _: _scrape(port), range(200)))
-        assert [status for status, _ in answers] == [200] * 200
-        assert all("advisor_cores_per_gpu_p25" in body for _, body in answers)
-        # the same figures in every answer; the data's age is measured at each scrape (a scrape
-        # not in flight with another computes its own), so it grows by the seconds between them
-        first, last = _samples(answers[0][1]), _samples(answers[-1][1])
-        age_first, age_last = (
-            first.pop("advisor_data_age_seconds"),
-            last.pop("advisor_data_age_seconds"),
-        )
-        assert last == first
-        assert age_first.keys() == age_last.keys()
-        assert all(abs(age_last[k] - age_first[k]) < 120 for k in age_first)
-        # the half-sent request is dropped once its time is up: the server closes the socket
-        slow.settimeout(READ_TIMEOUT_S + 30)
-        assert slow.recv(1024) == b""
-        assert server.poll() is None  # still serving
-        assert _scrape(port)[0] == 200
-    finally:
-        slow.close()
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    with _serving(sample_db, tmp_path) as (server, port, _):
+        try:
+            # a client that sends half a request line and waits (the server must not wait with it)
+            slow.connect(("127.0.0.1", port))
+            slow.sendall(b"GET /metr")
+            with ThreadPoolExecutor(max_workers=200) as pool:
+                answers = list(pool.map(lambda _: _scrape(port), range(200)))
+            assert [status for status, _ in answers] == [200] * 200
+            assert all("advisor_cores_per_gpu_p25" in body for _, body in answers)
+            # the same figures in every answer; the data's age is measured at each scrape (a scrape
+            # not in flight with another computes its own), so it grows by the seconds between them
+            first, last = _samples(answers[0][1]), _samples(answers[-1][1])
+            age_first, age_last = (
+                first.pop("advisor_data_age_seconds"),
+                last.pop("advisor_data_age_seconds"),
+            )
+            assert last == first
+            assert age_first.keys() == age_last.keys()
+            assert all(abs(age_last[k] - age_first[k]) < 120 for k in age_first)
+            # the half-sent request is dropped once its time is up: the server closes the socket
+            slow.settimeout(READ_TIMEOUT_S + 30)
+            assert slow.recv(1024) == b""
+            assert server.poll() is None  # still serving
+            assert _scrape(port)[0] == 200
+        finally:
+            slow.close()
     assert b"Traceback" not in server.stderr.read()
 
 
