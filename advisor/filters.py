@@ -2,9 +2,10 @@
 
 Owns :class:`JobFilters` (the nine filters a ratio query and a usage query both take, and the
 derived tables' builders bind empty), :data:`JOB_GROUP_KEYS` (the job columns both can group
-by), :func:`query_params` (the filters as DuckDB parameters),
-:func:`jobs_where` (the one SQL condition they bind to) and :func:`utc_naive` (how a time is compared with the naive UTC columns of ``jobs``). It
-imports no room, so the analytics, the advice and the derived tables can all use it.
+by), :func:`query_params` (the filters as DuckDB parameters), :func:`jobs_where` (the one SQL
+condition they bind to) and :func:`utc_naive` (how a time is compared with the naive UTC
+columns of ``jobs``). It imports no room but the store's SQL reader, so the analytics, the
+advice and the derived tables can all use it.
 """
 
 from __future__ import annotations
