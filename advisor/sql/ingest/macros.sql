@@ -128,7 +128,8 @@ CREATE OR REPLACE TEMP MACRO ing_tres(raw) AS
 -- Distinct TRES strings (s: NULL stored as '') with their ing_tres: filled before a text load
 -- (tres_lookup.sql: the bulk path's prescan, the careful path's first records); an entry
 -- stays true for any later load on the connection.
-CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') AS t LIMIT 0;
+CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS
+    SELECT '' AS s, ing_tres('') AS t, CAST(0 AS BIGINT) AS n LIMIT 0;
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.

@@ -6,11 +6,12 @@
 -- careful path reads (advisor/ingest/careful.py); it is read once, both strings
 -- of a row together (written twice, the careful path's sample was read from the file twice).
 -- Steps' strings too: the careful path parses every step line, and a step's AllocTRES lacks
--- its allocation's billing key; the prescan keeps none (its steps' strings are NULL).
+-- its allocation's billing key; the prescan keeps none (its steps' strings are NULL). `n`: how
+-- often the groups held the string (tres_unseen.sql).
 CREATE OR REPLACE TEMP TABLE ing_tres_lookup AS
-SELECT s, ing_tres(s) AS t
+SELECT s, ing_tres(s) AS t, n
 FROM (
-    SELECT s FROM (
+    SELECT s, CAST(sum(n) AS BIGINT) AS n FROM (
         SELECT unnest([coalesce(alloctres, ''), coalesce(reqtres, '')]) AS s, n
         FROM {{groups}} AS g
         UNION ALL
