@@ -109,7 +109,7 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
         # the TRES strings of the first records, parsed once each (a light read: archives
         # are compressed, and a full prescan would decompress the file twice)
         sample = text.csv_src_sql(layout, keep_rejects=False, only=_TRES_FIELDS)
-        stages.tres_lookup(
+        rare_misses = stages.tres_lookup(
             con,
             render("ingest/first_records", src=sample),
             {
@@ -123,6 +123,7 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
             raw_text,
             {**base, **text.csv_params(path, compression, layout, strict=True)},
             create=True,
+            misses_in_case=rare_misses,
         )
         by_line = stages.cr_misnumbers_rejects(con, attempt.hasher)
         if not by_line:

@@ -168,7 +168,9 @@ def fold_sql(lines: str) -> str:
 def parse_sql(src_sql: str, raw_text: str, *, misses_in_case: bool = False) -> str:
     """parse.sql over ``src_sql``: the body of a SELECT. ``misses_in_case``: ing_tres runs only
     for the strings ing_tres_lookup lacks (the bulk insert: the lookup holds every string of
-    the source); else over every record, NULL for the strings it has (see parse.sql's head)."""
+    the source; the careful way's read of a file whose sample says misses are rare:
+    :func:`tres_lookup`); else over every record, NULL for the strings it has (see parse.sql's
+    head)."""
     parts = {}
     for side, column in (("a", "alloctres"), ("r", "reqtres")):
         if misses_in_case:
@@ -188,11 +190,14 @@ def parse(
     create: bool,
     where: str = "TRUE",
     table: str = "parsed",
+    misses_in_case: bool = False,
 ) -> None:
     """Run the parser (parse.sql) over ``src_sql`` into temp ``table`` (created, or appended
-    to), keeping the records that meet ``where`` (SQL over the parser's columns)."""
+    to), keeping the records that meet ``where`` (SQL over the parser's columns).
+    ``misses_in_case``: see :func:`parse_sql`."""
     name = "ingest/parse_into_new" if create else "ingest/parse_into"
-    sql = render(name, table=quote_ident(table), parse=parse_sql(src_sql, raw_text), where=where)
+    body = parse_sql(src_sql, raw_text, misses_in_case=misses_in_case)
+    sql = render(name, table=quote_ident(table), parse=body, where=where)
     # the lookup join over ing_tres_lookup, not over the records (docs/ingest.md: speed)
     with sides_as_written(con):
         con.execute(sql, params)
@@ -223,17 +228,26 @@ MAX_TRES_LOOKUP = 100_000
 """TRES strings parsed once each before a load (tres_lookup.sql): a file has a few hundred;
 this bounds the table for one with far more (the parser reads the rest itself)."""
 
+RARE_MISSES = 0.01
+"""Below this estimated share of TRES strings missing from the lookup (:func:`tres_lookup`),
+the careful path runs ing_tres for the misses alone, inside parse.sql's CASE: a miss costs
+about 16 times as much there, a hit nothing, where over every record each hit costs about
+1/16 of a miss (docs/ingest.md)."""
+
 
 def tres_lookup(
     con: duckdb.DuckDBPyConnection, groups_sql: str, params: dict[str, object] | None = None
-) -> None:
+) -> bool:
     """Fill temp ``ing_tres_lookup`` (macros.sql) from ``groups_sql``, a relation of (is_step,
     alloctres, reqtres, n): the distinct TRES strings parse.sql then looks up instead of
-    splitting them per record."""
+    splitting them per record. Returns whether misses look rare (under RARE_MISSES of the
+    strings, as tres_unseen.sql estimates from the groups)."""
     con.execute(
         render("ingest/tres_lookup", groups=groups_sql),
         {**(params or {}), "max": MAX_TRES_LOOKUP},
     )
+    row = con.execute(query("ingest/tres_unseen"), {"max": MAX_TRES_LOOKUP}).fetchone()
+    return row is not None and float(row[0]) < RARE_MISSES
 
 
 def cr_misnumbers_rejects(con: duckdb.DuckDBPyConnection, hasher: Hasher) -> bool:

@@ -59,9 +59,9 @@ CREATE OR REPLACE TEMP MACRO ing_hms_s(t) AS
     CAST(epoch(TRY_CAST(t AS INTERVAL)) AS BIGINT);
 CREATE OR REPLACE TEMP MACRO ing_dur_s(x) AS
     CASE WHEN length(x) = 8 AND x[3] = ':' AND x[6] = ':'
-              AND ltrim(x, '0123456789:') = '' THEN ing_hms_s(x)
+              AND regexp_full_match(x, '[0-9:]*') THEN ing_hms_s(x)
          WHEN length(x) BETWEEN 10 AND 14 AND x[-9] = '-' AND x[-6] = ':' AND x[-3] = ':'
-              AND ltrim(x, '0123456789:-') = '' AND ing_uint(x[1:-10]) >= 0
+              AND regexp_full_match(x, '[0-9:-]*') AND ing_uint(x[1:-10]) >= 0
              THEN ing_uint(x[1:-10]) * 86400 + ing_hms_s(x[-8:])
          ELSE ing_dur_any(x, ing_dur_rest(x)) END;
 -- The value of TRES key `key` (matched as a whole key: ',cpu=' never matches ',gres/cpu=').
@@ -128,7 +128,8 @@ CREATE OR REPLACE TEMP MACRO ing_tres(raw) AS
 -- Distinct TRES strings (s: NULL stored as '') with their ing_tres: filled before a text load
 -- (tres_lookup.sql: the bulk path's prescan, the careful path's first records); an entry
 -- stays true for any later load on the connection.
-CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS SELECT '' AS s, ing_tres('') AS t LIMIT 0;
+CREATE TEMP TABLE IF NOT EXISTS ing_tres_lookup AS
+    SELECT '' AS s, ing_tres('') AS t, CAST(0 AS BIGINT) AS n LIMIT 0;
 -- Interactive or not, from the evidence, strongest first: SubmitLine (salloc, srun --pty -> yes;
 -- sbatch, srun -> no), an `.interactive` step (yes) or a `.batch` step (no), a shell-like job
 -- name (yes); NULL when nothing tells. `cmd` is ing_cmd(submit_line); has_* come from steps.
@@ -172,7 +173,7 @@ CREATE OR REPLACE TEMP MACRO ing_cpu_rest_s(r) AS
         WHEN 1 THEN epoch(TRY_CAST('00:' || r AS INTERVAL))
         WHEN 2 THEN epoch(TRY_CAST(r AS INTERVAL)) END;
 CREATE OR REPLACE TEMP MACRO ing_cpu_s(x) AS
-    CASE WHEN ltrim(x, '0123456789:.-') <> '' OR x = '' THEN NULL
+    CASE WHEN NOT regexp_full_match(x, '[0-9:.-]*') OR x = '' THEN NULL
          -- D-HH[:MM[:SS]]: after the day, a lone number is hours
          WHEN contains(x, '-') THEN CAST(ing_uint(split_part(x, '-', 1)) AS DOUBLE) * 86400
              + ing_cpu_rest_s(split_part(x, '-', 2) || CASE length(x) - length(replace(x, ':', ''))

@@ -11,10 +11,10 @@
 -- TRES strings are read by ing_tres (macros.sql), looked up first in ing_tres_lookup. The
 -- <a_computed>, <r_computed>, <a_miss>, <r_miss> (advisor/ingest/stages.py: parse_sql) say
 -- where ing_tres runs for the strings the lookup lacks: in a1 over every record, NULL for a
--- hit (the careful way: its lookup holds a sample's strings; inside the CASE it would run
--- without shared subexpressions, DuckDB does not extract them from a CASE branch), or inside
--- the CASE for the misses alone (the bulk insert: its lookup holds every string of the file,
--- and a1 would cost time even when every string is a hit).
+-- hit (the careful way, unless misses look rare: its lookup holds a sample's strings; inside
+-- the CASE it would run without shared subexpressions, DuckDB does not extract them from a
+-- CASE branch), or inside the CASE for the misses alone (the bulk insert: its lookup holds
+-- every string of the file, and a1 would cost time even when every string is a hit).
 WITH a0 AS (
     SELECT src.*, lk_a.s AS a_hit, lk_a.t AS a_lookup, lk_r.s AS r_hit, lk_r.t AS r_lookup
     FROM ({{src}}) AS src
