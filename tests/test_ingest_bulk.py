@@ -432,6 +432,23 @@ def test_the_careful_path_parses_the_tres_strings_of_its_first_records_once(
     assert jobs == whole["jobs"]
 
 
+@pytest.mark.parametrize("name", ["bad.txt", "edge.txt", "synth"])
+def test_the_careful_path_stores_the_same_whether_lookup_misses_look_rare_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synth_with_everything: Path, name: str
+) -> None:
+    """Where its sample says lookup misses are rare, the careful path splits TRES strings for
+    the misses alone (inside parse.sql's CASE), else for every record: the same rows and
+    rejects either way, malformed strings and strings past the sample included."""
+    path = synth_with_everything if name == "synth" else FIX / name
+    monkeypatch.setattr(careful, "TRES_SAMPLE", 50)  # most strings miss the lookup
+    monkeypatch.setattr(stages, "RARE_MISSES", 2.0)  # every estimate counts as rare
+    rare = _load(tmp_path / "rare.duckdb", [path], False)
+    monkeypatch.setattr(stages, "RARE_MISSES", -1.0)  # none does
+    common = _load(tmp_path / "common.duckdb", [path], False)
+    assert rare["jobs"] or rare["rejects"]
+    assert rare == common
+
+
 def test_odd_gpu_keys_read_the_same_both_ways_and_huge_counts_are_rejected(tmp_path: Path) -> None:
     """Found in review of the TRES lookup: a GPU count too large even for BIGINT read as no
     count (the job kept its AllocGRES GPUs or none) instead of a reject, and typed keys that
