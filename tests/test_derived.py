@@ -113,3 +113,25 @@ def test_advisor_db_refresh_of_a_missing_file_says_so_and_creates_nothing(
     assert done.stderr.startswith("Error: ") and str(db) in done.stderr
     assert "Traceback" not in done.stderr
     assert not db.exists()
+
+
+def test_advisor_db_refresh_rebuilds_every_slice_even_where_no_job_changed(
+    tmp_path: Path,
+) -> None:
+    """A damaged derived table (rows lost by hand) is no job change a slice rebuild would see:
+    `advisor db refresh`, the escape hatch, rebuilds every slice and restores it."""
+    db = tmp_path / "advisor.duckdb"
+    done = _advisor("ingest", str(FIX / "edge.txt"), "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    con = duckdb.connect(str(db))
+    whole = sorted(con.execute("SELECT * FROM ratio_cube").fetchall(), key=repr)
+    con.execute("DELETE FROM ratio_cube WHERE cluster IN (SELECT min(cluster) FROM ratio_cube)")
+    assert len(con.execute("SELECT * FROM ratio_cube").fetchall()) < len(whole)
+    con.close()
+    done = _advisor("db", "refresh", "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert sorted(con.execute("SELECT * FROM ratio_cube").fetchall(), key=repr) == whole
+    finally:
+        con.close()

@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 import duckdb
 
-from advisor.derived.cube import refresh_people_months, refresh_ratio_cube, store_fresh_cubes
+from advisor.derived.cube import (
+    rebuild_cubes,
+    refresh_people_months,
+    refresh_ratio_cube,
+    store_fresh_cubes,
+)
 
 Db = str | os.PathLike[str] | duckdb.DuckDBPyConnection | None
 
@@ -60,7 +65,8 @@ def refresh_after_load(db: Db) -> int:
 
 def refresh_derived(db: str | os.PathLike[str] | None = None) -> RefreshSummary:
     """Rebuild every derived table of the database file ``db`` from ``jobs`` (None:
-    ``$ADVISOR_DB`` / ``./advisor.duckdb``), fresh or not."""
+    ``$ADVISOR_DB`` / ``./advisor.duckdb``), fresh or not, every slice of it (whatever
+    ``derived_slices`` says)."""
     from advisor.errors import NotFoundError
     from advisor.store import connect, resolve_db_path
 
@@ -70,7 +76,7 @@ def refresh_derived(db: str | os.PathLike[str] | None = None) -> RefreshSummary:
         raise NotFoundError(f"{path}: no such database (load one with `advisor ingest FILE`)")
     con = connect(path)
     try:
-        cube = refresh_ratio_cube(con)
+        cube = rebuild_cubes(con, whole=True).ratio_cube_rows  # the escape hatch: every slice
         months = refresh_people_months(con)
     finally:
         con.close()
