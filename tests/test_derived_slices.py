@@ -235,3 +235,51 @@ def test_a_read_only_connection_builds_its_own_copy_whole_and_leaves_the_file_al
         assert not cube.cube_is_fresh(con)
     finally:
         con.close()
+
+
+def test_a_person_whose_every_job_is_deleted_is_numbered_out(loaded: Path, tmp_path: Path) -> None:
+    con = store.connect(loaded)
+    try:
+        person = con.execute(
+            'SELECT cluster, account, "user", "partition", gpu_type FROM jobs WHERE gpus > 0 '
+            "GROUP BY ALL HAVING count(*) >= 2 ORDER BY count(*), 1, 2, 3, 4, 5 LIMIT 1"
+        ).fetchone()
+        assert person is not None
+        con.execute(
+            'DELETE FROM jobs WHERE cluster = ? AND account = ? AND "user" = ? AND "partition" = ? '
+            "AND gpu_type IS NOT DISTINCT FROM ?",
+            list(person),
+        )
+        done = cube.rebuild_cubes(con)
+        assert not done.whole and not done.people_months_kept
+        assert not con.execute(
+            'SELECT * FROM ratio_people WHERE cluster = ? AND account = ? AND "user" = ? '
+            'AND "partition" = ?',
+            list(person[:4]),
+        ).fetchall()
+        cube.refresh_people_months(con)
+        got = _tables(con)
+    finally:
+        con.close()
+    assert got == _whole(loaded, tmp_path)
+
+
+def test_jobs_given_other_cores_move_between_keys_of_the_same_people(
+    loaded: Path, tmp_path: Path
+) -> None:
+    """Every job of one month on a new core count: the all-time people cube, kept by
+    difference, loses the old (GPUs, CPUs) keys and gains the new ones."""
+    con = store.connect(loaded)
+    try:
+        [month] = con.execute(MONTHS + " LIMIT 1 OFFSET 1").fetchone() or [None]
+        con.execute(
+            "UPDATE jobs SET cpus = 7 * gpus WHERE gpus > 0 AND date_trunc('month', start) = ?",
+            [month],
+        )
+        done = cube.rebuild_cubes(con)
+        assert not done.whole and done.people_months_kept
+        assert done.slices_rebuilt >= 1
+        got = _tables(con)
+    finally:
+        con.close()
+    assert got == _whole(loaded, tmp_path)

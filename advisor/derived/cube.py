@@ -231,10 +231,12 @@ def rebuild_cubes(
     """Rebuild the derived tables from ``jobs`` where they changed, in one transaction.
 
     Only the slices (cluster, month) whose job count or row checksum differ from
-    ``derived_slices`` are emptied and built again from their jobs; the all-time people cubes
-    are regrouped from every job in one pass. The per-month people cube is built on first use
-    (:func:`refresh_people_months`): it is kept fresh slice by slice when it was fresh and the
-    people (and so their numbers) are the same, else emptied and left stale. A first build, a
+    ``derived_slices`` are emptied and built again from their jobs. The per-month people cube
+    is built on first use (:func:`refresh_people_months`); when it was fresh, the all-time
+    people cube follows by difference (what the changed slices hold now, less what they held)
+    and the per-month cube is kept fresh slice by slice, as long as nobody came or went (the
+    people's numbers then hold). Else the all-time people cubes are regrouped from every job
+    in one pass, and the per-month cube is emptied and left stale. A first build, a
     TEMP build, ``whole=True``, or changed slices holding most of the jobs rebuild everything.
 
     Ingest's callers call this after a load has committed (it is also rebuilt on demand by the
@@ -287,8 +289,18 @@ def _rebuild(
     source = "jobs" if whole else "_slice_jobs"
     if not whole:
         con.execute(query("ratios/cube_slice_jobs"))  # TEMP VIEW _slice_jobs
-    con.execute(render("ratios/cube_fine", jobs=render("ratios/cube_jobs", source="jobs")))
-    people_same = not whole and bool(_one(con, query("ratios/cube_people_same"))[0])
+    # With the per-month people cube fresh, the all-time people cube follows by difference and
+    # no job outside the changed slices is read again; else the people are regrouped from all.
+    by_difference = not whole and months_were_fresh
+    _fine(con, source if by_difference else "jobs")
+    if by_difference:
+        con.execute(query("ratios/cube_people_next"))  # TEMP _people_next
+        people_same = _one(con, query("ratios/cube_people_changes")) == (0, 0)
+        if not people_same:  # someone came or went: number everyone again, from every job
+            by_difference = False
+            _fine(con, "jobs")
+    else:
+        people_same = not whole and bool(_one(con, query("ratios/cube_people_same"))[0])
     for table in _SLICED_TABLES:
         if whole:
             con.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
@@ -298,7 +310,12 @@ def _rebuild(
     con.execute(render("ratios/cube_job_mix_refresh", source=source))
     refresh_usage_months(con, source)
     con.execute(query("ratios/cube_slices_store"))
-    _refresh_people(con, renumber=not people_same)
+    con.execute("DELETE FROM ratio_cube_people")
+    if by_difference:
+        con.execute(query("ratios/cube_people_cube_replace"))
+        con.execute("DROP TABLE _people_next")
+    else:
+        _refresh_people(con, renumber=not people_same)
     kept = people_same and months_were_fresh
     if kept:
         _refresh_people_months_slices(con)
@@ -324,10 +341,14 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[int, ...]:
     return tuple(int(v) for v in row)
 
 
+def _fine(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """TEMP ``_ratio_fine``: the two groupings of the jobs of ``source`` (ratios/cube_fine)."""
+    con.execute(render("ratios/cube_fine", jobs=render("ratios/cube_jobs", source=source)))
+
+
 def _refresh_people(con: duckdb.DuckDBPyConnection, *, renumber: bool) -> None:
-    """Regroup the all-time people cube from ``_ratio_fine``; with ``renumber``, number the
-    people again (ratio_people) first."""
-    con.execute("DELETE FROM ratio_cube_people")
+    """Fill the emptied all-time people cube from ``_ratio_fine`` (every job's); with
+    ``renumber``, number the people again (ratio_people) first."""
     if renumber:
         con.execute("DELETE FROM ratio_people")
         con.execute(query("ratios/cube_people_refresh"))
