@@ -294,7 +294,9 @@ def _rebuild(
     by_difference = not whole and months_were_fresh
     _fine(con, source if by_difference else "jobs")
     if by_difference:
-        con.execute(query("ratios/cube_people_next"))  # TEMP _people_next
+        con.execute(
+            render("ratios/cube_people_next", rows=query("ratios/cube_people_fine_rows"))
+        )  # TEMP _people_next
         people_same = _one(con, query("ratios/cube_people_changes")) == (0, 0)
         if not people_same:  # someone came or went: number everyone again, from every job
             by_difference = False
@@ -352,7 +354,9 @@ def _refresh_people(con: duckdb.DuckDBPyConnection, *, renumber: bool) -> None:
     if renumber:
         con.execute("DELETE FROM ratio_people")
         con.execute(query("ratios/cube_people_refresh"))
-    con.execute(query("ratios/cube_people_cube_refresh"))
+    con.execute(
+        render("ratios/cube_people_cube_refresh", rows=query("ratios/cube_people_fine_rows"))
+    )
 
 
 def _refresh_people_months(con: duckdb.DuckDBPyConnection, source: str, months: str) -> None:

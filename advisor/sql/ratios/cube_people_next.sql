@@ -1,19 +1,11 @@
 -- ratios/cube_people_next: ratio_cube_people as it will be after a slice rebuild, without reading
 -- every job (TEMP _people_next): its rows, plus the people rows of _ratio_fine (the changed
--- slices' jobs now), minus what those slices held before, read from ratio_cube_people_months
+-- slices' jobs now; {{rows}}: ratios/cube_people_fine_rows), minus what those slices held before, read from ratio_cube_people_months
 -- (fresh, built from the same jobs as the other cubes). Keys whose jobs sum to 0 are gone.
 -- Only while every person of _ratio_fine has a pid (ratios/cube_people_changes says).
 CREATE OR REPLACE TEMP TABLE _people_next AS
 WITH now_in AS (
-    SELECT p.pid, f.gpus, f.cpus, f.excluded_reason, f.jobs, f.gpu_seconds
-    FROM _ratio_fine AS f
-    JOIN ratio_people AS p
-      ON p.cluster IS NOT DISTINCT FROM f.cluster
-     AND p.gpu_type IS NOT DISTINCT FROM f.gpu_type
-     AND p."partition" IS NOT DISTINCT FROM f."partition"
-     AND p.account IS NOT DISTINCT FROM f.account
-     AND p."user" IS NOT DISTINCT FROM f."user"
-    WHERE f.people
+{{rows}}
 ), was_in AS (
     SELECT m.pid, m.gpus, m.cpus, m.excluded_reason,
            -sum(m.jobs) AS jobs, -sum(m.gpu_seconds) AS gpu_seconds
