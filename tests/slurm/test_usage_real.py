@@ -35,6 +35,22 @@ def _cpu_s(text: str) -> float:
     return (int(days) if days else 0) * 86400 + secs
 
 
+def _settled(text: str, job_ids) -> bool:
+    """Whether sacct's -P text holds every job and its batch step, each ended with a TotalCPU."""
+    rows = {}
+    for line in text.splitlines()[1:]:
+        f = dict(zip(FIELDS.split(","), line.split("|"), strict=False))
+        rows[f["JobID"]] = f
+    for jid in job_ids:
+        for key in (str(jid), f"{jid}.batch"):
+            f = rows.get(key)
+            if f is None or f["End"] in ("", "Unknown") or not f["TotalCPU"]:
+                return False
+            if f["State"] in ("PENDING", "RUNNING", "COMPLETING"):
+                return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("usage-real")
@@ -62,14 +78,16 @@ def loaded(tmp_path_factory: pytest.TempPathFactory):
     for jid in ids.values():
         jobset._wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}, timeout_s=180)
     id_list = ",".join(str(j) for j in ids.values())
-    # slurmdbd records the job's end a moment after slurmctld: wait until TotalCPU is there
+    # slurmdbd stores a job's end a moment before its batch step's: until the step has ended
+    # there, sacct shows the job with TotalCPU 00:00:00, a real zero it has not summed yet.
     text = ""
-    for _ in range(60):
+    for _ in range(120):
         text = jobset.run(["sacct", "-P", "-j", id_list, f"--format={FIELDS}"]).stdout
-        lines = [ln for ln in text.splitlines()[1:] if "." not in ln.split("|")[0]]
-        if len(lines) == 2 and all(ln.split("|")[13] for ln in lines):
+        if _settled(text, ids.values()):
             break
         time.sleep(1)
+    else:
+        raise AssertionError(f"sacct never showed both batch steps ended:\n{text}")
     path = tmp / "sacct-usage.txt"
     path.write_text(text)
     db = tmp / "a.duckdb"
@@ -101,7 +119,7 @@ def test_real_totalcpu_gives_the_efficiency_sacct_implies(loaded) -> None:
 
 
 def test_the_burner_is_busy_and_the_sleeper_idle(loaded) -> None:
-    db, ids, _ = loaded
+    db, ids, rows = loaded
     con = store.connect(db, read_only=True)
     try:
         jobs = {r["job_id_raw"]: r for r in usage.job_usage(con, usage.UsageQuery(), limit=None)}
@@ -110,6 +128,6 @@ def test_the_burner_is_busy_and_the_sleeper_idle(loaded) -> None:
     # A shared two-core host: the burner gets what the machine leaves it (0.25 of its two cores
     # at a load average of 8), still a hundred times a sleeper's few milliseconds.
     burn, sleep = jobs[ids["burn"]]["cpu_efficiency"], jobs[ids["sleep"]]["cpu_efficiency"]
-    assert burn > 0.1 and sleep < 0.01
+    assert burn > 0.1 and sleep < 0.01, rows
     assert burn > 100 * sleep
     assert jobs[ids["burn"]]["gpu_util_mean_pct"] is None  # fake GPUs: no gres/gpuutil
