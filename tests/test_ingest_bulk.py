@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from advisor import store
 from advisor.errors import InputError
-from advisor.ingest import IngestOptions, careful, detect, ingest_files, stages
+from advisor.ingest import IngestOptions, careful, detect, ingest_files, stages, text
 from advisor.ingest import bulk as bulk_mod
 from advisor.ingest.records import Source
 from advisor.synth import SynthConfig, generate
@@ -105,6 +105,29 @@ def test_bulk_and_careful_agree_with_a_source_time_zone_and_a_cluster_option(
     options = IngestOptions(source_tz="Europe/Berlin", cluster="other")
     careful, bulk = _both(tmp_path, [synth_with_everything], options)
     assert bulk == careful
+
+
+def test_lines_repaired_from_the_hashs_line_index_load_as_from_a_scan_of_the_file(
+    tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repair reads unreadable lines back from where the content hash saw them start: both
+    ways store what they store when the repair scans the file for them."""
+    read_by_index: list[int] = []
+    real = text._lines_by_index
+
+    def spy(path: Path, index: text.LineIndex, want: set[int]) -> dict[int, bytes]:
+        read_by_index.append(len(want))
+        return real(path, index, want)
+
+    monkeypatch.setattr(text, "_lines_by_index", spy)
+    monkeypatch.setattr(text, "LINE_STEP", 512)  # small steps: the index pays on this file
+    indexed = _both(tmp_path / "indexed", [synth_with_everything])
+    assert len(read_by_index) >= 2 and min(read_by_index) > 50  # both ways, every bad line
+    monkeypatch.setattr(text.LineIndex, "worth_it", lambda self, lines: False)
+    calls = len(read_by_index)
+    scanned = _both(tmp_path / "scanned", [synth_with_everything])
+    assert len(read_by_index) == calls
+    assert indexed == scanned
 
 
 @pytest.fixture(scope="module")

@@ -92,7 +92,11 @@ class Bulk:
         # last field then goes into the bulk insert whole, not as its first half updated
         # afterwards (an update among millions of fresh rows slows the commit).
         early_bad = text.reject_lines(con)
-        early = text.repair(con, path, compression, layout, records) if early_bad else None
+        early = None
+        if early_bad:
+            early = text.repair(
+                con, path, compression, layout, records, attempt.hasher.line_index()
+            )
         tails = early is not None and text.store_tail_fix(con, layout, early)
         text.drop_reject_tables(con)
         attempt.stage(1)
@@ -139,7 +143,9 @@ class Bulk:
             if early is not None and not unread and text.reject_lines(con) == early_bad:
                 fix = early  # the same lines: temp raw_fix holds their repair already
             else:
-                fix = text.repair(con, path, compression, layout, records - unread)
+                fix = text.repair(
+                    con, path, compression, layout, records - unread, attempt.hasher.line_index()
+                )
             text.drop_reject_tables(con)
             if fix.rows:
                 _add_repaired(attempt, raw_text, base)

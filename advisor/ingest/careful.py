@@ -128,7 +128,7 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
         by_line = stages.cr_misnumbers_rejects(con, attempt.hasher)
         if not by_line:
             accepted = count(con, query("ingest/count_parsed"))
-            fix = text.repair(con, path, compression, layout, accepted)
+            fix = text.repair(con, path, compression, layout, accepted, attempt.hasher.line_index())
     if by_line:  # read the lines in Python
 
         def take(first: bool) -> None:

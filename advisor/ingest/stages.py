@@ -50,8 +50,9 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 class Hasher(threading.Thread):
     """sha256 of the uncompressed bytes, computed beside the load (hashlib frees the GIL),
-    and whether they hold a carriage return (the bulk way leaves such files with unreadable
-    lines to the careful way)."""
+    whether they hold a carriage return (the bulk way leaves such files with unreadable lines
+    to the careful way) and, for an uncompressed file, where its lines start (the repair of
+    unreadable lines then reads them without a scan of the file)."""
 
     def __init__(
         self, path: Path, compression: str | None, known: archive.ArchiveCheck | None = None
@@ -60,6 +61,7 @@ class Hasher(threading.Thread):
         self.path, self.compression, self.known = path, compression, known
         self.digest: str | None = None
         self.has_cr = False
+        self._lines = text.LineIndex() if compression is None and known is None else None
 
     def run(self) -> None:
         if self.known is not None:  # the archive check decompressed the bytes already
@@ -71,9 +73,16 @@ class Hasher(threading.Thread):
                 while chunk := fh.read(4 << 20):
                     h.update(chunk)
                     self.has_cr = self.has_cr or b"\r" in chunk
+                    if self._lines is not None:
+                        self._lines.feed(chunk)
             self.digest = h.hexdigest()
         except (OSError, EOFError):
-            self.digest = None
+            self.digest, self._lines = None, None
+
+    def line_index(self) -> text.LineIndex | None:
+        """Where the file's lines start, once the whole file is hashed (None before, and for a
+        compressed file): a repair does not wait for it."""
+        return None if self.is_alive() or self.digest is None else self._lines
 
 
 @dataclass

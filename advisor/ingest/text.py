@@ -10,6 +10,7 @@ SQL parser); whatever still does not fit is returned as a reject with its physic
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -178,13 +179,15 @@ def repair(
     compression: str | None,
     layout: TextLayout,
     accepted: int,
+    index: LineIndex | None = None,
 ) -> TextRepair:
-    """Handle the lines DuckDB rejected: fill temp table ``raw_fix`` with the repaired ones."""
+    """Handle the lines DuckDB rejected: fill temp table ``raw_fix`` with the repaired ones
+    (``index``: where the file's lines start, if known)."""
     bad_lines = reject_lines(con)
     if not bad_lines:
         return TextRepair(accepted, [], [], [])
     want = set(bad_lines) | {b - 1 for b in bad_lines}
-    texts = read_lines(path, compression, want)
+    texts = read_lines(path, compression, want, index)
     return _store_repaired(con, layout, accepted, bad_lines, texts)
 
 
@@ -309,12 +312,51 @@ def good_src_sql(layout: TextLayout) -> str:
 
 
 _BLOCK = 1 << 24
+LINE_STEP = 1 << 16  # the line index's step: a repaired line costs about one such read
 
 
-def read_lines(path: Path, compression: str | None, want: set[int]) -> dict[int, bytes]:
-    """The wanted physical lines (1-based), without their line end. Read in blocks whose
-    newlines numpy finds, so that a wanted line is a slice (faster than reading line by line in
-    Python: docs/ingest.md, Speed)."""
+class LineIndex:
+    """Where an uncompressed file's lines start, coarsely: the number of newlines before every
+    ``step``-th byte, counted while the file is read anyway (the content hash), so that a line is
+    read from the step before it instead of scanning the file from its start."""
+
+    def __init__(self, step: int | None = None) -> None:
+        self.step = step or LINE_STEP
+        self.size = 0
+        self._newlines = 0
+        self.newlines_before: list[int] = []  # [k]: newlines in the first k * step bytes
+
+    def feed(self, chunk: bytes) -> None:
+        """Count the next bytes of the file in."""
+        base, end = self.size, self.size + len(chunk)
+        done = base  # bytes counted so far
+        mark = len(self.newlines_before) * self.step  # the first step not yet recorded
+        while mark < end:
+            self._newlines += chunk.count(b"\n", done - base, mark - base)
+            self.newlines_before.append(self._newlines)
+            done, mark = mark, mark + self.step
+        self._newlines += chunk.count(b"\n", done - base)
+        self.size = end
+
+    def start(self, line: int) -> tuple[int, int]:
+        """(byte, newlines to skip from it) that lead to the start of physical ``line``."""
+        k = max(bisect.bisect_left(self.newlines_before, line - 1) - 1, 0)
+        return k * self.step, line - 1 - (self.newlines_before[k] if self.newlines_before else 0)
+
+    def worth_it(self, lines: int) -> bool:
+        """Whether reading ``lines`` lines from their steps reads less than a quarter of the file."""
+        return lines * self.step * 4 < self.size
+
+
+def read_lines(
+    path: Path, compression: str | None, want: set[int], index: LineIndex | None = None
+) -> dict[int, bytes]:
+    """The wanted physical lines (1-based), without their line end. With an ``index`` of the
+    (uncompressed) file, each is read from the step before it; else the file is read in blocks
+    whose newlines numpy finds, so that a wanted line is a slice (faster than reading line by
+    line in Python: docs/ingest.md, Speed)."""
+    if index is not None and compression is None and index.worth_it(len(want)):
+        return _lines_by_index(path, index, want)
     todo = sorted(want)
     texts: dict[int, bytes] = {}
     i = 0
@@ -339,6 +381,33 @@ def read_lines(path: Path, compression: str | None, want: set[int]) -> dict[int,
         i += 1
     if i < len(todo) and todo[i] == first and rest:  # the last line, without a newline
         texts[first] = rest.rstrip(b"\r")
+    return texts
+
+
+def _lines_by_index(path: Path, index: LineIndex, want: set[int]) -> dict[int, bytes]:
+    texts: dict[int, bytes] = {}
+    with path.open("rb") as fh:
+        for line in sorted(n for n in want if n >= 1):
+            at, skip = index.start(line)
+            fh.seek(at)
+            buf = fh.read(index.step)
+            pos = 0
+            while skip > 0:  # the newline that ends the line before it lies in this step
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    break
+                pos, skip = nl + 1, skip - 1
+            if skip > 0 or at + pos >= index.size:
+                continue  # past the last line
+            end = buf.find(b"\n", pos)
+            while end < 0:  # a line longer than what was read: on to its end or the file's
+                more = fh.read(index.step)
+                if not more:
+                    end = len(buf)
+                    break
+                searched, buf = len(buf), buf + more
+                end = buf.find(b"\n", searched)
+            texts[line] = buf[pos:end].rstrip(b"\r")
     return texts
 
 
