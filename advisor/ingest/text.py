@@ -385,6 +385,7 @@ def read_lines(
 
 
 def _lines_by_index(path: Path, index: LineIndex, want: set[int]) -> dict[int, bytes]:
+    """:func:`read_lines` by seeking: each wanted line from the index's step before it."""
     texts: dict[int, bytes] = {}
     with path.open("rb") as fh:
         for line in sorted(n for n in want if n >= 1):
