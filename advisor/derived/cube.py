@@ -295,9 +295,10 @@ def _rebuild(
     _fine(con, source if by_difference else "jobs")
     if by_difference:
         con.execute(
-            render("ratios/cube_people_next", rows=query("ratios/cube_people_fine_rows"))
+            render("ratios/cube_people_next", rows=_people_fine_rows())
         )  # TEMP _people_next
-        people_same = _one(con, query("ratios/cube_people_changes")) == (0, 0)
+        changes = render("ratios/cube_people_changes", same_person=_same_person("f"))
+        people_same = _one(con, changes) == (0, 0)
         if not people_same:  # someone came or went: number everyone again, from every job
             by_difference = False
             _fine(con, "jobs")
@@ -354,16 +355,26 @@ def _refresh_people(con: duckdb.DuckDBPyConnection, *, renumber: bool) -> None:
     if renumber:
         con.execute("DELETE FROM ratio_people")
         con.execute(query("ratios/cube_people_refresh"))
-    con.execute(
-        render("ratios/cube_people_cube_refresh", rows=query("ratios/cube_people_fine_rows"))
-    )
+    con.execute(render("ratios/cube_people_cube_refresh", rows=_people_fine_rows()))
+
+
+def _same_person(row: str) -> str:
+    """The condition that ratio_people row ``p`` is the person of ``row`` (ratios/same_person)."""
+    return render("ratios/same_person", row=row)
+
+
+def _people_fine_rows() -> str:
+    """The people rows of ``_ratio_fine`` under their pids (ratios/cube_people_fine_rows)."""
+    return render("ratios/cube_people_fine_rows", same_person=_same_person("f"))
 
 
 def _refresh_people_months(con: duckdb.DuckDBPyConnection, source: str, months: str) -> None:
     """Fill the emptied rows of the per-month people cubes from the jobs of ``source``;
     ``months`` names the rows of ``ratio_cube_people_months`` to regroup by ratio."""
     jobs = render("ratios/cube_jobs", source=source)
-    con.execute(render("ratios/cube_people_months_refresh", jobs=jobs))
+    con.execute(
+        render("ratios/cube_people_months_refresh", jobs=jobs, same_person=_same_person("j"))
+    )
     con.execute(render("ratios/cube_people_month_ratios_refresh", months=months))
 
 

@@ -4,7 +4,7 @@
 -- time range reads only its row groups. Built on the first query that needs it
 -- (advisor.ratios.refresh_people_months), not in every rebuild: it is by far the largest cube.
 -- Jobs are numbered (joined to ratio_people) before grouping, which is cheaper than grouping
--- by the five names as well (figures: docs/ratios.md).
+-- by the five names as well (figures: docs/ratios.md). {{same_person}}: ratios/same_person of j.
 INSERT INTO ratio_cube_people_months
 SELECT p.pid, j.month, j.state, j.interactive, j.gpus, j.cpus, j.excluded_reason,
        count(*), coalesce(sum(j.gpu_seconds), 0)
@@ -12,10 +12,6 @@ FROM (
 {{jobs}}
 ) AS j
 JOIN ratio_people AS p
-  ON p.cluster IS NOT DISTINCT FROM j.cluster
- AND p.gpu_type IS NOT DISTINCT FROM j.gpu_type
- AND p."partition" IS NOT DISTINCT FROM j."partition"
- AND p.account IS NOT DISTINCT FROM j.account
- AND p."user" IS NOT DISTINCT FROM j."user"
+  ON {{same_person}}
 GROUP BY ALL
 ORDER BY j.month, j.state, p.pid

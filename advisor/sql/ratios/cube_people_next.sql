@@ -1,7 +1,8 @@
 -- ratios/cube_people_next: ratio_cube_people as it will be after a slice rebuild, without reading
 -- every job (TEMP _people_next): its rows, plus the people rows of _ratio_fine (the changed
--- slices' jobs now; {{rows}}: ratios/cube_people_fine_rows), minus what those slices held before, read from ratio_cube_people_months
--- (fresh, built from the same jobs as the other cubes). Keys whose jobs sum to 0 are gone.
+-- slices' jobs now; {{rows}}: ratios/cube_people_fine_rows), minus what those slices held
+-- before, read from ratio_cube_people_months (fresh, built from the same jobs as the other
+-- cubes). Keys whose jobs sum to 0 are gone.
 -- Only while every person of _ratio_fine has a pid (ratios/cube_people_changes says).
 CREATE OR REPLACE TEMP TABLE _people_next AS
 WITH now_in AS (
