@@ -1,7 +1,8 @@
--- ratios/cube_jobs: every job of {{source}} (jobs, or the changed slices' _slice_jobs) with the columns the cubes group by (spliced in as {{jobs}} by the
--- cube builds). Same rules as ratios/jobs_facts; month = first day of the month of the start
--- time (submit time for jobs never started). An excluded job keeps no CPU count (its ratio is
--- never taken), so excluded jobs fold into few rows.
+-- ratios/cube_jobs: every job of {{source}} (jobs, or the changed slices' _slice_jobs) with the
+-- columns the cubes group by (spliced in as {{jobs}} by the cube builds). Same rules as
+-- ratios/jobs_facts; month = first day of the month of the start time (submit time for jobs never
+-- started). An excluded job keeps no CPU count (its ratio is never taken), so excluded jobs fold
+-- into few rows.
 SELECT
     j.cluster,
     coalesce(j.gpu_type, '(untyped)') AS gpu_type,
