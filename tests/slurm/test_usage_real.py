@@ -35,12 +35,18 @@ def _cpu_s(text: str) -> float:
     return (int(days) if days else 0) * 86400 + secs
 
 
-def _settled(text: str, job_ids) -> bool:
-    """Whether sacct's -P text holds every job and its batch step, each ended with a TotalCPU."""
+def _rows(text: str) -> dict[str, dict[str, str]]:
+    """sacct's -P text with FIELDS: each line's fields by name, under its JobID."""
     rows = {}
     for line in text.splitlines()[1:]:
-        f = dict(zip(FIELDS.split(","), line.split("|"), strict=False))
+        f = dict(zip(FIELDS.split(","), line.split("|"), strict=True))
         rows[f["JobID"]] = f
+    return rows
+
+
+def _settled(text: str, job_ids) -> bool:
+    """Whether sacct's -P text holds every job and its batch step, each ended with a TotalCPU."""
+    rows = _rows(text)
     for jid in job_ids:
         for key in (str(jid), f"{jid}.batch"):
             f = rows.get(key)
@@ -93,11 +99,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory):
     db = tmp / "a.duckdb"
     [s] = ingest_files(db, [path])
     assert s.rejected == 0, s.first_reasons
-    rows = {}
-    for line in text.splitlines()[1:]:
-        f = dict(zip(FIELDS.split(","), line.split("|"), strict=True))
-        rows[f["JobID"]] = f
-    return db, ids, rows
+    return db, ids, _rows(text)
 
 
 def test_real_totalcpu_gives_the_efficiency_sacct_implies(loaded) -> None:
