@@ -62,8 +62,12 @@ EOS
     # busy-waiting GPU worker, as each TP > 1 worker), then the default (uni) at the same rates
     # (the ladder file is shared through the tag), then unique prompts. Each block has a hard
     # stop (SIGINT: the runner stops its engine) so the whole sweep ends by DEADLINE seconds.
+    # Knobs: CORES, DUR, REPEATS, VICTIM_OUT (victim output tokens: 16+ measures inter-token
+    # latency), TAG, DEADLINE, MP_S, UNI_S, MP_BUDGET, UNI_BUDGET, UNIQUE_RPS,
+    # BLOCKS (which of 'mp uni unique' to run; a kept levels file in .devcarry/levels/ is reused).
     tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
+    [ -d .devcarry/levels ] && cp .devcarry/levels/*.json "$RES"/ 2>/dev/null
     python3 -c "import importlib.metadata as m, sys; print('vllm', m.version('vllm'), sys.version.split()[0])" || exit 1
     cat > /tmp/demand.sh <<EOS
 cd /tmp  # python -m puts the working folder first on sys.path: run ADVISOR_PATH's package
@@ -71,17 +75,18 @@ t0=\$(date +%s); left() { echo \$(( ${DEADLINE:-1200} - (\$(date +%s) - t0) )); 
 cap() { l=\$(left); [ "\$1" -lt "\$l" ] && echo "\$1" || echo "\$l"; }
 common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \\
  --engine-arg=--load-format --engine-arg=dummy --engine-arg=--max-model-len --engine-arg=32768 \\
- --repin --starts 2 --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens 8 \\
+ --repin --starts 2 --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens ${VICTIM_OUT:-8} \\
  --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
  --tag ${TAG:-h200} --format json"
 heavy="--workload tokenize-heavy --attacker-tokens 30000:30100 --levels tokenize-heavy \\
  --rate-ladder 1,2,3,4,5,6 --ladder-step 5 --seed 1"
+on() { case " ${BLOCKS:-mp uni unique} " in *" \$1 "*) return 0;; *) echo "== skip \$1"; return 1;; esac; }
 echo "== mp \$(date -u +%T)"
-timeout -s INT \$(cap ${MP_S:-600}) python3 -m advisor bench run \$common \$heavy --executor mp --budget-minutes ${MP_BUDGET:-9.5}
+on mp && timeout -s INT \$(cap ${MP_S:-600}) python3 -m advisor bench run \$common \$heavy --executor mp --budget-minutes ${MP_BUDGET:-9.5}
 echo "== uni \$(date -u +%T) left \$(left)"
-timeout -s INT \$(cap ${UNI_S:-480}) python3 -m advisor bench run \$common \$heavy --executor uni --budget-minutes ${UNI_BUDGET:-7.5}
+on uni && timeout -s INT \$(cap ${UNI_S:-480}) python3 -m advisor bench run \$common \$heavy --executor uni --budget-minutes ${UNI_BUDGET:-7.5}
 echo "== unique \$(date -u +%T) left \$(left)"
-[ "\$(left)" -gt 100 ] && timeout -s INT \$(left) python3 -m advisor bench run \$common --starts 1 \\
+on unique && [ "\$(left)" -gt 100 ] && timeout -s INT \$(left) python3 -m advisor bench run \$common --starts 1 \\
   --repeats 2 --executor mp --workload unique --attacker-tokens 1000:3000 --attacker-rps ${UNIQUE_RPS:-6} --seed 3
 echo "== done \$(date -u +%T)"
 EOS

@@ -13,8 +13,16 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from advisor.cli._output import DbOption, FormatOption, OutputFormat, RichProgress, emit_rows
+from advisor.cli._output import (
+    DbOption,
+    FormatOption,
+    OutputFormat,
+    RichProgress,
+    emit_json,
+    emit_rows,
+)
 from advisor.cli._parse import csv_list, finite_float
+from advisor.errors import UsageError
 
 bench_app = typer.Typer(
     name="bench",
@@ -355,16 +363,46 @@ def curve_cmd(
         typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
     tolerance: ToleranceOption = 0.10,
+    max_wait: Annotated[
+        float,
+        typer.Option(
+            metavar="SHARE",
+            help="Wait knee threshold: the share of wall time the engine core and the API "
+            "server may spend runnable but not running (0-1).",
+        ),
+    ] = 0.15,
+    evidence: Annotated[
+        bool,
+        typer.Option(
+            "--evidence",
+            help="Instead: per core count, the most judged wait beside whether TTFT and "
+            "inter-token latency were within the tolerance, and the bracket a threshold lies in.",
+        ),
+    ] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Each stored series' slowdown per core count with its 90% paired-bootstrap interval, and
-    its knee: resolved, no effect, or not resolved.
+    its knee: resolved, no effect, or not resolved; beside it each process role's CPU wait share
+    with its interval and the wait knee (runs that recorded their processes' wait).
 
     Each PATH is a result folder or run file (.json, .json.gz); needs no database.
     """
     from advisor.harness.curves import curve_report, summary_rows
 
-    found = curve_report(paths, tolerance=tolerance)
+    if not 0 < max_wait < 1:
+        raise UsageError(f"--max-wait {max_wait:g}: a share of wall time between 0 and 1")
+    if not tolerance > 0:
+        raise UsageError(f"--tolerance {tolerance:g}: must be above 0")
+    found = curve_report(paths, tolerance=tolerance, max_wait=max_wait)
+    if evidence:
+        from advisor.harness.curves import evidence_summary, wait_evidence
+
+        rows = wait_evidence(found)
+        if fmt is OutputFormat.json:
+            emit_json({"rows": rows, **evidence_summary(rows)})
+            return
+        emit_rows(rows, fmt, title="bench curve --evidence")
+        return
     if fmt is OutputFormat.json:
         emit_rows([c.to_json_dict() for c in found], fmt, title="bench curve")
         return

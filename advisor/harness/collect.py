@@ -25,6 +25,7 @@ from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
 from advisor.harness.series import identity_of_run, notes_text
+from advisor.harness.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
 from advisor.progress import ProgressFn, no_progress
 
 # The calibration table's columns, in its order: the same tuple the CSV loader reads.
@@ -164,12 +165,26 @@ def read_result(path: Path) -> dict[str, Any]:
             raise InputError(
                 "needs request_no, kind and status", source=str(path), field=f"requests[{i}]"
             )
+    extra = run.get("extra")
+    if isinstance(extra, dict) and isinstance(extra.get("wait"), dict):
+        extra["wait"] = normalised_wait(extra["wait"])
     return data
 
 
 # Flags that keep a run out of the fit (advisor.harness.metrics.run_flags); ``timeouts`` instead
 # turns the run into a censored point.
 NOT_FITTED = frozenset({"failed-requests", "prefix-hit", "gpu-bound"})
+# Run-queue wait per role (advisor.harness.waits): share of wall time runnable but not running.
+WAIT_METRICS = {
+    "api_server": "wait_api_server_share",
+    "engine_core": "wait_engine_core_share",
+    "gpu_worker": "wait_worker_share",
+}
+BUSY_METRICS = {
+    "api_server": "busy_api_server_cores",
+    "engine_core": "busy_engine_core_cores",
+    "gpu_worker": "busy_worker_cores",
+}
 PROCESS_METRICS = {
     "api_server": "cpu_api_server_cores",
     "engine_core": "cpu_engine_core_cores",
@@ -325,8 +340,26 @@ def calibration_points(
     status = run.get("status")
     extra = run.get("extra") or {}
     flags = {f.get("flag") for f in extra.get("flags") or [] if isinstance(f, dict)}
+    if status == "ok":
+        # what the engine's processes waited for and ran on a CPU: valid whatever TTFT's flags
+        # say (a GPU-bound or prefix-hit phase still queues its threads or not)
+        for role, metric in WAIT_METRICS.items():
+            add(metric, wait_of_run(run, role), "fraction", f"run-queue wait share of the {role}")
+            add(
+                BUSY_METRICS[role],
+                busy_of_run(run, role),
+                "cores",
+                f"CPU of the {role} from its threads' schedstat",
+            )
+        for kind in ("some", "full"):
+            add(
+                f"psi_cpu_{kind}_share",
+                psi_of_run(run, "machine", kind),
+                "fraction",
+                f"machine CPU pressure ({kind}) over the phase",
+            )
     if flags & NOT_FITTED:
-        return []  # the run did not measure what it claims (see advisor.harness.metrics.run_flags)
+        return out  # TTFT did not measure the core effect (advisor.harness.metrics.run_flags)
     if status == "ok" and "timeouts" in flags:
         add("timeout", run.get("timeout_s"), "s", "requests timed out: censored at the timeout")
         return out

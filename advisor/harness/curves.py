@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from advisor.harness.series import describe, identity_of_run
+from advisor.harness.waits import wait_of_run
 from advisor.knee import KneeResult, measure_knee, replicates
+from advisor.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
 
 CURVES_SCHEMA = "advisor.bench.curves/1"
 # Flags under which a run's TTFT does not describe the core effect (see metrics.run_flags).
@@ -34,6 +36,8 @@ class Curve:
     knee: KneeResult
     runs: int
     runs_excluded: int
+    wait: WaitKnee | None = None  # None: no run of the series recorded its processes' wait
+    itl: KneeResult | None = None  # victims' inter-token latency; None under two output tokens
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,8 @@ class Curve:
             "runs": self.runs,
             "runs_excluded": self.runs_excluded,
             **self.knee.to_json_dict(),
+            "wait": self.wait.to_json_dict() if self.wait is not None else None,
+            "itl": self.itl.to_json_dict() if self.itl is not None else None,
         }
 
 
@@ -80,6 +86,19 @@ def victim_ttfts(data: Mapping[str, Any]) -> list[float]:
     ]
 
 
+def victim_itls(data: Mapping[str, Any]) -> list[float]:
+    """Each ok victim's mean inter-token latency in ms (requests of two or more output tokens)."""
+    out = []
+    for r in data.get("requests") or []:
+        if r.get("kind") != "victim" or r.get("status") != "ok":
+            continue
+        first, done, n = r.get("first_token_s"), r.get("finished_s"), r.get("output_tokens")
+        if first is None or done is None or not n or n < 2:
+            continue
+        out.append((float(done) - float(first)) * 1000.0 / (int(n) - 1))
+    return out
+
+
 def read_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Every run file (``*.json``, ``*.json.gz``) under ``paths`` with its requests; ladder and
     summary files are skipped."""
@@ -107,10 +126,12 @@ def curves(
     datas: Sequence[Mapping[str, Any]],
     *,
     tolerance: float = 0.10,
+    max_wait: float = DEFAULT_MAX_WAIT,
     seed: int = 0,
     bootstrap_resamples: int = 2000,
 ) -> list[Curve]:
-    """The knee of every series among the runs (run files' contents, requests included)."""
+    """The knee of every series among the runs (run files' contents, requests included), and its
+    wait knee where the runs recorded their processes' wait (:mod:`advisor.waitknee`)."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     meta: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for d in datas:
@@ -121,52 +142,108 @@ def curves(
     for key in sorted(groups):
         members = groups[key]
         samples: dict[tuple[Any, Any, int], list[float]] = {}
+        itls: dict[tuple[Any, Any, int], list[float]] = {}
+        waits: dict[tuple[Any, int], dict[str, float]] = {}
         excluded = 0
         for d in members:
             run = d["run"]
+            block = run_block(d)
+            if run.get("status") == "ok":
+                # wait describes the core effect whatever TTFT's flags say (a GPU-bound phase
+                # still shows whether the engine's processes queued for a CPU)
+                shares = {r: v for r in WAIT_ROLES if (v := wait_of_run(run, r)) is not None}
+                if shares:
+                    waits[(block[:2], block[2])] = shares
             if not usable(run):
                 excluded += 1
                 continue
-            extra = run.get("extra") or {}
-            # one engine start of one invocation: runs of two invocations (or two folders) with
-            # the same start and repeat numbers are different blocks
-            session = extra.get("session") or d.get("source_folder") or ""
-            block = (
-                (session, extra.get("engine_start") or 1),
-                run.get("repeat"),
-                int(run["cores"]),
-            )
             samples.setdefault(block, []).extend(victim_ttfts(d))
+            if its := victim_itls(d):
+                itls.setdefault(block, []).extend(its)
         knee = measure_knee(
             samples, tolerance=tolerance, seed=seed, bootstrap_resamples=bootstrap_resamples
+        )
+        wait = (
+            measure_wait_knee(
+                waits, max_wait=max_wait, seed=seed, bootstrap_resamples=bootstrap_resamples
+            )
+            if waits
+            else None
+        )
+        itl = (
+            measure_knee(
+                itls, tolerance=tolerance, seed=seed, bootstrap_resamples=bootstrap_resamples
+            )
+            if itls
+            else None
         )
         ident, load = meta[key]
         label = f"{describe(ident)} {load['workload']} {load['attacker_rps']:g}/s"
         if load.get("level"):
             label += f" ({load['level']})"
-        out.append(Curve(key, label, ident, load, knee, len(members), excluded))
+        out.append(Curve(key, label, ident, load, knee, len(members), excluded, wait, itl))
     return out
 
 
+WAIT_ROLES = ("engine_core", "api_server", "gpu_worker")
+
+
+def run_block(data: Mapping[str, Any]) -> tuple[Any, Any, int]:
+    """(engine start of one invocation, repeat, cores) of a run file: runs of two invocations (or
+    two folders) with the same start and repeat numbers are different blocks."""
+    run = data["run"]
+    extra = run.get("extra") or {}
+    session = extra.get("session") or data.get("source_folder") or ""
+    return ((session, extra.get("engine_start") or 1), run.get("repeat"), int(run["cores"]))
+
+
 def summary_rows(cs: Sequence[Curve]) -> list[dict[str, Any]]:
-    """One row per curve and core count, for tables."""
+    """One row per curve and core count, for tables: the TTFT slowdown and its knee, and beside
+    them each role's wait share with its interval and the wait knee (None without wait data)."""
     rows = []
     for c in cs:
-        for p in c.knee.points:
-            rows.append(
-                {
-                    "curve": c.label,
-                    "status": c.knee.status,
-                    "knee_cores": c.knee.knee_cores,
-                    "cores": p.cores,
-                    "ttft_p50_ms": round(p.ttft_p50_ms, 1),
-                    "slowdown": round(p.slowdown, 3),
-                    "slowdown_low": round(p.slowdown_low, 3),
-                    "slowdown_high": round(p.slowdown_high, 3),
-                    "blocks": p.blocks,
-                }
-            )
+        counts = sorted({p.cores for p in c.knee.points} | wait_counts(c))
+        for cores in counts:
+            p = c.knee.point(cores)
+            row: dict[str, Any] = {
+                "curve": c.label,
+                "status": c.knee.status,
+                "knee_cores": c.knee.knee_cores,
+                "cores": cores,
+                "ttft_p50_ms": round(p.ttft_p50_ms, 1) if p else None,
+                "slowdown": round(p.slowdown, 3) if p else None,
+                "slowdown_low": round(p.slowdown_low, 3) if p else None,
+                "slowdown_high": round(p.slowdown_high, 3) if p else None,
+                "blocks": p.blocks if p else None,
+                "itl_slowdown": round(q.slowdown, 3) if (q := itl_point(c, cores)) else None,
+                "itl_slowdown_low": round(q.slowdown_low, 3) if q else None,
+                "itl_slowdown_high": round(q.slowdown_high, 3) if q else None,
+                "wait_status": c.wait.status if c.wait else None,
+                "wait_knee_cores": c.wait.knee_cores if c.wait else None,
+            }
+            for role, short in (
+                ("engine_core", "core"),
+                ("api_server", "api"),
+                ("gpu_worker", "worker"),
+            ):
+                w = c.wait.point(cores, role) if c.wait else None
+                row[f"wait_{short}"] = round(w.wait_share, 3) if w else None
+                row[f"wait_{short}_low"] = _finite(w.wait_low) if w else None
+                row[f"wait_{short}_high"] = _finite(w.wait_high) if w else None
+            rows.append(row)
     return rows
+
+
+def itl_point(c: Curve, cores: int) -> Any:
+    return c.itl.point(cores) if c.itl else None
+
+
+def wait_counts(c: Curve) -> set[int]:
+    return {p.cores for p in c.wait.points} if c.wait else set()
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 3) if x == x and abs(x) != float("inf") else None
 
 
 def compare(old: Sequence[Curve], new: Sequence[Curve]) -> list[dict[str, Any]]:
@@ -195,14 +272,16 @@ def compare(old: Sequence[Curve], new: Sequence[Curve]) -> list[dict[str, Any]]:
     return rows
 
 
-def curve_report(paths: Sequence[str | Path], *, tolerance: float = 0.10) -> list[Curve]:
+def curve_report(
+    paths: Sequence[str | Path], *, tolerance: float = 0.10, max_wait: float = DEFAULT_MAX_WAIT
+) -> list[Curve]:
     """The curves of the run files under ``paths``; a path that does not exist is an error."""
     from advisor.errors import NotFoundError
 
     for p in map(Path, paths):
         if not p.exists():
             raise NotFoundError(f"{p}: no such file or folder")
-    return curves(read_runs(paths), tolerance=tolerance)
+    return curves(read_runs(paths), tolerance=tolerance, max_wait=max_wait)
 
 
 def replication_report(
@@ -212,3 +291,54 @@ def replication_report(
     return compare(
         curve_report([old], tolerance=tolerance), curve_report([new], tolerance=tolerance)
     )
+
+
+def wait_evidence(cs: Sequence[Curve]) -> list[dict[str, Any]]:
+    """What each measured core count says about how much wait costs TTFT and inter-token
+    latency: the most judged wait (engine core or API server, with its interval) beside the two
+    slowdowns' verdicts against the curve's tolerance (``within``: upper bound inside it,
+    ``slower``: lower bound above it, ``unresolved``: neither). The default ``--max-wait`` rests
+    on these rows (docs/model.md)."""
+    rows = []
+    for c in cs:
+        if c.wait is None:
+            continue
+        tol = 1 + c.knee.tolerance
+        for cores in sorted(wait_counts(c)):
+            judged = [p for r in c.wait.roles if (p := c.wait.point(cores, r)) is not None]
+            if not judged:
+                continue
+            top = max(judged, key=lambda p: p.wait_share)
+            rows.append(
+                {
+                    "curve": c.label,
+                    "cores": cores,
+                    "role": top.role,
+                    "wait": round(top.wait_share, 3),
+                    "wait_low": _finite(top.wait_low),
+                    "wait_high": _finite(top.wait_high),
+                    "ttft": _verdict(c.knee.point(cores), tol),
+                    "itl": _verdict(c.itl.point(cores) if c.itl else None, tol),
+                }
+            )
+    return rows
+
+
+def _verdict(p: Any, tol: float) -> str | None:
+    if p is None:
+        return None
+    if p.slowdown_low > tol:
+        return "slower"
+    return "within" if p.slowdown_high <= tol else "unresolved"
+
+
+def evidence_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The largest wait at which TTFT and ITL were both within tolerance beyond doubt, and the
+    smallest at which either was slower beyond doubt (the bracket the threshold lies in)."""
+    harmless = [
+        r for r in rows if r["ttft"] == "within" and r["itl"] in ("within", None) and r["wait"] > 0
+    ]
+    harmful = [r for r in rows if "slower" in (r["ttft"], r["itl"])]
+    most = max(harmless, key=lambda r: r["wait"], default=None)
+    least = min(harmful, key=lambda r: r["wait"], default=None)
+    return {"largest_harmless": most, "smallest_harmful": least}

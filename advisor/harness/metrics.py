@@ -37,6 +37,17 @@ class ClassSummary:
     ttft_p99_ms: float | None
     ttft_mean_ms: float | None
     e2e_p50_ms: float | None
+    # inter-token latency: (last token - first token) / (output tokens - 1), per request
+    itl_p50_ms: float | None = None
+
+
+def itl_ms(r: RequestRecord) -> float | None:
+    """One request's mean inter-token latency in ms (None with fewer than two output tokens)."""
+    if r.status != "ok" or r.first_token_s is None or r.finished_s is None:
+        return None
+    if not r.output_tokens or r.output_tokens < 2:
+        return None
+    return (r.finished_s - r.first_token_s) * 1000.0 / (r.output_tokens - 1)
 
 
 def summarise(records: Iterable[RequestRecord], kind: str) -> ClassSummary:
@@ -54,6 +65,7 @@ def summarise(records: Iterable[RequestRecord], kind: str) -> ClassSummary:
         ttft_p99_ms=percentile(ttft, 99),
         ttft_mean_ms=sum(ttft) / len(ttft) if ttft else None,
         e2e_p50_ms=percentile(e2e, 50),
+        itl_p50_ms=percentile([x for r in rs if (x := itl_ms(r)) is not None], 50),
     )
 
 

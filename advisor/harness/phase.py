@@ -275,6 +275,7 @@ def measure_phase(
     st: StartState,
 ) -> list[RequestRecord]:
     from advisor.harness.platform import GpuSampler
+    from advisor.harness.waits import WaitSampler, engine_cgroup
 
     load: LoadSpec = pt.load
     # Common random numbers: the seed depends on the repeat (the phase slot), not on the cores,
@@ -292,7 +293,12 @@ def measure_phase(
     os.sched_setaffinity(0, set(split.client))
     t0 = time.monotonic()
     try:
-        with GpuSampler() as gpu:
+        with (
+            GpuSampler() as gpu,
+            WaitSampler(
+                engine.pids, root_pid=engine.pid, cgroup=engine_cgroup(engine.pid)
+            ) as waits,
+        ):
             phase = run_phase(planned, target, load.timeout_s)
             records, lag_p99_ms = phase.records, phase.send_lag_p99_ms
     finally:
@@ -344,6 +350,7 @@ def measure_phase(
         engine_log_tail=engine.log_tail() if status != "ok" else "",
         pinning_after=pinning_dict(pin) if pin is not None else None,
         engine_cpu_by_process=per_process_cpu(cpu_before, cpu_after, wall, engine.pid),
+        wait=waits.result,
     )
     victim_ttft = [
         r.ttft_ms for r in records if r.kind == "victim" and r.status == "ok" and r.ttft_ms

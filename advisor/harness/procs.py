@@ -31,7 +31,7 @@ def process_role(name: str, is_root: bool) -> str:
     """What an engine process does, from its name: ``api_server`` (the first process, which
     tokenizes), ``engine_core`` (vLLM's scheduler loop; with one GPU it also drives the GPU),
     ``gpu_worker`` (one per tensor-parallel rank), else ``other``."""
-    if "EngineCore" in name:
+    if "EngineCor" in name:  # the kernel's comm keeps 15 characters: VLLM::EngineCor
         return "engine_core"
     if "Worker" in name:
         return "gpu_worker"

@@ -87,6 +87,8 @@ class Stub:
         await writer.drain()
         if a.first_token_ms:
             await asyncio.sleep(a.first_token_ms / 1000.0)
+        if a.busy_ms:
+            spin_cpu(a.busy_ms / 1000.0)
         first_sent = 0
         for i in range(max_tokens):
             if i and a.itl_ms:
@@ -143,6 +145,13 @@ async def main_async(args: argparse.Namespace) -> None:
         await server.serve_forever()
 
 
+def spin_cpu(seconds: float) -> None:
+    """Burn ``seconds`` of this thread's CPU time (not wall time), as a tokenizer would."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1")
@@ -150,6 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--first-token-ms", type=float, default=0.0)
     p.add_argument("--itl-ms", type=float, default=0.0)
     p.add_argument("--start-delay-s", type=float, default=0.0)
+    p.add_argument(
+        "--busy-ms", type=float, default=0.0, help="CPU time to burn before each first token"
+    )
     p.add_argument("--crash-on-start", action="store_true")
     p.add_argument("--never-ready", action="store_true")
     p.add_argument("--hang-after", type=int, default=None, help="stop answering after N requests")

@@ -12,7 +12,13 @@ WITH marked AS (
         json_extract_string(extra, '$.series.id') AS series_id,
         json_extract_string(extra, '$.series.executor') AS executor,
         TRY_CAST(json_extract_string(extra, '$.series.renderer_workers') AS INTEGER)
-            AS renderer_workers
+            AS renderer_workers,
+        TRY_CAST(json_extract_string(extra, '$.wait.by_role.engine_core.wait_share') AS DOUBLE)
+            AS wait_core,
+        TRY_CAST(json_extract_string(extra, '$.wait.by_role.api_server.wait_share') AS DOUBLE)
+            AS wait_api,
+        TRY_CAST(json_extract_string(extra, '$.wait.psi.machine.some_share') AS DOUBLE)
+            AS psi_some
     FROM bench_runs
     WHERE ($platform IS NULL OR platform = $platform)
 ),
@@ -31,7 +37,16 @@ points AS (
         median(attacker_ttft_p50_ms) FILTER (WHERE usable) AS attacker_ttft_p50_ms,
         sum(requests_timed_out) AS requests_timed_out,
         avg(engine_cpu_percent) AS engine_cpu_percent,
-        avg(gpu_util_percent) AS gpu_util_percent
+        avg(gpu_util_percent) AS gpu_util_percent,
+        -- run-queue wait per role (advisor.harness.waits), median and range over the ok runs
+        -- that recorded it, whatever TTFT's flags
+        median(wait_core) FILTER (WHERE status = 'ok') AS wait_engine_core,
+        min(wait_core) FILTER (WHERE status = 'ok') AS wait_engine_core_min,
+        max(wait_core) FILTER (WHERE status = 'ok') AS wait_engine_core_max,
+        median(wait_api) FILTER (WHERE status = 'ok') AS wait_api_server,
+        min(wait_api) FILTER (WHERE status = 'ok') AS wait_api_server_min,
+        max(wait_api) FILTER (WHERE status = 'ok') AS wait_api_server_max,
+        median(psi_some) FILTER (WHERE status = 'ok') AS psi_cpu_some
     FROM marked
     GROUP BY ALL
 )

@@ -1,0 +1,274 @@
+"""CPU wait of real processes: the sampler reads each thread's run-queue wait from
+``/proc/<pid>/task/<tid>/schedstat`` of real processes pinned with ``taskset``, and a bench
+phase against the stub server (a real process) records it per process and role. The wait knee
+is tested on constructed per-block wait shares. No GPU is needed or mocked here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.harness import engine as eng
+from advisor.harness.curves import curves, summary_rows
+from advisor.harness.waits import WaitSampler, process_threads, psi_delta, wait_of_run
+from advisor.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED
+from advisor.pressure.collector import parse_pressure
+from advisor.waitknee import measure_wait_knee
+from tests.bench_fixtures import CPUS, ROOT, STUB
+
+BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
+
+
+def _burner(cpu: int, seconds: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["taskset", "-c", str(cpu), sys.executable, "-c", BURN.format(s=seconds)]
+    )
+
+
+def test_two_busy_loops_on_one_core_each_wait_about_half_the_time():
+    a, b = _burner(CPUS[0], 4.0), _burner(CPUS[0], 4.0)
+    try:
+        time.sleep(0.3)
+        with WaitSampler(lambda: [a.pid], root_pid=a.pid, period_s=0.1) as s:
+            time.sleep(1.5)
+    finally:
+        a.kill(), b.kill(), a.wait(), b.wait()
+    res = s.result
+    assert res["status"] == "ok"
+    (row,) = res["by_process"]
+    assert row["pid"] == a.pid and row["threads"] == 1
+    # one core shared by two runnable loops: each runs about half the time and waits the rest
+    assert row["wait_share"] > 0.25
+    assert row["cpu_share"] < 0.8
+    assert res["by_role"]["api_server"]["wait_share"] == pytest.approx(row["wait_share"])
+
+
+def test_a_sleeping_process_waits_for_nothing():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    try:
+        time.sleep(0.3)
+        with WaitSampler(lambda: [p.pid], root_pid=p.pid, period_s=0.1) as s:
+            time.sleep(0.8)
+    finally:
+        p.kill(), p.wait()
+    (row,) = s.result["by_process"]
+    assert row["wait_s"] < 0.01 and row["cpu_s"] < 0.05
+
+
+def test_threads_born_and_gone_during_the_sample_are_counted():
+    code = (
+        "import threading, time\n"
+        "def burn():\n"
+        "    end = time.monotonic() + 0.4\n"
+        "    while time.monotonic() < end: pass\n"
+        "time.sleep(0.4)\n"
+        "t = threading.Thread(target=burn); t.start(); t.join()\n"
+        "time.sleep(2)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.1)
+        with WaitSampler(lambda: [p.pid], root_pid=p.pid, period_s=0.05) as s:
+            time.sleep(1.4)
+    finally:
+        p.kill(), p.wait()
+    (row,) = s.result["by_process"]
+    assert row["threads_born"] == 1 and row["threads_gone"] == 1
+    # the thread's 0.4 s of burning is counted though it had exited before the end
+    assert row["cpu_s"] > 0.2
+
+
+def test_a_process_whose_schedstat_cannot_be_read_gives_no_number(tmp_path: Path):
+    with WaitSampler(lambda: [999999999], proc=tmp_path, machine_psi=tmp_path / "none") as s:
+        pass
+    assert s.result["status"] == "unavailable"
+    assert s.result["by_process"] == [] and s.result["psi"]["machine"] is None
+    assert wait_of_run({"extra": {"wait": s.result}}, "engine_core") is None
+
+
+def test_psi_totals_are_read_in_seconds_and_differenced_into_shares():
+    before = parse_pressure(
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=1000000\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    after = parse_pressure(
+        "some avg10=1.00 avg60=0.00 avg300=0.00 total=1500000\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=250000\n"
+    )
+    d = psi_delta(before, after, 2.0)
+    assert d == {"some_s": 0.5, "some_share": 0.25, "full_s": 0.25, "full_share": 0.125}
+    assert process_threads(999999999) == {}
+
+
+def _stub(tmp_path: Path, cpu: int, busy_ms: float) -> eng.EngineProcess:
+    spec = eng.spec_from(
+        STUB + f" --busy-ms {busy_ms}",
+        model="m",
+        tp=1,
+        cores=(cpu,),
+        host="127.0.0.1",
+        port=eng.free_port(),
+        log_path=tmp_path / "stub.log",
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    return eng.EngineProcess(spec)
+
+
+def _load_wait(tmp_path: Path, cpu: int, *, beside_busy_loop: bool) -> float:
+    """The stub server's wait share while it answers 40 requests, each burning 15 ms of CPU."""
+    import httpx
+
+    engine = _stub(tmp_path, cpu, 15.0)
+    engine.start()
+    burner = _burner(cpu, 30.0) if beside_busy_loop else None
+    try:
+        assert engine.wait_ready(20).status == "ok"
+        url = f"http://127.0.0.1:{engine.spec.port}/v1/completions"
+        with WaitSampler(engine.pids, root_pid=engine.pid, period_s=0.1) as s, httpx.Client() as c:
+            for _ in range(40):
+                c.post(url, json={"model": "m", "prompt": "x", "max_tokens": 1, "stream": True})
+    finally:
+        if burner is not None:
+            burner.kill(), burner.wait()
+        engine.stop()
+    assert s.result["status"] == "ok"
+    return float(s.result["by_role"]["api_server"]["wait_share"])
+
+
+@pytest.mark.xdist_group("cpu-pinned")
+def test_a_real_server_beside_a_busy_loop_on_its_core_waits_and_alone_it_does_not(
+    tmp_path: Path,
+):
+    crowded = _load_wait(tmp_path, CPUS[0], beside_busy_loop=True)
+    alone = _load_wait(tmp_path, CPUS[-1], beside_busy_loop=False)
+    assert crowded > 0.05, crowded
+    assert alone < crowded / 2, (alone, crowded)
+
+
+def _shares(core: float, api: float) -> dict[str, float]:
+    return {"engine_core": core, "api_server": api}
+
+
+def test_the_wait_knee_is_resolved_where_the_wait_falls_under_the_threshold_beyond_doubt():
+    # the issue's H100 mp figures at 3.6 req/s: 0.33 / 0.13 / 0.04 / 0 over four blocks
+    per_cores = {2: (0.33, 0.24), 3: (0.13, 0.05), 4: (0.04, 0.01), 14: (0.0, 0.0)}
+    jitter = (-0.01, 0.005, 0.01, -0.005)
+    samples = {
+        ((0, b), c): _shares(max(0.0, core + j * (core > 0)), max(0.0, api + j * (api > 0) / 2))
+        for b, j in enumerate(jitter)
+        for c, (core, api) in per_cores.items()
+    }
+    k = measure_wait_knee(samples, max_wait=0.05, seed=1)
+    assert (k.status, k.knee_cores) == (RESOLVED, 4)
+    assert "3 cores" in k.reason and "engine_core" in k.reason
+    p3 = k.point(3, "engine_core")
+    assert p3 is not None and p3.wait_low > 0.05 and p3.wait_share == pytest.approx(0.13)
+    # a stricter threshold moves the knee to where the wait is zero
+    assert measure_wait_knee(samples, max_wait=0.01, seed=1).knee_cores == 14
+
+
+def test_overlapping_wait_at_the_threshold_is_not_resolved_and_a_flat_curve_is_no_effect():
+    straddle = {
+        ((0, b), c): _shares(w, 0.0)
+        for b, w3 in enumerate((0.02, 0.09, 0.03, 0.08))
+        for c, w in ((3, w3), (4, 0.01), (8, 0.0))
+    }
+    k = measure_wait_knee(straddle, max_wait=0.05)
+    assert k.status == NOT_RESOLVED and k.knee_cores is None and "straddles" in k.reason
+    flat = {((0, b), c): _shares(0.01, 0.0) for b in range(3) for c in (2, 4, 8)}
+    f = measure_wait_knee(flat, max_wait=0.05)
+    assert (f.status, f.knee_cores) == (NO_EFFECT, 2)
+    one = measure_wait_knee({((0, 0), 2): _shares(0.3, 0.1)}, max_wait=0.05)
+    assert one.status == NOT_RESOLVED and "block" in one.reason
+
+
+def _run_file(cores: int, repeat: int, core_wait: float, ttft: float) -> dict:
+    return {
+        "schema": "advisor.bench.run/1",
+        "source_folder": "f",
+        "run": {
+            "run_id": f"r{cores}-{repeat}",
+            "status": "ok",
+            "platform": "H100",
+            "model": "m",
+            "engine_version": "0.26.0",
+            "engine": "vllm",
+            "tp": 1,
+            "cores": cores,
+            "repeat": repeat,
+            "workload": "tokenize-heavy",
+            "attacker_rps": 3.6,
+            "attacker_tokens_min": 30000,
+            "attacker_tokens_max": 30100,
+            "victim_rps": 8,
+            "extra": {
+                "session": "s",
+                "engine_start": 1,
+                "flags": [],
+                "series": {"id": "abc", "tp": 1, "executor": "mp", "renderer_workers": 1},
+                "wait": {
+                    "status": "ok",
+                    "by_process": [{"role": "engine_core"}],
+                    "by_role": {
+                        "engine_core": {"wait_share": core_wait},
+                        "api_server": {"wait_share": core_wait / 2},
+                    },
+                    "psi": {"machine": {"some_share": core_wait / 2}},
+                },
+            },
+        },
+        "requests": [
+            {"kind": "victim", "status": "ok", "ttft_ms": ttft * f} for f in (0.95, 1.0, 1.05)
+        ],
+    }
+
+
+def test_bench_curve_puts_the_wait_knee_beside_the_ttft_knee_of_the_same_series():
+    waits = {2: 0.33, 3: 0.13, 4: 0.03, 14: 0.0}
+    datas = [
+        _run_file(c, r, max(0.0, w + 0.01 * (r - 2)), 40.0 if c == 2 else 25.0)
+        for r in (1, 2, 3)
+        for c, w in waits.items()
+    ]
+    (c,) = curves(datas, max_wait=0.05, bootstrap_resamples=500)
+    assert c.wait is not None and (c.wait.status, c.wait.knee_cores) == (RESOLVED, 4)
+    rows = {r["cores"]: r for r in summary_rows([c])}
+    assert rows[3]["wait_core"] == pytest.approx(0.13, abs=1e-3)
+    assert rows[3]["wait_core_low"] > 0.05 and rows[4]["wait_core_high"] <= 0.05
+    assert rows[2]["wait_api"] == pytest.approx(0.165, abs=1e-3)
+    assert all(r["wait_knee_cores"] == 4 for r in rows.values())
+    assert json.loads(json.dumps(c.to_json_dict()))["wait"]["knee_cores"] == 4
+
+
+def test_runs_without_wait_records_keep_their_ttft_curve_and_get_no_wait_knee():
+    datas = [_run_file(c, r, 0.0, 30.0) for r in (1, 2) for c in (2, 4)]
+    for d in datas:
+        del d["run"]["extra"]["wait"]
+    (c,) = curves(datas, bootstrap_resamples=200)
+    assert c.wait is None and c.knee.points
+    assert all(r["wait_core"] is None for r in summary_rows([c]))
+
+
+def test_the_evidence_brackets_the_threshold_between_harmless_and_harmful_wait():
+    from advisor.harness.curves import evidence_summary, wait_evidence
+
+    waits = {2: 0.5, 3: 0.2, 4: 0.03, 14: 0.0}
+    ttft = {2: 100.0, 3: 25.0, 4: 25.0, 14: 25.0}
+    datas = [
+        _run_file(c, r, w + 0.005 * r, ttft[c] * (1 + 0.002 * r))
+        for r in (1, 2, 3)
+        for c, w in waits.items()
+    ]
+    rows = wait_evidence(curves(datas, bootstrap_resamples=300))
+    by = {r["cores"]: r for r in rows}
+    assert by[2]["ttft"] == "slower" and by[2]["role"] == "engine_core"
+    assert by[3]["ttft"] == "within" and by[3]["itl"] is None
+    s = evidence_summary(rows)
+    assert s["largest_harmless"]["cores"] == 3 and s["largest_harmless"]["wait"] == 0.21
+    assert s["smallest_harmful"]["cores"] == 2
