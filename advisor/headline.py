@@ -80,6 +80,9 @@ def basis_sentence(decision_basis: str, interval_pct: int = INTERVAL_PCT) -> str
         "the fitted utilisation target, never below 2 + N (N GPUs)",
         "no evidence": "2 + N cores per job (N GPUs), as vLLM advises: no measured series of "
         "this configuration",
+        "wait model": "the fewest cores per job, never below 2 + N (N GPUs), at which the "
+        "engine core and the API server are predicted to wait for a CPU at most the threshold "
+        "share of the time (the measured run-queue wait, fitted against spare cores)",
     }.get(
         decision_basis,
         "2 + N cores per job (N GPUs), raised where the measured CPU demand needs more",

@@ -117,7 +117,7 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     assert deltas["Their value per month"].startswith("90% interval $")
     shown = " ".join(m.value for m in at.markdown)
     assert f"{share:.0%} of the " in shown and " GPU-h the jobs ran." in shown
-    assert ":orange-badge[:material/warning: H100: extrapolated from H200 and RTX PRO" in shown
+    assert ":orange-badge[:material/warning: A100: extrapolated from H100, H200 and RTX" in shown
     captions = " ".join(c.value for c in at.caption)
     assert "2 + N cores per job" in captions and "90% interval" in captions
     assert "Data up to 2024-06-28, " in captions and " days old" in captions

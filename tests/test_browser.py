@@ -52,7 +52,7 @@ EXPECTED = {
             # how far to trust it: an upper bound with its interval, the calibration, the age
             "at most ",
             "90% interval ",
-            "H100: extrapolated from H200 and RTX PRO 6000 Blackwell",
+            "A100: extrapolated from H100, H200 and RTX PRO 6000 Blackwell",
             "Basis: 2 + N cores per job",
             "Data up to 2025-01-01, ",
             " days old.",
@@ -78,7 +78,7 @@ EXPECTED = {
         "": [
             "GPU-hours lost in the 1 hour of data",
             "not a rate per month",
-            "H100: extrapolated from H200",
+            "H100: calibrated",
             "Data up to 2024-03-01, ",
             "PartitionName=",
             "Small sample: 1 GPU job match",

@@ -45,10 +45,9 @@ def test_one_job_headline_is_an_upper_bound_with_its_interval_share_and_age(tmp_
     assert h.data_age.newest_record == dt.datetime(2024, 3, 1, 11, 0)
     assert h.data_age.words() == "data up to 2024-03-01, 671 days old"
     (cal,) = h.calibrations
-    assert not cal.calibrated and cal.extrapolated_from == ("H200", "RTX PRO 6000 Blackwell")
-    assert cal.badge() == (
-        "H100: extrapolated from H200 and RTX PRO 6000 Blackwell (relative GPU speed 1)"
-    )
+    # H100 is measured since the 2026-12-06 runs (data/bench/h100-2026-12-06-wait)
+    assert cal.calibrated and cal.extrapolated_from == ()
+    assert cal.badge() == "H100: calibrated"
     assert h.basis_sentence.startswith("2 + N cores per job (N GPUs), raised where the measured")
     assert h.usage is not None and h.usage.share_gpu_hours_with_usage == 0
     assert "rests on the model alone" in h.usage_words()
@@ -70,7 +69,7 @@ def test_the_samples_headline_sums_its_rows_intervals_and_names_every_uncalibrat
     types = {r.gpu_type for r in plan.rows}
     assert {c.gpu_type for c in h.calibrations} == types
     for c in h.calibrations:
-        assert c.calibrated == (c.gpu_type in ("H200", "RTX PRO 6000 Blackwell"))
+        assert c.calibrated == (c.gpu_type in ("H100", "H200", "RTX PRO 6000 Blackwell"))
     assert "Not calibrated: " in h.calibration_words()
     assert f"(90% interval {h.gpu_hours_interval_text()})" in h.lost_words()
     assert h.data_age.age_days is not None and h.data_age.words().endswith(" days old")
@@ -156,11 +155,11 @@ def test_calibration_names_the_platforms_an_uncalibrated_type_comes_from():
 def test_recommend_json_carries_the_basis_and_calibration_of_a_job_and_of_partitions(cli, tmp_path):
     import json
 
-    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "1", "--format", "json")
+    code, out, err = cli("recommend", "--gpu-type", "A100", "--gpus", "1", "--format", "json")
     assert code == 0, err
     job = json.loads(out)
     assert job["calibrated"] is False
-    assert job["extrapolated_from"] == ["H200", "RTX PRO 6000 Blackwell"]
+    assert job["extrapolated_from"] == ["H100", "H200", "RTX PRO 6000 Blackwell"]
     assert job["basis_sentence"] == headline.basis_sentence(job["decision_basis"])
     code, out, err = cli("recommend", "--gpu-type", "H200", "--gpus", "1", "--format", "json")
     assert json.loads(out)["calibrated"] is True and json.loads(out)["extrapolated_from"] == []
@@ -172,11 +171,8 @@ def test_recommend_json_carries_the_basis_and_calibration_of_a_job_and_of_partit
     (row,) = data["partitions"]
     assert data["basis_sentence"] == data["assumptions"]["basis_sentence"]
     assert data["basis_sentence"].startswith("2 + N cores per job")
-    assert data["assumptions"]["calibrated_platforms"] == ["H200", "RTX PRO 6000 Blackwell"]
-    assert (
-        row["calibrated"] is False
-        and row["extrapolated_from"] == data["assumptions"]["calibrated_platforms"]
-    )
+    assert data["assumptions"]["calibrated_platforms"] == ["H100", "H200", "RTX PRO 6000 Blackwell"]
+    assert row["calibrated"] is True and row["extrapolated_from"] == []  # one H100 job
     assert row["share_gpu_hours_lost"] == pytest.approx(row["gpu_hours_lost"] / 1.0)
     lo, hi = row["lost_usd_per_month_interval"]
     assert lo == pytest.approx(
@@ -186,11 +182,11 @@ def test_recommend_json_carries_the_basis_and_calibration_of_a_job_and_of_partit
 
 
 def test_recommend_table_shows_the_intervals_and_says_the_basis_on_stderr(cli):
-    code, out, err = cli("recommend", "--gpu-type", "H100", "--gpus", "1")
+    code, out, err = cli("recommend", "--gpu-type", "A100", "--gpus", "1")
     assert code == 0, err
-    assert "extrapolated from H200, RTX PRO 6000 Blackwell" in " ".join(out.split())
+    assert "extrapolated from H100, H200, RTX PRO 6000 Blackwell" in " ".join(out.split())
     assert "x to " in out  # the speedup's interval; its ends differ on the shipped fit
-    assert "Basis: 2 + N cores per job" in err
+    assert "Basis: The fewest cores per job, never below 2 + N (N GPUs), at which" in err
 
 
 def _month_report(db, month: str, tmp_path):
@@ -229,7 +225,7 @@ def test_the_reports_opening_says_the_loss_with_its_interval_calibration_age_and
     html = html_lib.unescape(re.sub(r"<[^>]+>", "", report.render_html(r)))
     assert f"How far to trust it: {h.lost_words()}; their value {h.usd_words()}." in html
     assert f"{h.share_gpu_hours_lost:.0%} of the " in html
-    assert "H100: extrapolated from H200 and RTX PRO 6000 Blackwell" in html
+    assert "A100: extrapolated from H100, H200 and RTX PRO 6000 Blackwell" in html
     assert f"Basis: {h.basis_sentence} Data up to {h.data_age.newest_record:%Y-%m-%d}, " in html
 
 

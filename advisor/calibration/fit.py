@@ -155,6 +155,9 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     )
     progress("fit", 1, 1)
 
+    from advisor.calibration.waits import fit_wait_points
+
+    wait_fit = fit_wait_points(loaded.points, seed=cfg.random_state)
     platforms_seen = tuple(sorted({p.platform for p in ts.points if p.platform}))
     gpus_seen = tuple(sorted({p.gpus for p in ts.points if p.gpus}))
     warnings = list(loaded.problems) + list(ts.skipped)
@@ -216,6 +219,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "demand": demand,
         "families": families,
         "series": [i.as_evidence() for i in ts.series_info.values()],
+        # the wait model (advisor.waitmodel): None where no run recorded its processes' wait
+        "wait": wait_fit.to_json_dict() if wait_fit is not None else None,
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {
             "alpha": cfg.alpha,

@@ -74,6 +74,15 @@ def recommend_cmd(
             help="Accept TTFT within this fraction of ample cores.",
         ),
     ] = 0.10,
+    max_wait: Annotated[
+        float,
+        typer.Option(
+            "--max-wait",
+            metavar="SHARE",
+            help="Enough cores: the engine core and the API server wait for a CPU at most this "
+            "share of the time (the wait model, docs/model.md).",
+        ),
+    ] = 0.15,
     ample_ttft_ms: Annotated[
         float | None,
         typer.Option(
@@ -124,6 +133,11 @@ def recommend_cmd(
     measured CPU demand needs, never below vLLM's 2 + N, with its basis, evidence and cost."""
     from advisor.recommend import Workload, parse_model_size
 
+    if not 0 < max_wait < 1:
+        from advisor.errors import UsageError
+
+        raise UsageError(f"--max-wait {max_wait:g}: a share of time between 0 and 1 (e.g. 0.15)")
+
     workload = Workload(
         parse_model_size(model_size),
         rps,
@@ -148,6 +162,7 @@ def recommend_cmd(
             gpu_type=gpu_type,
             workload=workload,
             tolerance=tolerance,
+            max_wait=max_wait,
         )
         with (
             RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
@@ -197,12 +212,15 @@ def recommend_cmd(
             pricing_file=pricing,
             model_file=fit_file,
             tp=tp,
+            max_wait=max_wait,
         )
     )
     if fmt is OutputFormat.json:
         emit_json(rec)
         return
     _warn(rec.warnings)
+    for n in rec.answer_notes:
+        typer.echo(f"Note: {n}", err=True)
     typer.echo(f"Basis: {rec.basis_sentence}", err=True)  # a diagnostic: stdout is the table
     emit_rows(
         [
@@ -218,6 +236,7 @@ def recommend_cmd(
                 "demand_cores": rec.demand_cores,
                 "utilisation_target": rec.utilisation_target,
                 "floor_2_plus_n": rec.floor_cores,
+                "wait_knee": rec.wait_knee,
                 "evidence": rec.evidence,
                 "speedup": rec.predicted_speedup,
                 "speedup_90pct": _interval(rec.speedup_interval),

@@ -38,8 +38,11 @@ from advisor.demand import (
     family,
 )
 from advisor.recommend.query import JobFeatures, Workload, features_of
+from advisor.waitknee import DEFAULT_MAX_WAIT
+from advisor.waitmodel import WaitFit, WaitPrediction, wait_curve, wait_knee
 
 CAPACITY = "capacity model"
+WAIT = "wait model"
 FLOOR = "2 + N"
 NO_EVIDENCE = "no evidence"
 DEFAULT_UTILISATION = 0.7  # a model file without a chosen target (docs/model.md)
@@ -126,6 +129,58 @@ def evidence_for(params: slowdown.CurveParams, f: JobFeatures) -> Evidence:
 
 
 @dataclass(frozen=True)
+class WaitAnswer:
+    """The wait model's view of a job: predicted wait per role and core count, and the fewest
+    cores (never below 2 + N) whose engine core and API server wait at most ``max_wait``."""
+
+    max_wait: float
+    knee_cores: int | None  # None: no count up to the cap is under the threshold
+    curve: tuple[WaitPrediction, ...]
+    workers: int
+    headroom_demand_cores: float  # API server + engine core demand the headroom subtracts
+
+    def at(self, cores: int, role: str) -> WaitPrediction | None:
+        return next((p for p in self.curve if p.cores == cores and p.role == role), None)
+
+    def to_json_list(self) -> list[dict[str, Any]]:
+        counts = sorted({p.cores for p in self.curve})
+        return [
+            {"cores": c, **{p.role: p.to_json_dict() for p in self.curve if p.cores == c}}
+            for c in counts
+        ]
+
+
+def wait_answer(
+    params: slowdown.CurveParams,
+    f: JobFeatures,
+    demand: JobDemand,
+    cap: int,
+    max_wait: float = DEFAULT_MAX_WAIT,
+) -> WaitAnswer | None:
+    """The wait model's answer for the job, or None where the model file has no wait fit for
+    the job's executor (:mod:`advisor.waitmodel`)."""
+    fit = WaitFit.from_json(params.meta.get("wait"))
+    if fit is None or fit.get("engine_core", f.executor) is None:
+        return None
+    p = demand.parts
+    workers = f.gpus if f.executor == "mp" else 0
+    top = max(int(cap) * f.gpus, f.floor_cores)
+    counts = range(max(f.floor_cores - 1, 1), top + 1)
+    curve = wait_curve(
+        fit,
+        executor=f.executor,
+        workers=workers,
+        api_cores=p.api_server_cores,
+        engine_cores=p.engine_core_cores,
+        core_counts=counts,
+    )
+    knee = wait_knee(curve, max_wait=max_wait, floor=f.floor_cores)
+    return WaitAnswer(
+        max_wait, knee, tuple(curve), workers, p.api_server_cores + p.engine_core_cores
+    )
+
+
+@dataclass(frozen=True)
 class Decision:
     """How many cores, on what basis."""
 
@@ -134,9 +189,10 @@ class Decision:
     reached: bool  # False: the node cap gives fewer than asked
     capacity_cores: int  # fewest cores with demand <= u x cores, never below 2 + N
     utilisation_target: float
-    basis: str  # CAPACITY, FLOOR or NO_EVIDENCE
+    basis: str  # WAIT, CAPACITY, FLOOR or NO_EVIDENCE
     reason: str
     evidence: Evidence
+    wait: WaitAnswer | None = None
 
 
 def capacity_settings(params: slowdown.CurveParams) -> tuple[float, str, str]:
@@ -149,12 +205,35 @@ def capacity_settings(params: slowdown.CurveParams) -> tuple[float, str, str]:
     )
 
 
-def decide(params: slowdown.CurveParams, f: JobFeatures, demand: JobDemand, cap: int) -> Decision:
+def decide(
+    params: slowdown.CurveParams,
+    f: JobFeatures,
+    demand: JobDemand,
+    cap: int,
+    max_wait: float = DEFAULT_MAX_WAIT,
+) -> Decision:
     u, basis, why = capacity_settings(params)
     floor = floor_cores(f.gpus)
     capacity = capacity_cores(demand.demand_cores, u, floor)
     evidence = evidence_for(params, f)
-    if evidence.level == "none":
+    # the wait model answers for a family the bench measured; elsewhere 2 + N stands
+    wait = wait_answer(params, f, demand, cap, max_wait) if evidence.level != "none" else None
+    if wait is not None:
+        # the mechanism the bench resolves: how long the engine's processes queue for a CPU
+        top = max(int(cap) * f.gpus, floor)
+        total = wait.knee_cores if wait.knee_cores is not None else top
+        basis = WAIT
+        at = [wait.at(total, r) for r in ("engine_core", "api_server")]
+        shown = ", ".join(f"{p.role.replace('_', ' ')} {p.wait:.2f}" for p in at if p)
+        reason = (
+            f"the fewest cores, never below 2 + N ({floor}), at which the engine core and the "
+            f"API server are predicted to wait for a CPU at most {max_wait:.0%} of the time "
+            f"({shown} at {total} cores)"
+            if wait.knee_cores is not None
+            else f"no core count up to the node's {top} keeps the predicted wait under "
+            f"{max_wait:.0%}: the most the node gives"
+        )
+    elif evidence.level == "none":
         total, basis = floor, NO_EVIDENCE
         reason = (
             f"no calibration series of this configuration family ({evidence.family}): vLLM's "
@@ -172,7 +251,9 @@ def decide(params: slowdown.CurveParams, f: JobFeatures, demand: JobDemand, cap:
         basis = FLOOR
         reason = f"{why} ({total} cores)"
     per_gpu = math.ceil(total / f.gpus)
-    return Decision(total, min(per_gpu, cap), per_gpu <= cap, capacity, u, basis, reason, evidence)
+    return Decision(
+        total, min(per_gpu, cap), per_gpu <= cap, capacity, u, basis, reason, evidence, wait
+    )
 
 
 @dataclass(frozen=True)
@@ -194,12 +275,13 @@ def sufficient_cores(
     cap: int,
     tp: int | None = None,
     tolerance: float | None = None,
+    max_wait: float = DEFAULT_MAX_WAIT,
 ) -> Sufficient:
     """Whole cores per GPU to ask for (:func:`decide`), at most ``cap`` per GPU: the one
     function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the policy's
     rules. ``tolerance`` is accepted for older callers; the capacity answer does not use it."""
     f = features_of(platform, max(int(gpus), 1), workload, tp)
-    d = decide(params, f, job_demand(params, f), max(int(cap), 1))
+    d = decide(params, f, job_demand(params, f), max(int(cap), 1), max_wait)
     return Sufficient(d.cpus_per_gpu, d.cores_total, d.reached, d.basis)
 
 

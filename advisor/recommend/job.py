@@ -29,6 +29,7 @@ from advisor.recommend.context import RecommendContext, check_partition, core_ca
 from advisor.recommend.curve import JobCurve, job_curve
 from advisor.recommend.decision import (
     TOKENIZER_FLAG,
+    WAIT,
     Decision,
     JobDemand,
     decide,
@@ -111,6 +112,12 @@ class JobRecommendation:
     basis_sentence: str = ""  # the basis as an admin repeats it (advisor.headline)
     calibrated: bool = True  # the curve was fitted on this GPU type's own measurements
     extrapolated_from: tuple[str, ...] = ()  # else: the calibrated platforms it comes from
+    max_wait: float = 0.15  # the wait model's threshold (share of wall time)
+    wait_knee: int | None = None  # fewest cores >= 2 + N with predicted wait <= max_wait
+    # per core count from 2 + N - 1 to the cap: predicted wait per role with its interval
+    wait_curve: tuple[dict[str, Any], ...] = ()
+    # sentences that say why a number beside the answer seems to disagree with it
+    answer_notes: tuple[str, ...] = ()
 
 
 def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
@@ -130,7 +137,7 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
     cap, cap_source = core_cap(ctx, f.platform, instance, q.max_cpus_per_gpu, q.partition)
     current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
     demand = job_demand(params, f)
-    decision = decide(params, f, demand, cap)
+    decision = decide(params, f, demand, cap, q.max_wait)
     curve = job_curve(params, f, current, decision.cpus_per_gpu, q.tolerance, cap)
     extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
     cost = (
@@ -377,4 +384,57 @@ def _record(
         basis_sentence=basis_sentence(decision.basis),
         calibrated=calibration.calibrated,
         extrapolated_from=calibration.extrapolated_from,
+        max_wait=q.max_wait,
+        wait_knee=decision.wait.knee_cores if decision.wait else None,
+        wait_curve=tuple(decision.wait.to_json_list()) if decision.wait else (),
+        answer_notes=tuple(_answer_notes(q, decision, curve)),
     )
+
+
+def _answer_notes(q: JobQuery, decision: Decision, curve: JobCurve) -> list[str]:
+    """Why the TTFT curve's slowdown or knee, or the capacity answer, seems to disagree with
+    the answer: each case gets its sentence (one definition of enough, said once)."""
+    out: list[str] = []
+    total = decision.cores_total
+    rec = curve.recommended
+    if decision.basis == WAIT and decision.wait is not None:
+        core = decision.wait.at(total, "engine_core")
+        said = f"{core.wait:.0%} [{core.low:.0%}-{core.high:.0%}]" if core else "unknown"
+        over = [
+            p
+            for r in ("engine_core", "api_server")
+            if (p := decision.wait.at(total, r)) is not None and p.high > q.max_wait
+        ]
+        if over:
+            out.append(
+                "the predicted wait at the answer is under the threshold, but its 90% interval "
+                f"reaches {max(p.high for p in over):.0%} ({over[0].role.replace('_', ' ')}): "
+                f"{total + 1} cores keep more margin"
+            )
+        if rec.slowdown is not None and rec.slowdown > 1 + q.tolerance:
+            out.append(
+                f"the TTFT curve puts {rec.slowdown:.2f}x at {total} cores (90% up to "
+                f"{rec.high:.2f}x); it is fitted to TTFT, which one GPU's runs do not resolve "
+                f"(docs/model.md), while the engine core's predicted wait there is {said}, "
+                f"under the {q.max_wait:.0%} at which no measured TTFT or inter-token latency "
+                "was slower: the answer follows the wait"
+            )
+        if curve.knee_cores is not None and curve.knee_cores > total:
+            out.append(
+                f"the TTFT curve's knee ({curve.knee_cores} cores) lies above the answer for "
+                "the same reason: the wait, not the TTFT fit, decides"
+            )
+        if decision.capacity_cores != total:
+            out.append(
+                f"the capacity rule (demand at most {decision.utilisation_target:.0%} of the "
+                f"cores) would give {decision.capacity_cores}; it ignores the busy-waiting GPU "
+                "workers' hold on their cores and how bursts queue, which the wait model "
+                "measures"
+            )
+    elif rec.slowdown is not None and rec.slowdown > 1 + q.tolerance:
+        out.append(
+            f"the TTFT curve puts {rec.slowdown:.2f}x at the {total} cores of the "
+            f"{decision.basis} answer: no wait model for this executor in the model file; "
+            "refit with runs that recorded their processes' wait (advisor fit)"
+        )
+    return out

@@ -58,6 +58,7 @@ class PartitionQuery:
     min_tolerance: float = 0.50  # the minimum cores per GPU: within this of ample cores
     pricing_file: str | None = None
     model_file: str | None = None
+    max_wait: float = 0.15  # the wait model's threshold (advisor.waitknee.DEFAULT_MAX_WAIT)
 
 
 @dataclass(frozen=True)
@@ -183,10 +184,17 @@ def recommend_partitions(
     # The recommendation of each group (at its typical GPU count), then what it changes.
     def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool]:
         def compute() -> tuple[int, bool]:
-            s = sufficient_cores(params, gpus=gpus, platform=platform, workload=q.workload, cap=cap)
+            s = sufficient_cores(
+                params,
+                gpus=gpus,
+                platform=platform,
+                workload=q.workload,
+                cap=cap,
+                max_wait=q.max_wait,
+            )
             return s.cpus_per_gpu, s.reached
 
-        return ctx.remember(("default", gpus, platform, q.workload, cap), compute)
+        return ctx.remember(("default", gpus, platform, q.workload, cap, q.max_wait), compute)
 
     def minimum(gpus: int, platform: str | None, cap: int) -> int:
         return ctx.remember(

@@ -130,6 +130,9 @@ class JobQuery:
     pricing_file: str | None = None
     model_file: str | None = None
     tp: int | None = None  # tensor-parallel size (None: every GPU of the job)
+    # the wait model's threshold: share of wall time the engine core and the API server may
+    # spend runnable but not running (advisor.waitknee.DEFAULT_MAX_WAIT)
+    max_wait: float = 0.15
 
 
 @dataclass(frozen=True)

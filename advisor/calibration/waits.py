@@ -1,0 +1,68 @@
+"""The wait model's data from calibration points: each bench phase's run-queue wait and CPU per
+process role (``wait_*_share`` and ``busy_*_cores`` points of one run), its series, and the
+series' demand at its most cores (:class:`advisor.waitmodel.WaitPhase`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from advisor.calibration.points import CalibrationPoint
+from advisor.calibration.series import config_of, identity_of_notes
+from advisor.waitmodel import WaitFit, WaitPhase, fit_wait
+
+WAIT_POINT_METRICS = {
+    "wait_api_server_share": ("wait", "api_server"),
+    "wait_engine_core_share": ("wait", "engine_core"),
+    "wait_worker_share": ("wait", "gpu_worker"),
+    "busy_api_server_cores": ("busy", "api_server"),
+    "busy_engine_core_cores": ("busy", "engine_core"),
+}
+
+
+def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
+    """One phase per bench run that recorded its processes' wait."""
+    runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "busy": {}})
+    for p in points:
+        kind = WAIT_POINT_METRICS.get(p.metric)
+        if kind is None or p.value is None or p.cores is None:
+            continue
+        c = config_of(p)
+        ident = identity_of_notes(p.notes).get("series") or ""
+        series = "|".join(
+            str(x)
+            for x in (c.platform, c.engine_version, c.model, c.gpus, c.tp, c.executor,
+                      c.renderer_workers, c.workload, c.load_rps, c.prompt_tokens, ident)
+        )  # fmt: skip
+        r = runs[p.source]
+        r.update(series=series, executor=c.executor, cores=int(p.cores), gpus=c.gpus)
+        r[kind[0]][kind[1]] = float(p.value)
+    by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in runs.values():
+        if {"api_server", "engine_core"} <= set(r["busy"]):
+            by_series[r["series"]].append(r)
+    phases = []
+    for series, members in sorted(by_series.items()):
+        most = max(r["cores"] for r in members)
+        top = [r for r in members if r["cores"] == most]
+        demand = {
+            role: sum(r["busy"][role] for r in top) / len(top)
+            for role in ("api_server", "engine_core")
+        }
+        for r in members:
+            if not r["wait"]:
+                continue
+            workers = r["gpus"] if r["executor"] == "mp" else 0
+            phases.append(
+                WaitPhase(
+                    series, r["executor"], r["cores"], workers, demand, dict(r["wait"]), r["gpus"]
+                )
+            )
+    return phases
+
+
+def fit_wait_points(points: Sequence[CalibrationPoint], seed: int = 0) -> WaitFit | None:
+    """The wait model of the points, or None where no run recorded its processes' wait."""
+    phases = wait_phases(points)
+    return fit_wait(phases, seed=seed) if phases else None

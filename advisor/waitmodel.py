@@ -1,0 +1,320 @@
+"""How long a server's processes will wait for a CPU at a given core count, fitted from the
+bench's measured run-queue wait (numpy only: read on the job-submit path).
+
+The form (docs/model.md, "The wait model"): every busy-waiting GPU worker holds one core as a
+fixed load; what the API server and the engine core need on average (their demand, in cores,
+from :mod:`advisor.demand`) takes more; the rest is the *headroom*
+
+    h = cores - workers - (API server + engine core demand)
+
+and each role's wait share falls by a constant factor per core of headroom, the geometric tail
+of a queue whose runnable threads outnumber the free cores:
+
+    wait(role) = demand(role) x exp(a[role, executor] + b[role, executor] x h)
+
+(GPU workers: demand 1 each, the wait per worker). ``a`` and ``b`` are least squares on the log
+of the measured wait over its demand, per role and executor, from phases whose wait is
+measurable (at least :data:`MIN_WAIT`). A prediction's interval carries both the fit's
+uncertainty (series resampled whole, refitted) and the scatter of the points about it (the
+5-95% quantiles of the log residuals), so it brackets where a new series' wait would fall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ROLES: tuple[str, ...] = ("engine_core", "api_server", "gpu_worker")
+JUDGED: tuple[str, ...] = ("engine_core", "api_server")
+MIN_WAIT = 0.002  # below this a phase's wait is at the sampler's floor: no slope information
+MIN_POINTS = 3
+BOOTSTRAP = 200
+
+
+@dataclass(frozen=True)
+class WaitPhase:
+    """One measured phase: its series, executor, cores and workers, the series' demand per role
+    at its most cores (what the processes need when nothing waits), and the wait per role."""
+
+    series: str
+    executor: str
+    cores: int
+    workers: int
+    demand: Mapping[str, float]  # api_server, engine_core: cores at the series' most cores
+    wait: Mapping[str, float]  # role -> share of wall time (gpu_worker: per worker)
+    gpus: int = 1
+
+    @property
+    def headroom(self) -> float:
+        return self.cores - self.workers - self.demand["api_server"] - self.demand["engine_core"]
+
+
+def headroom(cores: float, workers: float, api_cores: float, engine_cores: float) -> float:
+    return cores - workers - api_cores - engine_cores
+
+
+def _role_demand(phase_demand: Mapping[str, float], role: str) -> float:
+    return 1.0 if role == "gpu_worker" else max(float(phase_demand[role]), 1e-3)
+
+
+def _lsq(xs: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    if len(xs) < MIN_POINTS or len({round(h, 6) for h, _ in xs}) < 2:
+        return None
+    a = np.array([[1.0, h] for h, _ in xs])
+    y = np.array([v for _, v in xs])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    return float(coef[0]), float(coef[1])
+
+
+def _points(phases: Iterable[WaitPhase], role: str, executor: str) -> list[tuple[float, float]]:
+    out = []
+    for p in phases:
+        w = p.wait.get(role)
+        if p.executor != executor or w is None or w < MIN_WAIT:
+            continue
+        out.append((p.headroom, math.log(w / _role_demand(p.demand, role))))
+    return out
+
+
+@dataclass(frozen=True)
+class RoleFit:
+    """One (role, executor): its two parameters, their refits, and the residual quantiles."""
+
+    a: float
+    b: float
+    refits: tuple[tuple[float, float], ...]
+    residual_low: float  # 5% quantile of log(measured / fitted)
+    residual_high: float  # 95%
+    points: int
+    series: int
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "refits": [list(r) for r in self.refits],
+            "residual_low": self.residual_low,
+            "residual_high": self.residual_high,
+            "points": self.points,
+            "series": self.series,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RoleFit:
+        return cls(
+            float(d["a"]),
+            float(d["b"]),
+            tuple((float(x), float(y)) for x, y in d.get("refits") or []),
+            float(d["residual_low"]),
+            float(d["residual_high"]),
+            int(d["points"]),
+            int(d["series"]),
+        )
+
+
+@dataclass(frozen=True)
+class WaitFit:
+    """Every fitted (role, executor), keyed ``role/executor``, and the leave-one-series-out
+    scores (:func:`score`)."""
+
+    roles: Mapping[str, RoleFit]
+    scores: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, role: str, executor: str) -> RoleFit | None:
+        return self.roles.get(f"{role}/{executor}")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "form": "wait = demand x exp(a + b x (cores - workers - API and engine-core demand))",
+            "roles": {k: v.to_json_dict() for k, v in sorted(self.roles.items())},
+            "scores": dict(self.scores),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> WaitFit | None:
+        if not d or not d.get("roles"):
+            return None
+        return cls({k: RoleFit.from_json(v) for k, v in d["roles"].items()}, d.get("scores") or {})
+
+
+def fit_role(
+    phases: Sequence[WaitPhase], role: str, executor: str, seed: int = 0
+) -> RoleFit | None:
+    """The fit of one role and executor, or None with too few measurable phases."""
+    xs = _points(phases, role, executor)
+    coef = _lsq(xs)
+    if coef is None:
+        return None
+    resid = np.array([v - (coef[0] + coef[1] * h) for h, v in xs])
+    series = sorted({p.series for p in phases if p.executor == executor})
+    rng = np.random.default_rng(seed)
+    refits = []
+    for _ in range(BOOTSTRAP):
+        pick = rng.choice(len(series), size=len(series), replace=True)
+        chosen = [p for i in pick for p in phases if p.series == series[i]]
+        c = _lsq(_points(chosen, role, executor))
+        if c is not None:
+            refits.append(c)
+    return RoleFit(
+        coef[0],
+        coef[1],
+        tuple(refits),
+        float(np.quantile(resid, 0.05)),
+        float(np.quantile(resid, 0.95)),
+        len(xs),
+        len(series),
+    )
+
+
+def fit_wait_roles(phases: Sequence[WaitPhase], seed: int = 0) -> dict[str, RoleFit]:
+    roles = {}
+    for executor in sorted({p.executor for p in phases}):
+        for role in ROLES:
+            f = fit_role(phases, role, executor, seed)
+            if f is not None:
+                roles[f"{role}/{executor}"] = f
+    return roles
+
+
+def fit_wait(phases: Sequence[WaitPhase], *, seed: int = 0) -> WaitFit:
+    """Every role and executor the phases measure, and the held-out scores."""
+    return WaitFit(fit_wait_roles(phases, seed), score(phases))
+
+
+@dataclass(frozen=True)
+class WaitPrediction:
+    """One role at one core count: predicted wait share and its interval."""
+
+    role: str
+    cores: int
+    wait: float
+    low: float
+    high: float
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "cores": self.cores, "wait": self.wait, "low": self.low,
+                "high": self.high}  # fmt: skip
+
+
+def predict(fit: RoleFit, *, role_demand: float, h: float, cores: int, role: str) -> WaitPrediction:
+    """The wait of one role at headroom ``h`` (capped at one: a share of wall time per
+    thread-equivalent is at most its runnable time, which the fit never saw above 1)."""
+    point = min(1.0, role_demand * math.exp(fit.a + fit.b * h))
+    boots = [role_demand * math.exp(a + b * h) for a, b in fit.refits] or [point]
+    lo = float(np.quantile(boots, 0.05)) * math.exp(fit.residual_low)
+    hi = float(np.quantile(boots, 0.95)) * math.exp(fit.residual_high)
+    return WaitPrediction(role, cores, point, min(lo, point), min(1.0, max(hi, point)))
+
+
+def wait_curve(
+    fit: WaitFit,
+    *,
+    executor: str,
+    workers: int,
+    api_cores: float,
+    engine_cores: float,
+    core_counts: Iterable[int],
+) -> list[WaitPrediction]:
+    """Predicted wait per role (those fitted for the executor) at each core count."""
+    out = []
+    demand = {"api_server": api_cores, "engine_core": engine_cores}
+    for c in core_counts:
+        h = headroom(c, workers, api_cores, engine_cores)
+        for role in ROLES:
+            f = fit.get(role, executor)
+            if f is None or (role == "gpu_worker" and workers == 0):
+                continue
+            d = 1.0 if role == "gpu_worker" else max(demand[role], 1e-3)
+            out.append(predict(f, role_demand=d, h=h, cores=c, role=role))
+    return out
+
+
+def wait_knee(
+    curve: Sequence[WaitPrediction], *, max_wait: float, floor: int, roles: Sequence[str] = JUDGED
+) -> int | None:
+    """The fewest cores at or above ``floor`` whose predicted wait of every judged role is at
+    most ``max_wait``, there and at every larger count; None when no count of the curve is.
+    The point prediction decides: on held-out series it finds the measured knee more often than
+    the interval's upper end does (``score``; docs/model.md), and the interval is reported."""
+    counts = sorted({p.cores for p in curve})
+    by = {(p.cores, p.role): p for p in curve}
+    knee = None
+    for c in reversed(counts):
+        if c < floor:
+            break
+        ok = all((p := by.get((c, r))) is None or p.wait <= max_wait for r in roles)
+        if not ok:
+            break
+        knee = c
+    return knee
+
+
+def measured_knee(phases: Sequence[WaitPhase], max_wait: float) -> int | None:
+    """One series' measured wait knee: the fewest cores whose mean wait of every judged role is
+    at most ``max_wait`` there and at every larger count."""
+    counts = sorted({p.cores for p in phases})
+    knee = None
+    for c in reversed(counts):
+        at = [p for p in phases if p.cores == c]
+        means = [float(np.mean(v)) for r in JUDGED if (v := [p.wait[r] for p in at if r in p.wait])]
+        if any(m > max_wait for m in means):
+            break
+        knee = c
+    return knee
+
+
+def score(phases: Sequence[WaitPhase], max_wait: float = 0.15) -> dict[str, Any]:
+    """Leave one series out: refit without it, predict its phases; mean absolute error of the
+    wait share per role (all phases, measurable or not), and the wait knee predicted against
+    the series' measured one (cores off), beside vLLM's 2 + N."""
+    series = sorted({p.series for p in phases})
+    errors: dict[str, list[float]] = {r: [] for r in ROLES}
+    knee_off: list[float] = []
+    floor_off: list[float] = []
+    for s in series:
+        train = [p for p in phases if p.series != s]
+        test = [p for p in phases if p.series == s]
+        truth = measured_knee(test, max_wait)
+        held = fit_wait_roles(train)
+        t0 = test[0]
+        counts = sorted({p.cores for p in test})
+        curve = wait_curve(
+            WaitFit(held),
+            executor=t0.executor,
+            workers=t0.workers,
+            api_cores=t0.demand["api_server"],
+            engine_cores=t0.demand["engine_core"],
+            core_counts=counts,
+        )
+        knee = wait_knee(curve, max_wait=max_wait, floor=counts[0])
+        if truth is not None and knee is not None:
+            knee_off.append(abs(knee - truth))
+            floor_off.append(abs(max(counts[0], 2 + t0.gpus) - truth))
+        for executor in sorted({p.executor for p in test}):
+            for role in ROLES:
+                f = fit_role(train, role, executor)
+                if f is None:
+                    continue
+                for p in test:
+                    if p.executor != executor or p.wait.get(role) is None:
+                        continue
+                    d = _role_demand(p.demand, role)
+                    pred = min(1.0, d * math.exp(f.a + f.b * p.headroom))
+                    errors[role].append(abs(pred - float(p.wait[role])))
+    return {
+        "metric": "mean absolute error of the wait share, leave one series out",
+        "series": len(series),
+        "max_wait": max_wait,
+        "knee_cores_off": float(np.mean(knee_off)) if knee_off else None,
+        "floor_cores_off": float(np.mean(floor_off)) if floor_off else None,
+        "knees_compared": len(knee_off),
+        **{
+            role: {"mae": float(np.mean(e)), "max": float(np.max(e)), "phases": len(e)}
+            for role, e in errors.items()
+            if e
+        },
+    }
