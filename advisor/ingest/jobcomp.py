@@ -51,6 +51,21 @@ _KEY_RE = re.compile(r"(?:^|(?<= ))(" + "|".join(KEYS) + r")=")
 _PRESENT = JOB_RECORD_FIELDS | {"uid", "ncpus", "allocgres"}
 
 
+def repeated_key(line: str) -> str | None:
+    """The first known key that appears twice in a line, or None. Slurm writes each key once,
+    but Name and WorkDir unescaped: a job named ``a UserId=mallory(6666) JobId=31337`` carries
+    Slurm's keys in its value, and no cut of such a line can tell which are Slurm's."""
+    seen: set[str] = set()
+    for m in _KEY_RE.finditer(line):
+        if m.group(1) in seen:
+            return m.group(1)
+        seen.add(m.group(1))
+    return None
+
+
+_PREFIX_RE = re.compile(r"^JobId=\d+ UserId=\S* GroupId=\S* Name=")
+
+
 def split_line(line: str) -> dict[str, str]:
     """``Key=Value`` pairs of one line, cut only before known keys."""
     marks = list(_KEY_RE.finditer(line))
@@ -106,6 +121,29 @@ def records(
         kv = split_line(line)
         if "JobId" not in kv or not line.startswith("JobId="):
             rejects.append(Reject(n, line, "not a jobcomp line (JobId=... Key=Value ...)"))
+            continue
+        twice = repeated_key(line)
+        if twice is not None:
+            rejects.append(
+                Reject(
+                    n,
+                    line,
+                    f"the key {twice} appears twice: a value Slurm writes unescaped (Name, "
+                    "WorkDir) holds Slurm's keys, so which are the job's cannot be told; load "
+                    "this job from sacct instead",
+                    field=twice,
+                )
+            )
+            continue
+        if "Name" in kv and not _PREFIX_RE.match(line):
+            rejects.append(
+                Reject(
+                    n,
+                    line,
+                    "JobId, UserId and GroupId are not where Slurm writes them, before Name",
+                    field="Name",
+                )
+            )
             continue
         user, uid = _name_id(kv.get("UserId"))
         group, _gid = _name_id(kv.get("GroupId"))

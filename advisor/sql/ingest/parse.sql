@@ -135,16 +135,19 @@ WITH a0 AS (
             WHEN timelimitraw IS NULL AND timelimit_v > ing_max_s() THEN 'Timelimit'
             WHEN CASE WHEN ing_blank(reqmem) THEN FALSE
                       ELSE req_mem_v IS NULL OR ing_mem_odd(req_mem_v) END THEN 'ReqMem'
-            WHEN nnodes IS NOT NULL AND nnodes_v IS NULL THEN 'NNodes'
-            WHEN ncpus IS NOT NULL AND ncpus_v IS NULL THEN 'NCPUS'
-            WHEN alloccpus IS NOT NULL AND alloccpus_v IS NULL THEN 'AllocCPUS'
+            WHEN nnodes IS NOT NULL AND (nnodes_v IS NULL OR nnodes_v > ing_max_cpus()) THEN 'NNodes'
+            WHEN ncpus IS NOT NULL AND (ncpus_v IS NULL OR ncpus_v > ing_max_cpus()) THEN 'NCPUS'
+            WHEN alloccpus IS NOT NULL AND (alloccpus_v IS NULL OR alloccpus_v > ing_max_cpus())
+                 THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
             WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
-                 OR coalesce(ta.untyped, ta.typed_sum, 0) > 2147483647
+                 OR coalesce(ta.untyped, ta.typed_sum, 0) > ing_max_gpus()
+                 OR coalesce(ta.cpu, 0) > ing_max_cpus()
                  OR ing_mem_odd(ta.mem_mb) OR NOT isfinite(coalesce(ta.billing, 0)) THEN 'AllocTRES'
             WHEN tr.no_pairs OR tr.cpu_bad OR tr.mem_bad OR tr.gpu_vals_bad OR tr.keys_bad
-                 OR coalesce(tr.untyped, tr.typed_sum, 0) > 2147483647
+                 OR coalesce(tr.untyped, tr.typed_sum, 0) > ing_max_gpus()
+                 OR coalesce(tr.cpu, 0) > ing_max_cpus()
                  OR ing_mem_odd(tr.mem_mb) OR NOT isfinite(coalesce(tr.billing, 0)) THEN 'ReqTRES'
             -- a NUL is no character of a job name: the line is binary or was cut mid-write
             WHEN contains(jobname, chr(0)) THEN 'JobName'
@@ -166,7 +169,7 @@ WITH a0 AS (
                  THEN 'TRESUsageInTot'
             WHEN CASE WHEN tresusageinmax IS NULL THEN FALSE
                       ELSE (umem_t IS NOT NULL AND (umem_v IS NULL OR ing_mem_odd(umem_v)))
-                           OR (uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100 * greatest(gpus_v, 1)))
+                           OR (uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100.0 * greatest(gpus_v, 1)))
                            OR (ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))) END
                  THEN 'TRESUsageInMax'
         END AS usage_fault
@@ -223,7 +226,7 @@ SELECT
     -- (each implausible usage value NULL on its own: usage_fault names the first)
     CASE WHEN NOT ing_mem_odd(umem_v) THEN umem_v END AS mem_used_max_mb,
     ing_udec(tutil_t) AS gpu_util_tot_pct,
-    coalesce(js[3], CASE WHEN uutil_v <= 100 * greatest(gpus_v, 1) THEN uutil_v END) AS gpu_util_max_pct,
+    coalesce(js[3], CASE WHEN uutil_v <= 100.0 * greatest(gpus_v, 1) THEN uutil_v END) AS gpu_util_max_pct,
     coalesce(js[4], CASE WHEN NOT ing_mem_odd(ugmem_v) THEN ugmem_v END) AS gpu_mem_max_mb,
     js[2] AS js_util_mean_pct,
     CASE WHEN js IS NOT NULL THEN 'jobstats'
@@ -234,7 +237,7 @@ SELECT
     CASE WHEN usage_fault = 'TRESUsageInMax' THEN array_to_string(list_filter([
         CASE WHEN umem_t IS NOT NULL AND (umem_v IS NULL OR ing_mem_odd(umem_v))
              THEN 'mem ' || umem_t || ' is not a finite amount of 0 to 2^40 MB' END,
-        CASE WHEN uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100 * greatest(gpus_v, 1))
+        CASE WHEN uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100.0 * greatest(gpus_v, 1))
              THEN 'gres/gpuutil ' || uutil_t || ' is not a percent of at most 100 per GPU' END,
         CASE WHEN ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))
              THEN 'gres/gpumem ' || ugmem_t || ' is not a finite amount of 0 to 2^40 MB' END],

@@ -6,8 +6,8 @@ SELECT line_no, bad_field AS field,
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
         WHEN 'JobIDRaw' THEN 'not a raw job id (plain digits: no sign, separator, hex or exponent)'
         WHEN 'State' THEN 'not a Slurm state (COMPLETED, CANCELLED by 123, ...)'
-        WHEN 'AllocTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, memory at most 2^40 MB, billing finite'
-        WHEN 'ReqTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, memory at most 2^40 MB, billing finite'
+        WHEN 'AllocTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, at most 2^20 GPUs and 2^24 CPUs, memory at most 2^40 MB, billing finite'
+        WHEN 'ReqTRES' THEN 'not a TRES list of key=number (cpu=4,gres/gpu=2,mem=16G): counts are whole and not negative, no key twice, no empty GPU type, at most 2^20 GPUs and 2^24 CPUs, memory at most 2^40 MB, billing finite'
         WHEN 'Elapsed' THEN 'not a duration [D-][HH:]MM:SS up to 10,000 days'
         WHEN 'Timelimit' THEN 'not a duration [D-][HH:]MM:SS up to 10,000 days, or UNLIMITED'
         WHEN 'Submit' THEN CASE WHEN submit <> TIMESTAMP '1970-01-01 00:00:00' THEN 'outside the plausible time window (2000-01-01 to a day after now)' ELSE 'not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown, None)' END
@@ -20,6 +20,9 @@ SELECT line_no, bad_field AS field,
         WHEN 'ElapsedRaw' THEN 'not a whole number of seconds up to 10,000 days'
         WHEN 'TimelimitRaw' THEN 'not a whole number of minutes up to 10,000 days, or UNLIMITED'
         WHEN 'JobName' THEN 'holds a NUL byte (a binary or cut line)'
+        WHEN 'NNodes' THEN 'not a whole number of nodes up to 2^24'
+        WHEN 'NCPUS' THEN 'not a whole number of CPUs up to 2^24'
+        WHEN 'AllocCPUS' THEN 'not a whole number of CPUs up to 2^24'
         ELSE 'not a whole number in range'
     END AS reason,
     raw_text, FALSE AS kept

@@ -41,6 +41,10 @@ CREATE OR REPLACE TEMP MACRO ing_ts_odd(ts) AS
     ts < TIMESTAMP '2000-01-01' OR ts > CAST(timezone('UTC', now()) AS TIMESTAMP) + INTERVAL 1 DAY;
 -- Durations (elapsed, time limit): at most 10,000 days in seconds, the span of that window.
 CREATE OR REPLACE TEMP MACRO ing_max_s() AS 864000000;
+-- The most GPUs and CPUs one allocation can plausibly hold (the largest machines have about
+-- 10^5 GPUs and 10^7 cores): beyond, a value is a typo or a forgery, never a job.
+CREATE OR REPLACE TEMP MACRO ing_max_gpus() AS 1048576;
+CREATE OR REPLACE TEMP MACRO ing_max_cpus() AS 16777216;
 -- A TimelimitRaw in minutes -> seconds, NULL beyond the bound (the product would overflow).
 CREATE OR REPLACE TEMP MACRO ing_minutes_s(x) AS
     CASE WHEN ing_uint(x) <= 14400000 THEN ing_uint(x) * 60 END;
