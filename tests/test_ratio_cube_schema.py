@@ -61,7 +61,9 @@ def _old_database(path: Path, source: Path) -> None:
         )
     con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
     for table in ("ingests", "jobs", "nodes"):
-        con.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")  # noqa: S608 - fixed names
+        # the old table's columns only: later migrations add columns to today's
+        cols = ", ".join(f'"{r[0]}"' for r in con.execute(f"DESCRIBE {table}").fetchall())
+        con.execute(f"INSERT INTO {table} SELECT {cols} FROM src.{table}")  # noqa: S608
     # an old cube that would be wrong if read: one bogus row under a matching fingerprint
     con.execute(
         "INSERT INTO ratio_cube (cluster, gpu_type, gpus, cpus, n, w) "

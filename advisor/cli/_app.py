@@ -28,6 +28,7 @@ from advisor.cli import (
     metrics,
     nodes,
     policy,
+    pressure,
     ratios,
     recommend,
     report,
@@ -146,6 +147,7 @@ for _module in (
     export,
     metrics,
     usage,
+    pressure,
 ):
     _module.register(app)
 

@@ -51,6 +51,13 @@ def usage_command(
     idle_cores_per_gpu: Annotated[
         float, typer.Option(help="Idle cores per GPU from which a job is over-provisioned.")
     ] = 8.0,
+    starved_psi: Annotated[
+        float,
+        typer.Option(
+            help="Where a job's CPU pressure was measured: the share of its time its tasks "
+            "stalled for a CPU (PSI some, 0-1) from which it is starved."
+        ),
+    ] = 0.10,
     min_elapsed: Annotated[
         int, typer.Option(help="Jobs shorter than this (seconds) get no verdict.")
     ] = 600,
@@ -84,6 +91,7 @@ def usage_command(
             starved_gpu_util_pct=starved_gpu_util,
             idle_cores_per_gpu=idle_cores_per_gpu,
             min_elapsed_s=min_elapsed,
+            starved_psi_some=starved_psi,
         ),
         start=start,
         end=end,

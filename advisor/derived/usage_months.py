@@ -37,6 +37,9 @@ class UsageThresholds:
     idle_cores_per_gpu: float = 8.0
     min_elapsed_s: int = 600
     trust_coverage: float = 0.5
+    # share of a job's time its tasks stalled for a CPU (cgroup PSI some) from which a job with
+    # measured pressure is starved (docs/pressure.md says what it rests on)
+    starved_psi_some: float = 0.10
 
     def check(self) -> None:
         if not 0 < self.starved_cpu_eff <= 1:
@@ -47,6 +50,8 @@ class UsageThresholds:
             raise UsageError("--idle-cores-per-gpu must be positive (e.g. 8)")
         if self.min_elapsed_s < 0:
             raise UsageError("--min-elapsed must be 0 or more seconds")
+        if not 0 < self.starved_psi_some <= 1:
+            raise UsageError("--starved-psi must be a share of time in (0, 1] (e.g. 0.1)")
         if not 0 < self.trust_coverage <= 1:
             raise UsageError("trust coverage must be in (0, 1]")
 
@@ -58,6 +63,7 @@ def facts_params(filters: JobFilters, t: UsageThresholds) -> dict[str, Any]:
         "starved_cpu_eff": t.starved_cpu_eff,
         "starved_gpu_util_pct": t.starved_gpu_util_pct,
         "idle_cores_per_gpu": t.idle_cores_per_gpu,
+        "starved_psi_some": t.starved_psi_some,
         "min_elapsed_s": t.min_elapsed_s,
     }
 

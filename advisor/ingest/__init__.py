@@ -95,7 +95,9 @@ def ingest_files(
     files = _files(paths)
     with _loading(db) as con:
         pipeline.prepare(con)
-        return [pipeline.ingest_path(con, f, opts, progress) for f in files]
+        done = [pipeline.ingest_path(con, f, opts, progress) for f in files]
+        pipeline.fold_pressure(con)
+        return done
 
 
 def ingest_each(
@@ -123,6 +125,7 @@ def ingest_each(
                 outcomes.append(FileOutcome(str(f), error=str(exc), exit_code=exc.exit_code))
             else:
                 outcomes.append(FileOutcome(str(f), summary=summary))
+        pipeline.fold_pressure(con)
     return outcomes
 
 
@@ -134,10 +137,12 @@ def ingest_sacct(
 ) -> list[IngestSummary]:
     """Run the real ``sacct`` window by window and load each window (see advisor.ingest.live);
     derived tables are the caller's to rebuild, as for :func:`ingest_files`."""
-    from advisor.ingest import live
+    from advisor.ingest import live, pipeline
 
     with _loading(db) as con:
-        return live.run_windows(con, config, options or IngestOptions(), progress)
+        done = live.run_windows(con, config, options or IngestOptions(), progress)
+        pipeline.fold_pressure(con)
+        return done
 
 
 from advisor.ingest.live import SacctWindowConfig  # noqa: E402

@@ -69,9 +69,16 @@ def read_head(path: Path, compression: str | None, size: int = 65536) -> bytes:
 
 
 def detect_format(head: bytes) -> str:
-    """sacct-json, jobcomp or sacct-text, from the first bytes (a UTF-8 byte order mark, which
+    """sacct-json, jobcomp, pressure (JSON lines of CPU pressure records) or sacct-text, from the first bytes (a UTF-8 byte order mark, which
     some editors and Windows tools write first, is no content)."""
     text = head.removeprefix(UTF8_BOM).lstrip().decode("utf-8", errors="replace")
+    first_line = text.split("\n", 1)[0]
+    if (
+        first_line.startswith("{")
+        and '"schema"' in first_line
+        and "advisor.pressure/" in first_line
+    ):
+        return "pressure"  # CPU pressure records, JSON lines (advisor.ingest.pressure)
     if text.startswith("{") or text.startswith("["):
         return "sacct-json"
     first = text.split("\n", 1)[0]

@@ -60,6 +60,21 @@ def strategies(attempt: Attempt) -> list[Strategy]:
     return [Bulk(max_step_share=1.0 if wanted == "bulk" else MAX_STEP_SHARE), Careful()]
 
 
+def fold_pressure(con: duckdb.DuckDBPyConnection) -> int:
+    """After a batch of loads: jobs loaded after their pressure records (or replaced by a later
+    state) get the records' figures again (advisor.ingest.pressure.fold), in one transaction."""
+    from advisor.ingest import pressure
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        changed = pressure.fold(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return changed
+
+
 def ingest_path(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -95,6 +110,15 @@ def ingest_path(
         refuse(str(exc))
         raise
     src = Source(path, label, fmt, compression, head, started_at)
+    if fmt == "pressure":
+        from advisor.ingest import pressure
+
+        try:
+            summary = pressure.load(con, src, options)
+        except InputError as exc:
+            refuse(str(exc))
+            raise
+        return dataclasses.replace(summary, seconds=round(time.perf_counter() - t0, 3))
     hasher = Hasher(path, compression, known)
     hasher.start()
     try:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
+INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp", "pressure")
 # How sacct text reaches ``jobs`` (advisor.ingest.pipeline): "bulk" (the parser writes the rows
 # in one statement), "careful" (parsed into a temp table, then upserted), "auto" (bulk where
 # it is the faster of the two).

@@ -139,3 +139,41 @@ def test_live_node_inventory_from_scontrol_has_the_four_sandbox_nodes(submitted,
     finally:
         con.close()
     assert got == {k: (v[0], v[5], v[6], v[8]) for k, v in SHAPES.items()}
+
+
+def test_the_epilog_collector_recorded_every_job_that_ran_and_ingest_joins_it(submitted, tmp_path):
+    """The sandbox's slurm.conf runs advisor's node collector as its Epilog (the file alone, as
+    a site copies it). The sandbox has no cgroup v2 job tree (proctrack/linuxproc, v1 or no
+    cgroups), so each record says pressure is unavailable; the jobs ended as meant to (the
+    first test here), and ingest marks them unavailable, not measured."""
+    out, results = submitted
+    spool = jobset.SANDBOX / "spool" / "pressure.jsonl"
+    assert spool.exists(), f"no spool file at {spool}: did the Epilog run?"
+    recs = [json.loads(line) for line in spool.read_text().splitlines()]
+    by_job: dict[str, list[dict]] = {}
+    for rec in recs:
+        by_job.setdefault(rec["job_id"], []).append(rec)
+    ran = [r for r in results if r.start is not None]
+    assert ran
+    for r in ran:
+        mine = by_job.get(str(r.job_id_raw))
+        assert mine, f"{r.key}: no pressure record for job {r.job_id_raw}"
+        assert {m["status"] for m in mine} == {"unavailable"}
+        assert all(
+            m["cluster"] == jobset.CLUSTER and m["schema"] == "advisor.pressure/1" for m in mine
+        )
+    db = tmp_path / "p.duckdb"
+    ingest_files(str(db), [out / capture.FILES["wide"], spool])
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        got = dict(
+            con.execute(
+                "SELECT job_id_raw, psi_status FROM jobs WHERE job_id_raw IN "
+                f"({','.join(str(r.job_id_raw) for r in ran)})"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    assert set(got.values()) == {"unavailable"}

@@ -1,0 +1,258 @@
+"""Loading CPU pressure records (schema ``advisor.pressure/1``, JSON lines written by the node
+collector :mod:`advisor.pressure.collector` or by ``advisor pressure import-prometheus``) into
+``pressure_records``, and folding them onto the jobs they belong to (``ingest/pressure_fold``).
+
+Each line is checked on its own: a line that is no JSON object, of another schema, or with a
+field of the wrong kind or out of its range is rejected (file, line, field, reason in
+``rejects``) and the other lines load. A record loaded again changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from advisor.errors import InputError
+from advisor.ingest import bookkeeping, detect
+from advisor.ingest.records import IngestOptions, IngestSummary, Reject, Source
+from advisor.store import query
+
+SCHEMA_PREFIX = "advisor.pressure/"
+SUPPORTED = ("advisor.pressure/1",)
+STATUSES = ("ok", "unavailable")
+# A cgroup's totals never exceed its age; ten years of seconds bounds any real one.
+MAX_SECONDS = 10 * 365 * 86400.0
+COLUMNS = (
+    "cluster",
+    "job_id",
+    "step",
+    "host",
+    "collected_at",
+    "status",
+    "some_s",
+    "full_s",
+    "usage_s",
+    "throttled_s",
+    "nr_throttled",
+    "cpus",
+    "cpu_count",
+)
+
+
+def looks_like_pressure(head: bytes) -> bool:
+    """Whether the first line of ``head`` is a pressure record (a JSON object of our schema)."""
+    first = head.lstrip().split(b"\n", 1)[0]
+    return first.startswith(b"{") and b'"schema"' in first and SCHEMA_PREFIX.encode() in first
+
+
+class BadField(ValueError):
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(why)
+        self.field = field
+
+
+def _text(rec: dict[str, Any], key: str, *, required: bool, limit: int = 255) -> str:
+    v = rec.get(key)
+    if v is None:
+        if required:
+            raise BadField(key, "missing")
+        return ""
+    if not isinstance(v, str):
+        raise BadField(key, f"not a string: {json.dumps(v)[:40]}")
+    if "\x00" in v or len(v.encode()) > limit:
+        raise BadField(key, "holds a NUL byte or is too long")
+    if required and not v.strip():
+        raise BadField(key, "empty")
+    return v
+
+
+def _seconds(rec: dict[str, Any], key: str) -> float | None:
+    v = rec.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise BadField(key, f"not a finite number: {json.dumps(v)[:40]}")
+    if v < 0 or v > MAX_SECONDS:
+        raise BadField(key, f"{v:g} s is outside 0 to {MAX_SECONDS:g}")
+    return float(v)
+
+
+def _count(rec: dict[str, Any], key: str, limit: int) -> int | None:
+    v = rec.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limit:
+        raise BadField(key, f"not a count from 0 to {limit}: {json.dumps(v)[:40]}")
+    return v
+
+
+def _time(rec: dict[str, Any]) -> dt.datetime:
+    v = rec.get("collected_at")
+    if not isinstance(v, str):
+        raise BadField("collected_at", "missing or not a string")
+    try:
+        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise BadField("collected_at", f"not a time: {v[:40]!r}") from exc
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.UTC).replace(tzinfo=None)
+    if (
+        not dt.datetime(2000, 1, 1)
+        <= t
+        <= dt.datetime.now(dt.UTC).replace(tzinfo=None) + dt.timedelta(days=1)
+    ):
+        raise BadField("collected_at", f"{v[:40]} is outside 2000-01-01 to a day after now")
+    return t
+
+
+def check_record(line: str) -> dict[str, Any]:
+    """One line as a row of ``pressure_records``; raises :class:`BadField` naming the field."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise BadField("(line)", f"not JSON: {str(exc)[:60]}") from exc
+    if not isinstance(rec, dict):
+        raise BadField("(line)", "not a JSON object")
+    schema = rec.get("schema")
+    if schema not in SUPPORTED:
+        raise BadField("schema", f"{str(schema)[:40]!r} is not one of {', '.join(SUPPORTED)}")
+    status = rec.get("status")
+    if status not in STATUSES:
+        raise BadField("status", f"{str(status)[:20]!r} is not ok or unavailable")
+    job = _text(rec, "job_id", required=True, limit=64)
+    if not job.isdigit():
+        raise BadField("job_id", f"{job[:40]!r} is not a numeric job id")
+    row = {
+        "cluster": _text(rec, "cluster", required=False),
+        "job_id": job,
+        "step": _text(rec, "step", required=False, limit=64),
+        "host": _text(rec, "host", required=True),
+        "collected_at": _time(rec),
+        "status": status,
+        "some_s": _seconds(rec, "some_s"),
+        "full_s": _seconds(rec, "full_s"),
+        "usage_s": _seconds(rec, "usage_s"),
+        "throttled_s": _seconds(rec, "throttled_s"),
+        "nr_throttled": _count(rec, "nr_throttled", 2**62),
+        "cpus": _text(rec, "cpus", required=False, limit=4096) or None,
+        "cpu_count": _count(rec, "cpu_count", 1 << 20),
+    }
+    if status == "ok" and row["some_s"] is None:
+        raise BadField("some_s", "missing where status is ok")
+    if row["some_s"] is not None and row["full_s"] is not None and row["full_s"] > row["some_s"]:
+        raise BadField("full_s", "above some_s (all tasks stalled longer than at least one?)")
+    return row
+
+
+def _lines(src: Source) -> Iterator[tuple[int, str]]:
+    with detect.open_decompressed(src.path, src.compression) as fh:
+        for no, line in enumerate(io.TextIOWrapper(fh, encoding="utf-8", errors="replace"), 1):
+            if line.strip():
+                yield no, line.rstrip("\n")
+
+
+def load(con: duckdb.DuckDBPyConnection, src: Source, options: IngestOptions) -> IngestSummary:
+    """Load one pressure spool file in one transaction, then fold the records onto jobs."""
+    rows: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    lines = 0
+    for no, line in _lines(src):
+        lines += 1
+        try:
+            rows.append(check_record(line))
+        except BadField as exc:
+            rejects.append(Reject(no, line[:2000], str(exc), exc.field))
+    if not rows and rejects:
+        first = rejects[0]
+        raise InputError(
+            f"no pressure record could be read (first: {first.message()})", source=src.label
+        )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ingest_id = bookkeeping.open_ingest(
+            con,
+            bookkeeping.IngestRow(
+                source=src.label,
+                format=src.fmt,
+                cluster=options.cluster,
+                started_at=src.started_at,
+                compression=src.compression,
+                lines_read=lines,
+            ),
+        )
+        table = pa.Table.from_pylist(rows, schema=_ARROW) if rows else _ARROW.empty_table()
+        con.register("ing_pressure", table)
+        try:
+            found = con.execute(
+                query("ingest/pressure_insert"), {"ingest_id": ingest_id}
+            ).fetchone()
+        finally:
+            con.unregister("ing_pressure")
+        inserted = int(found[0]) if found else 0
+        bookkeeping.store_rejects(con, ingest_id, src.label, rejects)
+        bookkeeping.finish_ingest(
+            con,
+            ingest_id,
+            bookkeeping.IngestCounts(
+                rows_read=len(rows) + len(rejects),
+                lines_read=lines,
+                inserted=inserted,
+                updated=0,
+                unchanged=len(rows) - inserted,
+                rejected=len(rejects),
+            ),
+        )
+        fold(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return IngestSummary(
+        ingest_id=ingest_id,
+        source=src.label,
+        format=src.fmt,
+        compression=src.compression,
+        lines_read=lines,
+        rows_read=len(rows) + len(rejects),
+        inserted=inserted,
+        updated=0,
+        unchanged=len(rows) - inserted,
+        rejected=len(rejects),
+        first_reasons=tuple(r.message() for r in rejects[:5]),
+    )
+
+
+def fold(con: duckdb.DuckDBPyConnection) -> int:
+    """Bring every job's pressure columns up to date with ``pressure_records`` (in the caller's
+    transaction); returns the jobs changed. Cheap where there are no records."""
+    has = con.execute("SELECT count(*) FROM (SELECT 1 FROM pressure_records LIMIT 1)").fetchone()
+    if not has or not has[0]:
+        return 0
+    found = con.execute(query("ingest/pressure_fold")).fetchone()
+    return int(found[0]) if found else 0
+
+
+_ARROW = pa.schema(
+    [
+        ("cluster", pa.string()),
+        ("job_id", pa.string()),
+        ("step", pa.string()),
+        ("host", pa.string()),
+        ("collected_at", pa.timestamp("us")),
+        ("status", pa.string()),
+        ("some_s", pa.float64()),
+        ("full_s", pa.float64()),
+        ("usage_s", pa.float64()),
+        ("throttled_s", pa.float64()),
+        ("nr_throttled", pa.int64()),
+        ("cpus", pa.string()),
+        ("cpu_count", pa.int32()),
+    ]
+)

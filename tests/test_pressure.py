@@ -1,0 +1,436 @@
+"""CPU pressure of jobs: the node collector on a real cgroup v2 tree shaped as Slurm makes it
+(these machines mount one at /sys/fs/cgroup/unified beside the v1 controllers), the spool file,
+its ingest into a real DuckDB file (bad records rejected one by one), the fold onto jobs, the
+summary by cores per GPU, and the Prometheus import against a real HTTP server serving answers
+in the query API's documented shape. Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from advisor.pressure.collector import collect, count_cpus, find_cgroups, parse_pressure
+from tests.bench_fixtures import CPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+UNIFIED = Path("/sys/fs/cgroup/unified")
+BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
+
+
+def _adv(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The advisor command line on database ``db``, as a user runs it."""
+    cmd = [sys.executable, "-m", "advisor", *args, "--db", str(db)]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def _writable_cgroup_v2() -> bool:
+    return os.geteuid() == 0 and (UNIFIED / "cpu.pressure").exists() and os.access(UNIFIED, os.W_OK)
+
+
+@pytest.fixture
+def slurm_tree() -> Iterator[Path]:
+    """A Slurm-shaped job cgroup (``system.slice/slurmstepd.scope/job_42/step_0``) in a real
+    cgroup v2 hierarchy, removed afterwards."""
+    if not _writable_cgroup_v2():
+        pytest.skip("needs root and a writable cgroup v2 tree at /sys/fs/cgroup/unified")
+    root = UNIFIED / f"advisor-test-{os.getpid()}"
+    step = root / "system.slice" / "slurmstepd.scope" / "job_42" / "step_0"
+    step.mkdir(parents=True)
+    try:
+        yield root
+    finally:
+        for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            for pid in (d / "cgroup.procs").read_text().split():
+                (UNIFIED / "cgroup.procs").write_text(pid)
+            d.rmdir()
+        root.rmdir()
+
+
+def _in_cgroup(cg: Path, code: str) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen(["taskset", "-c", str(CPUS[0]), sys.executable, "-c", code])
+    (cg / "cgroup.procs").write_text(str(p.pid))
+    return p
+
+
+@pytest.mark.xdist_group("cpu-pinned")
+def test_two_busy_loops_on_one_core_in_a_job_cgroup_read_as_stalled_nearly_all_the_time(
+    slurm_tree: Path,
+):
+    job = slurm_tree / "system.slice" / "slurmstepd.scope" / "job_42"
+    before = parse_pressure((job / "cpu.pressure").read_text())
+    t0 = time.monotonic()
+    loops = [_in_cgroup(job / "step_0", BURN.format(s=2.0)) for _ in range(2)]
+    for p in loops:
+        p.wait()
+    wall = time.monotonic() - t0
+    recs, log = collect(slurm_tree, host="h", cluster="c", max_ms=1000)
+    assert log == []
+    by_step = {r["step"]: r for r in recs}
+    assert set(by_step) == {None, "0"}
+    job_rec = by_step[None]
+    assert job_rec["job_id"] == "42" and job_rec["status"] == "ok"
+    some = job_rec["some_s"] - before["some_s"]
+    # one core, two runnable loops: one of them waits whenever the other runs
+    assert some / wall > 0.6, (some, wall)
+    # one loop always runs, so all of them are stalled together only in moments
+    assert (job_rec["full_s"] or 0.0) - before.get("full_s", 0.0) < 0.3 * wall
+    assert job_rec["usage_s"] is not None and job_rec["usage_s"] > 0.5 * wall
+
+
+@pytest.mark.xdist_group("cpu-pinned")
+def test_a_sleeping_job_reads_as_not_stalled(slurm_tree: Path):
+    step = slurm_tree / "system.slice" / "slurmstepd.scope" / "job_42" / "step_0"
+    p = _in_cgroup(step, "import time; time.sleep(1.0)")
+    p.wait()
+    (rec,) = [r for r in collect(slurm_tree, host="h", cluster=None)[0] if r["step"] is None]
+    assert rec["some_s"] < 0.05
+
+
+def test_the_node_script_runs_without_the_package_appends_atomically_and_never_fails(
+    tmp_path: Path,
+):
+    # a copy of the collector alone, run by a Python that cannot import advisor
+    script = tmp_path / "collector.py"
+    shutil.copy(ROOT / "advisor" / "pressure" / "collector.py", script)
+    tree = tmp_path / "cg"
+    job = tree / "system.slice" / "node7_slurmstepd.scope" / "job_9001"
+    (job / "step_batch").mkdir(parents=True)
+    (tree / "cgroup.controllers").write_text("cpuset cpu\n")
+    (job / "cpu.pressure").write_text(
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=2500000\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=500000\n"
+    )
+    (job / "cpu.stat").write_text("usage_usec 9000000\nnr_throttled 3\nthrottled_usec 1000\n")
+    (job / "cpuset.cpus.effective").write_text("0-3,8\n")
+    spool = tmp_path / "spool" / "pressure.jsonl"
+    env = {"PATH": os.environ["PATH"], "SLURM_CLUSTER_NAME": "gpu"}
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-I", str(script), "--cgroup-root", str(tree), "--out", str(spool)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+    lines = spool.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert len(recs) == 4  # the job and its batch step, twice
+    job_rec = recs[0]
+    assert job_rec["schema"] == "advisor.pressure/1" and job_rec["cluster"] == "gpu"
+    assert (job_rec["job_id"], job_rec["step"], job_rec["node_prefix"]) == ("9001", None, "node7")
+    assert (job_rec["some_s"], job_rec["full_s"], job_rec["usage_s"]) == (2.5, 0.5, 9.0)
+    assert (job_rec["cpus"], job_rec["cpu_count"], job_rec["nr_throttled"]) == ("0-3,8", 5, 3)
+    step = recs[1]
+    assert step["step"] == "batch" and step["status"] == "unavailable"
+    assert "cpu.pressure" in step["errors"][0]
+    # a cgroup v1 node, a bad option, an unwritable spool: exit 0, one log line, job untouched
+    for args in (
+        ["--cgroup-root", str(tmp_path / "nothing"), "--out", str(spool), "--job", "5"],
+        ["--bogus"],
+        ["--cgroup-root", str(tree), "--out", "/proc/not-writable/x"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-I", str(script), *args], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0
+        assert done.stderr.splitlines()[-1].startswith("advisor-pressure-collect: ")
+        assert "Traceback" not in done.stderr
+    last = json.loads(spool.read_text().splitlines()[-1])
+    assert (last["job_id"], last["status"]) == ("5", "unavailable")
+    assert "no cgroup v2" in last["errors"][0]
+
+
+def test_job_folders_are_found_under_any_scope_and_a_sluid_layout_by_pattern(tmp_path: Path):
+    import re
+
+    for scope in ("slurmstepd.scope", "n1_slurmstepd.scope"):
+        (tmp_path / "system.slice" / scope / "job_7" / "step_extern").mkdir(parents=True)
+    (tmp_path / "system.slice" / "slurmstepd.scope" / "sys").mkdir()
+    found = [(c.job_id, c.step, c.node) for c in find_cgroups(tmp_path)]
+    assert found == [
+        ("7", None, "n1"),
+        ("7", "extern", "n1"),
+        ("7", None, None),
+        ("7", "extern", None),
+    ]
+    (tmp_path / "system.slice" / "slurmstepd.scope" / "sluid_abc123").mkdir()
+    sluid = re.compile(r"^sluid_(?P<job>[0-9a-z]+)$")
+    assert [c.job_id for c in find_cgroups(tmp_path, job_pattern=sluid, steps=False)] == ["abc123"]
+    assert count_cpus("0-3,8,10-11") == 7 and count_cpus("x") is None
+
+
+def _record(job: str, at: dt.datetime, some: float, full: float, host: str = "n1", **kw) -> str:
+    rec = {
+        "schema": "advisor.pressure/1",
+        "cluster": "teaching",
+        "job_id": job,
+        "step": None,
+        "host": host,
+        "collected_at": at.isoformat() + "Z",
+        "status": "ok",
+        "some_s": some,
+        "full_s": full,
+        "usage_s": 100.0,
+        "cpus": "0-3",
+        "cpu_count": 4,
+    }
+    rec.update(kw)
+    return json.dumps(rec)
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("pressure") / "a.duckdb"
+    done = _adv(db, "ingest", str(ROOT / "data" / "sample" / "sacct-synth.txt.gz"))
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def _gpu_jobs(db: Path, n: int) -> list[tuple[int, dt.datetime, int, float]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT job_id_raw, start, elapsed_s, cpus::DOUBLE / gpus FROM jobs "
+            "WHERE cluster = 'teaching' AND gpus > 0 AND cpus > 0 AND elapsed_s > 3600 "
+            "ORDER BY job_id_raw LIMIT ?",
+            [n],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def test_ingest_loads_records_rejects_bad_lines_by_field_folds_them_and_is_idempotent(
+    sample_db: Path, tmp_path: Path
+):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sample_db, db)
+    (j1, s1, e1, _), (j2, s2, e2, _) = _gpu_jobs(db, 2)
+    end1 = s1 + dt.timedelta(seconds=e1)
+    lines = [
+        _record(str(j1), s1 + dt.timedelta(seconds=e1 / 2), 0.1 * e1, 0.0),  # earlier, superseded
+        _record(str(j1), end1, 0.3 * e1, 0.1 * e1),
+        _record(str(j1), end1, 0.1 * e1, 0.0, host="n2"),
+        _record(
+            str(j2), s2 + dt.timedelta(seconds=e2), 0.0, 0.0, status="unavailable", some_s=None
+        ),
+        _record(str(j2), s2, 1.0, 2.0, host="n9"),  # full above some
+        _record("abc", end1, 1.0, 0.0),
+        _record(str(j1), end1, float("inf"), 0.0, host="n3").replace("Infinity", "1e999"),
+        "{not json",
+        _record(str(j1), dt.datetime(1999, 1, 1), 1.0, 0.0, host="n4"),
+        _record(str(j1), end1, 1.0, 0.0, host="n5", schema="other/1"),
+        # the epilog after the job, its cgroup gone: the agent's last reading stands
+        _record(str(j1), end1 + dt.timedelta(seconds=20), 0, 0, status="unavailable", some_s=None),
+    ]
+    spool = tmp_path / "p.jsonl"
+    spool.write_text("\n".join(lines) + "\n")
+    first = _adv(db, "ingest", str(spool), "--format", "json")
+    assert first.returncode == 0, first.stderr
+    (s,) = json.loads(first.stdout)
+    assert (s["format"], s["inserted"], s["rejected"]) == ("pressure", 5, 6)
+    reasons = "\n".join(s["first_reasons"])
+    assert "line 5, field full_s" in reasons and "line 6, field job_id" in reasons
+    assert "line 7, field some_s" in reasons and "line 8, field (line)" in reasons
+    again = json.loads(_adv(db, "ingest", str(spool), "--format", "json").stdout)[0]
+    assert (again["inserted"], again["unchanged"]) == (0, 5)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        got = con.execute(
+            "SELECT job_id_raw, psi_status, psi_some_s, psi_full_s, psi_covered_s, psi_hosts "
+            "FROM jobs WHERE job_id_raw IN (?, ?) ORDER BY job_id_raw",
+            [j1, j2],
+        ).fetchall()
+        stored = con.execute(
+            "SELECT field, line_no FROM rejects WHERE ingest_id = ? ORDER BY line_no",
+            [s["ingest_id"]],
+        ).fetchall()
+    finally:
+        con.close()
+    # job 1: the latest record of each host, summed; covered = elapsed on each host
+    assert got[0] == (j1, "measured", pytest.approx(0.4 * e1), pytest.approx(0.1 * e1),
+                      pytest.approx(2 * e1), 2)  # fmt: skip
+    assert got[1] == (j2, "unavailable", None, None, None, 0)
+    assert [r[1] for r in stored] == [5, 6, 7, 8, 9, 10]
+    assert [r[0] for r in stored][:4] == ["full_s", "job_id", "some_s", "(line)"]
+    usage = _adv(
+        db, "usage", "--jobs", "--verdict", "starved", "--limit", "100000", "--format", "json"
+    )
+    starved = {r["job_id_raw"]: r for r in json.loads(usage.stdout) if r["basis"] == "measured"}
+    assert starved[j1]["psi_some_share"] == pytest.approx(0.2)
+    assert starved[j1]["psi_full_share"] == pytest.approx(0.05)
+
+
+def test_a_job_loaded_after_its_pressure_gets_it_and_a_reused_id_does_not(
+    tmp_path: Path, sample_db: Path
+):
+    ((j, start, el, _),) = _gpu_jobs(sample_db, 1)
+    db = tmp_path / "late.duckdb"
+    spool = tmp_path / "p.jsonl"
+    end = start + dt.timedelta(seconds=el)
+    spool.write_text(
+        _record(str(j), end, 0.5 * el, 0.0)
+        + "\n"
+        # the same id a year later: another job's run, which no stored job covers
+        + _record(str(j), end + dt.timedelta(days=365), 9.0, 0.0, host="n2")
+        + "\n"
+    )
+    assert _adv(db, "ingest", str(spool)).returncode == 0
+    assert _adv(db, "ingest", str(ROOT / "data" / "sample" / "sacct-synth.txt.gz")).returncode == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute(
+            "SELECT psi_some_s, psi_hosts FROM jobs WHERE job_id_raw = ? AND cluster = 'teaching'",
+            [j],
+        ).fetchone()
+    finally:
+        con.close()
+    assert row == (pytest.approx(0.5 * el), 1)
+
+
+def test_the_summary_shows_pressure_falling_with_cores_per_gpu_and_bounds_the_held_gpu_hours(
+    tmp_path: Path, sample_db: Path
+):
+    from advisor.pressure.summary import PressureQuery, headline, pressure_summary
+
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_db, db)
+    jobs = _gpu_jobs(db, 400)
+    lines = []
+    for j, start, el, cpg in jobs:
+        share = 0.4 if cpg < 2 else 0.1 if cpg < 4 else 0.01
+        end = start + dt.timedelta(seconds=el)
+        lines.append(_record(str(j), end, share * el, share * el / 4))
+    spool = tmp_path / "p.jsonl"
+    spool.write_text("\n".join(lines) + "\n")
+    assert _adv(db, "ingest", str(spool)).returncode == 0
+    rows = pressure_summary(db, PressureQuery(by=("cores_per_gpu_bin",), clusters=("teaching",)))
+    measured = {r["cores_per_gpu_bin"]: r for r in rows if r["jobs_measured"]}
+    bins = sorted(measured)
+    shares = [measured[b]["some_share"] for b in bins]
+    assert all(a >= b - 1e-9 for a, b in zip(shares, shares[1:], strict=False))
+    assert shares[0] == pytest.approx(0.4) and shares[-1] == pytest.approx(0.01)
+    one = measured[bins[0]]
+    assert one["held_gpu_hours_high"] == pytest.approx(0.4 * one["gpu_hours_measured"])
+    assert one["held_gpu_hours_low"] == pytest.approx(0.1 * one["gpu_hours_measured"])
+    head = headline(rows)
+    assert head["jobs_measured"] == len(jobs) and 0 < head["share_measured"] < 1
+    out = _adv(db, "pressure", "summary", "--format", "json")
+    assert out.returncode == 0 and json.loads(out.stdout)["total"]["jobs_measured"] == len(jobs)
+    bad = _adv(db, "pressure", "summary", "--by", "nope")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--by nope" in bad.stderr
+
+
+class _Prometheus(http.server.BaseHTTPRequestHandler):
+    """Answers /api/v1/query as Prometheus does, from ``answers`` keyed by the metric queried."""
+
+    answers: dict[str, object] = {}
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+        from urllib.parse import parse_qs, urlparse
+
+        q = parse_qs(urlparse(self.path).query)
+        self.seen.append(q["query"][0])
+        metric = q["query"][0].split("(", 1)[1].split("{", 1)[0].split("[", 1)[0]
+        body = json.dumps(self.answers.get(metric, {"status": "error", "error": "unknown"}))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_prometheus_import_writes_records_ingest_reads(tmp_path: Path):
+    from advisor.errors import ExternalToolError
+    from advisor.ingest.pressure import check_record
+    from advisor.pressure.prometheus import PrometheusImport, import_prometheus
+
+    t = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC).timestamp()
+
+    def vector(*series: tuple[dict[str, str], str]) -> dict[str, object]:
+        result = [{"metric": m, "value": [t, v]} for m, v in series]
+        return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+    _Prometheus.answers = {
+        "ceems_compute_unit_cpu_psi_seconds": vector(
+            ({"uuid": "101", "hostname": "gpu1", "manager": "slurm"}, "120.5"),
+            ({"uuid": "101", "hostname": "gpu2"}, "80"),
+            ({"uuid": "pod-x", "hostname": "k8s"}, "5"),  # not a Slurm job: skipped
+            ({"uuid": "102", "hostname": "gpu1"}, "NaN"),  # no number: skipped
+        ),
+        "psi_full": vector(({"uuid": "101", "hostname": "gpu1"}, "30")),
+    }
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        imp = PrometheusImport(
+            url=url,
+            start=dt.datetime(2024, 6, 1),
+            end=dt.datetime(2024, 6, 1, 12),
+            full_metric="psi_full",
+            cluster="gpu",
+            selector='manager="slurm"',
+        )
+        out = tmp_path / "prom.jsonl"
+        assert import_prometheus(imp, out) == 2
+        assert 'max_over_time(ceems_compute_unit_cpu_psi_seconds{manager="slurm"}[43200s])' in (
+            _Prometheus.seen
+        )
+        recs = [check_record(x) for x in out.read_text().splitlines()]
+        assert [(r["job_id"], r["host"], r["some_s"], r["full_s"]) for r in recs] == [
+            ("101", "gpu1", 120.5, 30.0),
+            ("101", "gpu2", 80.0, None),
+        ]
+        assert recs[0]["collected_at"] == dt.datetime(2024, 6, 1, 12)
+        with pytest.raises(ExternalToolError, match="failed: unknown"):
+            import_prometheus(
+                PrometheusImport(url=url, start=imp.start, end=imp.end, some_metric="missing"),
+                tmp_path / "x.jsonl",
+            )
+    finally:
+        server.shutdown()
+
+
+def test_the_shipped_synthetic_pressure_joins_the_sample_and_falls_with_cores_per_gpu(
+    tmp_path: Path, sample_db: Path
+):
+    db = tmp_path / "sample.duckdb"
+    shutil.copy(sample_db, db)
+    shipped = ROOT / "data" / "sample" / "pressure-synth.jsonl.gz"
+    done = _adv(db, "ingest", str(shipped), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert s["format"] == "pressure" and s["rejected"] == 0 and s["inserted"] > 1000
+    out = json.loads(_adv(db, "pressure", "summary", "--by", "cores_per_gpu_bin", "--format",
+                          "json").stdout)  # fmt: skip
+    total = out["total"]
+    # every record found its job (one per node of about a fifth of the GPU jobs)
+    assert 0.15 < total["jobs_measured"] / total["jobs"] < 0.25
+    shares = [g["some_share"] for g in out["groups"]]
+    assert shares == sorted(shares, reverse=True) and shares[0] > 0.3 > 0.01 > shares[-1]
+    # the generator writes the same file again from the same jobs and seed
+    again = tmp_path / "again.jsonl"
+    assert (
+        _adv(sample_db, "pressure", "synth", "--out", str(again), "--share", "0.2").returncode == 0
+    )
+    import gzip
+
+    with gzip.open(shipped, "rt") as fh:
+        assert again.read_text() == fh.read()
