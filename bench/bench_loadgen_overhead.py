@@ -1,6 +1,6 @@
 """How much the load generator adds to the TTFT it reports, at 16 requests/s.
 
-Against a local stub server that answers at once (advisor.harness.stubserver, a real process),
+Against a local stub server that answers at once (advisor.harness.serve.stubserver, a real process),
 three clients send the same streamed completion request and time the first token:
 
 - baseline: a minimal blocking socket client, one request at a time (the floor: kernel,
@@ -29,15 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from advisor.harness import engine as eng  # noqa: E402
-from advisor.harness.httpclient import build_request  # noqa: E402
-from advisor.harness.loadgen import (  # noqa: E402
+from advisor.harness.load.httpclient import build_request  # noqa: E402
+from advisor.harness.load.loadgen import (  # noqa: E402
     PlannedRequest,
     Target,
     arrival_times,
     completion_payload,
     run_phase,
 )
+from advisor.harness.serve import engine as eng  # noqa: E402
 
 
 def baseline_ttft_ms(host: str, port: int, request: bytes, n: int) -> list[float]:
@@ -100,7 +100,7 @@ def main() -> None:
     client_cores = set(cpus[1:]) or set(cpus)
     port = eng.free_port()
     spec = eng.spec_from(
-        "{python} -m advisor.harness.stubserver --host {host} --port {port}",
+        "{python} -m advisor.harness.serve.stubserver --host {host} --port {port}",
         model="m",
         tp=1,
         cores=server_cores,

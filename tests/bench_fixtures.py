@@ -16,7 +16,7 @@ from advisor.harness.config import BenchConfig
 from advisor.harness.records import LoadSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-STUB = "{python} -m advisor.harness.stubserver --host {host} --port {port}"
+STUB = "{python} -m advisor.harness.serve.stubserver --host {host} --port {port}"
 CPUS = sorted(os.sched_getaffinity(0))
 # A tokenize-heavy load short enough for the stub server: one second, long attacker prompts.
 TOKENIZE_LOAD = LoadSpec(
@@ -35,7 +35,7 @@ TOKENIZE_LOAD = LoadSpec(
 
 def tiny_model_dir(factory: pytest.TempPathFactory, *, weights: bool = True) -> Path:
     """``bench make-model --arch tiny [--weights]``: a real random-weight Llama and tokenizer."""
-    from advisor.harness.modeldir import MakeModelConfig, make_model
+    from advisor.harness.load.modeldir import MakeModelConfig, make_model
 
     out = factory.mktemp("tiny-model")
     make_model(MakeModelConfig("tiny", out, weights=weights))

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from advisor.errors import InputError
-from advisor.harness.collect import calibration_points, collect, list_runs, read_result
+from advisor.harness.results.collect import calibration_points, collect, list_runs, read_result
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "data" / "bench" / "h200-2026-11-29"

@@ -20,15 +20,15 @@ import pytest
 
 from advisor.calibration.series import identity_of_notes
 from advisor.errors import UsageError
-from advisor.harness.collect import calibration_points, series_key
 from advisor.harness.config import BenchConfig
-from advisor.harness.curves import compare, curves, read_runs
 from advisor.harness.levels import choose_levels
-from advisor.harness.loadgen import Target, plan_phase
+from advisor.harness.load.loadgen import Target, plan_phase
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.metrics import run_flags
-from advisor.harness.prompts import PromptFactory
+from advisor.harness.results.collect import calibration_points, series_key
+from advisor.harness.results.curves import compare, curves, read_runs
+from advisor.harness.results.series import identity_of_run, series_identity
 from advisor.harness.runner import run_bench
-from advisor.harness.series import identity_of_run, series_identity
 from tests.bench_fixtures import ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir
 
 H200_RUNS = ROOT / "data" / "bench" / "h200-2026-12-01"
@@ -252,7 +252,7 @@ def test_bench_replicate_says_the_rerun_agrees_only_within_wide_intervals(tmp_pa
 
 def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, db_path: Path):
     from advisor.calibration import read_csv
-    from advisor.harness.collect import collect
+    from advisor.harness.results.collect import collect
 
     folder = ROOT / "data" / "bench" / "h200-2026-12-02-crn"
     for name in ("sweep.tgz", "rerun.tgz"):
@@ -277,7 +277,7 @@ def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, d
 
 
 def test_runs_by_point_keep_the_mp_and_default_executors_apart(tmp_path: Path, db_path: Path):
-    from advisor.harness.collect import collect, summarise_points
+    from advisor.harness.results.collect import collect, summarise_points
 
     _, rerun = _h200_runs(tmp_path)
     assert collect([rerun], db_path).problems == ()

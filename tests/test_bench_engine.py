@@ -1,6 +1,6 @@
 """The launcher and the load generator against real server processes.
 
-``advisor.harness.stubserver`` is a real process speaking the streamed completions API with
+``advisor.harness.serve.stubserver`` is a real process speaking the streamed completions API with
 scripted behaviour (a fixed delay before the first token, hanging, dying, never becoming
 ready): the cases a real engine cannot be made to show on demand. The end-to-end test runs
 ``transformers serve`` (a real OpenAI-compatible engine) on a tiny random-weight Llama on CPU.
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from advisor.harness import engine as eng
 from advisor.harness.config import BenchConfig
-from advisor.harness.httpclient import build_request
-from advisor.harness.loadgen import PlannedRequest, Target, completion_payload, run_phase
-from advisor.harness.pinning import check_pinning
+from advisor.harness.load.httpclient import build_request
+from advisor.harness.load.loadgen import PlannedRequest, Target, completion_payload, run_phase
 from advisor.harness.records import LoadSpec
 from advisor.harness.runner import run_bench
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.pinning import check_pinning
 from tests.bench_fixtures import CPUS, ROOT, STUB, stub_config, tiny_model_dir
 
 
@@ -115,7 +115,7 @@ def test_a_crash_at_start_is_told_apart_from_a_start_that_never_ends(tmp_path: P
 def test_stop_ends_the_engines_whole_process_group(tmp_path: Path):
     port = eng.free_port()
     template = (
-        'bash -c \'sleep 300 & sleep 300 & exec "$0" -m advisor.harness.stubserver '
+        'bash -c \'sleep 300 & sleep 300 & exec "$0" -m advisor.harness.serve.stubserver '
         '--port "$1"\' {python} {port}'
     )
     spec = eng.spec_from(
@@ -241,7 +241,7 @@ def test_dry_run_lists_points_and_pinned_commands_and_starts_nothing(
     rows = run_bench(_cfg(tmp_path, tiny_model, dry_run=True, repeats=2))
     assert [r.status for r in rows] == ["planned", "planned"]
     assert rows[0].command.startswith(f"taskset -c {CPUS[0]} ")
-    assert "advisor.harness.stubserver" in rows[0].command
+    assert "advisor.harness.serve.stubserver" in rows[0].command
     assert not (tmp_path / "out").exists()
 
 
@@ -306,7 +306,7 @@ def test_a_real_engine_on_cpu_runs_pinned_end_to_end_and_its_results_load(
         assert set(tok) == {"parallelism-on", "parallelism-off", "rayon-2-threads"}
         assert all(t["error"] is None and t["attacker_encode_ms"] > 0 for t in tok.values())
         assert run["extra"].get("stop_survivors") is None
-    from advisor.harness.collect import collect, list_runs
+    from advisor.harness.results.collect import collect, list_runs
 
     result = collect([tmp_path / "out"], db_path)
     assert (result.runs_loaded, result.problems) == (2, ())

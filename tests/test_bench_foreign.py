@@ -16,7 +16,7 @@ import pytest
 
 from advisor.calibration import read_csv, training_set
 from advisor.errors import InputError
-from advisor.harness.foreign import ImportContext, detect_tool, file_points, import_results
+from advisor.harness.results.foreign import ImportContext, detect_tool, file_points, import_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "bench"
@@ -221,6 +221,6 @@ def test_console_script_writes_the_calibration_csv(tmp_path: Path) -> None:
     rows = json.loads(proc.stdout)
     assert {r["metric"]: r["value"] for r in rows}["ttft_p50_ms"] == 575.5
     header = out.read_text(encoding="utf-8").splitlines()[0]
-    from advisor.harness.collect import CALIBRATION_COLUMNS
+    from advisor.harness.results.collect import CALIBRATION_COLUMNS
 
     assert header.split(",") == list(CALIBRATION_COLUMNS)

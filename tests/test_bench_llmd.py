@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from advisor.harness.collect import read_result
-from advisor.harness.llmd import export_runs, run_report
+from advisor.harness.results.collect import read_result
+from advisor.harness.results.llmd import export_runs, run_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "bench" / "h200-2026-11-29" / "h200x2-tp2"

@@ -15,14 +15,19 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.harness.collect import calibration_points, collect, list_runs, propagate_series_flags
 from advisor.harness.config import BenchConfig, check_context, max_model_len
-from advisor.harness.loadgen import Target, plan_phase
+from advisor.harness.load.loadgen import Target, plan_phase
+from advisor.harness.load.prompts import PromptFactory, SharedDocument
 from advisor.harness.metrics import RunChecks, bootstrap_ci, run_flags, vllm_deltas
-from advisor.harness.pinning import check_pinning, repin
-from advisor.harness.prompts import PromptFactory, SharedDocument
 from advisor.harness.records import LoadSpec
+from advisor.harness.results.collect import (
+    calibration_points,
+    collect,
+    list_runs,
+    propagate_series_flags,
+)
 from advisor.harness.runner import run_bench
+from advisor.harness.serve.pinning import check_pinning, repin
 from tests.bench_fixtures import CPUS, ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir
 
 
@@ -303,7 +308,7 @@ def test_bench_runs_lists_each_runs_flags_with_their_reasons(tmp_path: Path, db_
 
 
 def test_runs_with_more_tokenizer_workers_form_their_own_series():
-    from advisor.harness.collect import workload_label
+    from advisor.harness.results.collect import workload_label
 
     argv = ["python", "-m", "vllm", "serve", "--renderer-num-workers", "4"]
     assert workload_label(_run(2, extra={"engine_argv": argv})) == "unique/rw4"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.harness.collect import collect, list_runs
+from advisor.harness.results.collect import collect, list_runs
 from advisor.harness.sweep import SweepConfig, make_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_submitted_sweep_runs_one_bench_per_core_count_inside_slurm(
     sandbox: None, tmp_path: Path, db_path: Path
 ):
-    from advisor.harness.modeldir import MakeModelConfig, make_model
+    from advisor.harness.load.modeldir import MakeModelConfig, make_model
 
     model = tmp_path / "model"
     make_model(MakeModelConfig("tiny", model))

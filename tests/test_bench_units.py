@@ -11,11 +11,16 @@ import pytest
 
 from advisor.errors import InputError, UsageError
 from advisor.harness.config import llama_params_b
-from advisor.harness.loadgen import arrival_times, steady_times
+from advisor.harness.load.loadgen import arrival_times, steady_times
+from advisor.harness.load.modeldir import ARCHS, llama_config
 from advisor.harness.metrics import parse_prometheus, percentile, server_ttft_mean_ms, summarise
-from advisor.harness.modeldir import ARCHS, llama_config
-from advisor.harness.pinning import choose_cores, format_cpu_list, gpu_numa_cpus, parse_cpu_list
 from advisor.harness.records import RequestRecord
+from advisor.harness.serve.pinning import (
+    choose_cores,
+    format_cpu_list,
+    gpu_numa_cpus,
+    parse_cpu_list,
+)
 from advisor.harness.sweep import SweepConfig, make_sweep, render_script
 
 
@@ -180,7 +185,7 @@ def test_make_model_tiny_writes_a_llama_dir_whose_tokenizer_round_trips(tmp_path
 
     from tokenizers import Tokenizer
 
-    from advisor.harness.modeldir import BOS, EOS, MakeModelConfig, make_model
+    from advisor.harness.load.modeldir import BOS, EOS, MakeModelConfig, make_model
 
     made = make_model(MakeModelConfig("tiny", tmp_path))
     cfg = json.loads((tmp_path / "config.json").read_text())
@@ -199,7 +204,7 @@ def test_make_model_tiny_writes_a_llama_dir_whose_tokenizer_round_trips(tmp_path
 
 
 def test_make_model_refuses_an_unknown_arch_and_weights_for_a_big_one(tmp_path: Path):
-    from advisor.harness.modeldir import MakeModelConfig, make_model
+    from advisor.harness.load.modeldir import MakeModelConfig, make_model
 
     with pytest.raises(UsageError, match="--arch 'gpt-9': unknown; choose one of"):
         make_model(MakeModelConfig("gpt-9", tmp_path))

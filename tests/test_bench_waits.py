@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.harness import engine as eng
-from advisor.harness.curves import curves, summary_rows
-from advisor.harness.waits import WaitSampler, process_threads, psi_delta, wait_of_run
+from advisor.harness.results.curves import curves, summary_rows
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.waits import WaitSampler, process_threads, psi_delta, wait_of_run
 from advisor.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED
 from advisor.pressure.collector import parse_pressure
 from advisor.waitknee import measure_wait_knee
@@ -256,7 +256,7 @@ def test_runs_without_wait_records_keep_their_ttft_curve_and_get_no_wait_knee():
 
 
 def test_the_evidence_brackets_the_threshold_between_harmless_and_harmful_wait():
-    from advisor.harness.curves import evidence_summary, wait_evidence
+    from advisor.harness.results.curves import evidence_summary, wait_evidence
 
     waits = {2: 0.5, 3: 0.2, 4: 0.03, 14: 0.0}
     ttft = {2: 100.0, 3: 25.0, 4: 25.0, 14: 25.0}

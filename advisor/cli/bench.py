@@ -387,7 +387,7 @@ def curve_cmd(
 
     Each PATH is a result folder or run file (.json, .json.gz); needs no database.
     """
-    from advisor.harness.curves import curve_report, summary_rows
+    from advisor.harness.results.curves import curve_report, summary_rows
 
     if not 0 < max_wait < 1:
         raise UsageError(f"--max-wait {max_wait:g}: a share of wall time between 0 and 1")
@@ -395,7 +395,7 @@ def curve_cmd(
         raise UsageError(f"--tolerance {tolerance:g}: must be above 0")
     found = curve_report(paths, tolerance=tolerance, max_wait=max_wait)
     if evidence:
-        from advisor.harness.curves import evidence_summary, wait_evidence
+        from advisor.harness.results.curves import evidence_summary, wait_evidence
 
         rows = wait_evidence(found)
         if fmt is OutputFormat.json:
@@ -421,7 +421,7 @@ def replicate_cmd(
 
     Exit 0 when every common curve agrees, 1 when one does not, 4 when none is in common.
     """
-    from advisor.harness.curves import replication_report
+    from advisor.harness.results.curves import replication_report
 
     rows = replication_report(old, new, tolerance=tolerance)
     emit_rows(rows, fmt, title="bench replicate")
@@ -504,7 +504,7 @@ def make_model_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Write config.json, generation_config.json and a BPE tokenizer trained on local text."""
-    from advisor.harness.modeldir import MakeModelConfig, make_model
+    from advisor.harness.load.modeldir import MakeModelConfig, make_model
 
     with RichProgress() as progress:
         made = make_model(MakeModelConfig(arch, out, weights=weights, seed=seed), progress)
@@ -530,7 +530,7 @@ def collect_cmd(
     Each PATH is a result folder or a run's JSON file (.json, .json.gz).
     """
     from advisor.errors import InputError
-    from advisor.harness.collect import collect
+    from advisor.harness.results.collect import collect
 
     with RichProgress() as progress:
         result = collect(paths, db, progress, calibration_csv=calibration_csv)
@@ -569,7 +569,7 @@ def runs_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List collected benchmark runs (or, with --by-point, their repeats folded)."""
-    from advisor.harness.collect import list_runs, summarise_points
+    from advisor.harness.results.collect import list_runs, summarise_points
 
     if by_point:
         emit_rows(summarise_points(db, platform=platform), fmt, title="bench points")

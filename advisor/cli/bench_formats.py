@@ -1,6 +1,6 @@
 """CLI commands ``bench import`` and ``bench export``: other tools' result files in, llm-d
-benchmark reports out. Each parses, calls one core function (advisor/harness/foreign.py,
-advisor/harness/llmd.py), formats; ``bench.py`` adds them to the bench group.
+benchmark reports out. Each parses, calls one core function (advisor/harness/results/foreign.py,
+advisor/harness/results/llmd.py), formats; ``bench.py`` adds them to the bench group.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def import_cmd(
     NVIDIA AIPerf profile export.
     """
     from advisor.errors import InputError
-    from advisor.harness.foreign import ImportContext, import_results
+    from advisor.harness.results.foreign import ImportContext, import_results
 
     ctx = ImportContext(
         cores=cores,
@@ -120,7 +120,7 @@ def export_cmd(
     Each PATH is a run folder or a run JSON file (.json, .json.gz) of `advisor bench run`.
     """
     from advisor.errors import InputError, UsageError
-    from advisor.harness.llmd import FORMATS, export_runs
+    from advisor.harness.results.llmd import FORMATS, export_runs
 
     if fmt in FORMATS:
         report_fmt, shown = fmt, OutputFormat.table

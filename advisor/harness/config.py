@@ -16,7 +16,7 @@ from typing import Any
 from advisor.errors import UsageError
 from advisor.harness.metrics import RunChecks
 from advisor.harness.records import WORKLOADS, LoadSpec
-from advisor.harness.series import EXECUTOR_FLAG, EXECUTORS, series_identity
+from advisor.harness.results.series import EXECUTOR_FLAG, EXECUTORS, series_identity
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class BenchConfig:
     loads: tuple[LoadSpec, ...]
     out_dir: Path
     engine: str = "vllm"
-    engine_cmd: str | None = None  # template; see advisor.harness.engine
+    engine_cmd: str | None = None  # template; see advisor.harness.serve.engine
     engine_args: tuple[str, ...] = ()
     engine_env: tuple[tuple[str, str], ...] = ()
     tp: int = 1
@@ -45,7 +45,7 @@ class BenchConfig:
     tag: str = ""  # added to run ids, to tell apart series with the same settings
     model_name: str | None = None  # the name sent in requests (default: ``model``)
     # One engine start serves every core count: the live process tree is re-pinned before each
-    # phase (see advisor.harness.pinning.repin); ``starts`` starts spread the repeats.
+    # phase (see advisor.harness.serve.pinning.repin); ``starts`` starts spread the repeats.
     repin: bool = False
     starts: int = 1
     order: str = "random"  # random | given: the order of core counts within a start
@@ -130,7 +130,7 @@ def kept_ladder(
 
 def model_label(model: str) -> str:
     """The model's name in results: ``advisor-model.json``'s (make-model), else the folder's."""
-    from advisor.harness.modeldir import MODEL_INFO
+    from advisor.harness.load.modeldir import MODEL_INFO
 
     try:
         name = json.loads((Path(model) / MODEL_INFO).read_text()).get("name")

@@ -22,15 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from advisor.harness import engine as eng
 from advisor.harness.config import BenchConfig, kept_ladder
-from advisor.harness.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.metrics import summarise
 from advisor.harness.phase import StartState
-from advisor.harness.pinning import CoreSplit
-from advisor.harness.procs import cpu_by_pid, per_process_cpu, role_cores
-from advisor.harness.prompts import PromptFactory
 from advisor.harness.records import LoadSpec
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.pinning import CoreSplit
+from advisor.harness.serve.procs import cpu_by_pid, per_process_cpu, role_cores
 
 LEVELS = ("light", "medium", "heavy")
 LEVELS_SCHEMA = "advisor.bench.levels/1"
@@ -49,7 +49,7 @@ def ladder_step(
 ) -> dict[str, Any]:
     """One ladder step: the load at ``rate`` for ``step_s`` seconds, its victims' median, the
     GPU's use and each engine role's cores."""
-    from advisor.harness.platform import GpuSampler
+    from advisor.harness.serve.platform import GpuSampler
 
     spec = replace(load, attacker_rps=rate, duration_s=step_s, seed=seed, salt=f"{seed:08x}")
     planned = plan_phase(spec, target, factory)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError
-from advisor.harness import engine as eng
 from advisor.harness.config import BenchConfig, Point, RunRow, llama_params_b, model_label
-from advisor.harness.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.metrics import (
     bootstrap_ci,
     cpu_percent,
@@ -27,15 +27,15 @@ from advisor.harness.metrics import (
     summarise,
     vllm_deltas,
 )
-from advisor.harness.pinning import (
+from advisor.harness.records import SCHEMA, LoadSpec, Platform, RequestRecord, RunResult
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.pinning import (
     CoreSplit,
     PinningReport,
     check_pinning,
     format_cpu_list,
 )
-from advisor.harness.procs import cpu_by_pid, per_process_cpu, role_cores
-from advisor.harness.prompts import PromptFactory
-from advisor.harness.records import SCHEMA, LoadSpec, Platform, RequestRecord, RunResult
+from advisor.harness.serve.procs import cpu_by_pid, per_process_cpu, role_cores
 
 # Engines that take vLLM's sampling extensions (fixed output length through ignore_eos).
 IGNORE_EOS_ENGINES = ("vllm", "sglang")
@@ -274,8 +274,8 @@ def measure_phase(
     run: dict[str, Any],
     st: StartState,
 ) -> list[RequestRecord]:
-    from advisor.harness.platform import GpuSampler
-    from advisor.harness.waits import WaitSampler, engine_cgroup
+    from advisor.harness.serve.platform import GpuSampler
+    from advisor.harness.serve.waits import WaitSampler, engine_cgroup
 
     load: LoadSpec = pt.load
     # Common random numbers: the seed depends on the repeat (the phase slot), not on the cores,

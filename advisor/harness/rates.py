@@ -10,12 +10,12 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.harness.config import BenchConfig, kept_ladder
-from advisor.harness.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.loadgen import Target, plan_phase, run_phase
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.metrics import summarise
 from advisor.harness.phase import StartState
-from advisor.harness.pinning import CoreSplit
-from advisor.harness.prompts import PromptFactory
 from advisor.harness.records import LoadSpec
+from advisor.harness.serve.pinning import CoreSplit
 
 
 def find_rate(
@@ -30,7 +30,7 @@ def find_rate(
     victims' median TTFT passes ``saturation_factor`` times its no-load value, the GPU is near
     full (90 %), or more than 1 % of requests fail. The highest rate below that is the knee of
     the load axis; the phases then run at stated fractions of it."""
-    from advisor.harness.platform import GpuSampler
+    from advisor.harness.serve.platform import GpuSampler
 
     steps: list[dict[str, Any]] = []
     best: float | None = None

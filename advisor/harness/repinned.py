@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.harness import engine as eng
 from advisor.harness.config import (
     BenchConfig,
     Point,
@@ -23,7 +22,8 @@ from advisor.harness.config import (
     slug,
 )
 from advisor.harness.levels import leveled_loads
-from advisor.harness.loadgen import Target, warmup
+from advisor.harness.load.loadgen import Target, warmup
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.phase import (
     StartState,
     base_run,
@@ -39,15 +39,15 @@ from advisor.harness.phase import (
     target_of,
     write_result,
 )
-from advisor.harness.pinning import (
+from advisor.harness.rates import scaled_loads
+from advisor.harness.records import Platform, RequestRecord, RunResult
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.pinning import (
     CoreSplit,
     check_pinning,
     choose_cores,
     repin,
 )
-from advisor.harness.prompts import PromptFactory
-from advisor.harness.rates import scaled_loads
-from advisor.harness.records import Platform, RequestRecord, RunResult
 from advisor.progress import ProgressFn
 
 
@@ -199,7 +199,7 @@ def curves_path(cfg: BenchConfig) -> Path:
 
 def all_resolved(cfg: BenchConfig, paths: Sequence[Path]) -> bool:
     """Whether every curve measured so far has a resolved knee or a resolved absence of one."""
-    from advisor.harness.curves import curves, read_runs
+    from advisor.harness.results.curves import curves, read_runs
     from advisor.knee import NOT_RESOLVED
 
     cs = curves(read_runs([p for p in paths if p.is_file()]), tolerance=cfg.tolerance)
@@ -208,7 +208,7 @@ def all_resolved(cfg: BenchConfig, paths: Sequence[Path]) -> bool:
 
 def write_curves(cfg: BenchConfig, paths: Sequence[Path], stopped: str, wall_s: float) -> None:
     """What the run's data resolve, per curve, and why the run stopped."""
-    from advisor.harness.curves import CURVES_SCHEMA, curves, read_runs
+    from advisor.harness.results.curves import CURVES_SCHEMA, curves, read_runs
 
     cs = curves(read_runs(sorted({p for p in paths if p.is_file()})), tolerance=cfg.tolerance)
     body = {

@@ -13,7 +13,7 @@ from typing import Any
 from advisor.errors import NotFoundError, UsageError
 from advisor.harness.config import BenchConfig
 from advisor.harness.records import LoadSpec
-from advisor.harness.series import EXECUTOR_FLAG, arg_value, describe, identity_of_run
+from advisor.harness.results.series import EXECUTOR_FLAG, arg_value, describe, identity_of_run
 
 LOAD_FIELDS = {f.name for f in dataclasses.fields(LoadSpec)} - {"salt"}
 
@@ -89,7 +89,7 @@ def rerun_env(cfg: BenchConfig) -> dict[str, str]:
     """The environment the rerun's identity is computed from (as the runner records it)."""
     import os
 
-    from advisor.harness.series import CPU_ENV
+    from advisor.harness.results.series import CPU_ENV
 
     env = {k: os.environ[k] for k in CPU_ENV if k in os.environ}
     env.update(dict(cfg.engine_env))
@@ -107,8 +107,8 @@ def rerun_series(
     **overrides: Any,
 ) -> list[dict[str, Any]]:
     """Run the stored series under ``old`` again into ``out_dir`` and compare the curves
-    (:func:`advisor.harness.curves.compare`): one row per curve in both."""
-    from advisor.harness.curves import compare, curve_report, read_runs
+    (:func:`advisor.harness.results.curves.compare`): one row per curve in both."""
+    from advisor.harness.results.curves import compare, curve_report, read_runs
     from advisor.harness.runner import run_bench
     from advisor.progress import no_progress
 

@@ -19,9 +19,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.harness import engine as eng
 from advisor.harness.config import BenchConfig, Point, RunRow, check_context, is_done, plan_points
-from advisor.harness.loadgen import warmup
+from advisor.harness.load.loadgen import warmup
+from advisor.harness.load.prompts import PromptFactory
 from advisor.harness.phase import (
     StartState,
     base_run,
@@ -36,7 +36,10 @@ from advisor.harness.phase import (
     target_of,
     write_result,
 )
-from advisor.harness.pinning import (
+from advisor.harness.records import Platform, RequestRecord, RunResult
+from advisor.harness.repinned import run_repinned
+from advisor.harness.serve import engine as eng
+from advisor.harness.serve.pinning import (
     CoreSplit,
     available_cpus,
     check_pinning,
@@ -44,15 +47,12 @@ from advisor.harness.pinning import (
     format_cpu_list,
     gpu_numa_cpus,
 )
-from advisor.harness.prompts import PromptFactory
-from advisor.harness.records import Platform, RequestRecord, RunResult
-from advisor.harness.repinned import run_repinned
 from advisor.progress import ProgressFn, no_progress
 
 
 def run_bench(cfg: BenchConfig, progress: ProgressFn = no_progress) -> list[RunRow]:
     """Run (or with ``dry_run`` only plan) every point; return one row per point."""
-    from advisor.harness.platform import detect_platform
+    from advisor.harness.serve.platform import detect_platform
 
     engine_env = dict(cfg.engine_env)
     template = eng.engine_template(cfg.engine, cfg.engine_cmd)
@@ -140,7 +140,7 @@ def _run_one_start(
     factory = PromptFactory(model_dir, seed=todo[0].load.seed)
     first = todo[0].load
     if cfg.tokenize_probe:
-        from advisor.harness.tokenize_probe import measure_tokenization
+        from advisor.harness.load.tokenize_probe import measure_tokenization
 
         victims = [factory.unique(first.victim_tokens, f"tok-v{i}").text for i in range(16)]
         attackers = [

@@ -38,7 +38,7 @@ points AS (
         sum(requests_timed_out) AS requests_timed_out,
         avg(engine_cpu_percent) AS engine_cpu_percent,
         avg(gpu_util_percent) AS gpu_util_percent,
-        -- run-queue wait per role (advisor.harness.waits), median and range over the ok runs
+        -- run-queue wait per role (advisor.harness.serve.waits), median and range over the ok runs
         -- that recorded it, whatever TTFT's flags
         median(wait_core) FILTER (WHERE status = 'ok') AS wait_engine_core,
         min(wait_core) FILTER (WHERE status = 'ok') AS wait_engine_core_min,

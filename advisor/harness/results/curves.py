@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.harness.series import describe, identity_of_run
-from advisor.harness.waits import wait_of_run
+from advisor.harness.results.series import describe, identity_of_run
+from advisor.harness.serve.waits import wait_of_run
 from advisor.knee import KneeResult, measure_knee, replicates
 from advisor.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
 

@@ -24,8 +24,8 @@ from advisor.calibration import COLUMNS
 from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
-from advisor.harness.series import identity_of_run, notes_text
-from advisor.harness.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
+from advisor.harness.results.series import identity_of_run, notes_text
+from advisor.harness.serve.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
 from advisor.progress import ProgressFn, no_progress
 
 # The calibration table's columns, in its order: the same tuple the CSV loader reads.
@@ -174,7 +174,7 @@ def read_result(path: Path) -> dict[str, Any]:
 # Flags that keep a run out of the fit (advisor.harness.metrics.run_flags); ``timeouts`` instead
 # turns the run into a censored point.
 NOT_FITTED = frozenset({"failed-requests", "prefix-hit", "gpu-bound"})
-# Run-queue wait per role (advisor.harness.waits): share of wall time runnable but not running.
+# Run-queue wait per role (advisor.harness.serve.waits): share of wall time runnable but not running.
 WAIT_METRICS = {
     "api_server": "wait_api_server_share",
     "engine_core": "wait_engine_core_share",

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from advisor.errors import UsageError
-from advisor.harness.httpclient import StreamOutcome, build_request, stream_completion
-from advisor.harness.prompts import Conversations, PromptFactory, SharedDocument
+from advisor.harness.load.httpclient import StreamOutcome, build_request, stream_completion
+from advisor.harness.load.prompts import Conversations, PromptFactory, SharedDocument
 from advisor.harness.records import WORKLOADS, LoadSpec, RequestRecord
 
 

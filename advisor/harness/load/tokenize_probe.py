@@ -1,7 +1,7 @@
 """Tokenization measured under the engine's own core set, with the knobs the research never
 tried: ``TOKENIZERS_PARALLELISM`` on and off, and Rayon's thread count capped.
 
-:func:`measure_tokenization` runs ``python -m advisor.harness.tokenize_probe`` once per setting,
+:func:`measure_tokenization` runs ``python -m advisor.harness.load.tokenize_probe`` once per setting,
 each in a fresh process pinned to the given cores with that setting in its environment (the
 knobs are read when the tokenizer library starts, so a fresh process per setting is needed).
 The child times the model's ``tokenizer.json`` on the same prompts the load phase sends:
@@ -74,7 +74,7 @@ def measure_tokenization(
             cmd = [
                 sys.executable,
                 "-m",
-                "advisor.harness.tokenize_probe",
+                "advisor.harness.load.tokenize_probe",
                 str(tokenizer_json),
                 str(prompts_file),
                 str(concurrency),

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.harness.procs import process_role
+from advisor.harness.serve.procs import process_role
 from advisor.pressure.collector import parse_pressure
 
 PROC = Path("/proc")

@@ -5,7 +5,7 @@ tiny one for CPU tests), ``generation_config.json`` and a byte-level BPE tokeniz
 with the ``tokenizers`` library on text every machine has: the Python standard library's own
 source. vLLM serves such a directory with ``--load-format dummy`` (random weights); the tiny
 architecture is small enough that the test suite saves real random weights for a CPU server.
-The same tokenizer builds the benchmark's prompts (see :mod:`advisor.harness.prompts`).
+The same tokenizer builds the benchmark's prompts (see :mod:`advisor.harness.load.prompts`).
 """
 
 from __future__ import annotations

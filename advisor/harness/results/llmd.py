@@ -175,7 +175,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
                 "type": LOAD_TYPE,
                 "args": load,
                 "metadata": {
-                    "generator": "advisor bench run (attacker-victim, advisor/harness/loadgen.py)",
+                    "generator": "advisor bench run (attacker-victim, advisor/harness/load/loadgen.py)",
                     "workload": run.get("workload"),
                     "attacker_rps": run.get("attacker_rps"),
                     "attacker_tokens_min": run.get("attacker_tokens_min"),
@@ -237,7 +237,7 @@ def export_runs(
     """Write one ``<run_id>.json`` llm-d report per ``ok`` run under ``paths`` into
     ``out_dir``. Unreadable files are ``problems``; runs with nothing to report are
     ``skipped``; both name the file and why."""
-    from advisor.harness.collect import read_result, result_files
+    from advisor.harness.results.collect import read_result, result_files
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: the export formats are {', '.join(FORMATS)}")

@@ -1,7 +1,7 @@
 """Benchmark prompts built with the model's own tokenizer, to a token count.
 
 Text comes from the Python standard library's source (every machine has it; see
-:mod:`advisor.harness.modeldir`), tokenized once into a corpus of token ids; a prompt of ``n``
+:mod:`advisor.harness.load.modeldir`), tokenized once into a corpus of token ids; a prompt of ``n``
 tokens is a slice of that corpus decoded back to text. Attacker prompts of the ``unique``
 workload each start with a distinct marker so that no prefix cache can serve them; those of
 ``shared-prefix`` are turns of a few long conversations that grow, so most of each prompt hits
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.harness.modeldir import stdlib_text
+from advisor.harness.load.modeldir import stdlib_text
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Reads ``vllm bench serve --save-result`` JSON, a GuideLLM JSON report (``benchmarks.json``) and
 NVIDIA AIPerf's ``profile_export_aiperf.json``, and turns each measured load point into rows with
-exactly the ``calibration`` table's columns (:data:`advisor.harness.collect.CALIBRATION_COLUMNS`),
+exactly the ``calibration`` table's columns (:data:`advisor.harness.results.collect.CALIBRATION_COLUMNS`),
 so another site can calibrate the TTFT model from the tools it already runs.
 
 None of these tools records the CPU cores the engine ran on, which is the one variable the model
@@ -478,7 +478,7 @@ def import_results(
         progress("import", i + 1, len(files))
     stored = _store(points, db) if to_db and points else 0
     if calibration_csv is not None:
-        from advisor.harness.collect import write_calibration_csv
+        from advisor.harness.results.collect import write_calibration_csv
 
         write_calibration_csv(points, Path(calibration_csv))
     return ImportResult(
@@ -492,7 +492,7 @@ def import_results(
 
 
 def _store(points: Sequence[dict[str, Any]], db: str | os.PathLike[str] | None) -> int:
-    from advisor.harness.collect import insert_calibration_points
+    from advisor.harness.results.collect import insert_calibration_points
     from advisor.store import connect, query
 
     con = connect(db)

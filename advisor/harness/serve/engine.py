@@ -37,7 +37,7 @@ ENGINE_TEMPLATES: dict[str, str] = {
     " --port {port} --device cpu",
     "sglang": "{python} -m sglang.launch_server --model-path {model} --host {host} --port {port}"
     " --tp {tp}",
-    "stub": "{python} -m advisor.harness.stubserver --host {host} --port {port}",
+    "stub": "{python} -m advisor.harness.serve.stubserver --host {host} --port {port}",
 }
 
 

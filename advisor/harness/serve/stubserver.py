@@ -1,6 +1,6 @@
 """A stub OpenAI-compatible completion server: a real process, scripted behaviour, no model.
 
-Run as ``python -m advisor.harness.stubserver --port N [...]``. It answers ``GET /health``,
+Run as ``python -m advisor.harness.serve.stubserver --port N [...]``. It answers ``GET /health``,
 ``GET /metrics`` (Prometheus text) and streamed ``POST /v1/completions`` with chunked
 server-sent events, after a configurable delay before the first token and between tokens.
 It can also misbehave on purpose: never become ready, crash at start, hang (stop answering)
