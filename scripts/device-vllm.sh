@@ -75,7 +75,7 @@ t0=\$(date +%s); left() { echo \$(( ${DEADLINE:-1200} - (\$(date +%s) - t0) )); 
 cap() { l=\$(left); [ "\$1" -lt "\$l" ] && echo "\$1" || echo "\$l"; }
 common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \\
  --engine-arg=--load-format --engine-arg=dummy --engine-arg=--max-model-len --engine-arg=32768 \\
- --repin --starts 2 --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens ${VICTIM_OUT:-8} \\
+ --repin --starts ${STARTS:-2} --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens ${VICTIM_OUT:-8} \\
  --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
  --tag ${TAG:-h200} --format json"
 heavy="--workload tokenize-heavy --attacker-tokens 30000:30100 --levels tokenize-heavy \\

@@ -7,6 +7,7 @@ is tested on constructed per-block wait shares. No GPU is needed or mocked here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -272,3 +273,83 @@ def test_the_evidence_brackets_the_threshold_between_harmless_and_harmful_wait()
     s = evidence_summary(rows)
     assert s["largest_harmless"]["cores"] == 3 and s["largest_harmless"]["wait"] == 0.21
     assert s["smallest_harmful"]["cores"] == 2
+
+
+H100_WAIT = ROOT / "data" / "bench" / "h100-2026-12-06-wait"
+
+
+def _h100_runs(tmp_path: Path) -> Path:
+    import tarfile
+
+    for name in ("mp.tgz", "uni-unique.tgz", "rerun-mp.tgz"):
+        with tarfile.open(H100_WAIT / name) as tar:
+            tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+def test_the_committed_h100_wait_points_match_the_committed_raw_runs(tmp_path: Path):
+    runs = _h100_runs(tmp_path)
+    out = tmp_path / "points.csv"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import-bench-runs"), str(out),
+         str(runs / "mp"), str(runs / "uni-unique")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    committed = ROOT / "data" / "calibration" / "h100-vllm-0.26.0-2026-12-06-wait.csv"
+    assert out.read_text() == committed.read_text()
+
+
+def test_the_committed_h100_runs_resolve_the_wait_knees_docs_model_states(tmp_path: Path):
+    from advisor.harness.results.curves import curve_report
+
+    runs = _h100_runs(tmp_path)
+    got = {
+        c.label: (c.wait.status, c.wait.knee_cores)
+        for c in curve_report([runs / "mp", runs / "uni-unique"])
+        if c.wait is not None
+    }
+    assert got["tp1 mp rw1 tokenize-heavy 6/s (heavy)"] == (RESOLVED, 4)
+    assert got["tp1 mp rw1 tokenize-heavy 1/s (light)"] == (RESOLVED, 3)
+    assert got["tp1 uni rw1 tokenize-heavy 2.8/s (medium)"] == (RESOLVED, 3)
+    assert got["tp1 uni rw1 tokenize-heavy 1/s (light)"] == (NO_EFFECT, 2)
+    # the rerun on another machine, not in the fit, finds the same knees
+    rerun = {c.label: (c.wait.status, c.wait.knee_cores) for c in curve_report([runs / "rerun-mp"])}
+    for label in ("tp1 mp rw1 tokenize-heavy 6/s (heavy)", "tp1 mp rw1 tokenize-heavy 1/s (light)"):
+        assert rerun[label] == got[label]
+
+
+def test_the_shipped_wait_model_predicts_the_held_out_rerun_within_its_intervals(tmp_path: Path):
+    import statistics
+
+    from advisor import slowdown
+    from advisor.harness.results.curves import read_runs
+    from advisor.harness.serve.waits import busy_of_run
+    from advisor.waitmodel import WaitFit, wait_curve
+
+    runs = [d["run"] for d in read_runs([_h100_runs(tmp_path) / "rerun-mp"])]
+    fit = WaitFit.from_json(slowdown.load_params().meta["wait"])
+    assert fit is not None
+    errors, inside = [], 0
+    for rps in (1.0, 2.8, 6.0):
+        mine = [r for r in runs if r["attacker_rps"] == rps and r["status"] == "ok"]
+        top = [r for r in mine if r["cores"] == 14]
+        demand = {
+            role: statistics.mean(busy_of_run(r, role) or 0.0 for r in top)
+            for role in ("api_server", "engine_core")
+        }
+        curve = wait_curve(
+            fit,
+            executor="mp",
+            workers=1,
+            api_cores=demand["api_server"],
+            engine_cores=demand["engine_core"],
+            core_counts=[2, 3, 4],
+        )
+        for p in (p for p in curve if p.role == "engine_core"):
+            measured = statistics.mean(
+                wait_of_run(r, "engine_core") or 0.0 for r in mine if r["cores"] == p.cores
+            )
+            errors.append(abs(p.wait - measured))
+            inside += p.low <= measured <= p.high
+    assert statistics.mean(errors) < 0.04 and inside == len(errors) == 9

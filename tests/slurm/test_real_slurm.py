@@ -153,7 +153,7 @@ def test_the_epilog_collector_recorded_every_job_that_ran_and_ingest_joins_it(su
     by_job: dict[str, list[dict]] = {}
     for rec in recs:
         by_job.setdefault(rec["job_id"], []).append(rec)
-    ran = [r for r in results if r.start is not None]
+    ran = [r for r in results if r.expected.started]
     assert ran
     for r in ran:
         mine = by_job.get(str(r.job_id_raw))
