@@ -876,3 +876,36 @@ def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 
     if not out:
         return pd.DataFrame(columns=["series", "cores_per_gpu", "ttft_ms"])
     return pd.concat(out, ignore_index=True)
+
+
+def pressure_chart(rows: pd.DataFrame, *, width: int = 620, height: int = 280) -> AnyChart:
+    """Measured CPU stall share (PSI some, GPU-hour weighted) by cores per GPU, one line per GPU
+    type (``advisor.pressure.summary`` rows; groups without a measured job left out): does
+    pressure fall as cores per GPU rise, on this cluster?"""
+    data = rows[rows["jobs_measured"] > 0].copy()
+    data["gpu_type"] = data["gpu_type"].astype(str)
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("cores_per_gpu_bin:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
+            y=alt.Y(
+                "some_share:Q",
+                title="share of time stalled for a CPU (PSI some)",
+                axis=alt.Axis(format="%"),
+            ),
+            color=alt.Color(
+                "gpu_type:N",
+                scale=gpu_type_scale(sorted(set(data["gpu_type"]))),
+                legend=_legend(field_title("gpu_type")),
+            ),
+            tooltip=[
+                alt.Tooltip("gpu_type:N", title="GPU type"),
+                alt.Tooltip("cores_per_gpu_bin:Q", title="cores/GPU (bin)"),
+                alt.Tooltip("some_share:Q", format=".1%", title="stalled (some)"),
+                alt.Tooltip("full_share:Q", format=".1%", title="stalled (full)"),
+                alt.Tooltip("jobs_measured:Q", format=",", title="jobs measured"),
+            ],
+        )
+        .properties(width=width, height=height)
+    )

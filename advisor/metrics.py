@@ -131,6 +131,26 @@ def collect(
             ),
             ("advisor_fix_usd", "What the missing cores would have cost (USD, per-vCPU price)."),
             (
+                "advisor_cpu_pressure_measured_gpu_hours_share",
+                "Share of the month's GPU-hours whose jobs' CPU pressure (PSI) was measured.",
+            ),
+            (
+                "advisor_cpu_pressure_some_share",
+                "GPU-hour weighted share of time measured jobs' tasks stalled for a CPU (PSI some).",
+            ),
+            (
+                "advisor_cpu_pressure_full_share",
+                "GPU-hour weighted share of time all of measured jobs' tasks stalled (PSI full).",
+            ),
+            (
+                "advisor_gpu_hours_held_by_cpu_wait_low",
+                "GPU-hours of measured jobs held by CPU waiting, lower bound (x PSI full).",
+            ),
+            (
+                "advisor_gpu_hours_held_by_cpu_wait_high",
+                "GPU-hours of measured jobs held by CPU waiting, upper bound (x PSI some).",
+            ),
+            (
                 "advisor_newest_record_timestamp_seconds",
                 "Newest submit or end time in the cluster's data (Unix time).",
             ),
@@ -218,10 +238,28 @@ def collect(
                         f["advisor_gpu_hours_lost_usd_low"].add(usd[0], **labels)
                         f["advisor_gpu_hours_lost_usd_high"].add(usd[1], **labels)
                     f["advisor_fix_usd"].add(e.usd_to_fix, **labels)
+            _pressure(con, f, month)
         progress("metrics", 3, 3)
     finally:
         con.close()
     return list(f.values())
+
+
+def _pressure(con: Any, f: dict[str, Family], month: Any) -> None:
+    """The month's measured CPU pressure per cluster and GPU type (docs/pressure.md): the share
+    measured for every group, the rest only where a job was measured."""
+    from advisor.pressure.summary import PressureQuery, pressure_groups
+
+    q = PressureQuery(by=("cluster", "gpu_type"), start=month.start, end=month.end)
+    for g in pressure_groups(con, q):
+        labels = {"cluster": g["cluster"], "gpu_type": g["gpu_type"]}
+        f["advisor_cpu_pressure_measured_gpu_hours_share"].add(g["share_measured"] or 0.0, **labels)
+        if not g["jobs_measured"]:
+            continue
+        f["advisor_cpu_pressure_some_share"].add(g["some_share"], **labels)
+        f["advisor_cpu_pressure_full_share"].add(g["full_share"], **labels)
+        f["advisor_gpu_hours_held_by_cpu_wait_low"].add(g["held_gpu_hours_low"], **labels)
+        f["advisor_gpu_hours_held_by_cpu_wait_high"].add(g["held_gpu_hours_high"], **labels)
 
 
 def collect_config(cfg: MetricsConfig, progress: ProgressFn = no_progress) -> list[Family]:

@@ -33,8 +33,51 @@ def _pct(v: float | None) -> str:
 
 
 def show_usage_block(key: DbKey, filters: Filters, by: str = "gpu_type") -> None:
-    """A compact block: the trust advice, four figures and, when usage exists, the ``by`` groups
-    with the most likely-starved GPU-hours (names through the privacy setting)."""
+    """What the jobs used (:func:`_show_usage`) and, where their cgroups' CPU pressure was
+    measured, what they waited for (:func:`_show_pressure`)."""
+    _show_usage(key, filters, by)
+    _show_pressure(key, filters)
+
+
+def _show_pressure(key: DbKey, filters: Filters) -> None:
+    """Measured CPU pressure by GPU type and cores per GPU (docs/pressure.md): how much of the
+    GPU time is measured, the stall share, the GPU-hours held between the full and some bounds,
+    and its chart; nothing where no selected job was measured."""
+    from advisor.pressure.summary import PressureQuery, headline, pressure_groups
+    from app.chart_view import show_chart
+
+    q = PressureQuery(
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+    )
+    rows = guarded(lambda: cached_core("pressure_groups", key, pressure_groups, q))
+    head = headline(rows)
+    if not head["jobs_measured"]:
+        return
+    st.subheader("What the jobs waited for (CPU pressure)")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("GPU-hours measured", _pct(head["share_measured"]))
+    some = sum(r["some_share"] * r["gpu_hours_measured"] for r in rows if r["jobs_measured"])
+    c2.metric("Stalled for a CPU (some)", _pct(some / head["gpu_hours_measured"]))
+    c3.metric(
+        "GPU-hours held by CPU waiting",
+        f"{head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}",
+    )
+    show_chart("pressure_chart", pd.DataFrame(rows))
+    st.caption(
+        f"{head['jobs_measured']:,} of {head['jobs']:,} GPU jobs measured (their cgroups' PSI; "
+        "the others keep the estimates above). Stalled: the share of a job's time at least one "
+        "of its tasks waited for a CPU; the GPU-hours held lie between GPU-hours x full and x "
+        "some. Per group: `advisor pressure summary`."
+    )
+
+
+def _show_usage(key: DbKey, filters: Filters, by: str) -> None:
+    """The trust advice, four figures and, when usage exists, the ``by`` groups with the most
+    likely-starved GPU-hours (names through the privacy setting)."""
     from advisor import usage
 
     def summary(keys: tuple[str, ...]) -> Any:

@@ -434,3 +434,63 @@ def test_the_shipped_synthetic_pressure_joins_the_sample_and_falls_with_cores_pe
 
     with gzip.open(shipped, "rt") as fh:
         assert again.read_text() == fh.read()
+
+
+@pytest.fixture(scope="module")
+def pressure_db(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> Path:
+    """The shipped sample with its synthetic pressure records loaded."""
+    db = tmp_path_factory.mktemp("pressure-sample") / "p.duckdb"
+    shutil.copy(sample_db, db)
+    done = _adv(db, "ingest", str(ROOT / "data" / "sample" / "pressure-synth.jsonl.gz"))
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_the_dashboard_overview_shows_what_the_jobs_waited_for(monkeypatch, pressure_db):
+    from streamlit.testing.v1 import AppTest
+
+    from advisor.pressure.summary import PressureQuery, headline, pressure_summary
+
+    monkeypatch.setenv("ADVISOR_DB", str(pressure_db))
+    monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
+    at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=90)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "What the jobs waited for (CPU pressure)" in [s.value for s in at.subheader]
+    metrics = {m.label: m.value for m in at.metric}
+    head = headline(pressure_summary(pressure_db, PressureQuery()))
+    assert metrics["GPU-hours measured"] == f"{100 * head['share_measured']:.0f}%"
+    held = f"{head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}"
+    assert metrics["GPU-hours held by CPU waiting"] == held
+    assert any(f"{head['jobs_measured']:,} of " in c.value for c in at.caption)
+
+
+def test_metrics_and_the_monthly_report_carry_the_measured_pressure(pressure_db, tmp_path):
+    from advisor import report, store
+    from advisor.pressure.summary import PressureQuery, pressure_summary
+
+    month = "2024-12"
+    out = _adv(pressure_db, "metrics", "--month", month)
+    assert out.returncode == 0, out.stderr
+    some = [
+        ln for ln in out.stdout.splitlines() if ln.startswith("advisor_cpu_pressure_some_share{")
+    ]
+    assert some and all(0 < float(ln.rsplit(" ", 1)[1]) < 1 for ln in some)
+    shares = [
+        ln for ln in out.stdout.splitlines()
+        if ln.startswith("advisor_cpu_pressure_measured_gpu_hours_share{")
+    ]  # fmt: skip
+    assert len(shares) >= len(some)
+    inputs = report.load_inputs(report.ReportConfig(out_dir=tmp_path, month=month), pressure_db)
+    con = store.connect(pressure_db, read_only=True)
+    try:
+        r = report.build_report(con, report.parse_month(month), None, inputs)
+    finally:
+        con.close()
+    m = report.parse_month(month)
+    expected = pressure_summary(pressure_db, PressureQuery(start=m.start, end=m.end))
+    assert list(r.pressure) == expected and any(g["jobs_measured"] for g in r.pressure)
+    html = report.render_html(r)
+    assert 'id="pressure-table"' in html and "What they waited for" in html
+    first = next(g for g in r.pressure if g["jobs_measured"])
+    assert f'data-key="pressure.0.gpu_type" data-value="{first["gpu_type"]}"' in html

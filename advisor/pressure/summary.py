@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
+
 from advisor.derived.usage_months import UsageThresholds, facts_params, facts_sql
 from advisor.errors import UsageError
 from advisor.filters import JOB_GROUP_KEYS, JobFilters
@@ -27,9 +29,7 @@ class PressureQuery(JobFilters):
     thresholds: UsageThresholds = UsageThresholds()
 
 
-def pressure_summary(
-    db: str | os.PathLike[str] | None, q: PressureQuery = PressureQuery()
-) -> list[dict[str, Any]]:
+def pressure_groups(con: duckdb.DuckDBPyConnection, q: PressureQuery) -> list[dict[str, Any]]:
     """One row per group (see the module docstring); groups without a measured job included,
     so the share measured is visible."""
     bad = [k for k in q.by if k not in GROUP_KEYS]
@@ -39,11 +39,18 @@ def pressure_summary(
     keys = "".join(f"{quote_ident(k)}, " for k in q.by)
     order = ", ".join(quote_ident(k) for k in q.by) or "jobs DESC"
     sql = render("pressure/summary", facts=facts_sql(), keys=keys, order=order)
+    cur = con.execute(sql, facts_params(q, q.thresholds))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def pressure_summary(
+    db: str | os.PathLike[str] | None, q: PressureQuery = PressureQuery()
+) -> list[dict[str, Any]]:
+    """:func:`pressure_groups` of the database file ``db``, opened read-only."""
     con = connect(db, read_only=True)
     try:
-        cur = con.execute(sql, facts_params(q, q.thresholds))
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        return pressure_groups(con, q)
     finally:
         con.close()
 

@@ -49,7 +49,7 @@ from advisor.report.records import (
     TimeGap,
 )
 from advisor.report.render import ReportChart, inline_json, render_html, render_index, report_charts
-from advisor.report.summary import usage_section
+from advisor.report.summary import pressure_section, usage_section
 from advisor.report.tables import below_recommendation, policy_compliance, starvation_estimates
 
 __all__ = [
@@ -96,6 +96,7 @@ __all__ = [
     "resolve_month",
     "run_reports",
     "starvation_estimates",
+    "pressure_section",
     "usage_section",
     "write_report",
 ]

@@ -25,6 +25,7 @@ from advisor.report.summary import (
     month_headline,
     month_summary,
     partition_clusters,
+    pressure_section,
     usage_section,
 )
 from advisor.report.tables import (
@@ -123,4 +124,5 @@ def build_report(
         no_records=no_records,
         small_sample=small,
         usage=usage,
+        pressure=pressure_section(con, month, cluster),
     )

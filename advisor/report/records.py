@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from advisor.fixplan import ClusterFix
 from advisor.headline import Headline
@@ -211,6 +212,9 @@ class MonthlyReport:
     no_records: bool = False  # not one allocation started in the month (of the cluster)
     small_sample: bool = False  # fewer than SMALL_SAMPLE_JOBS GPU allocations
     usage: UsageReport | None = None  # what the month's GPU jobs used (issue 23)
+    # measured CPU pressure per GPU type and cores-per-GPU bin (issue 37, docs/pressure.md);
+    # empty where no job of the month was measured
+    pressure: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

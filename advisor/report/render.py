@@ -317,7 +317,9 @@ def _usage_html(report: MonthlyReport) -> Any:
 
     if report.usage is None:
         return ""
-    return markupsafe.Markup(_template("usage_section.html.j2").render(u=report.usage))
+    return markupsafe.Markup(
+        _template("usage_section.html.j2").render(u=report.usage, pressure=report.pressure)
+    )
 
 
 def _title(report: MonthlyReport) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 
@@ -148,6 +149,20 @@ def _signed_pct(now: float, before: float) -> str:
     if before == 0:
         return "none the month before" if now else "none either month"
     return f"{100.0 * (now - before) / before:+.0f}%"
+
+
+def pressure_section(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
+) -> tuple[dict[str, Any], ...]:
+    """The month's measured CPU pressure per GPU type and cores-per-GPU bin (docs/pressure.md),
+    or nothing where no job of the month was measured."""
+    from advisor.pressure.summary import PressureQuery, pressure_groups
+
+    q = PressureQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ())
+    rows = pressure_groups(con, q)
+    if not any(r["jobs_measured"] for r in rows):
+        return ()
+    return tuple(rows)
 
 
 def usage_section(
