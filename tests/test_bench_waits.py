@@ -121,13 +121,14 @@ def _stub(tmp_path: Path, cpu: int, busy_ms: float) -> eng.EngineProcess:
     return eng.EngineProcess(spec)
 
 
-def _load_wait(tmp_path: Path, cpu: int, *, beside_busy_loop: bool) -> float:
-    """The stub server's wait share while it answers 40 requests, each burning 15 ms of CPU."""
+def _load_wait(tmp_path: Path, cpu: int, *, busy_loops: int) -> float:
+    """The stub server's wait share while it answers 40 requests, each burning 40 ms of CPU,
+    with ``busy_loops`` loops pinned to its core."""
     import httpx
 
-    engine = _stub(tmp_path, cpu, 15.0)
+    engine = _stub(tmp_path, cpu, 40.0)
     engine.start()
-    burner = _burner(cpu, 30.0) if beside_busy_loop else None
+    burners = [_burner(cpu, 30.0) for _ in range(busy_loops)]
     try:
         assert engine.wait_ready(20).status == "ok"
         url = f"http://127.0.0.1:{engine.spec.port}/v1/completions"
@@ -135,20 +136,22 @@ def _load_wait(tmp_path: Path, cpu: int, *, beside_busy_loop: bool) -> float:
             for _ in range(40):
                 c.post(url, json={"model": "m", "prompt": "x", "max_tokens": 1, "stream": True})
     finally:
-        if burner is not None:
-            burner.kill(), burner.wait()
+        for b in burners:
+            b.kill(), b.wait()
         engine.stop()
     assert s.result["status"] == "ok"
     return float(s.result["by_role"]["api_server"]["wait_share"])
 
 
 @pytest.mark.xdist_group("cpu-pinned")
-def test_a_real_server_beside_a_busy_loop_on_its_core_waits_and_alone_it_does_not(
+def test_a_real_server_beside_busy_loops_on_its_core_waits_and_alone_it_waits_far_less(
     tmp_path: Path,
 ):
-    crowded = _load_wait(tmp_path, CPUS[0], beside_busy_loop=True)
-    alone = _load_wait(tmp_path, CPUS[-1], beside_busy_loop=False)
-    assert crowded > 0.05, crowded
+    # four loops on its core: whenever the server has work it queues behind them; alone on
+    # another core it meets only what else this machine runs (a test beside it, on CI)
+    crowded = _load_wait(tmp_path, CPUS[0], busy_loops=4)
+    alone = _load_wait(tmp_path, CPUS[-1], busy_loops=0)
+    assert crowded > 0.2, crowded
     assert alone < crowded / 2, (alone, crowded)
 
 

@@ -131,17 +131,17 @@ def now_utc() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def read_cgroup(cg: JobCgroup, *, host: str, cluster: str | None) -> dict[str, Any]:
-    """One record for one cgroup; a file that cannot be read leaves its fields null and names
-    itself in ``errors``."""
+def record(**fields: Any) -> dict[str, Any]:
+    """A record of the schema with every field present: ``fields`` over the defaults (nothing
+    measured, collected now)."""
     rec: dict[str, Any] = {
         "schema": SCHEMA,
-        "host": host,
-        "cluster": cluster,
-        "job_id": cg.job_id,
-        "step": cg.step,
-        "node_prefix": cg.node,
-        "cgroup": str(cg.path),
+        "host": None,
+        "cluster": None,
+        "job_id": None,
+        "step": None,
+        "node_prefix": None,
+        "cgroup": None,
         "collected_at": now_utc(),
         "status": "ok",
         "some_s": None,
@@ -153,6 +153,21 @@ def read_cgroup(cg: JobCgroup, *, host: str, cluster: str | None) -> dict[str, A
         "cpu_count": None,
         "errors": [],
     }
+    rec.update(fields)
+    return rec
+
+
+def read_cgroup(cg: JobCgroup, *, host: str, cluster: str | None) -> dict[str, Any]:
+    """One record for one cgroup; a file that cannot be read leaves its fields null and names
+    itself in ``errors``."""
+    rec = record(
+        host=host,
+        cluster=cluster,
+        job_id=cg.job_id,
+        step=cg.step,
+        node_prefix=cg.node,
+        cgroup=str(cg.path),
+    )
     try:
         rec.update(parse_pressure(_read(cg.path / "cpu.pressure")))
     except FileNotFoundError:
@@ -185,25 +200,7 @@ def unavailable(
     reason: str, *, host: str, cluster: str | None, job_id: str | None
 ) -> dict[str, Any]:
     """The record a node without cgroup v2 pressure writes for a job: nothing measured, said so."""
-    return {
-        "schema": SCHEMA,
-        "host": host,
-        "cluster": cluster,
-        "job_id": job_id,
-        "step": None,
-        "node_prefix": None,
-        "cgroup": None,
-        "collected_at": now_utc(),
-        "status": "unavailable",
-        "some_s": None,
-        "full_s": None,
-        "usage_s": None,
-        "throttled_s": None,
-        "nr_throttled": None,
-        "cpus": None,
-        "cpu_count": None,
-        "errors": [reason],
-    }
+    return record(host=host, cluster=cluster, job_id=job_id, status="unavailable", errors=[reason])
 
 
 def append_records(out: Path, records: Sequence[dict[str, Any]]) -> None:

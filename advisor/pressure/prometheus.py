@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ExternalToolError, InputError, UsageError
-from advisor.pressure.collector import SCHEMA, append_records
+from advisor.pressure.collector import append_records, record
 
 
 @dataclass(frozen=True)
@@ -103,26 +103,15 @@ def import_prometheus(imp: PrometheusImport, out: Path) -> int:
     for (job, host), (t, value) in sorted(some.items()):
         at = dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         records.append(
-            {
-                "schema": SCHEMA,
-                "host": host,
-                "cluster": imp.cluster,
-                "job_id": job,
-                "step": None,
-                "node_prefix": None,
-                "cgroup": None,
-                "collected_at": at,
-                "status": "ok",
-                "some_s": value,
-                "full_s": min(full[(job, host)][1], value) if (job, host) in full else None,
-                "usage_s": None,
-                "throttled_s": None,
-                "nr_throttled": None,
-                "cpus": None,
-                "cpu_count": None,
-                "errors": [],
-                "source": f"prometheus:{imp.some_metric}",
-            }
+            record(
+                host=host,
+                cluster=imp.cluster,
+                job_id=job,
+                collected_at=at,
+                some_s=value,
+                full_s=min(full[(job, host)][1], value) if (job, host) in full else None,
+                source=f"prometheus:{imp.some_metric}",
+            )
         )
     append_records(out, records)
     return len(records)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.pressure.collector import SCHEMA, append_records
+from advisor.pressure.collector import append_records, record
 from advisor.store import connect
 
 # some-share at one core per GPU, and its factor per extra core per GPU (docs/pressure.md)
@@ -52,26 +52,15 @@ def synth_pressure(
             some = min(0.95, typical_some_share(cpg) * math.exp(rng.normal(0.0, 0.4)))
             full = some * float(rng.uniform(0.1, 0.3))
             records.append(
-                {
-                    "schema": SCHEMA,
-                    "host": f"{cluster}-node{n:02d}",
-                    "cluster": cluster,
-                    "job_id": str(job),
-                    "step": None,
-                    "node_prefix": None,
-                    "cgroup": None,
-                    "collected_at": end.strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
-                    "status": "ok",
-                    "some_s": round(some * elapsed, 3),
-                    "full_s": round(full * elapsed, 3),
-                    "usage_s": None,
-                    "throttled_s": None,
-                    "nr_throttled": None,
-                    "cpus": None,
-                    "cpu_count": None,
-                    "errors": [],
-                    "source": "synth",
-                }
+                record(
+                    host=f"{cluster}-node{n:02d}",
+                    cluster=cluster,
+                    job_id=str(job),
+                    collected_at=end.strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
+                    some_s=round(some * elapsed, 3),
+                    full_s=round(full * elapsed, 3),
+                    source="synth",
+                )
             )
     append_records(out, records)
     return len(records)

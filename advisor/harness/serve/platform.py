@@ -10,12 +10,12 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.gputypes import canonical_gpu_type
 from advisor.harness.records import Platform
+from advisor.harness.serve.ticker import Ticker
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,7 @@ class GpuSampler:
     def __init__(self, period_s: float = 0.5) -> None:
         self.period_s = period_s
         self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker: Ticker | None = None
 
     def __enter__(self) -> GpuSampler:
         try:
@@ -134,22 +133,21 @@ class GpuSampler:
         if not handles:
             return self
 
-        def loop() -> None:
-            while not self._stop.wait(self.period_s):
-                try:
-                    vals = [pynvml.nvmlDeviceGetUtilizationRates(h).gpu for h in handles]
-                except Exception:
-                    return
-                self.samples.append(sum(vals) / len(vals))
+        def tick() -> bool:
+            try:
+                vals = [pynvml.nvmlDeviceGetUtilizationRates(h).gpu for h in handles]
+            except Exception:
+                return False
+            self.samples.append(sum(vals) / len(vals))
+            return True
 
-        self._thread = threading.Thread(target=loop, daemon=True)
-        self._thread.start()
+        self._ticker = Ticker(self.period_s, tick)
+        self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._ticker is not None:
+            self._ticker.stop()
 
     @property
     def mean_percent(self) -> float | None:

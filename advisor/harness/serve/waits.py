@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.harness.serve.procs import process_role
+from advisor.harness.serve.ticker import Ticker
 from advisor.pressure.collector import parse_pressure
 
 PROC = Path("/proc")
@@ -141,8 +142,7 @@ class WaitSampler:
         self._alive: set[int] = set()
         self.samples = 0
         self.readable = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker = Ticker(period_s, lambda: self._sample(first=False))
         self._lock = threading.Lock()
         self._t0 = 0.0
         self.wall_s = 0.0
@@ -178,18 +178,11 @@ class WaitSampler:
         self._t0 = time.monotonic()
         self._sample(first=True)
 
-        def loop() -> None:
-            while not self._stop.wait(self.period_s):
-                self._sample(first=False)
-
-        self._thread = threading.Thread(target=loop, daemon=True)
-        self._thread.start()
+        self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._ticker.stop()
         self._sample(first=False)
         self.wall_s = time.monotonic() - self._t0
         self.result = self._summary(
