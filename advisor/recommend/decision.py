@@ -8,7 +8,10 @@
 - The **evidence** (:func:`evidence_for`): the calibration series of the configuration's family
   (engine, GPUs, TP, executor: :func:`advisor.demand.family`), as the fit recorded
   them. No series of the family: the answer is vLLM's 2 + N, ``evidence: none``.
-- The **answer** (:func:`decide`): with evidence, and where the fit's held-out decisions show
+- The **answer** (:func:`decide`): with evidence and a wait model for the executor in the model
+  file (:func:`wait_answer`, :mod:`advisor.waitmodel`), the fewest cores, never below 2 + N,
+  whose predicted engine-core and API-server run-queue wait is at most ``max_wait``; else, with
+  evidence, and where the fit's held-out decisions show
   the capacity model deciding better than 2 + N, the fewest whole cores with demand <= u x
   cores (``u`` chosen by the fit on training series), never below 2 + N; where they do not, 2 + N,
   raised only where the demand alone needs more cores (demand < cores). Never a lookup of a
@@ -136,8 +139,6 @@ class WaitAnswer:
     max_wait: float
     knee_cores: int | None  # None: no count up to the cap is under the threshold
     curve: tuple[WaitPrediction, ...]
-    workers: int
-    headroom_demand_cores: float  # API server + engine core demand the headroom subtracts
 
     def at(self, cores: int, role: str) -> WaitPrediction | None:
         return next((p for p in self.curve if p.cores == cores and p.role == role), None)
@@ -175,9 +176,7 @@ def wait_answer(
         core_counts=counts,
     )
     knee = wait_knee(curve, max_wait=max_wait, floor=f.floor_cores)
-    return WaitAnswer(
-        max_wait, knee, tuple(curve), workers, p.api_server_cores + p.engine_core_cores
-    )
+    return WaitAnswer(max_wait, knee, tuple(curve))
 
 
 @dataclass(frozen=True)
