@@ -891,7 +891,7 @@ def pressure_chart(rows: pd.DataFrame, *, width: int = 620, height: int = 280) -
             x=alt.X("cores_per_gpu_bin:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
             y=alt.Y(
                 "some_share:Q",
-                title="share of time stalled for a CPU (PSI some)",
+                title="stalled for a CPU (PSI some)",
                 axis=alt.Axis(format="%"),
             ),
             color=alt.Color(
