@@ -85,3 +85,22 @@ def test_one_record_of_absurdly_many_gpus_is_rejected_naming_alloctres_and_the_r
     assert s["first_reasons"][0].startswith("line 3, field AllocTRES: ")
     assert "at most 2^20 GPUs" in s["first_reasons"][0]
     assert {j: g for j, _, _, g in _jobs(db)} == {1: 4, 3: 2}
+
+
+def test_a_nul_byte_in_user_account_or_partition_rejects_the_record_naming_the_field(tmp_path):
+    rows = [HEADER, _row(1, 1)]
+    for job, (col, value) in enumerate([(7, "al\x00ice"), (5, "la\x00b"), (3, "gp\x00u")], start=2):
+        cells = _row(job, 1).split("|")
+        cells[col] = value
+        rows.append("|".join(cells))
+    text = tmp_path / "sacct.txt"
+    text.write_bytes(("\n".join(rows) + "\n").encode())
+    db = tmp_path / "a.duckdb"
+    done = _advisor(db, "ingest", str(text), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert (s["inserted"], s["rejected"]) == (1, 3)
+    fields = [r.split("field ", 1)[1].split(":", 1)[0] for r in s["first_reasons"]]
+    assert fields == ["User", "Account", "Partition"]
+    assert all("holds a NUL byte" in r for r in s["first_reasons"])
+    assert [j for j, *_ in _jobs(db)] == [1]

@@ -151,6 +151,12 @@ WITH a0 AS (
                  OR ing_mem_odd(tr.mem_mb) OR NOT isfinite(coalesce(tr.billing, 0)) THEN 'ReqTRES'
             -- a NUL is no character of a job name: the line is binary or was cut mid-write
             WHEN contains(jobname, chr(0)) THEN 'JobName'
+            WHEN contains("user", chr(0)) THEN 'User'
+            WHEN contains(account, chr(0)) THEN 'Account'
+            WHEN contains("partition", chr(0)) THEN 'Partition'
+            WHEN contains("group", chr(0)) THEN 'Group'
+            WHEN contains(qos, chr(0)) THEN 'QOS'
+            WHEN contains(cluster, chr(0)) THEN 'Cluster'
             -- (a CASE: the comparison runs only where both times are known)
             WHEN CASE WHEN end_ts IS NULL OR start_ts IS NULL THEN FALSE ELSE end_ts < start_ts END
                  THEN 'End'

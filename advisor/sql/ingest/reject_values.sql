@@ -2,6 +2,8 @@
 -- as (line_no, field, reason, raw_text, kept): kept is TRUE for a usage fault, whose job is
 -- stored all the same.
 SELECT line_no, bad_field AS field,
+    CASE WHEN bad_field IN ('User', 'Account', 'Partition', 'Group', 'QOS', 'Cluster')
+         THEN 'holds a NUL byte (a binary or cut line)' ELSE
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
         WHEN 'JobIDRaw' THEN 'not a raw job id (plain digits: no sign, separator, hex or exponent)'
@@ -24,7 +26,7 @@ SELECT line_no, bad_field AS field,
         WHEN 'NCPUS' THEN 'not a whole number of CPUs up to 2^24'
         WHEN 'AllocCPUS' THEN 'not a whole number of CPUs up to 2^24'
         ELSE 'not a whole number in range'
-    END AS reason,
+    END END AS reason,
     raw_text, FALSE AS kept
 FROM parsed
 WHERE bad_field IS NOT NULL
