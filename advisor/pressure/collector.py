@@ -86,7 +86,8 @@ def find_cgroups(
     root: Path, *, job_pattern: re.Pattern[str] = JOB_DIR, steps: bool = True
 ) -> Iterator[JobCgroup]:
     """Every Slurm job cgroup (and its steps) under ``root``: the scopes named
-    ``[<node>_]slurmstepd.scope`` anywhere in the first three levels, then their job folders."""
+    ``[<node>_]slurmstepd.scope`` at the first of the top three levels that has any (a node's
+    other services are not walked below it), then their job folders."""
     scopes: list[tuple[Path, str | None]] = []
     frontier = [root]
     for _ in range(3):
@@ -102,6 +103,8 @@ def find_cgroups(
                     scopes.append((c, m.group("node")))
                 else:
                     nxt.append(c)
+        if scopes:  # Slurm's scopes sit side by side: nothing deeper needs reading
+            break
         frontier = nxt
     for scope, node in sorted(scopes):
         try:
