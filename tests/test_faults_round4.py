@@ -104,3 +104,14 @@ def test_a_nul_byte_in_user_account_or_partition_rejects_the_record_naming_the_f
     assert fields == ["User", "Account", "Partition"]
     assert all("holds a NUL byte" in r for r in s["first_reasons"])
     assert [j for j, *_ in _jobs(db)] == [1]
+
+
+def test_recommend_puts_its_answer_whole_on_the_first_line_of_an_80_column_terminal(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "recommend", "--gpu-type", "H100", "--gpus", "4"],
+        capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("--cpus-per-gpu=") and len(first) <= 80
+    assert "cores for 4 GPUs" in first

@@ -221,6 +221,10 @@ def recommend_cmd(
     _warn(rec.warnings)
     for n in rec.answer_notes:
         typer.echo(f"Note: {n}", err=True)
+    # the answer first, whole on one line of a narrow terminal; the wide table follows
+    typer.echo(
+        f"{rec.slurm_option}  ({rec.cores_total} cores for {rec.gpus} GPUs; {rec.decision_basis})"
+    )
     typer.echo(f"Basis: {rec.basis_sentence}", err=True)  # a diagnostic: stdout is the table
     emit_rows(
         [
