@@ -147,12 +147,19 @@ def _load_wait(tmp_path: Path, cpu: int, *, busy_loops: int) -> float:
 def test_a_real_server_beside_busy_loops_on_its_core_waits_and_alone_it_waits_far_less(
     tmp_path: Path,
 ):
-    # four loops on its core: whenever the server has work it queues behind them; alone on
-    # another core it meets only what else this machine runs (a test beside it, on CI)
+    # four loops on its core: whenever the server has work it queues behind them (less than
+    # 4/5 of the time: the scheduler favours a task that wakes from sleep)
     crowded = _load_wait(tmp_path, CPUS[0], busy_loops=4)
-    alone = _load_wait(tmp_path, CPUS[-1], busy_loops=0)
     assert crowded > 0.2, crowded
-    assert alone < crowded / 2, (alone, crowded)
+    # alone on another core it meets only what else this machine runs: on a 2-core CI machine
+    # a test beside it can hold that core for seconds (0.40 seen once), so the server's own
+    # floor is the least of up to three tries, each a fresh server
+    alone = []
+    for _ in range(3):
+        alone.append(_load_wait(tmp_path, CPUS[-1], busy_loops=0))
+        if min(alone) < crowded / 2:
+            break
+    assert min(alone) < crowded / 2, (alone, crowded)
 
 
 def _shares(core: float, api: float) -> dict[str, float]:
