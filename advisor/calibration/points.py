@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError, NotFoundError
+from advisor.harness.results.validate import MAX_CORES, MAX_GPUS, MAX_MS
 from advisor.resources import shipped_data
 
 COLUMNS: tuple[str, ...] = (
@@ -162,6 +163,11 @@ def parse_row(row: dict[str, Any], source: str, line: int | None) -> Calibration
             raise bad("cores_per_gpu", f"a {metric} point needs cores_per_gpu (or cores and gpus)")
         if values["value"] is None or values["value"] <= 0:
             raise bad("value", f"a {metric} point needs a positive value")
+        if values["unit"] == "ms" and values["value"] > MAX_MS:
+            raise bad("value", f"{values['value']:g} ms is over a week: not a {metric}")
+    for name, most in (("cores", MAX_CORES), ("gpus", MAX_GPUS)):
+        if values[name] is not None and values[name] > most:
+            raise bad(name, f"{values[name]} is over {most:,}")
     if values["platform"] is not None:
         from advisor.gputypes import canonical_gpu_type
 

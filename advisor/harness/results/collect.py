@@ -12,7 +12,6 @@ and field; every other file still loads.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -25,6 +24,12 @@ from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
 from advisor.harness.results.series import identity_of_run, notes_text
+from advisor.harness.results.validate import (
+    MAX_RUN_BYTES,
+    check_requests,
+    check_run,
+    read_capped,
+)
 from advisor.harness.serve.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
 from advisor.progress import ProgressFn, no_progress
 
@@ -126,11 +131,12 @@ def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 def read_result(path: Path) -> dict[str, Any]:
     """Parse and validate one run file; InputError names the file and the field."""
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
-        data = json.loads(raw)
+        data = json.loads(read_capped(path, MAX_RUN_BYTES))
     except (OSError, ValueError, EOFError) as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(f"not a readable run JSON ({exc})", source=str(path), line=line) from exc
+    except RecursionError:
+        raise InputError("not a readable run JSON (nested too deep)", source=str(path)) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(
             f"not an advisor bench result (expected schema {SCHEMA!r})",
@@ -145,26 +151,15 @@ def read_result(path: Path) -> dict[str, Any]:
             raise InputError("missing", source=str(path), field=f"run.{name}")
     if run["status"] not in RUN_STATUSES:
         raise InputError(
-            f"{run['status']!r} is not one of {', '.join(RUN_STATUSES)}",
+            f"{run['status']!r:.40} is not one of {', '.join(RUN_STATUSES)}",
             source=str(path),
             field="run.status",
         )
-    for name in ("cores", "tp", "gpus", "requests_ok"):
-        v = run.get(name)
-        if v is not None and not isinstance(v, int):
-            raise InputError(f"{v!r} is not an integer", source=str(path), field=f"run.{name}")
-    for name in ("cluster", "partition"):
-        v = run.get(name)
-        if v is not None and not isinstance(v, str):
-            raise InputError(f"{v!r} is not a name", source=str(path), field=f"run.{name}")
+    check_run(run, str(path))
     reqs = data.get("requests", [])
     if not isinstance(reqs, list):
         raise InputError("not a list", source=str(path), field="requests")
-    for i, r in enumerate(reqs):
-        if not isinstance(r, dict) or "request_no" not in r or "kind" not in r or "status" not in r:
-            raise InputError(
-                "needs request_no, kind and status", source=str(path), field=f"requests[{i}]"
-            )
+    check_requests(reqs, str(path))
     extra = run.get("extra")
     if isinstance(extra, dict) and isinstance(extra.get("wait"), dict):
         extra["wait"] = normalised_wait(extra["wait"])
@@ -400,6 +395,27 @@ def insert_calibration_points(con: Any, points: Sequence[dict[str, Any]]) -> Non
         )
 
 
+_REQUEST_TYPES = {
+    "request_no": "int64",
+    "kind": "string",
+    "prompt_tokens": "int64",
+    "output_tokens": "int64",
+    "status": "string",
+    "error": "string",
+}
+
+
+def _requests_table(run_id: str, requests: Sequence[dict[str, Any]]) -> Any:
+    """A run's (validated) requests as one Arrow table, typed so that a run whose requests all
+    lack a field still loads."""
+    import pyarrow as pa
+
+    cols = {"run_id": pa.array([run_id] * len(requests), pa.string())}
+    for c in REQUEST_COLUMNS:
+        cols[c] = pa.array([r.get(c) for r in requests], _REQUEST_TYPES.get(c, "float64"))
+    return pa.table(cols)
+
+
 def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, int]:
     from advisor.store import query
 
@@ -408,7 +424,7 @@ def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, in
     for c in ("env", "metrics_before", "metrics_after", "extra"):
         params[c] = _json_text(params[c])
     params["source_file"] = source_file
-    reqs = [[run["run_id"], *(r.get(c) for c in REQUEST_COLUMNS)] for r in data.get("requests", [])]
+    reqs = _requests_table(str(run["run_id"]), data.get("requests", []))
     points = calibration_points(run, Path(source_file).name)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -419,14 +435,18 @@ def _load_one(con: Any, data: dict[str, Any], source_file: str) -> tuple[int, in
         ):
             con.execute(query(name), {"run_id": run["run_id"]})
         con.execute(query("bench/insert_run"), params)
-        if reqs:
-            con.executemany(query("bench/insert_request"), reqs)
+        if reqs.num_rows:
+            con.register("incoming_requests", reqs)
+            try:
+                con.execute(query("bench/insert_requests"))
+            finally:
+                con.unregister("incoming_requests")
         insert_calibration_points(con, points)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
-    return len(reqs), len(points)
+    return reqs.num_rows, len(points)
 
 
 def collect(
@@ -456,7 +476,8 @@ def collect(
     for _, d in datas:
         # runs made before identities existed get theirs from their command line, so that
         # ``bench runs --by-point`` can keep every engine's curve apart
-        d["run"].setdefault("extra", {})["series"] = identity_of_run(d["run"])
+        d["run"]["extra"] = d["run"].get("extra") or {}
+        d["run"]["extra"]["series"] = identity_of_run(d["run"])
     propagate_series_flags([d["run"] for _, d in datas])
     first_folder: dict[str, Path] = {}  # run id -> the folder it was first read from
     try:

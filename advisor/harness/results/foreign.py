@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError, NotFoundError, UsageError
+from advisor.harness.results.validate import read_capped
 from advisor.progress import ProgressFn, no_progress
 
 TOOLS = ("vllm", "guidellm", "aiperf")
@@ -92,23 +93,22 @@ def detect_tool(doc: Any) -> str | None:
 
 
 def _read(path: Path) -> Any:
-    import gzip
-
     try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return json.loads(raw)
+        return json.loads(read_capped(path))
     except (OSError, ValueError, EOFError) as exc:
         raise InputError(
             f"not a readable JSON file ({exc})", source=str(path), line=getattr(exc, "lineno", None)
         ) from exc
+    except RecursionError:
+        raise InputError("not a readable JSON file (nested too deep)", source=str(path)) from None
 
 
 def _whole(value: Any, source: str, fieldname: str) -> int | None:
     """A positive whole number from a JSON number or a metadata string; None when absent."""
     if value is None or value == "":
         return None
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not a whole number", source=source, field=fieldname)
     try:
         num = float(value)
     except (TypeError, ValueError):
