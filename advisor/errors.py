@@ -71,6 +71,13 @@ class StoreError(AdvisorError):
     """The DuckDB file is unusable: wrong schema version, locked, read-only."""
 
 
+class UnreadableStoreError(StoreError):
+    """The file named as the database cannot be opened as one (a folder, another kind of file,
+    no permission): bad input, as docs/cli.md's exit codes say."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class LockedError(StoreError):
     """Another process held the database file's lock for longer than the wait
     (``ADVISOR_LOCK_WAIT_S``); names the process holding it."""

@@ -151,6 +151,12 @@ def _write_tables(
     steps = 3 if cfg.summary else 2
     progress("export jobs", 0, steps)
     rows = {"jobs": jobs}
+    long_name = con.execute(store.query("export/too_long_cluster")).fetchone()
+    if long_name:
+        raise InputError(
+            f"cluster {long_name[0][:40]!r}... is {long_name[1]} bytes long: its Parquet folder "
+            "(cluster=NAME) would pass the 255 bytes a file name may have; nothing was exported"
+        )
     con.execute(store.query("export/copy_jobs"), _params(str(stage / "jobs"), version))
     progress("export nodes", 1, steps)
     nodes = _rows(con, "nodes")

@@ -153,76 +153,93 @@ def read_pricing(path: str | os.PathLike[str]) -> tuple[list[InstancePrice], lis
         raise NotFoundError(f"{p}: no such pricing file") from exc
     instances: list[InstancePrice] = []
     vcpus: list[VcpuPrice] = []
-    with fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in PRICING_COLUMNS if c not in header]
-        if missing:
-            raise InputError(
-                f"header lacks {', '.join(missing)} (columns: {','.join(PRICING_COLUMNS)})",
-                source=src,
-                line=1,
-                field=missing[0],
-            )
-        for row in reader:
-            line = reader.line_num
-            if None in row:
-                raise InputError("more fields than the header", source=src, line=line)
-            kind = (row.get("kind") or "").strip()
-            source = (row.get("source") or "").strip()
-            if not source:
+    try:
+        with fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [c for c in PRICING_COLUMNS if c not in header]
+            if missing:
                 raise InputError(
-                    "is empty; every price needs its source", source=src, line=line, field="source"
-                )
-            as_of_text = (row.get("as_of") or "").strip()
-            try:
-                as_of = dt.date.fromisoformat(as_of_text)
-            except ValueError:
-                raise InputError(
-                    f"{as_of_text!r} is not a date (YYYY-MM-DD)",
+                    f"header lacks {', '.join(missing)} (columns: {','.join(PRICING_COLUMNS)})",
                     source=src,
-                    line=line,
-                    field="as_of",
-                ) from None
-            region = (row.get("region") or "").strip() or None
-            name = (row.get("name") or "").strip()
-            if not name:
-                raise InputError("is empty", source=src, line=line, field="name")
-            if kind == "instance":
-                gpu_type = (row.get("gpu_type") or "").strip()
-                if not gpu_type:
+                    line=1,
+                    field=missing[0],
+                )
+            for row in reader:
+                line = reader.line_num
+                if None in row:
+                    raise InputError("more fields than the header", source=src, line=line)
+                kind = (row.get("kind") or "").strip()
+                source = (row.get("source") or "").strip()
+                if not source:
                     raise InputError(
-                        "is empty; an instance needs its GPU type",
+                        "is empty; every price needs its source",
                         source=src,
                         line=line,
-                        field="gpu_type",
+                        field="source",
                     )
-                instances.append(
-                    InstancePrice(
-                        name=name,
-                        gpu_type=gpu_type,
-                        gpus=int(_num(row, "gpus", src, line, integer=True)),
-                        vcpus=int(_num(row, "vcpus", src, line, integer=True)),
-                        usd_per_hour=_num(row, "usd_per_hour", src, line),
-                        region=region,
-                        as_of=as_of,
-                        source=source,
+                as_of_text = (row.get("as_of") or "").strip()
+                try:
+                    as_of = dt.date.fromisoformat(as_of_text)
+                except ValueError:
+                    raise InputError(
+                        f"{as_of_text!r} is not a date (YYYY-MM-DD)",
+                        source=src,
+                        line=line,
+                        field="as_of",
+                    ) from None
+                region = (row.get("region") or "").strip() or None
+                name = (row.get("name") or "").strip()
+                if not name:
+                    raise InputError("is empty", source=src, line=line, field="name")
+                if kind == "instance":
+                    gpu_type = (row.get("gpu_type") or "").strip()
+                    if not gpu_type:
+                        raise InputError(
+                            "is empty; an instance needs its GPU type",
+                            source=src,
+                            line=line,
+                            field="gpu_type",
+                        )
+                    instances.append(
+                        InstancePrice(
+                            name=name,
+                            gpu_type=gpu_type,
+                            gpus=int(_num(row, "gpus", src, line, integer=True)),
+                            vcpus=int(_num(row, "vcpus", src, line, integer=True)),
+                            usd_per_hour=_num(row, "usd_per_hour", src, line),
+                            region=region,
+                            as_of=as_of,
+                            source=source,
+                        )
                     )
-                )
-            elif kind == "vcpu":
-                vcpus.append(
-                    VcpuPrice(
-                        basis=name,
-                        usd_per_vcpu_hour=_num(row, "usd_per_vcpu_hour", src, line),
-                        region=region,
-                        as_of=as_of,
-                        source=source,
+                elif kind == "vcpu":
+                    vcpus.append(
+                        VcpuPrice(
+                            basis=name,
+                            usd_per_vcpu_hour=_num(row, "usd_per_vcpu_hour", src, line),
+                            region=region,
+                            as_of=as_of,
+                            source=source,
+                        )
                     )
-                )
-            else:
-                raise InputError(
-                    f"{kind!r} is not instance or vcpu", source=src, line=line, field="kind"
-                )
+                else:
+                    raise InputError(
+                        f"{kind!r} is not instance or vcpu", source=src, line=line, field="kind"
+                    )
+    except UnicodeDecodeError:
+        # (decoding runs a buffer ahead of the reader: the line is found in the bytes)
+        raw = p.read_bytes()
+        try:
+            raw.decode("utf-8")
+            at = 0
+        except UnicodeDecodeError as exc:
+            at = exc.start
+        raise InputError(
+            f"not UTF-8 text (byte {raw[at]:#04x}); save the file as UTF-8",
+            source=src,
+            line=raw.count(b"\n", 0, at) + 1,
+        ) from None
     return instances, vcpus
 
 

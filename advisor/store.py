@@ -26,7 +26,7 @@ import duckdb
 from advisor.dbpath import DB_ENV as DB_ENV  # re-exported: their home is duckdb-free
 from advisor.dbpath import DEFAULT_DB as DEFAULT_DB
 from advisor.dbpath import resolve_db_path as resolve_db_path
-from advisor.errors import LockedError, NotFoundError, StoreError
+from advisor.errors import LockedError, NotFoundError, StoreError, UnreadableStoreError
 
 # The storage format of a database file this code creates (an existing file keeps its own):
 # v1.3.0 brings DICT_FSST string compression, which makes writing the jobs table cheaper
@@ -347,7 +347,7 @@ def _open_waiting(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckD
                 holder = lock_holder(str(exc))
                 how = "read-only" if read_only else "for writing"
                 if holder is None:
-                    raise StoreError(f"{path}: cannot open {how}: {exc}") from exc
+                    raise UnreadableStoreError(f"{path}: cannot open {how}: {exc}") from exc
                 if time.monotonic() >= deadline:
                     raise LockedError(
                         f"{path}: database is in use by {holder}; still locked after {wait_s:g} "

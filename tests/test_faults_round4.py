@@ -223,3 +223,199 @@ def test_bench_import_refuses_an_absurd_ttft_and_a_boolean_core_count_and_import
     assert {p["source_ref"] for p in json.loads(done.stdout)} == {"vllm-bench-serve-c32.json"}
     assert "huge.json, field value: 1e+308 ms is over a week: not a ttft_p50_ms" in done.stderr
     assert "true.json, field cores: True is not a whole number" in done.stderr
+
+
+USAGE_HEADER = HEADER + "|TotalCPU|TRESUsageInTot|TRESUsageInMax"
+
+
+def _usage_row(job: int, **fields: str) -> str:
+    """A 4-GPU, 8-CPU, one-hour job with a plausible usage, ``fields`` overriding cells (billing
+    and cpu rewrite their AllocTRES key)."""
+    names = USAGE_HEADER.split("|")
+    cells = (_row(job, 4) + "|01:00:00|gres/gpuutil=200|gres/gpuutil=90").split("|")
+    for name, value in fields.items():
+        i = names.index("AllocTRES")
+        if name in ("billing", "cpu"):
+            cells[i] = cells[i].replace(f"{name}=8", f"{name}={value}", 1)
+        else:
+            cells[names.index(name)] = value
+    return "|".join(cells)
+
+
+def test_implausible_usage_and_identity_values_are_refused_by_field_the_same_in_every_field(
+    tmp_path: Path,
+):
+    """Issue 38 items 6 and 7: each was stored, exit 0, no word. A usage or exit code fault keeps
+    the job with that value NULL; an identity or allocation fault rejects the record."""
+    rows = [
+        _usage_row(1),
+        _usage_row(2, TotalCPU="1157407407407407-00:00:00"),  # 1e20 s
+        _usage_row(3, TotalCPU="100-00:00:00"),  # 100 days from 8 CPUs in an hour
+        _usage_row(4, billing="1e20"),
+        _usage_row(5, TRESUsageInTot="gres/gpuutil=5000"),  # a mean of 1250% on 4 GPUs
+        _usage_row(6, TRESUsageInMax="gres/gpuutil=5000"),
+        _usage_row(7, UID=str(2**63 - 1)),
+        _usage_row(8, cpu=str(2**31 - 1)),
+        _usage_row(9, NNodes=str(2**31 - 1)),
+        _usage_row(10, ExitCode="abc:-9"),
+        _usage_row(11, Submit="Unknown"),
+        _usage_row(12, Submit="None"),
+    ]
+    text = tmp_path / "sacct.txt"
+    text.write_text("\n".join([USAGE_HEADER, *rows]) + "\n")
+    db = tmp_path / "a.duckdb"
+    done = _advisor(db, "ingest", str(text), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert (s["inserted"], s["rejected"]) == (6, 6)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        jobs = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT job_id_raw, cpu_used_s, gpu_util_mean_pct, gpu_util_max_pct, exit_code "
+                "FROM jobs"
+            ).fetchall()
+        }
+        rejects = dict(
+            con.execute("SELECT line_no, field || ': ' || reason FROM rejects").fetchall()
+        )
+    finally:
+        con.close()
+    assert jobs == {
+        1: (3600.0, 50.0, 90.0, "0:0"),
+        2: (None, 50.0, 90.0, "0:0"),
+        3: (None, 50.0, 90.0, "0:0"),
+        5: (3600.0, None, 90.0, "0:0"),
+        6: (3600.0, 50.0, None, "0:0"),
+        10: (3600.0, 50.0, 90.0, None),
+    }
+    expected = {
+        3: "TotalCPU: not a plausible usage: TotalCPU 1157407407407407-00:00:00 is more than",
+        4: "TotalCPU: not a plausible usage: TotalCPU 100-00:00:00 is more than its CPUs",
+        5: "AllocTRES: not a TRES list",
+        6: "TRESUsageInTot: not a plausible usage: gres/gpuutil 5000 is not a percent of at most",
+        7: "TRESUsageInMax: not a plausible usage: gres/gpuutil 5000 is not a percent of at most",
+        8: "UID: not a user id",
+        9: "AllocTRES: not a TRES list",
+        10: "NNodes: not a whole number of nodes",
+        11: "ExitCode: not an exit code RC:SIGNAL",
+        12: "Submit: not a known time",
+        13: "Submit: not a known time",
+    }
+    assert set(rejects) == set(expected)
+    for line, start in expected.items():
+        assert rejects[line].startswith(start), (line, rejects[line])
+
+
+def test_a_sacct_json_job_without_a_submit_time_is_rejected_naming_submit(tmp_path: Path):
+    doc = json.loads((Path(__file__).parent / "fixtures/ingest/sacct-v0.0.41.json").read_text())
+    first = doc["jobs"][0]
+    gone, zero = json.loads(json.dumps(first)), json.loads(json.dumps(first))
+    gone.pop("time")
+    zero["time"]["submission"] = 0
+    gone["job_id"], zero["job_id"] = 900001, 900002
+    doc["jobs"] += [gone, zero]
+    path = tmp_path / "sacct.json"
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "a.duckdb"
+    done = _advisor(db, "ingest", str(path), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert s["rejected"] == 2 and s["inserted"] == len(doc["jobs"]) - 2
+    assert all("field Submit: not a known time" in r for r in s["first_reasons"])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        old = con.execute("SELECT count(*) FROM jobs WHERE submit < '2000-01-01'").fetchone()[0]
+    finally:
+        con.close()
+    assert old == 0
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True)
+
+
+def test_bad_option_values_are_usage_errors_not_tracebacks_or_empty_answers(tmp_path: Path):
+    """Issue 38 items 8 and 9: each exited 0 with an empty table, 3, or a traceback."""
+    cases = [
+        ("bench", "runs", "--status", "bogus", "--db", str(tmp_path / "a.duckdb")),
+        ("bench", "curve", str(tmp_path), "--tolerance", "-1"),
+        ("bench", "replicate", str(tmp_path), str(tmp_path), "--tolerance", "-1"),
+        ("bench", "import", str(tmp_path / "x.json"), "--cores", "0"),
+    ]
+    for args in cases:
+        done = _run(*args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "Invalid value for '--" in done.stderr, (args, done.stderr)
+
+
+def test_an_unusable_database_file_is_bad_input_as_the_docs_say(tmp_path: Path):
+    folder = tmp_path / "folder.duckdb"
+    folder.mkdir()
+    other = tmp_path / "other.duckdb"
+    other.write_text("not a database\n")
+    for db in (folder, other):
+        for args in (("ratios",), ("ingest", str(tmp_path / "none.txt"))):
+            done = _run(*args, "--db", str(db))
+            assert done.returncode in (3, 4) and "Traceback" not in done.stderr, done.stderr
+        done = _run("ratios", "--db", str(db))
+        assert done.returncode == 3
+        assert done.stderr.startswith(f"Error: {db}: cannot open read-only: ")
+
+
+def test_a_pricing_file_that_is_not_utf8_is_named_with_its_line(tmp_path: Path):
+    bad = tmp_path / "prices.csv"
+    bad.write_bytes(b"kind,name\n\xff\xfeH100,1\n")
+    done = _run("recommend", "--gpu-type", "H100", "--gpus", "4", "--pricing", str(bad))
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip() == f"Error: {bad}:2: not UTF-8 text (byte 0xff); save the file as UTF-8"
+    )
+
+
+def test_a_cluster_name_too_long_for_a_folder_is_refused_and_nothing_is_exported(tmp_path):
+    cells = _row(1, 2).split("|")
+    cells[2] = "c" * 300
+    text = tmp_path / "sacct.txt"
+    text.write_text(f"{HEADER}\n{'|'.join(cells)}\n{_row(2, 1)}\n")
+    db = tmp_path / "a.duckdb"
+    assert _advisor(db, "ingest", str(text)).returncode == 0
+    out = tmp_path / "dataset"
+    done = _advisor(db, "export", "parquet", str(out))
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert "is 300 bytes long: its Parquet folder (cluster=NAME) would pass" in done.stderr
+    assert not list(out.rglob("*.parquet"))
+
+
+def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
+    import signal
+    import socket
+    import time
+
+    text = tmp_path / "sacct.txt"
+    text.write_text(f"{HEADER}\n{_row(1, 2)}\n")
+    db = tmp_path / "a.duckdb"
+    assert _advisor(db, "ingest", str(text)).returncode == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "metrics", "--db", str(db), "--serve", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 130, err
+    assert err.rstrip().endswith("Interrupted") and "Traceback" not in err

@@ -54,8 +54,28 @@ ClientCoresOption = Annotated[
 StartTimeoutOption = Annotated[
     float, typer.Option(metavar="SECONDS", help="Seconds to wait for the engine to be ready.")
 ]
+
+
+def _above_zero(value: float) -> float:
+    if not value > 0:  # (NaN too)
+        raise typer.BadParameter(f"{value:g}: must be above 0")
+    return value
+
+
+def _a_run_status(value: str | None) -> str | None:
+    from advisor.harness.records import RUN_STATUSES
+
+    if value is not None and value not in RUN_STATUSES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(RUN_STATUSES)}")
+    return value
+
+
 ToleranceOption = Annotated[
-    float, typer.Option(help="A core count within this share of the most cores is enough.")
+    float,
+    typer.Option(
+        callback=_above_zero,
+        help="A core count within this share of the most cores is enough.",
+    ),
 ]
 
 
@@ -391,8 +411,6 @@ def curve_cmd(
 
     if not 0 < max_wait < 1:
         raise UsageError(f"--max-wait {max_wait:g}: a share of wall time between 0 and 1")
-    if not tolerance > 0:
-        raise UsageError(f"--tolerance {tolerance:g}: must be above 0")
     found = curve_report(paths, tolerance=tolerance, max_wait=max_wait)
     if evidence:
         from advisor.harness.results.curves import evidence_summary, wait_evidence
@@ -561,7 +579,11 @@ def runs_cmd(
     ] = None,
     status: Annotated[
         str | None,
-        typer.Option(metavar="STATUS", help="Only this status (ok, crashed, hung, ...)."),
+        typer.Option(
+            metavar="STATUS",
+            callback=_a_run_status,
+            help="Only this status (ok, crashed, hung, ...).",
+        ),
     ] = None,
     by_point: Annotated[
         bool, typer.Option(help="Fold repeats: median with its range, speedup vs fewest cores.")

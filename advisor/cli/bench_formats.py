@@ -34,9 +34,9 @@ def import_cmd(
     tool: Annotated[str, typer.Option(help="auto | vllm | guidellm | aiperf.")] = "auto",
     cores: Annotated[
         int | None,
-        typer.Option(help="CPU cores the engine ran on (when the file does not record it)."),
+        typer.Option(min=1, help="CPU cores the engine ran on (when the file does not record it)."),
     ] = None,
-    gpus: Annotated[int | None, typer.Option(help="GPUs the engine used.")] = None,
+    gpus: Annotated[int | None, typer.Option(min=1, help="GPUs the engine used.")] = None,
     platform: Annotated[
         str | None, typer.Option(help="GPU platform (H100, H200, ...), when the file lacks it.")
     ] = None,
@@ -50,7 +50,7 @@ def import_cmd(
         str | None, typer.Option(help="Workload label (default: the tool's name).")
     ] = None,
     prompt_tokens: Annotated[
-        int | None, typer.Option(help="Prompt tokens (default: the file's mean).")
+        int | None, typer.Option(min=1, help="Prompt tokens (default: the file's mean).")
     ] = None,
     calibration_csv: Annotated[
         Path | None, typer.Option(help="Write the points as a calibration CSV here.")

@@ -59,10 +59,7 @@ def metrics_cmd(
         raise UsageError("--format json prints to stdout; --out and --serve write Prometheus text")
     if serve is not None:
         sys.stderr.write(f"Serving metrics on http://{address}:{serve}/metrics\n")
-        try:
-            metrics.serve(cfg, serve, address)
-        except KeyboardInterrupt:
-            return
+        metrics.serve(cfg, serve, address)  # Ctrl-C: run_guarded says "Interrupted", exit 130
         return
     if fmt is MetricsFormat.json:
         emit_json(metrics.families_as_rows(metrics.collect_config(cfg)))

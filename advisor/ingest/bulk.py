@@ -43,8 +43,18 @@ _PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
 # Step lines are read with their ids and their usage (fold.sql adds it to an allocation line
 # that carries none); absent usage fields read as NULL at no cost.
 _STEP_FIELDS = (*_ID_FIELDS, *USAGE_FIELDS)
-# What the check for usage faults reads (the GPU count bounds gres/gpuutil).
-_USAGE_CHECK_FIELDS = (*_STEP_FIELDS, "alloctres", "allocgres")
+# What the check for usage faults reads: the GPU count bounds gres/gpuutil, the CPUs and Elapsed
+# bound TotalCPU, and ExitCode is checked with them (parse.sql: usage_fault).
+_USAGE_CHECK_FIELDS = (
+    *_STEP_FIELDS,
+    "alloctres",
+    "allocgres",
+    "ncpus",
+    "alloccpus",
+    "elapsed",
+    "elapsedraw",
+    "exitcode",
+)
 
 
 class _HandOver(Exception):
@@ -213,7 +223,7 @@ def _usage_faults(
     """Whether an allocation line of the file has an implausible usage value (parse.sql:
     usage_fault): read from the id, TRES and usage columns only, and only when the file has
     usage columns (most sites export none)."""
-    if not any(c in layout.columns for c in USAGE_FIELDS):
+    if not any(c in layout.columns for c in (*USAGE_FIELDS, "exitcode")):
         return False
     lines = render(
         "ingest/alloc_lines",

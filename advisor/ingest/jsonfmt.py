@@ -430,7 +430,8 @@ def _job_records(
         "jobname": _text(job.get("name"), "name"),
         "state": _state(job.get("state")),
         "exitcode": _exit(job.get("exit_code")),
-        "submit": _epoch(t.get("submission")),
+        # (sacct always writes the submission time: none is an unknown one, rejected by name)
+        "submit": _epoch(t.get("submission")) or "Unknown",
         "eligible": _epoch(t.get("eligible")),
         "start": _epoch(start_value),
         "end": _epoch(t.get("end")),

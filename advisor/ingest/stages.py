@@ -331,8 +331,8 @@ def finish(
         )
         + (
             (
-                f"{faults} jobs stored with an implausible usage field as NULL (TotalCPU,"
-                " CPUTimeRAW, TRESUsageIn*): a rejects row names each (advisor data status)",
+                f"{faults} jobs stored with an implausible usage field or exit code as NULL (TotalCPU,"
+                " CPUTimeRAW, TRESUsageIn*, ExitCode): a rejects row names each (advisor data status)",
             )
             if faults
             else ()

@@ -31,13 +31,15 @@ SELECT
     -- usage (issue 23): the allocation line's, else its steps'. sacct's job line sums its
     -- steps' TotalCPU, so the larger of the two never counts a step twice. The mean GPU
     -- utilisation: jobstats' own per-GPU mean, else TRESUsageInTot's gpuutil (a sum over
-    -- tasks) per GPU, never above the peak.
+    -- tasks) per GPU, never above the peak; no mean where no total is known (least() would
+    -- pass the peak off as one).
     greatest(x.cpu_used_s, x.steps_cpu_used_s) AS cpu_used_s,
     x.cpu_time_alloc_s,
     greatest(x.mem_used_max_mb, x.steps_mem_used_max_mb) AS mem_used_max_mb,
     coalesce(x.js_util_mean_pct, x.steps_js_util_mean_pct,
-             least(greatest(x.gpu_util_tot_pct, x.steps_gpu_util_tot_pct) / nullif(x.gpus, 0),
-                   greatest(x.gpu_util_max_pct, x.steps_gpu_util_max_pct))) AS gpu_util_mean_pct,
+             CASE WHEN coalesce(x.gpu_util_tot_pct, x.steps_gpu_util_tot_pct) IS NOT NULL
+                  THEN least(greatest(x.gpu_util_tot_pct, x.steps_gpu_util_tot_pct) / nullif(x.gpus, 0),
+                             greatest(x.gpu_util_max_pct, x.steps_gpu_util_max_pct)) END) AS gpu_util_mean_pct,
     greatest(x.gpu_util_max_pct, x.steps_gpu_util_max_pct) AS gpu_util_max_pct,
     greatest(x.gpu_mem_max_mb, x.steps_gpu_mem_max_mb) AS gpu_mem_max_mb,
     coalesce(x.usage_source, x.steps_usage_source) AS usage_source

@@ -119,7 +119,9 @@ CREATE OR REPLACE TEMP MACRO ing_tres_typed(raw, s, typed1) AS {
                     'DESC')[1], chr(9), 2)
                     ELSE split_part(typed1, '=', 1) END,
     'node': ing_count(ing_tres_val(s, 'node')),
-    'billing': ing_udec(ing_tres_val(s, 'billing'))
+    'billing': ing_udec(ing_tres_val(s, 'billing')),
+    'billing_bad': ing_tres_val(s, 'billing') IS NOT NULL
+        AND coalesce(ing_udec(ing_tres_val(s, 'billing')) > ing_max_billing(), TRUE)
 };
 CREATE OR REPLACE TEMP MACRO ing_tres_of(raw, s) AS
     ing_tres_typed(raw, s, CASE WHEN contains(s, ',gres/gpu:') THEN substr(s, instr(s, ',gres/gpu:') + 10) END);

@@ -105,7 +105,9 @@ WITH a0 AS (
         ing_udec(ing_usage_val(tresusageinmax, 'gres/gpuutil')) AS uutil_v,
         ing_usage_val(tresusageinmax, 'gres/gpumem') AS ugmem_t,
         ing_usage_mb(ing_usage_val(tresusageinmax, 'gres/gpumem')) AS ugmem_v,
-        ing_usage_val(tresusageintot, 'gres/gpuutil') AS tutil_t
+        ing_usage_val(tresusageintot, 'gres/gpuutil') AS tutil_t,
+        ing_udec(ing_usage_val(tresusageintot, 'gres/gpuutil')) AS tutil_v,
+        ing_cpu_most(elapsed_v, coalesce(ta.cpu, ncpus_v, alloccpus_v)) AS cpu_most
     FROM e
 ), f AS (
     SELECT *,
@@ -115,6 +117,8 @@ WITH a0 AS (
             WHEN job_id_raw IS NULL THEN 'JobIDRaw'
             WHEN step IS NOT NULL THEN NULL
             WHEN ing_ts_bad(submit, submit_ts) THEN 'Submit'
+            -- a submit time the source has but does not know: the job has no month (not 1970)
+            WHEN submit IS NOT NULL AND submit_ts IS NULL THEN 'Submit'
             WHEN ing_ts_bad(eligible, eligible_ts) THEN 'Eligible'
             WHEN ing_ts_bad("start", start_ts) THEN 'Start'
             WHEN ing_ts_bad("end", end_ts) THEN 'End'
@@ -140,15 +144,15 @@ WITH a0 AS (
             WHEN alloccpus IS NOT NULL AND (alloccpus_v IS NULL OR alloccpus_v > ing_max_cpus())
                  THEN 'AllocCPUS'
             WHEN reqcpus IS NOT NULL AND reqcpus_v IS NULL THEN 'ReqCPUS'
-            WHEN uid IS NOT NULL AND uid_v IS NULL THEN 'UID'
+            WHEN uid IS NOT NULL AND (uid_v IS NULL OR uid_v > ing_max_uid()) THEN 'UID'
             WHEN ta.no_pairs OR ta.cpu_bad OR ta.mem_bad OR ta.gpu_vals_bad OR ta.keys_bad
                  OR coalesce(ta.untyped, ta.typed_sum, 0) > ing_max_gpus()
                  OR coalesce(ta.cpu, 0) > ing_max_cpus()
-                 OR ing_mem_odd(ta.mem_mb) OR NOT isfinite(coalesce(ta.billing, 0)) THEN 'AllocTRES'
+                 OR ing_mem_odd(ta.mem_mb) OR ta.billing_bad THEN 'AllocTRES'
             WHEN tr.no_pairs OR tr.cpu_bad OR tr.mem_bad OR tr.gpu_vals_bad OR tr.keys_bad
                  OR coalesce(tr.untyped, tr.typed_sum, 0) > ing_max_gpus()
                  OR coalesce(tr.cpu, 0) > ing_max_cpus()
-                 OR ing_mem_odd(tr.mem_mb) OR NOT isfinite(coalesce(tr.billing, 0)) THEN 'ReqTRES'
+                 OR ing_mem_odd(tr.mem_mb) OR tr.billing_bad THEN 'ReqTRES'
             -- a NUL is no character of a job name: the line is binary or was cut mid-write
             WHEN contains(jobname, chr(0)) THEN 'JobName'
             WHEN contains("user", chr(0)) THEN 'User'
@@ -168,16 +172,19 @@ WITH a0 AS (
         -- a usage-only field that is not a plausible value: what the job used is unknown, what
         -- it held is not, so the job is kept with that value NULL and a reject row names it
         CASE WHEN step IS NOT NULL THEN NULL
-            WHEN totalcpu IS NOT NULL AND ing_cpu_bad(totalcpu, cpu_v) THEN 'TotalCPU'
+            WHEN totalcpu IS NOT NULL AND (ing_cpu_bad(totalcpu, cpu_v) OR cpu_v > cpu_most)
+                 THEN 'TotalCPU'
             WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw) AND ing_uint(cputimeraw) IS NULL
                  THEN 'CPUTimeRAW'
-            WHEN CASE WHEN tutil_t IS NULL THEN FALSE ELSE ing_udec(tutil_t) IS NULL END
+            WHEN CASE WHEN tutil_t IS NULL THEN FALSE ELSE tutil_v IS NULL OR tutil_v > 100.0 * greatest(gpus_v, 1) END
                  THEN 'TRESUsageInTot'
             WHEN CASE WHEN tresusageinmax IS NULL THEN FALSE
                       ELSE (umem_t IS NOT NULL AND (umem_v IS NULL OR ing_mem_odd(umem_v)))
                            OR (uutil_t IS NOT NULL AND (uutil_v IS NULL OR uutil_v > 100.0 * greatest(gpus_v, 1)))
                            OR (ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))) END
                  THEN 'TRESUsageInMax'
+            WHEN NOT ing_blank(exitcode) AND NOT regexp_full_match(exitcode, '[0-9]{1,10}:[0-9]{1,10}')
+                 THEN 'ExitCode'
         END AS usage_fault
     FROM u
 )
@@ -198,7 +205,7 @@ SELECT
     -- an unknown state word is no state (state_raw keeps it; keys.py counts them)
     CASE WHEN ing_known_state(state_word) THEN upper(state_word) END AS state,
     nullif(state, '') AS state_raw,
-    nullif(exitcode, '') AS exit_code,
+    CASE WHEN usage_fault IS DISTINCT FROM 'ExitCode' THEN nullif(exitcode, '') END AS exit_code,
     eligible_ts AS eligible, start_ts AS "start", end_ts AS "end",
     -- no Elapsed / ElapsedRaw (or blank): the time between Start and End, when both are known
     coalesce(elapsed_v, CASE WHEN end_ts >= start_ts
@@ -227,11 +234,12 @@ SELECT
     coalesce(contains(submitline, '--exclusive'), FALSE)
         OR coalesce(list_contains(['true', '1', 'yes'], lower(exclusive_hint)), FALSE) AS exclusive,
     -- usage: what the job used (issue 23); fold.sql adds its steps' and derives the mean
-    coalesce(cpu_v, js[1]) AS cpu_used_s,
+    -- (the bounds are the allocation's: steps are folded, usage_fault judges their sum's line)
+    coalesce(CASE WHEN step IS NOT NULL OR cpu_v <= cpu_most THEN cpu_v END, js[1]) AS cpu_used_s,
     ing_uint(cputimeraw) AS cpu_time_alloc_s,
     -- (each implausible usage value NULL on its own: usage_fault names the first)
     CASE WHEN NOT ing_mem_odd(umem_v) THEN umem_v END AS mem_used_max_mb,
-    ing_udec(tutil_t) AS gpu_util_tot_pct,
+    CASE WHEN step IS NOT NULL OR tutil_v <= 100.0 * greatest(gpus_v, 1) THEN tutil_v END AS gpu_util_tot_pct,
     coalesce(js[3], CASE WHEN uutil_v <= 100.0 * greatest(gpus_v, 1) THEN uutil_v END) AS gpu_util_max_pct,
     coalesce(js[4], CASE WHEN NOT ing_mem_odd(ugmem_v) THEN ugmem_v END) AS gpu_mem_max_mb,
     js[2] AS js_util_mean_pct,
@@ -247,6 +255,10 @@ SELECT
              THEN 'gres/gpuutil ' || uutil_t || ' is not a percent of at most 100 per GPU' END,
         CASE WHEN ugmem_t IS NOT NULL AND (ugmem_v IS NULL OR ing_mem_odd(ugmem_v))
              THEN 'gres/gpumem ' || ugmem_t || ' is not a finite amount of 0 to 2^40 MB' END],
-        x -> x IS NOT NULL), '; ') END AS usage_why,
+        x -> x IS NOT NULL), '; ')
+         WHEN usage_fault = 'TotalCPU' AND cpu_v IS NOT NULL
+         THEN 'TotalCPU ' || totalcpu || ' is more than its CPUs could use in its Elapsed (1.5 x (Elapsed + 1 min) x CPUs)'
+         WHEN usage_fault = 'TRESUsageInTot' AND tutil_v IS NOT NULL
+         THEN 'gres/gpuutil ' || tutil_t || ' is not a percent of at most 100 per GPU' END AS usage_why,
     CASE WHEN bad_field IS NOT NULL OR usage_fault IS NOT NULL THEN {{raw_text}} END AS raw_text
 FROM f

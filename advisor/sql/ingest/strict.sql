@@ -45,6 +45,16 @@ CREATE OR REPLACE TEMP MACRO ing_max_s() AS 864000000;
 -- 10^5 GPUs and 10^7 cores): beyond, a value is a typo or a forgery, never a job.
 CREATE OR REPLACE TEMP MACRO ing_max_gpus() AS 1048576;
 CREATE OR REPLACE TEMP MACRO ing_max_cpus() AS 16777216;
+-- A TRES billing value (a weighted sum of what the job held): past 2^40 no weights give it.
+CREATE OR REPLACE TEMP MACRO ing_max_billing() AS 1099511627776;
+-- A user id: uid_t is 32 bits and 4294967295 is (uid_t) -1, "no user".
+CREATE OR REPLACE TEMP MACRO ing_max_uid() AS 4294967294;
+-- The most CPU seconds a job can have used: its CPUs for its Elapsed, half again for
+-- accounting's own slack, plus a minute; with no Elapsed or CPUs known, every CPU for the
+-- longest plausible time.
+CREATE OR REPLACE TEMP MACRO ing_cpu_most(elapsed_s, cpus) AS
+    CASE WHEN elapsed_s IS NOT NULL AND cpus > 0 THEN 1.5 * (CAST(elapsed_s AS DOUBLE) + 60) * cpus
+         ELSE CAST(ing_max_s() AS DOUBLE) * ing_max_cpus() END;
 -- A TimelimitRaw in minutes -> seconds, NULL beyond the bound (the product would overflow).
 CREATE OR REPLACE TEMP MACRO ing_minutes_s(x) AS
     CASE WHEN ing_uint(x) <= 14400000 THEN ing_uint(x) * 60 END;
