@@ -419,3 +419,30 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
         server.kill()
     assert server.returncode == 130, err
     assert err.rstrip().endswith("Interrupted") and "Traceback" not in err
+
+
+def test_a_line_past_duckdbs_limit_is_rejected_by_line_not_dropped_in_silence(tmp_path: Path):
+    """Issue 38 item 10: past about 64 MB DuckDB's reader dropped such a line with no reject
+    (a gzip of a header and 300 MB of NUL loaded nothing, exit 0, no word)."""
+    import gzip
+
+    nul = tmp_path / "nul.txt.gz"
+    with gzip.open(nul, "wb", compresslevel=1) as fh:
+        fh.write(f"{HEADER}\n{_row(1, 1)}\n".encode())
+        for _ in range(65):
+            fh.write(b"\0" * 2**20)
+        fh.write(f"\n{_row(2, 1)}\n".encode())
+    long = tmp_path / "long.txt"
+    with long.open("wb") as fh:
+        fh.write(f"{HEADER}\n{_row(3, 1)}\n".encode())
+        for _ in range(65):
+            fh.write(b"x" * 2**20)
+        fh.write(f"\n{_row(4, 1)}\n".encode())
+    db = tmp_path / "a.duckdb"
+    for path in (nul, long):
+        done = _advisor(db, "ingest", str(path), "--format", "json")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        (s,) = json.loads(done.stdout)
+        assert (s["lines_read"], s["inserted"], s["rejected"]) == (3, 2, 1)
+        assert s["first_reasons"][0].startswith("line 3: longer than 4 MiB")
+    assert [j for j, *_ in _jobs(db)] == [1, 2, 3, 4]

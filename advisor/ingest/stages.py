@@ -61,18 +61,23 @@ class Hasher(threading.Thread):
         self.path, self.compression, self.known = path, compression, known
         self.digest: str | None = None
         self.has_cr = False
+        self.longest_line = 0
         self._lines = text.LineIndex() if compression is None and known is None else None
 
     def run(self) -> None:
         if self.known is not None:  # the archive check decompressed the bytes already
             self.digest, self.has_cr = self.known.sha256, self.known.has_cr
+            self.longest_line = self.known.longest_line
             return
         h = hashlib.sha256()
+        lines = archive.LongestLine()
         try:
             with detect.open_decompressed(self.path, self.compression) as fh:
                 while chunk := fh.read(4 << 20):
                     h.update(chunk)
                     self.has_cr = self.has_cr or b"\r" in chunk
+                    lines.feed(chunk)
+                    self.longest_line = lines.longest
                     if self._lines is not None:
                         self._lines.feed(chunk)
             self.digest = h.hexdigest()
@@ -159,10 +164,22 @@ class Written:
     duplicates: int = 0
 
 
+class LineTooLong(duckdb.InvalidInputException):
+    """A strict read of a file with a line past DuckDB's max_line_size: DuckDB may have
+    dropped it without a reject, so the load is rolled back and the file read line by line
+    (pipeline.py takes this as it takes DuckDB's own refusal)."""
+
+
 def commit(attempt: Attempt) -> None:
     """Record the source's hash and commit the open transaction."""
     assert attempt.ingest_id is not None
     attempt.hasher.join()
+    if (
+        attempt.strict
+        and attempt.source.fmt == "sacct-text"
+        and attempt.hasher.longest_line > text.MAX_LINE_BYTES
+    ):
+        raise LineTooLong(f"a line of {attempt.hasher.longest_line} bytes")
     bookkeeping.set_content_hash(attempt.con, attempt.ingest_id, attempt.hasher.digest)
     attempt.con.execute("COMMIT")
 

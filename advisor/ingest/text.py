@@ -26,6 +26,8 @@ from advisor.store import query, quote_ident, render
 
 # DuckDB's reject tables of a read (named as such in advisor/sql/ingest/)
 REJ_ERRORS = "ing_csv_errors"
+# read_text.sql's max_line_size: no sacct record comes near it.
+MAX_LINE_BYTES = 4 << 20
 REJ_SCANS = "ing_csv_scans"
 
 
@@ -292,7 +294,8 @@ def read_by_line(
                     parts = None
             if parts is None:
                 bad_lines.append(no)
-                texts[no] = body
+                # (past the line limit no record is left to repair: its head names the line)
+                texts[no] = body[: MAX_LINE_BYTES + 1]
                 texts.setdefault(no - 1, prev)
             else:
                 good.append(parts)
@@ -477,6 +480,17 @@ def _repair(
     used: set[int] = set()
     for ln in bad_lines:
         if ln in used:
+            continue
+        if len(texts.get(ln, b"")) > MAX_LINE_BYTES:  # glued to nothing, split into nothing
+            what = "binary bytes (NUL or control characters)" if _binary(texts[ln], delim) else ""
+            rejects.append(
+                Reject(
+                    ln,
+                    texts[ln][:200].decode("utf-8", errors="replace"),
+                    f"longer than {MAX_LINE_BYTES >> 20} MiB{': ' + what if what else ''}:"
+                    " no sacct record is; not the text of a record, nor of its free text",
+                )
+            )
             continue
         text = texts.get(ln, b"").decode("utf-8", errors="replace")
         parts = _split(text, delim, layout)
