@@ -446,3 +446,29 @@ def test_a_line_past_duckdbs_limit_is_rejected_by_line_not_dropped_in_silence(tm
         assert (s["lines_read"], s["inserted"], s["rejected"]) == (3, 2, 1)
         assert s["first_reasons"][0].startswith("line 3: longer than 4 MiB")
     assert [j for j, *_ in _jobs(db)] == [1, 2, 3, 4]
+
+
+def test_local_times_around_a_clock_change_are_stored_with_a_warning_that_says_so(tmp_path):
+    """Issue 38 item 10: --tz Europe/Berlin mapped the ambiguous and the skipped 02:30 to one
+    UTC time each without a word."""
+    rows = [HEADER]
+    for job, day in ((1, "2024-03-31"), (2, "2024-10-27"), (3, "2024-06-01")):
+        cells = _row(job, 1).split("|")
+        cells[9:12] = [f"{day}T02:30:00"] * 3  # Submit, Eligible, Start
+        cells[12] = f"{day}T05:00:00"  # End
+        cells[13] = "02:30:00"
+        rows.append("|".join(cells))
+    text = tmp_path / "sacct.txt"
+    text.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "a.duckdb"
+    done = _advisor(db, "ingest", str(text), "--tz", "Europe/Berlin", "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert s["inserted"] == 3
+    (warning,) = [w for w in s["warnings"] if "clock change" in w]
+    assert warning.startswith(
+        "2 jobs have a time in the hour around a clock change of Europe/Berlin"
+    )
+    # the same file read as UTC has no clock changes to warn of
+    done = _advisor(tmp_path / "b.duckdb", "ingest", str(text), "--format", "json")
+    assert not [w for w in json.loads(done.stdout)[0]["warnings"] if "clock change" in w]

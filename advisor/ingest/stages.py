@@ -318,6 +318,30 @@ def count(
     return int(row[0]) if row and row[0] is not None else 0
 
 
+def _near_clock_change(attempt: Attempt) -> int:
+    """Jobs of this load with a local time near a clock change of ``--tz`` (text formats only:
+    JSON's epoch times and times with an offset are exact; those may be counted here too, the
+    warning says "may")."""
+    tz = attempt.options.source_tz
+    if tz == "UTC" or attempt.source.fmt not in ("sacct-text", "jobcomp"):
+        return 0
+    from advisor.ingest import clockchange
+
+    first, last = attempt.con.execute(
+        query("ingest/time_span"), {"ingest_id": attempt.ingest_id}
+    ).fetchone() or (None, None)
+    if first is None or last is None:
+        return 0
+    found = clockchange.windows(tz, first, last)
+    if not found:
+        return 0
+    return count(
+        attempt.con,
+        query("ingest/near_clock_change"),
+        {"ingest_id": attempt.ingest_id, "windows": found},
+    )
+
+
 def finish(
     attempt: Attempt,
     loaded: Loaded,
@@ -337,6 +361,7 @@ def finish(
     faults = sum(r.kept for r in rejects)
     unrecorded = count(con, query("ingest/gpus_unrecorded"), {"ingest_id": ingest_id})
     lost = len(rejects) - faults
+    near_change = _near_clock_change(attempt)
     warnings = (
         (
             (
@@ -361,6 +386,16 @@ def finish(
                 " (AccountingStorageTRES lacks gres/gpu), so GPU jobs are stored with 0 GPUs",
             )
             if unrecorded
+            else ()
+        )
+        + (
+            (
+                f"{near_change} jobs have a time in the hour around a clock change of"
+                f" {attempt.options.source_tz}: a local time in the hour that repeats is"
+                " ambiguous and one in the hour that is skipped does not exist, so these may be"
+                " stored an hour off; export with SLURM_TIME_FORMAT=%s (epoch seconds) to be exact",
+            )
+            if near_change
             else ()
         )
     )
