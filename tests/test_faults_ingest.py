@@ -24,6 +24,8 @@ import zstandard
 
 from advisor.synth import SynthConfig, generate
 
+pytestmark = pytest.mark.fault("ingest faults (round 3)")
+
 ROOT = Path(__file__).resolve().parent.parent
 ADVISOR = shutil.which("advisor") or str(Path(sys.executable).parent / "advisor")
 

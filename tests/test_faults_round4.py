@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 HEADER = (
     "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|User|UID|Submit|Eligible|Start|End|"
@@ -49,6 +50,7 @@ JOBCOMP_TAIL = (
 )
 
 
+@pytest.mark.fault("forged records", cases=2)
 def test_a_job_name_holding_slurms_keys_cannot_forge_another_users_job_in_jobcomp(tmp_path):
     log = tmp_path / "jobcomp.log"
     log.write_text(
@@ -70,6 +72,7 @@ def test_a_job_name_holding_slurms_keys_cannot_forge_another_users_job_in_jobcom
     assert [(j, u, uid) for j, u, uid, _ in _jobs(db)] == [(4, "bob", 1002)]
 
 
+@pytest.mark.fault("absurd counts", cases=2)
 def test_one_record_of_absurdly_many_gpus_is_rejected_naming_alloctres_and_the_rest_load(
     tmp_path,
 ):
@@ -87,6 +90,7 @@ def test_one_record_of_absurdly_many_gpus_is_rejected_naming_alloctres_and_the_r
     assert {j: g for j, _, _, g in _jobs(db)} == {1: 4, 3: 2}
 
 
+@pytest.mark.fault("NUL in text fields", cases=3)
 def test_a_nul_byte_in_user_account_or_partition_rejects_the_record_naming_the_field(tmp_path):
     rows = [HEADER, _row(1, 1)]
     for job, (col, value) in enumerate([(7, "al\x00ice"), (5, "la\x00b"), (3, "gp\x00u")], start=2):
@@ -150,6 +154,7 @@ BAD_RUNS = {
 }
 
 
+@pytest.mark.fault("bench run files", cases=len(BAD_RUNS) + 2)
 def test_bench_collect_refuses_each_implausible_run_by_file_and_field_and_loads_the_rest(
     tmp_path: Path,
 ):
@@ -191,6 +196,7 @@ def test_bench_collect_refuses_each_implausible_run_by_file_and_field_and_loads_
     assert ids == {good["run"]["run_id"], "extra-null"} and bad_points == 0
 
 
+@pytest.mark.fault("silent or unbounded", cases=1)
 def test_a_run_file_past_the_size_cap_is_refused_before_it_is_parsed(tmp_path: Path):
     import gzip
 
@@ -207,6 +213,7 @@ def test_a_run_file_past_the_size_cap_is_refused_before_it_is_parsed(tmp_path: P
     assert "bomb.json.gz: not a readable run JSON (over 64 MiB once decompressed)" in done.stderr
 
 
+@pytest.mark.fault("implausible bench values", cases=2)
 def test_bench_import_refuses_an_absurd_ttft_and_a_boolean_core_count_and_imports_the_rest(
     tmp_path: Path,
 ):
@@ -242,6 +249,7 @@ def _usage_row(job: int, **fields: str) -> str:
     return "|".join(cells)
 
 
+@pytest.mark.fault("implausible record values", cases=11)
 def test_implausible_usage_and_identity_values_are_refused_by_field_the_same_in_every_field(
     tmp_path: Path,
 ):
@@ -308,6 +316,7 @@ def test_implausible_usage_and_identity_values_are_refused_by_field_the_same_in_
         assert rejects[line].startswith(start), (line, rejects[line])
 
 
+@pytest.mark.fault("unknown submit time", cases=2)
 def test_a_sacct_json_job_without_a_submit_time_is_rejected_naming_submit(tmp_path: Path):
     doc = json.loads((Path(__file__).parent / "fixtures/ingest/sacct-v0.0.41.json").read_text())
     first = doc["jobs"][0]
@@ -336,6 +345,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True)
 
 
+@pytest.mark.fault("exit codes", cases=4)
 def test_bad_option_values_are_usage_errors_not_tracebacks_or_empty_answers(tmp_path: Path):
     """Issue 38 items 8 and 9: each exited 0 with an empty table, 3, or a traceback."""
     cases = [
@@ -350,6 +360,7 @@ def test_bad_option_values_are_usage_errors_not_tracebacks_or_empty_answers(tmp_
         assert "Invalid value for '--" in done.stderr, (args, done.stderr)
 
 
+@pytest.mark.fault("exit codes", cases=2)
 def test_an_unusable_database_file_is_bad_input_as_the_docs_say(tmp_path: Path):
     folder = tmp_path / "folder.duckdb"
     folder.mkdir()
@@ -364,6 +375,7 @@ def test_an_unusable_database_file_is_bad_input_as_the_docs_say(tmp_path: Path):
         assert done.stderr.startswith(f"Error: {db}: cannot open read-only: ")
 
 
+@pytest.mark.fault("tracebacks on values", cases=1)
 def test_a_pricing_file_that_is_not_utf8_is_named_with_its_line(tmp_path: Path):
     bad = tmp_path / "prices.csv"
     bad.write_bytes(b"kind,name\n\xff\xfeH100,1\n")
@@ -374,6 +386,7 @@ def test_a_pricing_file_that_is_not_utf8_is_named_with_its_line(tmp_path: Path):
     )
 
 
+@pytest.mark.fault("tracebacks on values", cases=1)
 def test_a_cluster_name_too_long_for_a_folder_is_refused_and_nothing_is_exported(tmp_path):
     cells = _row(1, 2).split("|")
     cells[2] = "c" * 300
@@ -388,6 +401,7 @@ def test_a_cluster_name_too_long_for_a_folder_is_refused_and_nothing_is_exported
     assert not list(out.rglob("*.parquet"))
 
 
+@pytest.mark.fault("exit codes", cases=1)
 def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
     import signal
     import socket
@@ -421,6 +435,7 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
     assert err.rstrip().endswith("Interrupted") and "Traceback" not in err
 
 
+@pytest.mark.fault("silent or unbounded", cases=2)
 def test_a_line_past_duckdbs_limit_is_rejected_by_line_not_dropped_in_silence(tmp_path: Path):
     """Issue 38 item 10: past about 64 MB DuckDB's reader dropped such a line with no reject
     (a gzip of a header and 300 MB of NUL loaded nothing, exit 0, no word)."""
@@ -448,6 +463,7 @@ def test_a_line_past_duckdbs_limit_is_rejected_by_line_not_dropped_in_silence(tm
     assert [j for j, *_ in _jobs(db)] == [1, 2, 3, 4]
 
 
+@pytest.mark.fault("silent or unbounded", cases=1)
 def test_local_times_around_a_clock_change_are_stored_with_a_warning_that_says_so(tmp_path):
     """Issue 38 item 10: --tz Europe/Berlin mapped the ambiguous and the skipped 02:30 to one
     UTC time each without a word."""

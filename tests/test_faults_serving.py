@@ -23,6 +23,8 @@ import pytest
 
 from tests.browser_fixtures import chromium_context, chromium_or_skip
 
+pytestmark = pytest.mark.fault("serving faults (round 3)")
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
 ADVISOR = shutil.which("advisor")
