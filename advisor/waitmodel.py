@@ -47,6 +47,7 @@ class WaitPhase:
     demand: Mapping[str, float]  # api_server, engine_core: cores at the series' most cores
     wait: Mapping[str, float]  # role -> share of wall time (gpu_worker: per worker)
     gpus: int = 1
+    ttft_ms: float | None = None  # the phase's victim TTFT median, where it has one
 
     @property
     def headroom(self) -> float:
@@ -180,9 +181,14 @@ def fit_wait_roles(phases: Sequence[WaitPhase], seed: int = 0) -> dict[str, Role
     return roles
 
 
-def fit_wait(phases: Sequence[WaitPhase], *, seed: int = 0) -> WaitFit:
+def fit_wait(
+    phases: Sequence[WaitPhase],
+    *,
+    seed: int = 0,
+    baseline_knees: Mapping[str, int | None] | None = None,
+) -> WaitFit:
     """Every role and executor the phases measure, and the held-out scores."""
-    return WaitFit(fit_wait_roles(phases, seed), score(phases))
+    return WaitFit(fit_wait_roles(phases, seed), score(phases, baseline_knees=baseline_knees))
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,49 @@ def wait_curve(
     return out
 
 
+def stretch(wait: float, demand: float) -> float:
+    """How many times longer a role's CPU work takes when, needing ``demand`` cores, it waits
+    ``wait`` (a share of wall time) for one: the share of its needed time spent queued is
+    wait / demand, so its work stretches by 1 / (1 - wait / demand); infinite where the wait
+    reaches the demand (the role cannot keep up)."""
+    share = wait / max(demand, 1e-3)
+    return math.inf if share >= 1.0 else 1.0 / (1.0 - share)
+
+
+@dataclass(frozen=True)
+class SlowdownBound:
+    """The most a request can slow at one core count from the wait: every judged role's CPU
+    work on its path stretched (:func:`stretch`), the largest stretch bounding TTFT (the GPU's
+    part does not stretch); ``high`` from the wait's interval. The least is 1 (a request whose
+    CPU work is off the critical path does not slow)."""
+
+    cores: int
+    most: float
+    most_high: float
+
+    def to_json_dict(self) -> dict[str, Any]:
+        def finite(x: float) -> float | None:
+            return None if math.isinf(x) else x
+
+        return {"cores": self.cores, "most": finite(self.most), "most_high": finite(self.most_high)}
+
+
+def slowdown_bounds(
+    curve: Sequence[WaitPrediction], demand: Mapping[str, float], roles: Sequence[str] = JUDGED
+) -> list[SlowdownBound]:
+    """:class:`SlowdownBound` at each core count of a wait curve (``demand``: cores per role at
+    ample cores, as the curve was predicted with)."""
+    out = []
+    for c in sorted({p.cores for p in curve}):
+        at = [p for p in curve if p.cores == c and p.role in roles]
+        if not at:
+            continue
+        most = max(stretch(p.wait, demand[p.role]) for p in at)
+        high = max(stretch(p.high, demand[p.role]) for p in at)
+        out.append(SlowdownBound(c, most, max(high, most)))
+    return out
+
+
 def wait_knee(
     curve: Sequence[WaitPrediction], *, max_wait: float, floor: int, roles: Sequence[str] = JUDGED
 ) -> int | None:
@@ -267,14 +316,49 @@ def measured_knee(phases: Sequence[WaitPhase], max_wait: float) -> int | None:
     return knee
 
 
-def score(phases: Sequence[WaitPhase], max_wait: float = 0.15) -> dict[str, Any]:
+def measured_slowdowns(phases: Sequence[WaitPhase]) -> dict[int, float]:
+    """One series' TTFT slowdown per core count: the median TTFT there over the median at its
+    most cores (counts without a TTFT left out)."""
+    by: dict[int, list[float]] = {}
+    for p in phases:
+        if p.ttft_ms is not None and p.ttft_ms > 0:
+            by.setdefault(p.cores, []).append(p.ttft_ms)
+    if not by:
+        return {}
+    base = float(np.median(by[max(by)]))
+    return {c: float(np.median(v)) / base for c, v in by.items()}
+
+
+def _bound_check(
+    measured: Mapping[int, float], bounds: Mapping[int, float], tolerance: float
+) -> tuple[int, int, float]:
+    """(core counts compared, counts whose measured slowdown is within ``tolerance`` of the
+    bound or under it, the largest measured / bound)."""
+    pairs = [(measured[c], bounds[c]) for c in measured if c in bounds]
+    held = sum(m <= b * (1 + tolerance) for m, b in pairs)
+    worst = max((m / b for m, b in pairs if not math.isinf(b)), default=0.0)
+    return len(pairs), held, worst
+
+
+def score(
+    phases: Sequence[WaitPhase],
+    max_wait: float = 0.15,
+    *,
+    baseline_knees: Mapping[str, int | None] | None = None,
+    tolerance: float = 0.10,
+) -> dict[str, Any]:
     """Leave one series out: refit without it, predict its phases; mean absolute error of the
     wait share per role (all phases, measurable or not), and the wait knee predicted against
-    the series' measured one (cores off), beside vLLM's 2 + N."""
+    the series' measured one (cores off), beside vLLM's 2 + N and, where ``baseline_knees``
+    gives one per series, the TTFT knee curve's knee. Then the TTFT slowdown bound
+    (:func:`slowdown_bounds`) against each series' measured slowdown: from its measured wait
+    (the mechanism alone) and from the held-out prediction."""
     series = sorted({p.series for p in phases})
     errors: dict[str, list[float]] = {r: [] for r in ROLES}
     knee_off: list[float] = []
     floor_off: list[float] = []
+    curve_off: list[float] = []
+    checks = {"measured_wait": [0, 0, 0.0], "predicted_wait": [0, 0, 0.0]}
     for s in series:
         train = [p for p in phases if p.series != s]
         test = [p for p in phases if p.series == s]
@@ -294,6 +378,29 @@ def score(phases: Sequence[WaitPhase], max_wait: float = 0.15) -> dict[str, Any]
         if truth is not None and knee is not None:
             knee_off.append(abs(knee - truth))
             floor_off.append(abs(max(counts[0], 2 + t0.gpus) - truth))
+            base = (baseline_knees or {}).get(s)
+            if base is not None:
+                curve_off.append(abs(base - truth))
+        slow = measured_slowdowns(test)
+        if slow:
+            demand = {r: t0.demand[r] for r in JUDGED}
+            by_cores: dict[int, list[WaitPhase]] = {}
+            for p in test:
+                by_cores.setdefault(p.cores, []).append(p)
+            from_measured = {
+                c: max(
+                    stretch(float(np.mean([p.wait.get(r, 0.0) for p in ps])), demand[r])
+                    for r in JUDGED
+                )
+                for c, ps in by_cores.items()
+            }
+            from_held = {b.cores: b.most for b in slowdown_bounds(curve, demand)}
+            for key, bounds in (("measured_wait", from_measured), ("predicted_wait", from_held)):
+                n, held, worst = _bound_check(slow, bounds, tolerance)
+                row = checks[key]
+                row[0] += n
+                row[1] += held
+                row[2] = max(row[2], worst)
         for executor in sorted({p.executor for p in test}):
             for role in ROLES:
                 f = fit_role(train, role, executor)
@@ -311,7 +418,16 @@ def score(phases: Sequence[WaitPhase], max_wait: float = 0.15) -> dict[str, Any]
         "max_wait": max_wait,
         "knee_cores_off": float(np.mean(knee_off)) if knee_off else None,
         "floor_cores_off": float(np.mean(floor_off)) if floor_off else None,
+        "knee_curve_cores_off": float(np.mean(curve_off)) if curve_off else None,
         "knees_compared": len(knee_off),
+        "knee_curve_compared": len(curve_off),
+        "slowdown_bound": {
+            "tolerance": tolerance,
+            **{
+                key: {"core_counts": n, "held": held, "largest_measured_over_bound": worst}
+                for key, (n, held, worst) in checks.items()
+            },
+        },
         **{
             role: {"mae": float(np.mean(e)), "max": float(np.max(e)), "phases": len(e)}
             for role, e in errors.items()

@@ -112,6 +112,30 @@ def decision_basis(decision: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def _knee_curve_of(values: Any, cfg: FitConfig) -> Any:
+    """A series' knee by the 2-parameter TTFT knee curve fitted on every series (the held-out
+    wait knee is scored beside it; the curve has seen the series it is scored on)."""
+    from advisor.recommend.query import Workload, features_of
+    from advisor.slowdown import CurveParams, knee_total_cores
+
+    params = CurveParams(
+        values=values, max_slowdown=cfg.max_slowdown, pole_exponent=cfg.pole_exponent
+    )
+
+    def knee(c: Any) -> int | None:
+        w = Workload(
+            load_rps=c.load_rps,
+            prompt_tokens=c.prompt_tokens,
+            workload=c.workload,
+            executor=c.executor,
+            renderer_workers=c.renderer_workers,
+        )
+        f = features_of(c.platform, c.gpus, w, c.tp)
+        return knee_total_cores(params, f.template, 0.10, max_total=64 * c.gpus)
+
+    return knee
+
+
 def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     """Fit, validate, test and save (see the module docstring)."""
     from advisor.slowdown import N_DEMAND, PARAM_NAMES, PLATFORMS, CurveParams, save_params
@@ -157,7 +181,9 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
 
     from advisor.calibration.waits import fit_wait_points
 
-    wait_fit = fit_wait_points(loaded.points, seed=cfg.random_state)
+    wait_fit = fit_wait_points(
+        loaded.points, seed=cfg.random_state, baseline=_knee_curve_of(final.values, cfg)
+    )
     platforms_seen = tuple(sorted({p.platform for p in ts.points if p.platform}))
     gpus_seen = tuple(sorted({p.gpus for p in ts.points if p.gpus}))
     warnings = list(loaded.problems) + list(ts.skipped)

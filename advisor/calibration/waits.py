@@ -5,13 +5,14 @@ series' demand at its most cores (:class:`advisor.waitmodel.WaitPhase`)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from advisor.calibration.points import CalibrationPoint
-from advisor.calibration.series import config_of, identity_of_notes
+from advisor.calibration.series import SeriesConfig, config_of, identity_of_notes
 from advisor.waitmodel import WaitFit, WaitPhase, fit_wait
 
+TTFT_METRIC = "ttft_p50_ms"
 WAIT_POINT_METRICS = {
     "wait_api_server_share": ("wait", "api_server"),
     "wait_engine_core_share": ("wait", "engine_core"),
@@ -21,22 +22,36 @@ WAIT_POINT_METRICS = {
 }
 
 
+def _series_name(p: CalibrationPoint) -> tuple[str, SeriesConfig]:
+    c = config_of(p)
+    ident = identity_of_notes(p.notes).get("series") or ""
+    series = "|".join(
+        str(x)
+        for x in (c.platform, c.engine_version, c.model, c.gpus, c.tp, c.executor,
+                  c.renderer_workers, c.workload, c.load_rps, c.prompt_tokens, ident)
+    )  # fmt: skip
+    return series, c
+
+
+def series_configs(points: Sequence[CalibrationPoint]) -> dict[str, SeriesConfig]:
+    """The configuration of each series :func:`wait_phases` names."""
+    return dict(_series_name(p) for p in points if p.metric in WAIT_POINT_METRICS)
+
+
 def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
-    """One phase per bench run that recorded its processes' wait."""
+    """One phase per bench run that recorded its processes' wait (with its victim TTFT median
+    where the run has one)."""
     runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "busy": {}})
+    ttft: dict[str, float] = {}
     for p in points:
+        if p.metric == TTFT_METRIC and p.value is not None:
+            ttft[p.source] = float(p.value)
         kind = WAIT_POINT_METRICS.get(p.metric)
         if kind is None or p.value is None or p.cores is None:
             continue
-        c = config_of(p)
-        ident = identity_of_notes(p.notes).get("series") or ""
-        series = "|".join(
-            str(x)
-            for x in (c.platform, c.engine_version, c.model, c.gpus, c.tp, c.executor,
-                      c.renderer_workers, c.workload, c.load_rps, c.prompt_tokens, ident)
-        )  # fmt: skip
+        series, c = _series_name(p)
         r = runs[p.source]
-        r.update(series=series, executor=c.executor, cores=int(p.cores), gpus=c.gpus)
+        r.update(series=series, executor=c.executor, cores=int(p.cores), gpus=c.gpus, src=p.source)
         r[kind[0]][kind[1]] = float(p.value)
     by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in runs.values():
@@ -56,13 +71,30 @@ def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
             workers = r["gpus"] if r["executor"] == "mp" else 0
             phases.append(
                 WaitPhase(
-                    series, r["executor"], r["cores"], workers, demand, dict(r["wait"]), r["gpus"]
+                    series,
+                    r["executor"],
+                    r["cores"],
+                    workers,
+                    demand,
+                    dict(r["wait"]),
+                    r["gpus"],
+                    ttft.get(r["src"]),
                 )
             )
     return phases
 
 
-def fit_wait_points(points: Sequence[CalibrationPoint], seed: int = 0) -> WaitFit | None:
-    """The wait model of the points, or None where no run recorded its processes' wait."""
+def fit_wait_points(
+    points: Sequence[CalibrationPoint],
+    seed: int = 0,
+    baseline: Callable[[SeriesConfig], int | None] | None = None,
+) -> WaitFit | None:
+    """The wait model of the points, or None where no run recorded its processes' wait;
+    ``baseline`` gives a series' knee by another rule (the TTFT knee curve), scored beside."""
     phases = wait_phases(points)
-    return fit_wait(phases, seed=seed) if phases else None
+    if not phases:
+        return None
+    knees = None
+    if baseline is not None:
+        knees = {s: baseline(c) for s, c in series_configs(points).items()}
+    return fit_wait(phases, seed=seed, baseline_knees=knees)

@@ -42,7 +42,14 @@ from advisor.demand import (
 )
 from advisor.recommend.query import JobFeatures, Workload, features_of
 from advisor.waitknee import DEFAULT_MAX_WAIT
-from advisor.waitmodel import WaitFit, WaitPrediction, wait_curve, wait_knee
+from advisor.waitmodel import (
+    SlowdownBound,
+    WaitFit,
+    WaitPrediction,
+    slowdown_bounds,
+    wait_curve,
+    wait_knee,
+)
 
 CAPACITY = "capacity model"
 WAIT = "wait model"
@@ -139,16 +146,27 @@ class WaitAnswer:
     max_wait: float
     knee_cores: int | None  # None: no count up to the cap is under the threshold
     curve: tuple[WaitPrediction, ...]
+    # the most TTFT can slow at each count from the predicted wait (waitmodel.slowdown_bounds)
+    bounds: tuple[SlowdownBound, ...] = ()
 
     def at(self, cores: int, role: str) -> WaitPrediction | None:
         return next((p for p in self.curve if p.cores == cores and p.role == role), None)
 
+    def bound_at(self, cores: int) -> SlowdownBound | None:
+        return next((b for b in self.bounds if b.cores == cores), None)
+
     def to_json_list(self) -> list[dict[str, Any]]:
         counts = sorted({p.cores for p in self.curve})
-        return [
-            {"cores": c, **{p.role: p.to_json_dict() for p in self.curve if p.cores == c}}
-            for c in counts
-        ]
+        out = []
+        for c in counts:
+            row: dict[str, Any] = {"cores": c}
+            row.update({p.role: p.to_json_dict() for p in self.curve if p.cores == c})
+            b = self.bound_at(c)
+            if b is not None:
+                d = b.to_json_dict()
+                row["slowdown_most"], row["slowdown_most_high"] = d["most"], d["most_high"]
+            out.append(row)
+        return out
 
 
 def wait_answer(
@@ -176,7 +194,8 @@ def wait_answer(
         core_counts=counts,
     )
     knee = wait_knee(curve, max_wait=max_wait, floor=f.floor_cores)
-    return WaitAnswer(max_wait, knee, tuple(curve))
+    demand_by_role = {"api_server": p.api_server_cores, "engine_core": p.engine_core_cores}
+    return WaitAnswer(max_wait, knee, tuple(curve), tuple(slowdown_bounds(curve, demand_by_role)))
 
 
 @dataclass(frozen=True)

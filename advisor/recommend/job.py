@@ -18,6 +18,7 @@ exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,10 @@ class JobRecommendation:
     wait_curve: tuple[dict[str, Any], ...] = ()
     # sentences that say why a number beside the answer seems to disagree with it
     answer_notes: tuple[str, ...] = ()
+    # the most TTFT can slow at the answer from its predicted wait (its CPU work stretched by
+    # 1 / (1 - wait / demand)), and the same at the wait's 90% upper end; None: no wait model
+    slowdown_from_wait: float | None = None
+    slowdown_from_wait_high: float | None = None
 
 
 def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
@@ -307,6 +312,7 @@ def _record(
         warnings.append(f"cost unknown: {cost_reason}")
     rec = decision.cpus_per_gpu
     now, at_rec = curve.now, curve.recommended
+    bound = decision.wait.bound_at(rec * q.gpus) if decision.wait else None
     regime = (
         "pathological"
         if now.pathological
@@ -388,6 +394,24 @@ def _record(
         wait_knee=decision.wait.knee_cores if decision.wait else None,
         wait_curve=tuple(decision.wait.to_json_list()) if decision.wait else (),
         answer_notes=tuple(_answer_notes(q, decision, curve)),
+        slowdown_from_wait=_finite(bound.most) if bound else None,
+        slowdown_from_wait_high=_finite(bound.most_high) if bound else None,
+    )
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+def _bound_text(decision: Decision, total: int) -> str:
+    b = decision.wait.bound_at(total) if decision.wait else None
+    if b is None:
+        return ""
+    high = "no bound" if math.isinf(b.most_high) else f"{b.most_high:.2f}x"
+    return (
+        f"; the predicted wait there bounds TTFT at {b.most:.2f}x of ample cores ({high} at the "
+        "wait's 90% upper end: the CPU work on a request's path stretched by 1 / (1 - wait / "
+        "demand))"
     )
 
 
@@ -411,13 +435,19 @@ def _answer_notes(q: JobQuery, decision: Decision, curve: JobCurve) -> list[str]
                 f"reaches {max(p.high for p in over):.0%} ({over[0].role.replace('_', ' ')}): "
                 f"{total + 1} cores keep more margin"
             )
-        if rec.slowdown is not None and rec.slowdown > 1 + q.tolerance:
+        if rec.slowdown is not None and (
+            rec.slowdown > 1 + q.tolerance or rec.high > 1 + q.tolerance
+        ):
+            shown = (
+                f"puts {rec.slowdown:.2f}x at {total} cores (90% up to {rec.high:.2f}x)"
+                if rec.slowdown > 1 + q.tolerance
+                else f"reaches {rec.high:.2f}x at {total} cores with its 90% interval"
+            )
             out.append(
-                f"the TTFT curve puts {rec.slowdown:.2f}x at {total} cores (90% up to "
-                f"{rec.high:.2f}x); it is fitted to TTFT, which one GPU's runs do not resolve "
-                f"(docs/model.md), while the engine core's predicted wait there is {said}, "
-                f"under the {q.max_wait:.0%} at which no measured TTFT or inter-token latency "
-                "was slower: the answer follows the wait"
+                f"the TTFT curve {shown}; it is fitted to TTFT, which one GPU's runs do not "
+                f"resolve (docs/model.md), while the engine core's predicted wait there is "
+                f"{said}, under the {q.max_wait:.0%} at which no measured TTFT or inter-token "
+                f"latency was slower{_bound_text(decision, total)}: the answer follows the wait"
             )
         if curve.knee_cores is not None and curve.knee_cores > total:
             out.append(
