@@ -6,6 +6,7 @@ array of objects (or one object for single results), so programs can read every 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,7 +63,11 @@ def _cell(value: Any, column: str = "") -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
-        return str(value)
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v, column) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_cell(v, str(k))}" for k, v in value.items())
     if isinstance(value, int) and not _NAME_LIKE.search(column):
         return f"{value:,}"
     if isinstance(value, float):
@@ -107,15 +112,53 @@ def emit_rows(
         return
     from rich.table import Table
 
+    widths = {c: _width(c, plain) for c in cols}
+    natural = sum(widths.values()) + 3 * len(cols) + 1
+    limit = _fit_width()
+    if limit is not None and natural > limit and len(plain) == 1:
+        # one record wider than the terminal: a key/value block, one field a line
+        block = Table(title=title, show_header=False, show_lines=False)
+        block.add_column("field", no_wrap=True)
+        block.add_column("value", overflow="fold")
+        for c in cols:
+            block.add_row(c, terminal_text(_cell(plain[0].get(c), c)))
+        Console(width=limit).print(block)
+        return
+    shown, left_out = cols, []
+    if limit is not None and natural > limit:
+        # the first columns name the rows: keep them whole while they fit, leave out the rest
+        used, shown = 1, []
+        for c in cols:
+            if shown and used + widths[c] + 3 > limit:
+                break
+            shown.append(c)
+            used += widths[c] + 3
+        left_out = cols[len(shown) :]
     table = Table(title=title, show_lines=False)
-    for c in cols:
-        table.add_column(c, overflow="fold")
+    for c in shown:
+        # (never folded where the table fits: "4,645" is not cut into "4,/64/5")
+        table.add_column(c, overflow="fold", min_width=min(widths[c], (limit or natural) - 4))
     for r in plain:
-        table.add_row(*(terminal_text(_cell(r.get(c), c)) for c in cols))
+        table.add_row(*(terminal_text(_cell(r.get(c), c)) for c in shown))
+    width = limit if limit is not None else max(80, natural)
+    Console(width=width).print(table)
+    if left_out:
+        Console(width=width, stderr=True).print(
+            f"({len(left_out)} more columns do not fit {width} columns: {', '.join(left_out)};"
+            " --format csv or json has every column)",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _fit_width() -> int | None:
+    """The width a person's table must fit: the terminal's, else ``COLUMNS`` where output is
+    piped with it set; None (piped, no COLUMNS): the table's natural width."""
     out = Console()
-    if not out.is_terminal:  # piped or redirected: print at natural width, never fold cells
-        out = Console(width=max(80, sum(_width(c, plain) for c in cols) + 3 * len(cols) + 1))
-    out.print(table)
+    if out.is_terminal:
+        return out.width
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) >= 20 else None
 
 
 def _width(col: str, rows: Sequence[Mapping[str, Any]]) -> int:

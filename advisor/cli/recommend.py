@@ -6,7 +6,7 @@ are imported inside the command."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,16 @@ from advisor.cli._curve_options import (
 )
 from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; re-exported
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+
+PARTITION_FIRST = (
+    "partition",
+    "gpu_type",
+    "def_cpu_per_gpu",
+    "p50_cores_per_gpu",
+    "share_jobs_below",
+    "gpu_hours_lost_per_month",
+    "jobs",
+)
 
 
 def recommend_cmd(
@@ -184,11 +194,12 @@ def recommend_cmd(
             return
         # the table leaves out what the Warning lines above already say
         hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
-        emit_rows(
-            [{k: v for k, v in r.__dict__.items() if k not in hidden} for r in report.rows],
-            fmt,
-            title="DefCpuPerGPU by partition and GPU type",
-        )
+        rows = [{k: v for k, v in r.__dict__.items() if k not in hidden} for r in report.rows]
+        if fmt is OutputFormat.table and rows:
+            # the answer and what it changes first: a narrow terminal keeps these columns
+            first = [c for c in PARTITION_FIRST if c in rows[0]]
+            rows = [{**{c: r[c] for c in first}, **r} for r in rows]
+        emit_rows(rows, fmt, title="DefCpuPerGPU by partition and GPU type")
         return
     if gpu_type is None:
         from advisor.errors import UsageError
@@ -245,6 +256,7 @@ def recommend_cmd(
                 "speedup": rec.predicted_speedup,
                 "speedup_90pct": _interval(rec.speedup_interval),
                 "slowdown_90pct": _interval(rec.slowdown_recommended_interval),
+                "slowdown_bound_from_wait": _bound(rec),
                 "calibration": "calibrated"
                 if rec.calibrated
                 else "extrapolated from " + ", ".join(rec.extrapolated_from),
@@ -257,25 +269,23 @@ def recommend_cmd(
         fmt,
         title="cores per GPU",
     )
+    # a person's table leaves out the long series ids (csv and json keep them)
+    keys = ("platform", "workload", "load_rps", "knee_status", "knee_cores")
+    if fmt is not OutputFormat.table:
+        keys = ("series", *keys[:3], "prompt_tokens", *keys[3:])
     emit_rows(
-        [
-            {
-                k: e.get(k)
-                for k in (
-                    "series",
-                    "platform",
-                    "workload",
-                    "load_rps",
-                    "prompt_tokens",
-                    "knee_status",
-                    "knee_cores",
-                )
-            }
-            for e in rec.evidence_series
-        ],
+        [{k: e.get(k) for k in keys} for e in rec.evidence_series],
         fmt,
         title=f"measured series of the family {rec.evidence_family}",
     )
+
+
+def _bound(rec: Any) -> str | None:
+    """The most TTFT slows at the answer from its predicted wait, and at the wait's 90% end."""
+    if rec.slowdown_from_wait is None:
+        return None
+    high = rec.slowdown_from_wait_high
+    return f"{rec.slowdown_from_wait:.2f}x (90%: {'none' if high is None else f'{high:.2f}x'})"
 
 
 def _interval(ends: tuple[float | None, float] | None) -> str | None:

@@ -1,0 +1,82 @@
+"""What a person sees in a terminal (issue 39 item 3): the installed console script at
+COLUMNS=80 and 120 (piped, as a terminal of that width is told by COLUMNS) on the shipped sample
+in a real DuckDB file. Every line fits; a record too wide for the width becomes a key/value
+block; a wide table keeps its first columns whole and says which it left out; no number is cut.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+ROOT = Path(__file__).resolve().parent.parent
+ADVISOR = shutil.which("advisor") or str(Path(sys.executable).parent / "advisor")
+SAMPLE = ROOT / "data" / "sample" / "sacct-synth.txt.gz"
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("width") / "sample.duckdb"
+    done = subprocess.run([ADVISOR, "ingest", str(SAMPLE), "--db", str(db)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def _run(width: int, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(width)}
+    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=env)
+
+
+def _fits(text: str, width: int) -> None:
+    long = [line for line in text.splitlines() if cell_len(line) > width]
+    assert not long, long[:3]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_recommend_for_a_job_is_the_answer_then_a_key_value_block(sample_db: Path, width: int):
+    done = _run(width, "recommend", "--gpu-type", "H100", "--gpus", "4", "--db", str(sample_db))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    _fits(done.stdout, width)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("--cpus-per-gpu=") and "cores for 4 GPUs" in lines[0]
+    # one field a line, its value whole: the flag is not cut into "--c/pus/-pe/r-g/pu=/2"
+    (flag,) = [line for line in lines if "│ recommended " in line]
+    assert re.search(r"│ --cpus-per-gpu=\d+ +│", flag), flag
+    assert any("│ slowdown_bound_from_wait " in line for line in lines)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_ratios_keep_their_numbers_whole_and_name_the_columns_left_out(sample_db: Path, width):
+    done = _run(width, "ratios", "--db", str(sample_db))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    _fits(done.stdout, width)
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│ H100")]
+    assert len(rows) == 1 and re.search(r"│ \d{1,3}(,\d{3})+ +│", rows[0]), rows
+    if width == 80:
+        assert "more columns do not fit 80 columns" in done.stderr
+    piped = subprocess.run(
+        [ADVISOR, "ratios", "--db", str(sample_db)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
+    # piped with no width told: the whole table at its natural width, for a pager
+    assert "more columns" not in piped.stderr and "<8" in piped.stdout
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_partition_recommendations_show_the_answer_first_not_an_empty_grid(sample_db, width):
+    done = _run(width, "recommend", "--partition", "*", "--db", str(sample_db))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    _fits(done.stdout, width)
+    header = next(line for line in done.stdout.splitlines() if line.startswith("┃"))
+    assert re.search(r"partition .*gpu_type .*def_cpu_per_gpu", header), header
+    assert sum(line.startswith("│ ") for line in done.stdout.splitlines()) == 5
+    assert "True" not in done.stdout and "False" not in done.stdout and "[" not in done.stdout
