@@ -80,3 +80,15 @@ def test_partition_recommendations_show_the_answer_first_not_an_empty_grid(sampl
     assert re.search(r"partition .*gpu_type .*def_cpu_per_gpu", header), header
     assert sum(line.startswith("│ ") for line in done.stdout.splitlines()) == 5
     assert "True" not in done.stdout and "False" not in done.stdout and "[" not in done.stdout
+
+
+def test_report_for_a_month_without_data_fails_in_one_line_naming_the_months_held(
+    sample_db: Path, tmp_path: Path
+):
+    """Issue 39 item 5: `advisor report --month last` on old data wrote an empty report, exit 0,
+    and printed nothing."""
+    done = _run(120, "report", "--month", "2023-06", "--out", str(tmp_path), "--db", str(sample_db))
+    assert done.returncode == 4 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("Error: no GPU allocations in 2023-06: the database holds 2024-01 to ")
+    assert not list(tmp_path.rglob("*.html"))

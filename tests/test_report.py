@@ -311,15 +311,15 @@ def test_an_unknown_cluster_is_named_with_the_ones_that_exist(small_db, tmp_path
         )
 
 
-def test_a_month_without_data_still_writes_a_report_that_says_so(small_db, tmp_path):
-    (res,) = report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2023-01"), small_db)
-    html = res.html_path.read_text()
-    assert "No allocation records for 2023-01</strong>" in html
-    assert 'data-key="no_records" data-value="true"' in html
-    # it says exactly that, not "0 days without allocations" or an empty summary of losses
-    assert "Days without any allocation starting" not in html
-    assert 'data-key="summary.gpu_hours_lost"' not in html
-    assert res.gpu_jobs == 0
+def test_a_month_without_data_is_refused_naming_the_months_the_database_holds(small_db, tmp_path):
+    """Issue 39 item 5: it wrote an empty report and exited 0, so a monthly cron job would mail
+    empty reports for ever."""
+    with pytest.raises(NotFoundError) as e:
+        report.run_reports(report.ReportConfig(out_dir=tmp_path, month="2023-01"), small_db)
+    msg = str(e.value)
+    assert msg.startswith("no GPU allocations in 2023-01: the database holds ")
+    assert "--all-months" in msg
+    assert not list(tmp_path.rglob("*.html"))
 
 
 def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(small_db, tmp_path):
@@ -467,7 +467,8 @@ def test_below_recommendation_rows_are_ratio_summary_below_recommend_partitions(
         g = direct[(b.name, b.gpu_type)]
         t = float(rec.def_cpu_per_gpu)
         assert b.recommended_cores_per_gpu == t
-        assert b.flag == f"--cpus-per-gpu={rec.def_cpu_per_gpu}"
+        # issue 39 item 8: a partition is told its slurm.conf setting, not a job flag
+        assert b.flag == f"DefCpuPerGPU={rec.def_cpu_per_gpu}"
         assert b.jobs == g.jobs and b.p50_cores_per_gpu == g.p50_cores_per_gpu
         assert b.jobs_below == round(g.share_jobs_below[t] * g.jobs)
         assert b.gpu_hours_below == pytest.approx(g.share_gpu_hours_below[t] * g.gpu_hours)

@@ -5,7 +5,7 @@ series' demand at its most cores (:class:`advisor.waitmodel.WaitPhase`)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from advisor.calibration.points import CalibrationPoint
@@ -38,9 +38,16 @@ def series_configs(points: Sequence[CalibrationPoint]) -> dict[str, SeriesConfig
     return dict(_series_name(p) for p in points if p.metric in WAIT_POINT_METRICS)
 
 
-def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
+DemandFn = Callable[[SeriesConfig], Mapping[str, float]]
+
+
+def wait_phases(
+    points: Sequence[CalibrationPoint], demand_of: DemandFn | None = None
+) -> list[WaitPhase]:
     """One phase per bench run that recorded its processes' wait (with its victim TTFT median
-    where the run has one)."""
+    where the run has one). Each series' demand per role is what its processes used at its
+    most cores, or, with ``demand_of``, what the demand model predicts for its configuration
+    (as ``recommend`` will have it)."""
     runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "busy": {}})
     ttft: dict[str, float] = {}
     for p in points:
@@ -51,7 +58,10 @@ def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
             continue
         series, c = _series_name(p)
         r = runs[p.source]
-        r.update(series=series, executor=c.executor, cores=int(p.cores), gpus=c.gpus, src=p.source)
+        r.update(
+            series=series, config=c, executor=c.executor, cores=int(p.cores), gpus=c.gpus,
+            src=p.source,
+        )  # fmt: skip
         r[kind[0]][kind[1]] = float(p.value)
     by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in runs.values():
@@ -61,10 +71,14 @@ def wait_phases(points: Sequence[CalibrationPoint]) -> list[WaitPhase]:
     for series, members in sorted(by_series.items()):
         most = max(r["cores"] for r in members)
         top = [r for r in members if r["cores"] == most]
-        demand = {
-            role: sum(r["busy"][role] for r in top) / len(top)
-            for role in ("api_server", "engine_core")
-        }
+        demand = (
+            dict(demand_of(top[0]["config"]))
+            if demand_of is not None
+            else {
+                role: sum(r["busy"][role] for r in top) / len(top)
+                for role in ("api_server", "engine_core")
+            }
+        )
         for r in members:
             if not r["wait"]:
                 continue
@@ -88,10 +102,12 @@ def fit_wait_points(
     points: Sequence[CalibrationPoint],
     seed: int = 0,
     baseline: Callable[[SeriesConfig], int | None] | None = None,
+    demand_of: DemandFn | None = None,
 ) -> WaitFit | None:
     """The wait model of the points, or None where no run recorded its processes' wait;
-    ``baseline`` gives a series' knee by another rule (the TTFT knee curve), scored beside."""
-    phases = wait_phases(points)
+    ``baseline`` gives a series' knee by another rule (the TTFT knee curve), scored beside;
+    ``demand_of``: see :func:`wait_phases`."""
+    phases = wait_phases(points, demand_of)
     if not phases:
         return None
     knees = None

@@ -207,6 +207,7 @@ def recommend_cmd(
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
     from advisor.cli._parse import NO_INVENTORY, warn_missing_db
     from advisor.recommend import JobQuery, recommend_job
+    from advisor.wording import count_words
 
     warn_missing_db(db, NO_INVENTORY)
     rec = recommend_job(
@@ -234,7 +235,8 @@ def recommend_cmd(
         typer.echo(f"Note: {n}", err=True)
     # the answer first, whole on one line of a narrow terminal; the wide table follows
     typer.echo(
-        f"{rec.slurm_option}  ({rec.cores_total} cores for {rec.gpus} GPUs; {rec.decision_basis})"
+        f"{rec.slurm_option}  ({count_words(rec.cores_total, 'core')} for "
+        f"{count_words(rec.gpus, 'GPU')}; {rec.decision_basis})"
     )
     typer.echo(f"Basis: {rec.basis_sentence}", err=True)  # a diagnostic: stdout is the table
     emit_rows(

@@ -29,7 +29,13 @@ from advisor.errors import ExternalToolError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
 from advisor.report.gather import build_report
 from advisor.report.inputs import load_inputs
-from advisor.report.months import ReportConfig, available_months, check_cluster, resolve_month
+from advisor.report.months import (
+    Month,
+    ReportConfig,
+    available_months,
+    check_cluster,
+    resolve_month,
+)
 from advisor.report.records import MonthlyReport, ReportResult
 from advisor.report.render import render_html, render_index, report_charts
 
@@ -277,6 +283,28 @@ def _write_index(out_dir: Path, results: Iterable[ReportResult]) -> None:
     tmp.replace(out_dir / "index.html")
 
 
+def _require_data(
+    month: Month, held: list[Month], cluster: str | None, now: dt.datetime | None
+) -> None:
+    """A month with no GPU allocation is refused (a monthly cron job would otherwise mail an
+    empty report for ever), naming the months the database holds and how old the newest is."""
+    if any(m.label == month.label for m in held):
+        return
+    where = f" of cluster {cluster!r}" if cluster else ""
+    if not held:
+        raise NotFoundError(
+            f"no GPU allocations{where} in the database; load some first with `advisor ingest FILE`"
+        )
+    today = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
+    age = (today - held[-1].end).days
+    stale = f"; the newest ended {age} days ago (is the ingest still running?)" if age > 45 else ""
+    raise NotFoundError(
+        f"no GPU allocations{where} in {month.label}: the database holds {held[0].label} to "
+        f"{held[-1].label} ({len(held)} months){stale}. Give --month YYYY-MM of one of them, or "
+        "--all-months"
+    )
+
+
 def run_reports(
     config: ReportConfig,
     db: str | os.PathLike[str] | None = None,
@@ -310,6 +338,7 @@ def run_reports(
             months = [resolve_month(config.month or "", now)]
             if config.cluster is not None:
                 check_cluster(con, config.cluster)
+            _require_data(months[0], available_months(con, config.cluster), config.cluster, now)
         results = []
         for i, month in enumerate(months):
             report = build_report(

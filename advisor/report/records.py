@@ -54,7 +54,7 @@ class BelowRecommendation:
     gpu_hours_below: float
     p50_cores_per_gpu: float | None
     recommended_cores_per_gpu: float
-    flag: str  # what their job scripts should say, e.g. "--cpus-per-gpu=8"
+    flag: str  # an account's job scripts: "--cpus-per-gpu=8"; a partition's slurm.conf: "DefCpuPerGPU=8"
     gpu_hours_lost: float = 0.0  # the part of gpu_hours_below estimated lost (fixplan.lost_share)
 
 

@@ -93,7 +93,8 @@ def below_recommendation(
                 gpu_hours_below=below_h,
                 p50_cores_per_gpu=g.p50_cores_per_gpu,
                 recommended_cores_per_gpu=t,
-                flag=f"--cpus-per-gpu={rec.def_cpu_per_gpu}",
+                # a partition is set in slurm.conf, not in its users' job scripts
+                flag=f"DefCpuPerGPU={rec.def_cpu_per_gpu}",
                 gpu_hours_lost=below_h
                 * fixplan.lost_share(recs, g.keys["partition"], str(g.keys["gpu_type"])),
             )
