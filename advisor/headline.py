@@ -87,9 +87,15 @@ def basis_sentence(decision_basis: str, interval_pct: int = INTERVAL_PCT) -> str
         decision_basis,
         "2 + N cores per job (N GPUs), raised where the measured CPU demand needs more",
     )
+    source = (
+        "the most the predicted wait lets TTFT slow (each process's CPU work stretched by "
+        "1 / (1 - wait / demand))"
+        if decision_basis == "wait model"
+        else "the fitted TTFT-vs-cores curve"
+    )
     return (
         f"{cores[0].upper()}{cores[1:]}; lost time is an upper bound (every GPU job counted as "
-        f"an LLM server) from the fitted TTFT-vs-cores curve, {interval_pct}% interval."
+        f"an LLM server) from {source}, {interval_pct}% interval."
     )
 
 

@@ -282,6 +282,31 @@ def slowdown_bounds(
     return out
 
 
+def bound_array(
+    fit: WaitFit,
+    *,
+    executor: str,
+    workers: int,
+    demand: Mapping[str, float],
+    cores: np.ndarray,
+    refit: int | None = None,
+) -> np.ndarray | None:
+    """:class:`SlowdownBound`'s ``most`` at many (fractional) core counts at once, with the
+    fit or its ``refit``-th bootstrap refit; None where a judged role has no fit for the
+    executor."""
+    h = cores - workers - demand["api_server"] - demand["engine_core"]
+    most = np.ones_like(cores, dtype=float)
+    for role in JUDGED:
+        f = fit.get(role, executor)
+        if f is None:
+            return None
+        a, b = (f.a, f.b) if refit is None or not f.refits else f.refits[refit % len(f.refits)]
+        share = np.minimum(1.0, np.exp(a + b * h))  # wait / demand
+        with np.errstate(divide="ignore"):
+            most = np.maximum(most, np.where(share >= 1.0, np.inf, 1.0 / (1.0 - share)))
+    return most
+
+
 def wait_knee(
     curve: Sequence[WaitPrediction], *, max_wait: float, floor: int, roles: Sequence[str] = JUDGED
 ) -> int | None:

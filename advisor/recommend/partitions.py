@@ -19,7 +19,7 @@ and batch jobs; costs are extra vCPU-hours x the per-vCPU price (:mod:`advisor.p
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -182,8 +182,8 @@ def recommend_partitions(
         buckets[(r[0], r[1])].append(r)
 
     # The recommendation of each group (at its typical GPU count), then what it changes.
-    def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool]:
-        def compute() -> tuple[int, bool]:
+    def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool, str]:
+        def compute() -> tuple[int, bool, str]:
             s = sufficient_cores(
                 params,
                 gpus=gpus,
@@ -192,7 +192,7 @@ def recommend_partitions(
                 cap=cap,
                 max_wait=q.max_wait,
             )
-            return s.cpus_per_gpu, s.reached
+            return s.cpus_per_gpu, s.reached, s.basis
 
         return ctx.remember(("default", gpus, platform, q.workload, cap, q.max_wait), compute)
 
@@ -210,13 +210,14 @@ def recommend_partitions(
         )
 
     plans = {}
+    group_basis: dict[tuple[str | None, str], str] = {}  # what decided each group's answer
     for n, (key, rows) in enumerate(buckets.items()):
         partition, gpu_type = key
         gpus_typ = int(_weighted_median([r[4] for r in rows], [r[7] for r in rows]))
         cap_row = caps.get((partition, gpu_type))
         cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
         platform = None if gpu_type == "(untyped)" else canonical_platform(gpu_type)
-        dflt, reached = default(gpus_typ, platform, max(cap, 1))
+        dflt, reached, group_basis[key] = default(gpus_typ, platform, max(cap, 1))
         mn = minimum(gpus_typ, platform, max(cap, 1))
         plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
         progress("partitions", n + 1, len(buckets))
@@ -304,7 +305,7 @@ def recommend_partitions(
                 fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
                 warnings=tuple(warnings),
                 gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
-                decision_basis=basis,
+                decision_basis=group_basis[key],
                 cost_reason=cost_reason,
                 span_hours=span_h,
                 fix_vcpu_hours=fix_vcpu_h,
@@ -318,6 +319,8 @@ def recommend_partitions(
             )
         )
     vcpu = book.vcpu
+    # the basis the groups' answers rest on (most of them, where they differ)
+    shown = Counter(group_basis.values()).most_common(1)[0][0] if group_basis else basis
     assumptions = {
         "default_cpus_per_gpu": "the job recommendation's cores at the group's typical GPUs "
         "(capacity model or 2 + N, see decision_basis)",
@@ -325,8 +328,9 @@ def recommend_partitions(
         "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
         "gpu_time_lost": "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
         "jobs below the recommendation, as if every GPU job were an LLM server "
-        "bound by TTFT (an upper bound for training and batch jobs); the interval: 5-95% over "
-        "the fit's series-bootstrap refits (demand and TTFT scale refitted together)",
+        "bound by TTFT (an upper bound for training and batch jobs); the slowdown: the most the "
+        "predicted wait allows where the wait model decides, else the fitted TTFT curve; the "
+        "interval: 5-95% over the fit's series-bootstrap refits",
         "default_basis": basis,
         "fix_cost": "(recommended x GPUs - CPUs) x elapsed hours of the jobs below, x "
         f"{vcpu.usd_per_vcpu_hour} $/vCPU-hour ({vcpu.basis}, {vcpu.as_of})",
@@ -340,6 +344,6 @@ def recommend_partitions(
         },
         "model_fitted_at": params.meta.get("fitted_at"),
         "calibrated_platforms": list(params.meta.get("platforms_seen") or []),
-        "basis_sentence": basis_sentence(basis),
+        "basis_sentence": basis_sentence(shown),
     }
     return PartitionReport(tuple(out), assumptions)

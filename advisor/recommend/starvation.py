@@ -2,9 +2,11 @@
 
 One formula (:func:`starvation`), used by the partition recommendations and the monthly report:
 a job row below the recommendation loses GPU-hours x (1 - slowdown(recommended) / slowdown(its
-own cores per GPU)), from the curve at its own GPU count; the fix is (recommended x GPUs - CPUs)
-x its elapsed hours. The same is evaluated with every bootstrap refit of the fit (which refits
-the demand too), so a group's lost GPU-hours come with a 90% interval
+own cores per GPU)) at its own GPU count; the fix is (recommended x GPUs - CPUs) x its elapsed
+hours. The slowdown is the most the wait allows (:func:`advisor.waitmodel.bound_array`: the
+mechanism the bench measured) where the model file has a wait fit for the job's executor, else
+the fitted TTFT curve. The same is evaluated with every bootstrap refit (the curve's, which
+refit the demand too, or the wait fit's), so a group's lost GPU-hours come with a 90% interval
 (:meth:`Starvation.gpu_hours_lost_interval`).
 """
 
@@ -58,6 +60,44 @@ class Starvation:
         )
 
 
+def _wait_bounds(
+    params: slowdown.CurveParams,
+    X: np.ndarray,
+    gpus: np.ndarray,
+    pairs: list[tuple[float, str | None]],
+    workload: Workload,
+    s: np.ndarray,
+    boots: np.ndarray,
+) -> None:
+    """Replace, in place, the curve's slowdown (``s``, and each refit's in ``boots``) by the
+    wait's bound for the rows whose recommendation the wait model decides (a family the bench
+    measured, an executor the wait fit covers: :func:`advisor.recommend.decision.decide`)."""
+    from advisor.recommend.decision import evidence_for, job_demand
+    from advisor.waitmodel import WaitFit, bound_array
+
+    fit = WaitFit.from_json(params.meta.get("wait"))
+    if fit is None:
+        return
+    keys = np.array([hash(k) for k in pairs])
+    for k in dict.fromkeys(pairs):
+        g, platform = k
+        f = features_of(platform, max(int(g), 1), workload)
+        if evidence_for(params, f).level == "none":
+            continue
+        parts = job_demand(params, f).parts
+        demand = {"api_server": parts.api_server_cores, "engine_core": parts.engine_core_cores}
+        rows = keys == hash(k)
+        cores = X[rows, 0] * gpus[rows]
+        workers = f.gpus if f.executor == "mp" else 0
+        kw = {"executor": f.executor, "workers": workers, "demand": demand, "cores": cores}
+        point = bound_array(fit, **kw)
+        if point is None:
+            continue
+        s[rows] = np.minimum(point, params.max_slowdown)
+        for i in range(boots.shape[0]):
+            boots[i, rows] = np.minimum(bound_array(fit, **kw, refit=i), params.max_slowdown)
+
+
 def starvation(
     params: slowdown.CurveParams,
     *,
@@ -102,6 +142,7 @@ def starvation(
     # the job rows and the same rows at the recommendation, in one evaluation of the curve
     s, _ = slowdown.evaluate(params, X)
     boots = slowdown.bootstrap_curves(params, X)
+    _wait_bounds(params, X, np.concatenate([gpus_a, gpus_a]), pairs + pairs, workload, s, boots)
     deficit = rec * gpus_a - cpus_a
     elapsed_h = np.asarray(elapsed_s, dtype=float) / 3600.0
     return Starvation(
