@@ -44,6 +44,9 @@ def cli(monkeypatch: pytest.MonkeyPatch):
         import io
 
         out, err = io.StringIO(), io.StringIO()
+        # output to a StringIO is piped output: with no COLUMNS (pytest-xdist's workers set
+        # it to 80) a table keeps its natural width, as `advisor ... | less` shows it
+        monkeypatch.delenv("COLUMNS", raising=False)
         monkeypatch.setattr(sys, "argv", ["advisor", *args])
         monkeypatch.setattr(sys, "stdout", out)
         monkeypatch.setattr(sys, "stderr", err)

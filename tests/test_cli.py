@@ -378,7 +378,8 @@ def test_cells_separate_counts_but_not_identifiers():
     assert _cell(8611, "port") == "8611"
     assert _cell(24572.2475, "gpu_hours") == "24,572"
     assert _cell(0.25, "p25") == "0.25"
-    assert _cell(True, "ok") == "True"
+    assert _cell(True, "ok") == "yes" and _cell(False, "ok") == "no"
+    assert _cell([1, 2.5], "cores") == "1, 2.5" and _cell({"a": 1}, "x") == "a=1"
 
 
 def _shown(progress, label, done, total):

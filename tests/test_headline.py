@@ -48,7 +48,9 @@ def test_one_job_headline_is_an_upper_bound_with_its_interval_share_and_age(tmp_
     # H100 is measured since the 2026-12-06 runs (data/bench/h100-2026-12-06-wait)
     assert cal.calibrated and cal.extrapolated_from == ()
     assert cal.badge() == "H100: calibrated"
-    assert h.basis_sentence.startswith("2 + N cores per job (N GPUs), raised where the measured")
+    # the basis that decided the partition's answer: H100 one GPU is a measured family
+    assert h.basis_sentence.startswith("The fewest cores per job, never below 2 + N (N GPUs)")
+    assert "from the most the predicted wait lets TTFT slow" in h.basis_sentence
     assert h.usage is not None and h.usage.share_gpu_hours_with_usage == 0
     assert "rests on the model alone" in h.usage_words()
 
@@ -170,7 +172,8 @@ def test_recommend_json_carries_the_basis_and_calibration_of_a_job_and_of_partit
     data = json.loads(out)
     (row,) = data["partitions"]
     assert data["basis_sentence"] == data["assumptions"]["basis_sentence"]
-    assert data["basis_sentence"].startswith("2 + N cores per job")
+    assert data["basis_sentence"] == headline.basis_sentence(row["decision_basis"])
+    assert row["decision_basis"] == "wait model"
     assert data["assumptions"]["calibrated_platforms"] == ["H100", "H200", "RTX PRO 6000 Blackwell"]
     assert row["calibrated"] is True and row["extrapolated_from"] == []  # one H100 job
     assert row["share_gpu_hours_lost"] == pytest.approx(row["gpu_hours_lost"] / 1.0)
