@@ -707,12 +707,12 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
 
 
 def test_starvation_is_gpu_hours_times_the_slowdown_gap_for_rows_below_the_recommendation():
+    import dataclasses
+
     import numpy as np
 
     from advisor import slowdown
     from advisor.recommend import starvation
-
-    import dataclasses
 
     # a model file without a wait fit: the TTFT curve gives the slowdown (with one, the wait's
     # bound does: tests/test_wait_bound.py)
