@@ -119,7 +119,7 @@ def test_overview_leads_with_the_loss_its_value_the_fix_and_the_settings(monkeyp
     assert f"{share:.0%} of the " in shown and " GPU-h the jobs ran." in shown
     assert ":orange-badge[:material/warning: A100: extrapolated from H100, H200 and RTX" in shown
     captions = " ".join(c.value for c in at.caption)
-    assert "2 + N cores per job" in captions and "90% interval" in captions
+    assert "The fewest cores per job, never below 2 + N" in captions and "90% interval" in captions
     assert "Data up to 2024-06-28, " in captions and " days old" in captions
     assert metrics["Cost of the fix per month"] == f"${plan.fix_usd_per_month:,.0f}"
     answer = at.dataframe[0].value

@@ -334,20 +334,21 @@ def test_the_shipped_wait_model_predicts_the_held_out_rerun_within_its_intervals
 
     from advisor import slowdown
     from advisor.harness.results.curves import read_runs
-    from advisor.harness.serve.waits import busy_of_run
+    from advisor.recommend.decision import job_demand
+    from advisor.recommend.query import Workload, features_of
     from advisor.waitmodel import WaitFit, wait_curve
 
     runs = [d["run"] for d in read_runs([_h100_runs(tmp_path) / "rerun-mp"])]
-    fit = WaitFit.from_json(slowdown.load_params().meta["wait"])
+    params = slowdown.load_params()
+    fit = WaitFit.from_json(params.meta["wait"])
     assert fit is not None
     errors, inside = [], 0
     for rps in (1.0, 2.8, 6.0):
         mine = [r for r in runs if r["attacker_rps"] == rps and r["status"] == "ok"]
-        top = [r for r in mine if r["cores"] == 14]
-        demand = {
-            role: statistics.mean(busy_of_run(r, role) or 0.0 for r in top)
-            for role in ("api_server", "engine_core")
-        }
+        # the demand as recommend has it for this configuration (the fit is made on it)
+        w = Workload(load_rps=rps, prompt_tokens=30050, workload="tokenize-heavy", executor="mp")
+        parts = job_demand(params, features_of("H100", 1, w)).parts
+        demand = {"api_server": parts.api_server_cores, "engine_core": parts.engine_core_cores}
         curve = wait_curve(
             fit,
             executor="mp",
@@ -362,4 +363,5 @@ def test_the_shipped_wait_model_predicts_the_held_out_rerun_within_its_intervals
             )
             errors.append(abs(p.wait - measured))
             inside += p.low <= measured <= p.high
-    assert statistics.mean(errors) < 0.04 and inside == len(errors) == 9
+    # the whole chain (demand model, then wait model) on a machine it never saw: 0.04 then
+    assert statistics.mean(errors) < 0.05 and inside == len(errors) == 9

@@ -53,7 +53,8 @@ EXPECTED = {
             "at most ",
             "90% interval ",
             "A100: extrapolated from H100, H200 and RTX PRO 6000 Blackwell",
-            "Basis: 2 + N cores per job",
+            # the basis that decided the answers: the sample's GPUs are measured families
+            "Basis: The fewest cores per job, never below 2 + N",
             "Data up to 2025-01-01, ",
             " days old.",
         ],
