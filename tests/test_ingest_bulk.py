@@ -553,6 +553,19 @@ def test_fuzzed_files_load_the_same_in_bulk_and_carefully(
     assert bulk == careful
 
 
+def test_a_step_line_with_an_extra_field_is_rejected_and_not_folded_either_way(tmp_path: Path):
+    """Found by the fuzz test above on CI: the bulk step read takes the id and usage columns
+    alone, so it folded a step line whose whole-line read refused it (an extra field and a
+    non-UTF-8 byte after its last one): steps_folded 1 against the careful way's 0."""
+    step = _line(10).replace("10|10|", "10.batch|10.batch|", 1).encode() + b"\x80|"
+    path = tmp_path / "fuzz.txt"
+    path.write_bytes(b"\n".join([HEADER.encode(), _line(10).encode(), step]) + b"\n")
+    careful, bulk = _both(tmp_path, [path])
+    assert bulk == careful
+    (summary,) = bulk["summaries"]
+    assert (summary["steps_folded"], summary["rejected"]) == (0, 1)
+
+
 def test_the_strategy_option_picks_the_way_and_an_unknown_one_is_refused(
     tmp_path: Path, synth_few_steps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

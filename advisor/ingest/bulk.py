@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import duckdb
 
 from advisor.ingest import bookkeeping, detect, stages, text
+from advisor.ingest.keys import ORPHAN_REASON
 from advisor.ingest.records import CANONICAL_FIELDS, KEY_COLUMNS, USAGE_FIELDS, IngestSummary
 from advisor.ingest.stages import Attempt, Loaded, Written, count
 from advisor.store import query, quote_ident, render
@@ -193,6 +194,15 @@ class Bulk:
             rejects = stages.collect_rejects(
                 con, loaded, orphans=("ingest/bulk_orphan_steps", ingest_id)
             )
+            if any(
+                _line_is_step(r.raw, layout)
+                for r in rejects
+                if not r.kept and not r.reason.startswith(ORPHAN_REASON)
+            ):
+                # the step read took its id and usage columns alone, so it folded a step line
+                # the whole line's read refused (an extra field, a bad byte elsewhere): the
+                # careful way folds none of it, as the rejects row says
+                raise _HandOver
             bookkeeping.store_rejects(con, ingest_id, source.label, rejects)
             stored = count(con, query("ingest/count_loaded"), ids_param)
             repaired = count(con, query("ingest/count_repaired_allocations"))
