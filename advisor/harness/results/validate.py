@@ -110,7 +110,7 @@ def _text(value: Any) -> str | None:
 
 def _int(value: Any, lo: int, hi: int) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int):
-        return f"{value!r} is not a whole number"
+        return f"{value!r:.40} is not a whole number"
     if not lo <= value <= hi:
         return f"{value} is outside {lo} to {hi:,}"
     return None
@@ -118,7 +118,7 @@ def _int(value: Any, lo: int, hi: int) -> str | None:
 
 def _float(value: Any, lo: float, hi: float, lo_ok: bool) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{value!r} is not a number"
+        return f"{value!r:.40} is not a number"
     if not math.isfinite(value):
         return f"{value!r} is not a finite number"
     if value < lo or (value == lo and not lo_ok) or value > hi:
@@ -131,11 +131,11 @@ def _float(value: Any, lo: float, hi: float, lo_ok: bool) -> str | None:
 
 def _time(value: Any) -> str | None:
     if not isinstance(value, str):
-        return f"{value!r} is not a time"
+        return f"{value!r:.40} is not a time"
     try:
         dt.datetime.fromisoformat(value)
     except ValueError:
-        return f"{value!r} is not a time (ISO 8601, as 2026-11-29T22:58:28)"
+        return f"{value!r:.40} is not a time (ISO 8601, as 2026-11-29T22:58:28)"
     return None
 
 
