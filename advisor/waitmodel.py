@@ -421,10 +421,10 @@ def score(
             }
             from_held = {b.cores: b.most for b in slowdown_bounds(curve, demand)}
             for key, bounds in (("measured_wait", from_measured), ("predicted_wait", from_held)):
-                n, held, worst = _bound_check(slow, bounds, tolerance)
+                n, kept, worst = _bound_check(slow, bounds, tolerance)
                 row = checks[key]
                 row[0] += n
-                row[1] += held
+                row[1] += kept
                 row[2] = max(row[2], worst)
         for executor in sorted({p.executor for p in test}):
             for role in ROLES:

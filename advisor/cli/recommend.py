@@ -272,7 +272,7 @@ def recommend_cmd(
         title="cores per GPU",
     )
     # a person's table leaves out the long series ids (csv and json keep them)
-    keys = ("platform", "workload", "load_rps", "knee_status", "knee_cores")
+    keys: tuple[str, ...] = ("platform", "workload", "load_rps", "knee_status", "knee_cores")
     if fmt is not OutputFormat.table:
         keys = ("series", *keys[:3], "prompt_tokens", *keys[3:])
     emit_rows(

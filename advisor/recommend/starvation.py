@@ -95,7 +95,8 @@ def _wait_bounds(
             continue
         s[rows] = np.minimum(point, params.max_slowdown)
         for i in range(boots.shape[0]):
-            boots[i, rows] = np.minimum(bound_array(fit, **kw, refit=i), params.max_slowdown)
+            refit = bound_array(fit, **kw, refit=i)
+            boots[i, rows] = np.minimum(point if refit is None else refit, params.max_slowdown)
 
 
 def starvation(

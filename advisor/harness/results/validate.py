@@ -14,14 +14,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from advisor.calibration.points import MAX_CORES, MAX_GPUS, MAX_MS
 from advisor.errors import InputError
 
 # The largest value any field may hold: well past every lent machine and every run made so far,
 # far below what would overflow a column or a sum.
-MAX_CORES = 65_536
-MAX_GPUS = 4_096
 MAX_COUNT = 2**31 - 1
-MAX_MS = 7 * 86_400_000.0  # a week: a phase that long is not a TTFT measurement
 MAX_S = 30 * 86_400.0
 MAX_RPS = 1e6
 
