@@ -260,10 +260,12 @@ class SlowdownBound:
     most_high: float
 
     def to_json_dict(self) -> dict[str, Any]:
-        def finite(x: float) -> float | None:
-            return None if math.isinf(x) else x
-
         return {"cores": self.cores, "most": finite(self.most), "most_high": finite(self.most_high)}
+
+
+def finite(x: float) -> float | None:
+    """A bound as JSON and tables carry it: None where it is unbounded."""
+    return None if math.isinf(x) else x
 
 
 def slowdown_bounds(

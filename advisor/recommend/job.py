@@ -37,6 +37,7 @@ from advisor.recommend.decision import (
     job_demand,
 )
 from advisor.recommend.query import JobFeatures, JobQuery, job_features
+from advisor.waitmodel import finite
 
 
 @dataclass(frozen=True)
@@ -394,13 +395,9 @@ def _record(
         wait_knee=decision.wait.knee_cores if decision.wait else None,
         wait_curve=tuple(decision.wait.to_json_list()) if decision.wait else (),
         answer_notes=tuple(_answer_notes(q, decision, curve)),
-        slowdown_from_wait=_finite(bound.most) if bound else None,
-        slowdown_from_wait_high=_finite(bound.most_high) if bound else None,
+        slowdown_from_wait=finite(bound.most) if bound else None,
+        slowdown_from_wait_high=finite(bound.most_high) if bound else None,
     )
-
-
-def _finite(x: float) -> float | None:
-    return None if math.isinf(x) else x
 
 
 def _bound_text(decision: Decision, total: int) -> str:

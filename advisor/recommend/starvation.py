@@ -64,29 +64,29 @@ def _wait_bounds(
     params: slowdown.CurveParams,
     X: np.ndarray,
     gpus: np.ndarray,
-    pairs: list[tuple[float, str | None]],
+    group: np.ndarray,
+    pairs: Sequence[tuple[float, str | None]],
     workload: Workload,
     s: np.ndarray,
     boots: np.ndarray,
 ) -> None:
     """Replace, in place, the curve's slowdown (``s``, and each refit's in ``boots``) by the
     wait's bound for the rows whose recommendation the wait model decides (a family the bench
-    measured, an executor the wait fit covers: :func:`advisor.recommend.decision.decide`)."""
+    measured, an executor the wait fit covers: :func:`advisor.recommend.decision.decide`).
+    ``group``: each row's index into ``pairs``, its (GPUs, platform)."""
     from advisor.recommend.decision import evidence_for, job_demand
     from advisor.waitmodel import WaitFit, bound_array
 
     fit = WaitFit.from_json(params.meta.get("wait"))
     if fit is None:
         return
-    keys = np.array([hash(k) for k in pairs])
-    for k in dict.fromkeys(pairs):
-        g, platform = k
+    for i_pair, (g, platform) in enumerate(pairs):
         f = features_of(platform, max(int(g), 1), workload)
         if evidence_for(params, f).level == "none":
             continue
         parts = job_demand(params, f).parts
         demand = {"api_server": parts.api_server_cores, "engine_core": parts.engine_core_cores}
-        rows = keys == hash(k)
+        rows = group == i_pair
         cores = X[rows, 0] * gpus[rows]
         workers = f.gpus if f.executor == "mp" else 0
         kw = {"executor": f.executor, "workers": workers, "demand": demand, "cores": cores}
@@ -143,7 +143,10 @@ def starvation(
     # the job rows and the same rows at the recommendation, in one evaluation of the curve
     s, _ = slowdown.evaluate(params, X)
     boots = slowdown.bootstrap_curves(params, X)
-    _wait_bounds(params, X, np.concatenate([gpus_a, gpus_a]), pairs + pairs, workload, s, boots)
+    group = np.array([index[k] for k in pairs] * 2, dtype=int)
+    _wait_bounds(
+        params, X, np.concatenate([gpus_a, gpus_a]), group, list(index), workload, s, boots
+    )
     deficit = rec * gpus_a - cpus_a
     elapsed_h = np.asarray(elapsed_s, dtype=float) / 3600.0
     return Starvation(
