@@ -142,6 +142,11 @@ class SynthConfig:
     # extra fields after FIELDS, drawn from a generator of their own so that the other fields
     # stay byte for byte what they are without them
     usage: bool = False
+    # how long the records span (submit times spread evenly over them, ending 2024-12-31) and how
+    # many users submit them (8 of 11 on the teaching cluster): a large centre's decade is
+    # years=10, users=4000
+    years: int = 1
+    users: int = 1100
 
 
 @dataclass(frozen=True)
@@ -170,10 +175,27 @@ def _stratified(rng: np.random.Generator, n: int, shares: list[float]) -> np.nda
     return out
 
 
-def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
-    """Every per-allocation value, as numpy arrays (deterministic from ``cfg.seed``)."""
-    n = cfg.records
-    rng = np.random.default_rng(cfg.seed)
+# Allocations drawn and formatted at a time: memory stays bounded (a 46.5M-record draw held
+# whole took more than the 24 GiB machine had).
+CHUNK_RECORDS = 2_000_000
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One slice of the output: its records, its seed, its share of the time span, and where its
+    line numbers carry on from the chunks before it."""
+
+    records: int
+    seed: int
+    t0: int  # first submit time (epoch s)
+    span_s: int
+    i_from: int
+
+
+def _draw(cfg: SynthConfig, chunk: _Chunk) -> dict[str, np.ndarray]:
+    """Every per-allocation value of ``chunk``, as numpy arrays (deterministic from its seed)."""
+    n = chunk.records
+    rng = np.random.default_rng(chunk.seed)
     cluster = (rng.random(n) >= _CLUSTER_SHARE).astype(np.int8)  # 0 teaching, 1 research
     kind = np.full(n, -1, dtype=np.int8)  # GPU kind index, -1 CPU-only
     pending = np.zeros(n, dtype=bool)
@@ -213,7 +235,7 @@ def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
     cpg = (kind >= 0) & ~pending & (cpus > gpus) & (rng.random(n) < 0.10)
     req_cpus = np.where(cpg, 1, cpus)
     # Times.
-    submit = _YEAR_START + np.sort(rng.integers(0, _YEAR_S, size=n))
+    submit = chunk.t0 + np.sort(rng.integers(0, chunk.span_s, size=n))
     wait = rng.exponential(600.0, size=n).astype(np.int64)
     tl_idx = rng.integers(0, len(_TIMELIMITS_S), size=n)
     timelimit = _TIMELIMITS_S[tl_idx]
@@ -225,7 +247,13 @@ def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
     interactive = ~pending & (rng.random(n) < 0.15)
     steps = ~pending & (rng.random(n) < cfg.step_share)
     has_step0 = rng.random(n) < 0.5
-    user = np.where(cluster == 0, rng.integers(0, 800, size=n), 800 + rng.integers(0, 300, size=n))
+    teachers = max(1, cfg.users * 8 // 11)
+    researchers = max(1, cfg.users - teachers)
+    user = np.where(
+        cluster == 0,
+        rng.integers(0, teachers, size=n),
+        teachers + rng.integers(0, researchers, size=n),
+    )
     canceller = np.where(rng.random(n) < 0.8, 10000 + user, 0)
     name_id = rng.integers(0, 12, size=n)
     odd = rng.random(n) < cfg.odd_text_share
@@ -268,8 +296,11 @@ def _draw(cfg: SynthConfig) -> dict[str, np.ndarray]:
     }
 
 
-def _ids(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Raw ids (sequential per cluster), and array/het base ids and positions (-1 if none)."""
+def _ids(
+    d: dict[str, np.ndarray], id_from: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Raw ids (sequential per cluster, from ``id_from``), and array/het base ids and positions
+    (-1 if none)."""
     n = len(d["cluster"])
     raw = np.zeros(n, dtype=np.int64)
     base = np.full(n, -1, dtype=np.int64)
@@ -277,7 +308,7 @@ def _ids(d: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     het = np.zeros(n, dtype=bool)
     for ci in range(len(_CLUSTERS)):
         idx = np.flatnonzero(d["cluster"] == ci)
-        raw[idx] = 1_000_000 * (ci + 1) + np.arange(len(idx))
+        raw[idx] = 1_000_000 * (ci + 1) + int(id_from[ci]) + np.arange(len(idx))
         # Walk the starts in order (only the starts, a small fraction): mark runs.
         starts_a = d["array_start"][idx]
         starts_h = d["het_start"][idx]
@@ -322,14 +353,14 @@ def fields_of(cfg: SynthConfig) -> tuple[str, ...]:
     return FIELDS[:at] + USAGE_FIELDS + FIELDS[at:]
 
 
-def _usage_draws(cfg: SynthConfig, d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _usage_draws(chunk: _Chunk, d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """CPU efficiency, mean GPU utilisation (%), GPU and host memory used (MB) per allocation.
 
     A job's CPU demand per GPU is drawn around 3 cores; with fewer cores than that its cores
     saturate and its GPUs wait (utilisation falls with the shortfall), with more they idle.
     """
-    rng = np.random.default_rng(cfg.seed + 7919)
-    n = cfg.records
+    rng = np.random.default_rng(chunk.seed + 7919)
+    n = chunk.records
     gpus = np.maximum(d["gpus"], 1)
     cpg = d["cpus"] / gpus
     demand = rng.lognormal(np.log(3.0), 0.6, size=n)
@@ -348,6 +379,32 @@ def _usage_draws(cfg: SynthConfig, d: dict[str, np.ndarray]) -> dict[str, np.nda
     }
 
 
+def _chunks(cfg: SynthConfig, cut: int) -> Iterator[_Chunk]:
+    """The slices ``cfg`` is drawn in: the records before ``cut`` and those from it, each part
+    in even slices of at most CHUNK_RECORDS, with the time span shared in proportion. The first
+    chunk keeps ``cfg.seed`` (a small output is what it always was); the others get seeds of
+    their own."""
+    import datetime as dt
+
+    end = _YEAR_START + _YEAR_S
+    start = int(dt.datetime(2025 - cfg.years, 1, 1, tzinfo=dt.UTC).timestamp())
+    span = end - start
+    c = 0
+    for first, end in ((0, cut), (cut, cfg.records)):
+        parts = -(-(end - first) // CHUNK_RECORDS)
+        for k in range(parts):
+            lo = first + (end - first) * k // parts
+            hi = first + (end - first) * (k + 1) // parts
+            seed = (
+                cfg.seed
+                if c == 0
+                else int(np.random.SeedSequence([cfg.seed, c]).generate_state(1)[0])
+            )
+            t0, t1 = span * lo // cfg.records, span * hi // cfg.records
+            yield _Chunk(hi - lo, seed, start + t0, t1 - t0, lo)
+            c += 1
+
+
 def generate(
     cfg: SynthConfig,
     out_path: str | Path,
@@ -358,24 +415,45 @@ def generate(
     The output is gzip- or zstd-compressed when ``out_path`` ends in ``.gz`` / ``.zst``.
     The same config always gives the same bytes.
     """
+    return _write(cfg, [(Path(out_path), cfg.records)], progress)[0]
+
+
+def generate_with_tail(
+    cfg: SynthConfig,
+    out_path: str | Path,
+    tail_path: str | Path,
+    tail_share: float,
+    progress: ProgressFn = no_progress,
+) -> tuple[SynthResult, SynthResult]:
+    """:func:`generate`'s records in two files: the last ``tail_share`` of the allocations (the
+    latest submit times, with their steps) in ``tail_path``, the rest in ``out_path``; what a
+    later export of the same cluster adds, for measuring a load on top of a database."""
+    if not 0.0 < tail_share < 1.0:
+        raise UsageError("the tail's share must be between 0 and 1")
+    cut = cfg.records - max(1, round(cfg.records * tail_share))
+    if cut < 1:
+        raise UsageError("--records too few to keep a tail apart")
+    head, tail = _write(cfg, [(Path(out_path), cut), (Path(tail_path), cfg.records)], progress)
+    return head, tail
+
+
+def _write(
+    cfg: SynthConfig, outputs: list[tuple[Path, int]], progress: ProgressFn
+) -> list[SynthResult]:
+    """Write the records into ``outputs``: each file takes the allocations up to its end index."""
     if cfg.records < 1:
         raise UsageError("--records must be at least 1")
     if not 0.0 <= cfg.step_share <= 1.0:
         raise UsageError("--step-share must be between 0 and 1")
+    if not 1 <= cfg.years <= 50:
+        raise UsageError("--years must be between 1 and 50")
+    if cfg.users < 2:
+        raise UsageError("--users must be at least 2 (one a cluster)")
     import duckdb
     import pyarrow as pa
 
     from advisor.store import query, render
 
-    out = Path(out_path)
-    d = _draw(cfg)
-    raw, base, pos, het = _ids(d)
-    cols = {k: v for k, v in d.items() if k != "ratio"}
-    if cfg.usage:
-        cols.update(_usage_draws(cfg, d))
-    alloc = pa.table(
-        {"i": np.arange(cfg.records), "raw": raw, "base": base, "pos": pos, "het": het, **cols}
-    )
     kinds = pa.table(
         {
             "k": np.arange(len(_GPU_KINDS), dtype=np.int8),
@@ -385,34 +463,56 @@ def generate(
         }
     )
     steps = pa.table({"step_no": [1, 2, 3, 4], "suffix": ["batch", "interactive", "extern", "0"]})
+    sql = render(
+        "synth/lines",
+        usage=query("synth/usage_columns") if cfg.usage else "",
+        step_usage=query("synth/step_usage_columns") if cfg.usage else "",
+    )
+    header = ("|".join(fields_of(cfg)) + "\n").encode()
+    chunks = _chunks(cfg, outputs[0][1])
+    id_from = np.zeros(len(_CLUSTERS), dtype=np.int64)  # the ids the next chunk starts at
+    results: list[SynthResult] = []
+    lines_before = 0
+    start = 0
     con = duckdb.connect()
     try:
-        con.register("alloc", alloc)
         con.register("kinds", kinds)
         con.register("steps", steps)
-        sql = render(
-            "synth/lines",
-            usage=query("synth/usage_columns") if cfg.usage else "",
-            step_usage=query("synth/step_usage_columns") if cfg.usage else "",
-        )
-        reader = con.execute(sql).to_arrow_reader(200_000)
-        lines = 0
-        written = 0
-        with _open_out(out) as (fh, compression):
-            header = ("|".join(fields_of(cfg)) + "\n").encode()
-            fh.write(header)
-            written += len(header)
-            for batch in reader:
-                data = _batch_bytes(batch.column(0))
-                if b"\x1a" in data:
-                    data = data.replace(b"\x1a", b"\xe9")  # latin-1 e-acute: not UTF-8
-                fh.write(data)
-                written += len(data)
-                lines += batch.num_rows
-                progress("synth", lines, None)
+        for out, end in outputs:
+            lines = 0
+            written = len(header)
+            with _open_out(out) as (fh, compression):
+                fh.write(header)
+                while start < end:
+                    chunk = next(chunks)
+                    d = _draw(cfg, chunk)
+                    raw, base, pos, het = _ids(d, id_from)
+                    id_from += np.bincount(d["cluster"], minlength=len(_CLUSTERS))
+                    cols = {k: v for k, v in d.items() if k != "ratio"}
+                    if cfg.usage:
+                        cols.update(_usage_draws(chunk, d))
+                    i = chunk.i_from + np.arange(chunk.records)
+                    alloc = pa.table(
+                        {"i": i, "raw": raw, "base": base, "pos": pos, "het": het, **cols}
+                    )
+                    del d, cols
+                    con.register("alloc", alloc)
+                    for batch in con.execute(sql).to_arrow_reader(200_000):
+                        data = _batch_bytes(batch.column(0))
+                        if b"\x1a" in data:
+                            data = data.replace(b"\x1a", b"\xe9")  # latin-1 e-acute: not UTF-8
+                        fh.write(data)
+                        written += len(data)
+                        lines += batch.num_rows
+                        progress("synth", lines_before + lines, None)
+                    con.unregister("alloc")
+                    start += chunk.records
+            first = sum(r.allocations for r in results)
+            results.append(SynthResult(str(out), end - first, lines, written, compression))
+            lines_before += lines
     finally:
         con.close()
-    return SynthResult(str(out), cfg.records, lines, written, compression)
+    return results
 
 
 def _batch_bytes(arr: object) -> bytes:

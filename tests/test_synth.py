@@ -159,3 +159,62 @@ def test_json_and_jobcomp_outputs_hold_the_same_jobs_as_the_text(tmp_path: Path)
     assert doc["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.40"
     with pytest.raises(UsageError, match="--as"):
         generate_as(SynthConfig(records=10), tmp_path / "x", "yaml")
+
+
+def test_many_chunks_give_unique_ids_calibrated_groups_and_the_whole_span(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CHUNK_RECORDS the records are drawn a slice at a time (a 46.5M draw held whole did
+    not fit the machine): ids carry on across slices, every slice keeps the calibration, and
+    the submit times spread over the years asked for."""
+    import duckdb
+
+    import advisor.synth as synth
+    from advisor.ingest import ingest_files
+
+    monkeypatch.setattr(synth, "CHUNK_RECORDS", 2_500)
+    out = tmp_path / "chunked.txt"
+    res = generate(SynthConfig(records=10_000, seed=4, years=3, users=40, usage=True), out)
+    assert res.allocations == 10_000
+    [summary] = ingest_files(db_path, [out])
+    assert summary.rejected == 0
+    con = duckdb.connect(str(db_path), read_only=True)
+    jobs, ids, users, first, last = con.execute(
+        "SELECT count(*), count(DISTINCT (cluster, job_id)), count(DISTINCT user), "
+        "min(submit), max(submit) FROM jobs"
+    ).fetchone()
+    con.close()
+    assert jobs == ids == 10_000
+    assert users == 40
+    assert first.year == 2022 and last.year == 2024  # three years, ending as one year does
+    for key, want in expected_percentiles().items():
+        vals = np.array(_ratios_by_group(out.read_bytes())[key])
+        assert abs(np.percentile(vals, 50) - want["p50"]) <= 0.25, key
+
+
+def test_a_tail_file_holds_the_latest_allocations_and_loads_on_top(
+    tmp_path: Path, db_path: Path
+) -> None:
+    import duckdb
+
+    from advisor.ingest import ingest_files
+    from advisor.synth import generate_with_tail
+
+    head, tail = generate_with_tail(
+        SynthConfig(records=5_000, seed=6), tmp_path / "head.txt", tmp_path / "tail.txt", 0.02
+    )
+    assert (head.allocations, tail.allocations) == (4_900, 100)
+    assert (tmp_path / "tail.txt").read_bytes().startswith(b"JobID|JobIDRaw|")
+    [first] = ingest_files(db_path, [tmp_path / "head.txt"])
+    [then] = ingest_files(db_path, [tmp_path / "tail.txt"])
+    assert (first.inserted, then.inserted, then.updated) == (4_900, 100, 0)
+    con = duckdb.connect(str(db_path), read_only=True)
+    head_last, tail_first = con.execute(
+        "SELECT max(submit) FILTER (WHERE NOT newest), min(submit) FILTER (WHERE newest) FROM "
+        "(SELECT submit, job_id_raw IN (SELECT job_id_raw FROM jobs ORDER BY submit DESC "
+        "LIMIT 100) AS newest FROM jobs)"
+    ).fetchone()
+    con.close()
+    assert head_last <= tail_first
+    with pytest.raises(UsageError, match="between 0 and 1"):
+        generate_with_tail(SynthConfig(records=50), tmp_path / "a", tmp_path / "b", 1.0)

@@ -29,6 +29,22 @@ def synth_cmd(
             help="Share of started jobs printed with step lines (0 to 1).",
         ),
     ] = 0.3,
+    usage: Annotated[
+        bool,
+        typer.Option(
+            "--usage/--no-usage",
+            help="Add what jobs used: TotalCPU, CPUTimeRAW, TRESUsageInTot/Max.",
+        ),
+    ] = False,
+    years: Annotated[
+        int,
+        typer.Option(
+            "--years", metavar="N", min=1, max=50, help="Years the submit times spread over."
+        ),
+    ] = 1,
+    users: Annotated[
+        int, typer.Option("--users", metavar="N", min=2, help="Users who submit the jobs.")
+    ] = 1100,
     output: Annotated[
         str,
         typer.Option(
@@ -44,7 +60,17 @@ def synth_cmd(
 
     with RichProgress(unit="lines") as progress:
         result = generate_as(
-            SynthConfig(records=records, seed=seed, step_share=step_share), out, output, progress
+            SynthConfig(
+                records=records,
+                seed=seed,
+                step_share=step_share,
+                usage=usage,
+                years=years,
+                users=users,
+            ),
+            out,
+            output,
+            progress,
         )
     emit_rows([result], fmt)
 
