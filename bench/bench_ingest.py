@@ -314,32 +314,48 @@ def statements(path: Path, db: Path, threshold: float = 0.1) -> None:
 
 def split_at_allocation(path: Path, share: float, tmp: Path) -> tuple[Path, Path]:
     """``path`` cut in two files with its header each: the lines before the first allocation
-    line (no step) in the last ``share`` of its lines, and the rest."""
+    line (no step) in the last ``share`` of its lines, and the rest. Streamed: a 46.5M-record
+    file does not fit in memory."""
     with path.open("rb") as f:
-        header, *lines = f.readlines()
-    cut = int(len(lines) * (1 - share))
-    while cut < len(lines) and b"." in lines[cut].split(b"|", 1)[0]:
-        cut += 1
+        lines = sum(1 for _ in f) - 1
+    cut = int(lines * (1 - share))
     base, inc = tmp / "base.txt", tmp / "increment.txt"
-    base.write_bytes(header + b"".join(lines[:cut]))
-    inc.write_bytes(header + b"".join(lines[cut:]))
+    with path.open("rb") as f, base.open("wb") as fb, inc.open("wb") as fi:
+        header = f.readline()
+        fb.write(header)
+        fi.write(header)
+        out = fb
+        for n, line in enumerate(f):
+            if out is fb and n >= cut and b"." not in line.split(b"|", 1)[0]:
+                out = fi
+            out.write(line)
     return base, inc
 
 
-def increment(path: Path, share: float, tmp: Path) -> None:
+def increment(
+    path: Path, share: float, tmp: Path, tail: Path | None = None, loaded: Path | None = None
+) -> None:
     """A later load of the last ``share`` of ``path`` into a database holding the rest: load and
-    rebuild by changed slices, then the same from a copy rebuilding every derived table."""
+    rebuild by changed slices, then the same from a copy rebuilding every derived table. With
+    ``tail`` (a file of later allocations, ``synth`` ``generate_with_tail``) and ``loaded`` (a
+    database holding ``path`` already) nothing is cut or loaded twice."""
     from advisor.store import connect
 
-    base, inc = split_at_allocation(path, share, tmp)
     db = tmp / "increment.duckdb"
-    con = connect(db)
-    ingest_files(con, [base])
+    if tail is not None and loaded is not None:
+        inc = tail
+        shutil.copy(loaded, db)
+        con = connect(db)
+    else:
+        base, inc = split_at_allocation(path, share, tmp)
+        con = connect(db)
+        ingest_files(con, [base])
     rebuild_cubes(con)
     refresh_people_months(con)
     con.close()
     shutil.copy(db, tmp / "whole.duckdb")
-    print(f"\nincrement: the last {share:.0%} of the lines ({inc.stat().st_size / 1e6:.0f} MB)")
+    what = f"the file {inc.name}" if tail is not None else f"the last {share:.0%} of the lines"
+    print(f"\nincrement: {what} ({inc.stat().st_size / 1e6:.0f} MB)")
     raw = measure("raw (inc)", raw_materialise, inc, tmp)
     results = {}
     for name, whole, file in (("slices", False, db), ("whole", True, tmp / "whole.duckdb")):
@@ -354,6 +370,7 @@ def increment(path: Path, share: float, tmp: Path) -> None:
         t3 = time.perf_counter()
         con.close()
         results[name] = (t1 - t0, t2 - t1, t3 - t2)
+        file.unlink()
         print(
             f"{name:>12}: load {t1 - t0:6.2f} s  derived tables {t2 - t1:5.2f} s  per-month "
             f"people cube {t3 - t2:5.2f} s  ({s.inserted:,} new, {s.updated:,} updated jobs; "
@@ -372,17 +389,25 @@ def increment(path: Path, share: float, tmp: Path) -> None:
     )
 
 
-def measure(name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path) -> dict[str, float]:
+def measure(
+    name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path, keep: bool = False
+) -> dict[str, Any]:
+    """Time ``fn`` loading ``path`` into a fresh file; its size and peak RSS too. The file is
+    removed unless ``keep`` (a 46.5M-record load's files would fill the disk)."""
     db = tmp / f"{name.replace(' ', '-')}.duckdb"
     with PeakRss() as rss:
         t0 = time.perf_counter()
         rows = fn(path, db)
         secs = time.perf_counter() - t0
+    size = db.stat().st_size if db.exists() else 0
     print(
-        f"{name:>12}: {secs:8.2f} s  {rows:>10,} rows  peak RSS {rss.peak / 2**20:8.0f} MB",
+        f"{name:>12}: {secs:8.2f} s  {rows:>10,} rows  peak RSS {rss.peak / 2**20:8.0f} MB  "
+        f"file {size / 1e9:6.2f} GB",
         flush=True,
     )
-    return {"s": secs, "rows": rows, "rss": rss.peak}
+    if not keep:
+        db.unlink(missing_ok=True)
+    return {"s": secs, "rows": rows, "rss": rss.peak, "db": db, "bytes": size}
 
 
 def main() -> None:
@@ -418,7 +443,19 @@ def main() -> None:
         help="then load the last SHARE of the lines into a database holding the rest, "
         "rebuilding the changed slices against rebuilding every derived table",
     )
+    ap.add_argument(
+        "--tail",
+        type=Path,
+        metavar="FILE",
+        help="with --file: the later allocations to load on top (instead of cutting the file)",
+    )
+    ap.add_argument("--keep-db", type=Path, metavar="PATH", help="keep advisor's loaded database")
+    ap.add_argument(
+        "--step-share", type=float, default=0.0, help="steps for generated records (synth's)"
+    )
     args = ap.parse_args()
+    if args.tail and not args.file:
+        ap.error("--tail goes with --file")
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
         tmp = Path(tmpdir)
         path = args.file
@@ -426,7 +463,7 @@ def main() -> None:
             path = tmp / "sacct.txt"
             t0 = time.perf_counter()
             cfg = SynthConfig(
-                records=args.records, seed=args.seed, step_share=0.0, usage=args.usage
+                records=args.records, seed=args.seed, step_share=args.step_share, usage=args.usage
             )
             res = generate(cfg, path)
             if args.fields == 17:
@@ -445,7 +482,7 @@ def main() -> None:
         raw13 = measure(
             f"raw {STORAGE_VERSION}", lambda p, d: raw_materialise(p, d, STORAGE_VERSION), path, tmp
         )
-        adv = measure("advisor", advisor_ingest, path, tmp)
+        adv = measure("advisor", advisor_ingest, path, tmp, keep=True)
         pdm = None if args.skip_pandas else measure("pandas", pandas_python, path, tmp)
         print()
         print(f"advisor / raw materialise : {adv['s'] / raw['s']:.2f}x  (target <= 2x)")
@@ -461,8 +498,11 @@ def main() -> None:
         print(f"load average after        : {os.getloadavg()[0]:.1f}")
         if args.statements:
             statements(path, tmp / "statements.duckdb")
-        if args.increment:
-            increment(path, args.increment, tmp)
+        if args.increment or args.tail:
+            increment(path, args.increment or 0.0, tmp, args.tail, adv["db"])
+        if args.keep_db:
+            shutil.move(adv["db"], args.keep_db)
+            print(f"kept the loaded database as {args.keep_db}")
 
 
 if __name__ == "__main__":
