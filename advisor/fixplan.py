@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.headline import DataAge, Headline, UsageEvidence, data_age_of, headline_of
+from advisor.headline import (
+    DataAge,
+    Headline,
+    UsageEvidence,
+    data_age_of,
+    headline_of,
+    model_error_of,
+)
 from advisor.recommend import (
     DAYS_PER_MONTH,
     PartitionQuery,
@@ -96,6 +103,7 @@ class FixPlan:
     assumptions: dict[str, Any] = field(default_factory=dict)
     span_hours: float = 0.0  # the longest span of any row's jobs
     calibrated_platforms: tuple[str, ...] = ()  # the platforms the curve was fitted on
+    model_error: float | None = None  # the fit's held-out relative error (headline.model_error_of)
 
     def headline(self, data_age: DataAge, usage: UsageEvidence | None = None) -> Headline:
         """The totals with their interval, share, basis and calibration (:mod:`advisor.headline`).
@@ -120,6 +128,7 @@ class FixPlan:
             platforms_seen=self.calibrated_platforms,
             data_age=data_age,
             usage=usage,
+            model_error=self.model_error,
         )
 
     @property
@@ -231,12 +240,14 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
     settings: list[ClusterFix] = []
     assumptions: dict[str, Any] = {}
     platforms: tuple[str, ...] = ()
+    model_error: float | None = None
     reports = []
     if clusters:  # the curve and the prices once for every cluster's recommendation
         with RecommendContext.open(
             db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file, con=con
         ) as ctx:
             platforms = tuple(ctx.params.meta.get("platforms_seen") or ())
+            model_error = model_error_of(ctx.params.meta)
             reports = [
                 (cluster, recommend_partitions(_partition_query(q, cluster), ctx=ctx))
                 for cluster in clusters
@@ -285,6 +296,7 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
         assumptions=assumptions,
         span_hours=max((r.span_hours for r in rows), default=0.0),
         calibrated_platforms=platforms,
+        model_error=model_error,
     )
 
 
@@ -323,6 +335,7 @@ def merge(
         calibrated_platforms=next(
             (p.calibrated_platforms for p in plans if p.calibrated_platforms), ()
         ),
+        model_error=next((p.model_error for p in plans if p.model_error is not None), None),
     )
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.wording import range_text
 
@@ -180,6 +181,18 @@ class Headline:
     usage: UsageEvidence | None = None
     upper_bound: bool = True  # the loss assumes every GPU job is an LLM server
     interval_pct: int = INTERVAL_PCT
+    # the model's held-out relative error (0.48: +-48%), as Recommend states it; the interval
+    # shown carries it on top of the fit's own spread
+    model_error: float | None = None
+    # the intervals shown (the fit's, bracketing the figure, with the model's error on top)
+    gpu_hours_lost_range: tuple[float, float] = field(init=False)
+    lost_usd_range: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        lost = self._widen(self.gpu_hours_lost, self.gpu_hours_lost_low, self.gpu_hours_lost_high)
+        usd = self._widen(self.lost_usd, self.lost_usd_low, self.lost_usd_high)
+        object.__setattr__(self, "gpu_hours_lost_range", lost)
+        object.__setattr__(self, "lost_usd_range", usd)
 
     @property
     def share_gpu_hours_lost(self) -> float:
@@ -190,48 +203,60 @@ class Headline:
     def extrapolated(self) -> tuple[Calibration, ...]:
         return tuple(c for c in self.calibrations if not c.calibrated)
 
-    def _bound(self) -> str:
-        return "at most " if self.upper_bound else ""
+    def _widen(self, point: float, low: float, high: float) -> tuple[float, float]:
+        """The fit's interval around ``point`` with the model's error on top: it brackets the
+        point, and each end moves out by the model's relative error."""
+        e = self.model_error or 0.0
+        return max(0.0, min(low, point) * (1.0 - e)), max(high, point) * (1.0 + e)
 
     def _interval(self, low: float, high: float, prefix: str = "") -> str:
         """ " (90% interval 58 to 70)", or nothing when its ends round alike."""
-        digits = _digits(high)
-        text = range_text(low, high, digits, "", prefix=prefix)
-        return "" if " to " not in text else f" ({self.interval_pct}% interval {text})"
+        text = range_text(low, high, _digits(high), "", prefix=prefix)
+        if " to " not in text:
+            return ""
+        error = f", the model's ±{self.model_error:.0%} error included" if self.model_error else ""
+        return f" ({self.interval_pct}% interval {text}{error})"
 
     def gpu_hours_lost_text(self) -> str:
-        """The loss as a headline shows it: "at most 2,490", "at most 0.9"."""
-        return f"{self._bound()}{self.gpu_hours_lost:,.{_digits(self.gpu_hours_lost_high)}f}"
+        """The loss as a headline shows it: "2,490", "0.9" (whether it is a bound is the
+        label's to say: :meth:`bound_words`)."""
+        return f"{self.gpu_hours_lost:,.{_digits(self.gpu_hours_lost_range[1])}f}"
 
     def lost_usd_text(self) -> str:
-        return f"{self._bound()}${self.lost_usd:,.{_digits(self.lost_usd_high)}f}"
+        return f"${self.lost_usd:,.{_digits(self.lost_usd_range[1])}f}"
 
     def gpu_hours_interval_text(self) -> str:
-        """The loss's interval, one number when its ends round alike."""
-        d = _digits(self.gpu_hours_lost_high)
-        return range_text(self.gpu_hours_lost_low, self.gpu_hours_lost_high, d, "")
+        """The loss's interval (fit and model error), one number when its ends round alike."""
+        low, high = self.gpu_hours_lost_range
+        return range_text(low, high, _digits(high), "")
 
     def usd_interval_text(self) -> str:
-        d = _digits(self.lost_usd_high)
-        return range_text(self.lost_usd_low, self.lost_usd_high, d, "", prefix="$")
+        low, high = self.lost_usd_range
+        return range_text(low, high, _digits(high), "", prefix="$")
+
+    def bound_words(self) -> str:
+        """Why the loss is an upper bound, or ""."""
+        return (
+            "an upper bound: it counts every GPU job as an LLM server" if self.upper_bound else ""
+        )
 
     def lost_words(self) -> str:
-        """ "at most 2,490 GPU-h per month (90% interval 1,900 to 3,100), 38% of the 6,500 GPU-h
-        the jobs ran"."""
-        d = _digits(self.gpu_hours_lost_high)
+        """ "2,490 GPU-h per month (90% interval 1,300 to 3,700, the model's ±48% error
+        included), 38% of the 6,500 GPU-h the jobs ran; an upper bound: ..."."""
+        low, high = self.gpu_hours_lost_range
+        d = _digits(high)
+        bound = self.bound_words()
         return (
-            f"{self._bound()}{self.gpu_hours_lost:,.{d}f} GPU-h {self.period}"
-            f"{self._interval(self.gpu_hours_lost_low, self.gpu_hours_lost_high)}, "
+            f"{self.gpu_hours_lost:,.{d}f} GPU-h {self.period}{self._interval(low, high)}, "
             f"{self.share_gpu_hours_lost:.0%} of the {self.gpu_hours:,.{_digits(self.gpu_hours)}f}"
-            " GPU-h the jobs ran"
+            f" GPU-h the jobs ran" + (f"; {bound}" if bound else "")
         )
 
     def usd_words(self) -> str:
-        d = _digits(self.lost_usd_high)
+        low, high = self.lost_usd_range
         return (
-            f"{self._bound()}${self.lost_usd:,.{d}f} {self.period}"
-            f"{self._interval(self.lost_usd_low, self.lost_usd_high, '$')} at the reference "
-            "cloud price per GPU-hour"
+            f"${self.lost_usd:,.{_digits(high)}f} {self.period}"
+            f"{self._interval(low, high, '$')} at the reference cloud price per GPU-hour"
         )
 
     def usage_words(self) -> str:
@@ -261,6 +286,7 @@ def headline_of(
     platforms_seen: Sequence[str],
     data_age: DataAge,
     usage: UsageEvidence | None = None,
+    model_error: float | None = None,
 ) -> Headline:
     """A :class:`Headline` from the figures of a plan or a report."""
     return Headline(
@@ -276,4 +302,15 @@ def headline_of(
         calibrations=calibrations_of(gpu_types, platforms_seen),
         data_age=data_age,
         usage=usage,
+        model_error=model_error,
     )
+
+
+def model_error_of(meta: dict[str, Any]) -> float | None:
+    """The fit's held-out relative error (its validation table's, else leave-one-out), or None
+    when it was not validated."""
+    validation = meta.get("validation")
+    if isinstance(validation, dict) and validation.get("mape") is not None:
+        return float(validation["mape"])
+    loo = meta.get("loo_mape")
+    return None if loo is None else float(loo)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor.headline import model_error_of
 from advisor.wording import range_text as range_text  # its old home; re-exported
 
 
@@ -42,18 +43,15 @@ def starved_now(rec: Any, params: Any) -> bool:
 
 def validated_error(params: Any) -> str:
     """The model's validated error in words (the validation table's when the model has one)."""
+    error = model_error_of(params.meta)
+    if error is None:
+        return "error not validated"
     validation = params.meta.get("validation")
     if isinstance(validation, dict) and validation.get("mape") is not None:
-        n = validation.get("points")
-        how = validation.get("method", "held-out")
-        return f"±{100 * float(validation['mape']):.0f}% ({how} error" + (
-            f" over {n} points)" if n else ")"
-        )
-    loo = params.meta.get("loo_mape")
-    if loo is None:
-        return "error not validated"
-    n = params.meta.get("points_fitted")
-    return f"±{100 * float(loo):.0f}% (leave-one-out error" + (f" over {n} points)" if n else ")")
+        n, how = validation.get("points"), validation.get("method", "held-out")
+    else:
+        n, how = params.meta.get("points_fitted"), "leave-one-out"
+    return f"±{100 * error:.0f}% ({how} error" + (f" over {n} points)" if n else ")")
 
 
 # Names of the recommendation's assumptions for people (the rest: underscores become spaces).

@@ -38,7 +38,7 @@ PAGES = [
     ("data", "Data", 0),
 ]
 # What a page must not show for a database: an empty one has no calibration nor age to give.
-ABSENT = {"empty": {"": ["extrapolated from", "days old", "at most "]}}
+ABSENT = {"empty": {"": ["extrapolated from", "days old", "an upper bound"]}}
 # What a person must read on each page, per database: the shipped sample, an empty database and
 # one with a single GPU job.
 EXPECTED = {
@@ -50,8 +50,9 @@ EXPECTED = {
             "Settings to paste",
             "Distribution",
             # how far to trust it: an upper bound with its interval, the calibration, the age
-            "at most ",
+            "an upper bound: it counts every GPU job as an LLM server",
             "90% interval ",
+            "error included",
             "A100: extrapolated from H100, H200 and RTX PRO 6000 Blackwell",
             # the basis that decided the answers: the sample's GPUs are measured families
             "Basis: The fewest cores per job, never below 2 + N",

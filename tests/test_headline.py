@@ -40,7 +40,10 @@ def test_one_job_headline_is_an_upper_bound_with_its_interval_share_and_age(tmp_
     assert h.lost_usd_low <= h.lost_usd <= h.lost_usd_high
     assert h.upper_bound and h.period == "in the 1 hour of data"
     words = h.lost_words()
-    assert words.startswith(f"at most {h.gpu_hours_lost:.1f} GPU-h in the 1 hour of data")
+    assert words.startswith(f"{h.gpu_hours_lost:.1f} GPU-h in the 1 hour of data")
+    assert words.endswith("; an upper bound: it counts every GPU job as an LLM server")
+    low, high = h.gpu_hours_lost_range  # the interval shown brackets the figure
+    assert low <= h.gpu_hours_lost <= high
     assert f"{h.share_gpu_hours_lost:.0%} of the 1.0 GPU-h the jobs ran" in words
     assert h.data_age.newest_record == dt.datetime(2024, 3, 1, 11, 0)
     assert h.data_age.words() == "data up to 2024-03-01, 671 days old"
@@ -73,7 +76,7 @@ def test_the_samples_headline_sums_its_rows_intervals_and_names_every_uncalibrat
     for c in h.calibrations:
         assert c.calibrated == (c.gpu_type in ("H100", "H200", "RTX PRO 6000 Blackwell"))
     assert "Not calibrated: " in h.calibration_words()
-    assert f"(90% interval {h.gpu_hours_interval_text()})" in h.lost_words()
+    assert f"(90% interval {h.gpu_hours_interval_text()}, the model" in h.lost_words()
     assert h.data_age.age_days is not None and h.data_age.words().endswith(" days old")
 
 
@@ -138,7 +141,40 @@ def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out(
         calibrations=(),
         data_age=headline.DataAge(None, None),
     )
-    assert h.lost_words() == "at most 2,490 GPU-h per month, 38% of the 6,500 GPU-h the jobs ran"
+    assert h.lost_words() == (
+        "2,490 GPU-h per month, 38% of the 6,500 GPU-h the jobs ran; an upper bound: it counts "
+        "every GPU job as an LLM server"
+    )
+
+
+def test_the_interval_brackets_the_figure_and_carries_the_models_error():
+    """Issue 39 item 2: "at most 2,232, 90% interval 2,164 to 2,273" had its upper end above
+    the "at most", and carried the fit's spread alone while Recommend stated a +-48% error."""
+    h = headline.Headline(
+        gpu_hours_lost=2232.0,
+        gpu_hours_lost_low=2164.0,
+        gpu_hours_lost_high=2273.0,
+        gpu_hours=6000.0,
+        lost_usd=7000.0,
+        lost_usd_low=6800.0,
+        lost_usd_high=6900.0,  # a fit whose ends both fall below the figure: still bracketed
+        period="per month",
+        basis_sentence=headline.basis_sentence("2 + N"),
+        calibrations=(),
+        data_age=headline.DataAge(None, None),
+        model_error=0.48,
+    )
+    assert h.gpu_hours_lost_range == pytest.approx((2164 * 0.52, 2273 * 1.48))
+    assert h.gpu_hours_lost_text() == "2,232"
+    assert h.gpu_hours_interval_text() == "1,125 to 3,364"
+    assert h.lost_words().startswith(
+        "2,232 GPU-h per month (90% interval 1,125 to 3,364, the model's ±48% error included)"
+    )
+    low, high = h.lost_usd_range
+    assert low <= h.lost_usd <= high and high == pytest.approx(7000 * 1.48)
+    assert headline.model_error_of({"validation": {"mape": 0.39}, "loo_mape": 0.5}) == 0.39
+    assert headline.model_error_of({"loo_mape": 0.5}) == 0.5
+    assert headline.model_error_of({}) is None
 
 
 def test_calibration_names_the_platforms_an_uncalibrated_type_comes_from():

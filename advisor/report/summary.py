@@ -12,7 +12,7 @@ import duckdb
 
 from advisor import store
 from advisor.fixplan import lost_in_starved_jobs
-from advisor.headline import Headline, UsageEvidence, data_age_of, headline_of
+from advisor.headline import Headline, UsageEvidence, data_age_of, headline_of, model_error_of
 from advisor.recommend import PartitionRecommendation
 from advisor.report.inputs import ReportInputs
 from advisor.report.months import Month
@@ -55,6 +55,7 @@ def month_headline(
         decision_basis=basis,
         gpu_types=sorted({e.gpu_type for e in starvation}),
         platforms_seen=meta.get("platforms_seen") or (),
+        model_error=model_error_of(meta),
         data_age=data_age_of((t for f in fresh for t in (f.last_submit, f.last_end)), now),
         usage=UsageEvidence(
             gpu_hours_starved=usage.overall.starved_gpu_hours,

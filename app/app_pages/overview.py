@@ -59,7 +59,8 @@ else:
         delta_color="off",
         delta_arrow="off",
         help="An upper bound: GPU time the jobs below the recommendation would spend waiting "
-        "on CPU if every GPU job were an LLM server; the interval is the fit's own uncertainty.",
+        "on CPU if every GPU job were an LLM server. The interval carries the fit's spread and "
+        "the model's held-out error, so it brackets the figure.",
     )
     m2.metric(
         f"Their value {period}",
