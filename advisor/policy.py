@@ -24,7 +24,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,7 @@ class PolicyConfig:
     workload: Workload = Workload()
     fallback_gpus: int = 4
     db: str | None = None  # None or a missing file: no per-partition rules
+    cluster: str | None = None  # the partitions of this cluster only; None: every cluster's
     pricing_file: str | None = None
     model_file: str | None = None
 
@@ -165,6 +166,7 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
         report = recommend_partitions(
             PartitionQuery(
                 db=str(ctx.db_path),
+                clusters=(cfg.cluster,) if cfg.cluster else (),
                 workload=cfg.workload,
                 tolerance=cfg.tolerance,
                 min_tolerance=cfg.min_tolerance,
@@ -188,6 +190,41 @@ def _build_policy(cfg: PolicyConfig, progress: ProgressFn, ctx: RecommendContext
     ordered = tuple(sorted(rules.values(), key=_specificity))
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     return Policy(POLICY_VERSION, now.strftime("%Y-%m-%dT%H:%M:%SZ"), _version(), ordered)
+
+
+def clusters_of(ctx: RecommendContext) -> tuple[str, ...]:
+    """The clusters whose jobs the context's database holds (none without a database)."""
+    from advisor import datainfo
+
+    con = ctx.connection() if ctx.has_db else None
+    return () if con is None else datainfo.filter_options(con).clusters
+
+
+def check_cluster(ctx: RecommendContext, cluster: str | None) -> None:
+    """Refuse a cluster the database holds no jobs of, naming those it holds."""
+    if cluster is None:
+        return
+    held = clusters_of(ctx)
+    if cluster not in held:
+        names = ", ".join(held) if held else "none (no database, or no jobs loaded)"
+        raise NotFoundError(f"--cluster {cluster!r}: the database holds jobs of {names}")
+
+
+def build_policies(
+    cfg: PolicyConfig, progress: ProgressFn = no_progress, ctx: RecommendContext | None = None
+) -> list[tuple[str | None, Policy]]:
+    """One policy per cluster of the database (its name first), or the one of ``cfg.cluster``;
+    one policy without a name when there is no database or it holds one cluster."""
+    if ctx is None:
+        with RecommendContext.open(
+            db=cfg.db, fit_file=cfg.model_file, pricing_file=cfg.pricing_file
+        ) as own:
+            return build_policies(cfg, progress, own)
+    check_cluster(ctx, cfg.cluster)
+    held = clusters_of(ctx)
+    if cfg.cluster is not None or len(held) < 2:
+        return [(cfg.cluster or (held[0] if held else None), build_policy(cfg, progress, ctx))]
+    return [(c, build_policy(replace(cfg, cluster=c), progress, ctx)) for c in held]
 
 
 def _plain(policy: Policy) -> dict[str, Any]:
@@ -279,7 +316,7 @@ def _slurm_conf_name_ok(name: str) -> bool:
     return _SLURM_CONF_NAME.fullmatch(name) is not None and name.upper() != "DEFAULT"
 
 
-def to_slurm_conf(policy: Policy) -> str:
+def to_slurm_conf(policy: Policy, cluster: str | None = None) -> str:
     """``PartitionName=P DefCpuPerGPU=N`` for each partition with rules (the largest default
     among its GPU types, since DefCpuPerGPU is per partition), as lines to merge into
     slurm.conf. A name slurm.conf cannot carry (``h100#x``, a space, ``=``, ``,``, ``DEFAULT``,
@@ -291,7 +328,8 @@ def to_slurm_conf(policy: Policy) -> str:
             continue
         per_partition[r.partition] = max(per_partition.get(r.partition, 0), r.default_cpus_per_gpu)
     lines = [
-        f"# DefCpuPerGPU per partition, from advisor policy ({policy.generated_at}).",
+        f"# DefCpuPerGPU per partition, from advisor policy ({policy.generated_at})"
+        + (f", cluster {ascii(cluster)[1:-1]}: its slurm.conf only." if cluster else "."),
         "# Merge into the existing PartitionName lines of slurm.conf; Slurm has no MaxCPUsPerGPU,",
         "# the minimum is enforced by the job_submit plugin (docs/policy-format.md).",
     ]

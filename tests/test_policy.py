@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,3 +151,105 @@ def test_a_policy_built_on_one_context_has_the_rules_of_one_built_on_its_own(tmp
         shared = build_policy(cfg, ctx=ctx)
     assert shared.rules == alone.rules
     assert ("gpu", "h100_80gb") in {(r.partition, r.gpu_type) for r in shared.rules}
+
+
+def _two_clusters(db: Path) -> None:
+    """Two clusters each with a partition named 'gpu' (same name, different clusters) and one
+    of their own: cluster 'a' on 1 core per GPU, cluster 'b' on 16."""
+    con = connect(db)
+    start = dt.datetime(2026, 11, 1)
+    rows = [("a", "gpu", 1), ("a", "a-only", 1), ("b", "gpu", 16), ("b", "b-only", 16)]
+    for i, (cluster, part, cpg) in enumerate(rows * 3):
+        con.execute(
+            'INSERT INTO jobs (cluster, job_id_raw, submit, job_id, "partition", start,'
+            ' "end", elapsed_s, cpus, gpus, gpu_type, gpu_type_raw) VALUES'
+            " (?, ?, ?, ?, ?, ?, ?, 3600, ?, 4, 'H100', 'h100_80gb')",
+            [cluster, i, start, str(i), part, start, start + dt.timedelta(hours=1), 4 * cpg],
+        )
+    con.close()
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("advisor") or str(Path(sys.executable).parent / "advisor")
+    return subprocess.run([script, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_slurm_conf_gives_each_cluster_its_own_block_and_cluster_narrows_it(db_path: Path):
+    """Issue 39 item 9: both clusters' partitions came out in one block, no --cluster."""
+    _two_clusters(db_path)
+    both = _script("policy", "export", "--format", "slurm.conf", "--db", str(db_path))
+    assert both.returncode == 0, both.stderr
+    blocks = both.stdout.split("\n\n")
+    assert len(blocks) == 2
+    assert "cluster a: its slurm.conf only" in blocks[0]
+    assert "cluster b: its slurm.conf only" in blocks[1]
+    parts = [
+        sorted(ln.split()[0] for ln in b.splitlines() if ln.startswith("PartitionName="))
+        for b in blocks
+    ]
+    assert parts == [
+        ["PartitionName=a-only", "PartitionName=gpu"],
+        ["PartitionName=b-only", "PartitionName=gpu"],
+    ]
+    one = _script(
+        "policy", "export", "--format", "slurm.conf", "--cluster", "b", "--db", str(db_path)
+    )
+    assert one.returncode == 0, one.stderr
+    assert "cluster b: its slurm.conf only" in one.stdout and "a-only" not in one.stdout
+    assert [ln.split()[0] for ln in one.stdout.splitlines() if ln.startswith("Partition")] == [
+        "PartitionName=b-only",
+        "PartitionName=gpu",
+    ]
+
+
+def test_a_plugin_policy_of_two_clusters_warns_and_an_unknown_cluster_is_refused(
+    db_path: Path, tmp_path: Path
+):
+    _two_clusters(db_path)
+    merged = _script("policy", "export", "--format", "json", "--db", str(db_path))
+    assert merged.returncode == 0, merged.stderr
+    assert "holds 2 clusters (a, b)" in merged.stderr and "--cluster NAME" in merged.stderr
+    out = tmp_path / "a.lua"
+    one = _script("policy", "export", "--cluster", "a", "--db", str(db_path), "-o", str(out))
+    assert one.returncode == 0 and "clusters" not in one.stderr, one.stderr
+    text = out.read_text()
+    assert '"a-only"' in text and '"b-only"' not in text
+    bad = _script("policy", "export", "--cluster", "c", "--db", str(db_path))
+    assert bad.returncode == 4
+    assert bad.stderr.strip() == "Error: --cluster 'c': the database holds jobs of a, b"
+    assert "Traceback" not in bad.stderr
+
+
+def test_recommend_partition_star_answers_each_clusters_partition_apart(db_path: Path):
+    """Issue 39 item 9: `recommend --partition '*'` pooled two clusters' 'gpu' partitions into
+    one row with no cluster column; each is its own partition with its own jobs."""
+    _two_clusters(db_path)
+    res = _script("recommend", "--partition", "*", "--db", str(db_path), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["partitions"]
+    got = sorted((r["cluster"], r["partition"], r["jobs"], r["p50_cores_per_gpu"]) for r in rows)
+    assert got == [
+        ("a", "a-only", 3, 1.0),
+        ("a", "gpu", 3, 1.0),
+        ("b", "b-only", 3, 16.0),
+        ("b", "gpu", 3, 16.0),
+    ]
+    only_b = _script(
+        "recommend", "--partition", "*", "--cluster", "b", "--db", str(db_path), "--format", "csv"
+    )
+    assert only_b.returncode == 0, only_b.stderr
+    header, *lines = only_b.stdout.splitlines()
+    assert header.startswith("cluster,partition,") and len(lines) == 2
+    assert all(line.startswith("b,") for line in lines)
+    table = subprocess.run(
+        [shutil.which("advisor") or str(Path(sys.executable).parent / "advisor"), "recommend"]
+        + ["--partition", "*", "--db", str(db_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert table.returncode == 0, table.stderr
+    assert (
+        "cluster" in table.stdout.splitlines()[2] and max(map(len, table.stdout.splitlines())) <= 80
+    )

@@ -229,7 +229,7 @@ def test_a_partition_of_gpus_without_a_price_gets_its_default_and_the_cost_reaso
     assert "lost GPU time not priced: no instance price" in err
     code, out, err = cli("recommend", "--partition", "old", "--db", str(db_path))
     assert code == 0 and "V100" in out and "cost_reason" not in out  # said once, on stderr
-    assert "Warning: old/V100: lost GPU time not priced: no instance price" in err
+    assert "Warning: c1/old/V100: lost GPU time not priced: no instance price" in err
     code, out, err = cli("policy", "export", "--db", str(db_path), "--format", "json")
     assert code == 0, err
     rules = {(r["partition"], r["gpu_type"]): r for r in json.loads(out)["rules"]}

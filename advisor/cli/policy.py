@@ -83,6 +83,14 @@ def policy_export_cmd(
             help="Write here instead of stdout (written whole, then renamed into place).",
         ),
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            metavar="NAME",
+            help="That cluster's partitions only (slurm.conf without it: one block a cluster).",
+        ),
+    ] = None,
     db: DbOption = None,
     pricing: PricingOption = None,
     fit_file: FitFileOption = None,
@@ -92,7 +100,18 @@ def policy_export_cmd(
     from advisor.cli._parse import warn_missing_db
 
     warn_missing_db(db, "rules for every GPU family, none for a partition")
-    from advisor.policy import Mode, PolicyConfig, build_policy, to_json, to_lua, to_slurm_conf
+    from advisor.policy import (
+        Mode,
+        PolicyConfig,
+        build_policies,
+        build_policy,
+        check_cluster,
+        clusters_of,
+        slurm_conf_unwritable,
+        to_json,
+        to_lua,
+        to_slurm_conf,
+    )
     from advisor.recommend import RecommendContext, Workload, parse_model_size
 
     config = PolicyConfig(
@@ -103,26 +122,34 @@ def policy_export_cmd(
             parse_model_size(model_size), rps, prompt_tokens, prefix_hit, workload_name
         ),
         db=db,
+        cluster=cluster,
     )
     with (
         RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
         RichProgress() as progress,
     ):
-        policy = build_policy(config, progress, ctx)
-    render = {
-        PolicyFormat.lua: to_lua,
-        PolicyFormat.json: to_json,
-        PolicyFormat.slurm_conf: to_slurm_conf,
-    }[fmt]
-    text = render(policy)
+        if fmt is PolicyFormat.slurm_conf:  # slurm.conf is per cluster: a block for each
+            policies = build_policies(config, progress, ctx)
+        else:
+            check_cluster(ctx, cluster)
+            policies = [(cluster, build_policy(config, progress, ctx))]
+            held = clusters_of(ctx)
+            if cluster is None and len(held) > 1:
+                sys.stderr.write(
+                    f"Warning: the database holds {len(held)} clusters ({', '.join(held)}); "
+                    "these rules merge their partitions: export each cluster's plugin policy "
+                    "with --cluster NAME\n"
+                )
     if fmt is PolicyFormat.slurm_conf:
-        from advisor.policy import slurm_conf_unwritable
-
-        for name in slurm_conf_unwritable(policy):  # ascii(): a name is data, not terminal codes
-            sys.stderr.write(
-                f"Warning: partition {ascii(name)} skipped: slurm.conf cannot carry "
-                "its name (letters, digits, _ . - only; not DEFAULT)\n"
-            )
+        text = "\n".join(to_slurm_conf(p, c) for c, p in policies)
+        for _, p in policies:  # ascii(): a name is data, not terminal codes
+            for name in slurm_conf_unwritable(p):
+                sys.stderr.write(
+                    f"Warning: partition {ascii(name)} skipped: slurm.conf cannot carry "
+                    "its name (letters, digits, _ . - only; not DEFAULT)\n"
+                )
+    else:
+        text = (to_lua if fmt is PolicyFormat.lua else to_json)(policies[0][1])
     if output is None:
         sys.stdout.write(text)
         return
@@ -133,7 +160,8 @@ def policy_export_cmd(
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)  # the plugins never read a half-written file
-    sys.stderr.write(f"wrote {len(policy.rules)} rules to {target}\n")
+    rules = sum(len(p.rules) for _, p in policies)
+    sys.stderr.write(f"wrote {rules} rules to {target}\n")
 
 
 def register(app: typer.Typer) -> None:

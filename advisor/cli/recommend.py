@@ -24,6 +24,7 @@ from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
 
 PARTITION_FIRST = (
+    "cluster",
     "partition",
     "gpu_type",
     "def_cpu_per_gpu",
@@ -120,6 +121,14 @@ def recommend_cmd(
             "it recommends DefCpuPerGPU from the partition's jobs.",
         ),
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            metavar="NAME",
+            help="With --partition: that cluster's partitions only (default: each cluster's).",
+        ),
+    ] = None,
     tp: TpOption = None,
     executor: Annotated[
         str | None,
@@ -164,11 +173,12 @@ def recommend_cmd(
 
             raise UsageError("give --gpus N (a job) or --partition NAME|'*' (a partition's jobs)")
         from advisor.cli._output import RichProgress
-        from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
+        from advisor.recommend import PartitionQuery, RecommendContext, recommend_by_cluster
 
         query = PartitionQuery(
             db=db,
             partition=None if partition == "*" else partition,
+            clusters=(cluster,) if cluster else (),
             gpu_type=gpu_type,
             workload=workload,
             tolerance=tolerance,
@@ -178,9 +188,13 @@ def recommend_cmd(
             RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
             RichProgress() as progress,
         ):
-            report = recommend_partitions(query, progress, ctx)
+            if cluster is not None:
+                from advisor.policy import check_cluster
+
+                check_cluster(ctx, cluster)
+            report = recommend_by_cluster(query, progress, ctx)
         for row in report.rows:
-            _warn(f"{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
+            _warn(f"{row.cluster}/{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
         if fmt is not OutputFormat.json:
             typer.echo(f"Basis: {report.assumptions.get('basis_sentence')}", err=True)
         if fmt is OutputFormat.json:
@@ -194,7 +208,10 @@ def recommend_cmd(
             return
         # the table leaves out what the Warning lines above already say
         hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
-        rows = [{k: v for k, v in r.__dict__.items() if k not in hidden} for r in report.rows]
+        rows = [
+            {"cluster": r.cluster, **{k: v for k, v in r.__dict__.items() if k not in hidden}}
+            for r in report.rows
+        ]
         if fmt is OutputFormat.table and rows:
             # the answer and what it changes first: a narrow terminal keeps these columns
             first = [c for c in PARTITION_FIRST if c in rows[0]]

@@ -35,6 +35,7 @@ from advisor.recommend.partitions import (
     PartitionQuery,
     PartitionRecommendation,
     PartitionReport,
+    recommend_by_cluster,
     recommend_partitions,
 )
 from advisor.recommend.query import (
@@ -73,6 +74,7 @@ __all__ = [
     "node_inventory",
     "parse_model_size",
     "recommend_job",
+    "recommend_by_cluster",
     "recommend_partitions",
     "starvation",
     "sufficient_cores",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -98,6 +98,7 @@ class PartitionRecommendation:
     share_gpu_hours_lost: float = 0.0  # 0-1 of gpu_hours (an upper bound, as the loss)
     calibrated: bool = True  # the curve was fitted on this GPU type's own measurements
     extrapolated_from: tuple[str, ...] = ()  # else: the calibrated platforms it comes from
+    cluster: str | None = None  # set by recommend_by_cluster; None: the query's clusters pooled
 
     @property
     def per_month(self) -> bool:
@@ -347,3 +348,33 @@ def recommend_partitions(
         "basis_sentence": basis_sentence(shown),
     }
     return PartitionReport(tuple(out), assumptions)
+
+
+def recommend_by_cluster(
+    q: PartitionQuery,
+    progress: ProgressFn = no_progress,
+    ctx: RecommendContext | None = None,
+) -> PartitionReport:
+    """:func:`recommend_partitions` for each cluster of the query (every cluster the database
+    holds when it names none), each row carrying its cluster: a partition is a cluster's, and
+    two clusters' partitions of one name are two partitions with their own jobs and answer."""
+    if ctx is None:
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
+            return recommend_by_cluster(q, progress, own)
+    clusters = q.clusters
+    if not clusters:
+        from advisor import datainfo
+
+        con = ctx.connection()
+        clusters = datainfo.filter_options(con).clusters if con is not None else ()
+    if not clusters:
+        return recommend_partitions(q, progress, ctx)  # refuses a missing database by name
+    rows: list[PartitionRecommendation] = []
+    assumptions: dict[str, Any] = {}
+    for cluster in clusters:
+        report = recommend_partitions(replace(q, clusters=(cluster,)), progress, ctx)
+        rows.extend(replace(r, cluster=cluster) for r in report.rows)
+        assumptions = assumptions or report.assumptions
+    return PartitionReport(tuple(rows), {**assumptions, "clusters": list(clusters)})

@@ -229,8 +229,8 @@ if opts.gpu_jobs == 0:
     )
 else:
     report = cached_call(
-        "recommend_partitions",
-        recommend.recommend_partitions,
+        "recommend_by_cluster",
+        recommend.recommend_by_cluster,
         recommend.PartitionQuery(
             db=key[0],
             gpu_type=filters.gpu_types[0] if len(filters.gpu_types) == 1 else None,
@@ -250,7 +250,7 @@ else:
     else:
         show_table(
             rows,
-            list(LOSS_COLUMNS),
+            ["cluster", *LOSS_COLUMNS],
             labels=period_labels(fixplan.period_words(max(r.span_hours for r in report.rows))),
         )
         same = next(
