@@ -822,3 +822,24 @@ def test_who_names_its_totals_as_totals_over_the_months_chosen(monkeypatch, dbs)
     assert labels["gpu_hours_below"] == "GPU-h below target (total, all months)"
     assert labels["share_jobs_below"] == "% of jobs below target"
     assert labels["p50_cores_per_gpu"] == "P50 cores / GPU (GPU-h weighted)"
+
+
+def test_overview_puts_the_accounts_that_lose_most_on_the_first_screen(monkeypatch, dbs):
+    """Issue 39 item 4: the Overview showed no accounts. Its top three are the Who page's
+    first three (one ranking, by GPU-hours lost), each with the evidence that ranks it."""
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _no_exception(at, "overview")
+    tables = [d.value for d in at.dataframe]
+    top = next(t for t in tables if "account" in t.columns)
+    assert 1 <= len(top) <= 3
+    assert top["gpu_hours_lost"].is_monotonic_decreasing and top["gpu_hours_lost"].iloc[0] > 0
+    for row in top.itertuples():
+        below, of = (int(x.replace(",", "")) for x in row.jobs_below_of.split(" of "))
+        assert 0 < below <= of
+        assert row.flag.startswith("--cpus-per-gpu=")
+    _open(at, "who")
+    _no_exception(at, "who")
+    who = at.dataframe[0].value.head(len(top))
+    assert list(who["account"]) == list(top["account"])
+    assert list(who["gpu_hours_lost"]) == pytest.approx(list(top["gpu_hours_lost"]))

@@ -336,6 +336,13 @@ def test_the_summary_leads_with_the_loss_the_fix_the_places_and_the_settings(sma
     ]
     assert [b["name"] for b in s["top_accounts"]] == [b["name"] for b in data["below_accounts"][:3]]
     html = res.html_path.read_text()
+    # each account named with the evidence that ranks it (issue 39 item 4)
+    b = s["top_accounts"][0]
+    assert b["gpu_hours_lost"] > 0
+    assert (
+        f" GPU-hours lost, est., of {b['gpu_hours_below']:,.0f} below; {b['jobs_below']:,} of "
+        f"{b['jobs']:,} jobs below, median "
+    ) in html
     # the summary comes before every other section, and carries the paste-ready settings
     assert html.index('id="summary"') < html.index('id="ratios"')
     pasted = "".join(c["slurm_conf"] for c in s["settings"])

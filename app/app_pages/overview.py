@@ -8,16 +8,19 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisor import fixplan
 from advisor.errors import AdvisorError
 from advisor.wording import cores_per_gpu_words, cores_text, count_words
 from app.assumptions import assumptions, assumptions_caption
 from app.chart_view import show_chart
 from app.common import FEW_JOBS
 from app.db import db_key
-from app.filters import current_filters
+from app.filters import current_filters, display_name
 from app.fixplan_calls import fix_plan, headline
 from app.messages import md_name, stop_info
+from app.model_calls import partition_recommendations
 from app.ratio_calls import (
+    below_target,
     excluded_caption,
     node_types,
     ratio_distribution,
@@ -107,6 +110,41 @@ else:
         ["cluster", *LOSS_COLUMNS],
         labels=period_labels(period),
     )
+    # who loses most: the Who page's ranking (same query, same cache), its top three here
+    recs = partition_recommendations(key, assumed)
+    targets = fixplan.recommended_targets(recs)
+    if targets:
+        wq = ratio_query(
+            filters, by=("account", "cluster", "partition", "gpu_type"), weight="gpu-hours"
+        )
+        top_who = fixplan.rank_who_loses(
+            below_target(key, wq, targets, None, fixplan.RANKING_POOL), recs
+        )[:3]
+        if top_who:
+            st.markdown(
+                f"**The accounts that lose most** ({filters.months_words}; the Who page "
+                "ranks them all):"
+            )
+            show_table(
+                [
+                    {
+                        "account": display_name(w.group.keys["account"]) or "(none)",
+                        "cluster": w.group.keys["cluster"],
+                        "partition": w.group.keys["partition"],
+                        "gpu_type": w.group.keys["gpu_type"],
+                        "gpu_hours_lost": w.gpu_hours_lost,
+                        "jobs_below_of": f"{w.jobs_below:,} of {w.group.jobs:,}",
+                        "p50_cores_per_gpu": w.group.p50_cores_per_gpu,
+                        "flag": w.flag,
+                    }
+                    for w in top_who
+                ],
+                labels={
+                    "gpu_hours_lost": f"GPU-h lost, est. (total, {filters.months_words})",
+                    "jobs_below_of": "Jobs below the answer",
+                    "p50_cores_per_gpu": "P50 cores / GPU (GPU-h weighted)",
+                },
+            )
     st.markdown(
         "**Settings to paste** (per cluster: slurm.conf lines, or the Lua policy that "
         "`slurm/job_submit.lua` reads)"
