@@ -49,10 +49,14 @@ STEPS = ("ingest", "dashboard", "ratios", "report", "recommend", "export")
 
 
 class TreePeak:
-    """Peak resident memory of a process and its children, sampled while it runs."""
+    """Peak resident memory of a process and its children, sampled while it runs; past
+    ``kill_at`` bytes the children are killed (a step that would swap the machine to a halt is
+    a finding, not a reason to lose the machine)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, kill_at: int = 0) -> None:
         self.proc = psutil.Process(pid)
+        self.kill_at = kill_at
+        self.killed = False
         self.peak = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -63,6 +67,10 @@ class TreePeak:
             try:
                 procs = [self.proc, *self.proc.children(recursive=True)]
                 self.peak = max(self.peak, sum(p.memory_info().rss for p in procs))
+                if self.kill_at and self.peak > self.kill_at and not self.killed:
+                    self.killed = True
+                    for p in procs:
+                        p.kill()
             except psutil.Error:
                 pass
             self._stop.wait(0.05)
@@ -73,7 +81,7 @@ class TreePeak:
         return self.peak
 
 
-def run_step(name: str, argv: list[str], out_dir: Path) -> dict[str, object]:
+def run_step(name: str, argv: list[str], out_dir: Path, kill_at: int) -> dict[str, object]:
     """Run one benchmark, its output teed to ``out_dir/name.log``; wall time and peak RSS."""
     log = out_dir / f"{name}.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
@@ -88,7 +96,7 @@ def run_step(name: str, argv: list[str], out_dir: Path) -> dict[str, object]:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        peak = TreePeak(proc.pid)
+        peak = TreePeak(proc.pid, kill_at)
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
@@ -96,8 +104,15 @@ def run_step(name: str, argv: list[str], out_dir: Path) -> dict[str, object]:
         rc = proc.wait()
         rss = peak.stop()
     wall = time.perf_counter() - t0
-    print(f"=== {name}: exit {rc}, {wall:.1f} s, peak RSS {rss / 2**20:.0f} MB", flush=True)
-    return {"step": name, "rc": rc, "seconds": round(wall, 1), "peak_rss_mb": round(rss / 2**20)}
+    killed = f" (killed: over {kill_at / 2**30:g} GiB)" if peak.killed else ""
+    print(f"=== {name}: exit {rc}, {wall:.1f} s, peak RSS {rss / 2**20:.0f} MB{killed}", flush=True)
+    return {
+        "step": name,
+        "rc": rc,
+        "seconds": round(wall, 1),
+        "peak_rss_mb": round(rss / 2**20),
+        "killed_over_memory": peak.killed,
+    }
 
 
 def main() -> int:
@@ -111,6 +126,12 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, required=True, help="where the files and logs go")
     ap.add_argument("--only", default=",".join(STEPS), help=f"steps to run ({','.join(STEPS)})")
     ap.add_argument("--month", default="2024-10", help="the report's month")
+    ap.add_argument(
+        "--kill-at-gb",
+        type=float,
+        default=16.0,
+        help="kill a step whose processes hold more than this (GiB; 0: never)",
+    )
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
     unknown = set(only) - set(STEPS)
@@ -172,7 +193,8 @@ def main() -> int:
             print(f"{step}: no {db} (run the ingest step first)", file=sys.stderr)
             return 2
         for k, argv in enumerate(plan[step]):
-            rows.append(run_step(step if k == 0 else f"{step}-{k + 1}", argv, out))
+            name = step if k == 0 else f"{step}-{k + 1}"
+            rows.append(run_step(name, argv, out, int(args.kill_at_gb * 2**30)))
     if db.exists():
         rows.append({"step": "database file", "gb": round(db.stat().st_size / 1e9, 2)})
 
