@@ -46,6 +46,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "share_jobs_below_fair_share": ("% of jobs below fair share", "pct"),
     "jobs_below": ("Jobs below target", "int"),
     "flag": ("Submit with", "text"),
+    "jobs_below_of": ("Jobs below the answer", "text"),
     "months_observed": ("Months observed", "num"),
     "fix_vcpu_hours_per_month": ("Extra vCPU-hours / month", "int"),
     "p10": ("P10 cores / GPU", "ratio"),
@@ -140,22 +141,59 @@ def column_kind(column: str) -> tuple[str, str]:
 
 
 def table_config(
-    columns: list[str], labels: dict[str, str] | None = None, as_text: set[str] | None = None
+    columns: list[str],
+    labels: dict[str, str] | None = None,
+    as_text: set[str] | None = None,
+    widths: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Streamlit column configs: a person's label and one number format per kind of column
-    (``as_text``: numeric columns already written out as text, see :func:`show_table`)."""
+    (``as_text``: numeric columns already written out as text, see :func:`show_table`);
+    ``widths`` in pixels where the table is squeezed to fit, the whole label then on hover."""
     labels = labels or {}
+    widths = widths or {}
     out: dict[str, Any] = {}
     for c in columns:
         label, kind = column_kind(c)
         label = labels.get(c, label)
+        extra: dict[str, Any] = {"width": widths[c], "help": label} if c in widths else {}
         if c in (as_text or ()):
-            out[c] = st.column_config.TextColumn(label)
+            out[c] = st.column_config.TextColumn(label, **extra)
         elif kind in _FORMATS:
-            out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind])
+            out[c] = st.column_config.NumberColumn(label, format=_FORMATS[kind], **extra)
         else:
-            out[c] = st.column_config.Column(label)
+            out[c] = st.column_config.Column(label, **extra)
     return out
+
+
+# The width of a page-wide table at a 1400 px window with the sidebar open, the pixels a
+# character of a cell or header takes, and the narrowest a squeezed column gets.
+TABLE_WIDTH_PX = 940
+CHAR_PX = 7.6
+MIN_COLUMN_PX = 64
+
+
+def fitted_widths(df: Any, labels: dict[str, str] | None = None) -> dict[str, int]:
+    """Column widths that keep the table within TABLE_WIDTH_PX (none when it fits as it is):
+    each column's natural width (its longest label word or cell, the first 200 rows) scaled
+    down alike, never under MIN_COLUMN_PX; a long label then wraps to its hover text."""
+    labels = labels or {}
+    natural: dict[str, float] = {}
+    for c in df.columns:
+        label = labels.get(str(c), column_kind(str(c))[0])
+        cells = df[c].head(200).map(lambda v: len(f"{v:,.2f}" if _is_number(v) else str(v)))
+        longest = max(len(label), int(cells.max()) if len(cells) else 0)
+        natural[str(c)] = CHAR_PX * min(longest, 48) + 28
+    if sum(natural.values()) <= TABLE_WIDTH_PX:
+        return {}
+    fixed: dict[str, int] = {}
+    while True:  # columns pushed to the floor keep it; the others share what is left
+        free = {c: w for c, w in natural.items() if c not in fixed}
+        room = TABLE_WIDTH_PX - sum(fixed.values())
+        scale = room / sum(free.values()) if free else 1.0
+        low = {c for c, w in free.items() if w * scale < MIN_COLUMN_PX}
+        if not low:
+            return {**fixed, **{c: int(w * scale) for c, w in free.items()}}
+        fixed.update(dict.fromkeys(low, MIN_COLUMN_PX))
 
 
 # The columns of a per-partition table of GPU time lost and what the fix costs (the Overview's
@@ -255,10 +293,12 @@ def show_table(
     frame: Any,
     columns: list[str] | None = None,
     labels: dict[str, str] | None = None,
-    height: int | Literal["auto", "stretch", "content"] = "auto",
+    height: int | Literal["auto", "stretch", "content"] | None = None,
 ) -> None:
     """A table for people: the ``columns`` given first (else all), labelled and formatted by
-    :data:`COLUMNS`, months as ``2024-01``, as wide as the page (never cut off at the right)."""
+    :data:`COLUMNS`, months as ``2024-01``, as wide as the page and never wider (columns
+    squeezed by :func:`fitted_widths`), every row shown up to SHOWN_ROWS (``height`` None;
+    longer ones scroll)."""
     import pandas as pd
 
     df = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
@@ -270,10 +310,16 @@ def show_table(
     if pct:
         df = df.assign(**{c: df[c] * 100.0 for c in pct})
     df, as_text = _readable_cells(df)
+    if height is None:
+        height = "content" if len(df) <= SHOWN_ROWS else "auto"
     st.dataframe(
         df,
         hide_index=True,
-        column_config=table_config(list(df.columns), labels, as_text),
+        column_config=table_config(list(df.columns), labels, as_text, fitted_widths(df, labels)),
         width="stretch",
         height=height,
     )
+
+
+# A table of this many rows or fewer is shown whole, without a scroll of its own.
+SHOWN_ROWS = 25

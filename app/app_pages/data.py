@@ -102,16 +102,16 @@ if log:
             "duration_s",
             "inserted",
             "updated",
-            "unchanged",
             "rejected",
-            "rows_read",
             "lines_read",
             "format",
-            "compression",
             "missing_fields",
             "disabled_analyses",
-            "started_at",
         ],
+    )
+    st.caption(
+        "Every field of each load (unchanged jobs, rows read, compression, start time): "
+        "`advisor data status --format json` (its `ingests`)."
     )
 else:
     st.caption("Nothing loaded yet.")

@@ -141,7 +141,6 @@ else:
                 ],
                 labels={
                     "gpu_hours_lost": f"GPU-h lost, est. (total, {filters.months_words})",
-                    "jobs_below_of": "Jobs below the answer",
                     "p50_cores_per_gpu": "P50 cores / GPU (GPU-h weighted)",
                 },
             )
