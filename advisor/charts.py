@@ -37,6 +37,7 @@ _LOG2 = alt.Scale(type="log", base=2)
 # Ticks at powers of two only: 0.25, 1, 8 cores per GPU are the values people talk about.
 _RATIO_AXIS = alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g")
 _MAX_PANELS = 12
+RECOMMENDED_COLOUR = "#2ca02c"  # the answer, on every chart that draws it
 # One convention on every chart: P50 solid, P25 dashed, and the legend draws the dash.
 QUANTILE_DASH = alt.Scale(domain=["P50", "P25"], range=[[1, 0], [6, 3]])
 # Labels are never cut to "H200 · Llama-3.1-8B · 1 G…": no limit on legend or axis labels.
@@ -125,6 +126,21 @@ def group_colour(group: str, values: Sequence[str], legend: alt.Legend) -> alt.C
 _PREV = "datum.layer == 'prev'"
 
 
+def _ratio_scale(values: pd.Series) -> tuple[alt.Scale, alt.Axis]:
+    """A log-2 cores-per-GPU scale spanning ``values`` from one power of two below to one
+    above, with a tick at each power of two inside: one value (one job) still gets an axis of
+    three ticks instead of every tick piled on one point."""
+    v = values[values > 0].astype(float)
+    if v.empty:
+        return _LOG2, _RATIO_AXIS
+    lo = 2.0 ** math.floor(math.log2(float(v.min())))
+    hi = 2.0 ** math.ceil(math.log2(float(v.max())))
+    if hi <= lo:
+        lo, hi = lo / 2.0, hi * 2.0
+    ticks = [2.0**k for k in range(-8, 12) if lo <= 2.0**k <= hi]
+    return alt.Scale(type="log", base=2, domain=[lo, hi]), alt.Axis(values=ticks, format="~g")
+
+
 def _when(test: str, value: Any) -> dict[str, Any]:
     """A channel's value when ``test`` holds. Typed channel values (``alt.OpacityValue(v,
     condition=...)``) instead of ``alt.condition``/``alt.value`` and shorthand strings: altair
@@ -195,6 +211,7 @@ def ratio_histogram(
     fair_share: pd.DataFrame | None = None,
     previous: pd.DataFrame | None = None,
     previous_label: str = "month before",
+    recommended: pd.DataFrame | None = None,
     width: int = 560,
     height: int = 140,
 ) -> AnyChart:
@@ -203,7 +220,8 @@ def ratio_histogram(
     node types' fair share as a grey dotted rule.
 
     ``previous`` (a distribution like ``dist``, e.g. the month before) is overlaid as outlined
-    bars, so a comparison the title promises is on the chart.
+    bars, so a comparison the title promises is on the chart. ``recommended`` (``gpu_type``,
+    ``cores_per_gpu``) draws the answer as a green rule in each type's panel.
 
     Built as one faceted, layered chart over a single table (a ``layer`` column tells bars,
     quantiles and fair shares apart): a few chart objects whatever the number of GPU types.
@@ -220,6 +238,9 @@ def ratio_histogram(
     if previous is not None and not previous.empty:
         prev = binned_distribution(previous, weight)
         parts.append(prev[prev["gpu_type"].isin(order)].assign(layer="prev"))
+    if recommended is not None and not recommended.empty:
+        r = recommended[recommended["gpu_type"].isin(order) & (recommended["cores_per_gpu"] > 0)]
+        parts.append(r[["gpu_type", "cores_per_gpu"]].assign(layer="recommended"))
     data = pd.concat(parts, ignore_index=True)
     return _histogram_chart(weight, tuple(order), width, height).properties(data=data)
 
@@ -282,8 +303,16 @@ def _histogram_chart(weight: str, order: tuple[str, ...], width: int, height: in
         )
         .transform_filter(alt.datum.layer == "fair")
     )
+    answer = (
+        base.mark_rule(color=RECOMMENDED_COLOUR, size=3)
+        .encode(
+            x=alt.X("cores_per_gpu:Q"),
+            tooltip=[alt.Tooltip("cores_per_gpu:Q", title="recommended cores/GPU", format="~g")],
+        )
+        .transform_filter(alt.datum.layer == "recommended")
+    )
     return (
-        alt.layer(bars, rules, fair, data=alt.InlineData(values=[]))  # set by the caller
+        alt.layer(bars, rules, fair, answer, data=alt.InlineData(values=[]))  # set by the caller
         .properties(width=width, height=height)
         .facet(
             row=alt.Row(
@@ -302,14 +331,21 @@ def ratio_ecdf(
     *,
     weight: str = "jobs",
     quantiles: pd.DataFrame | None = None,
+    recommended: pd.DataFrame | None = None,
     width: int = 560,
     height: int = 320,
 ) -> AnyChart:
     """Cumulative share of jobs (or GPU-hours) at or below each ratio, one line per GPU type
     (coloured in the order the types first appear, as the histogram's panels), with the P25/P50
-    points marked."""
+    points marked; every line runs on at 100% to the axis's right end (a power of two past the
+    largest value), and ``recommended`` (``gpu_type``, ``cores_per_gpu``) marks each type's
+    answer on its line."""
     order = list(dict.fromkeys(dist["gpu_type"]))
     e = ecdf(dist, weight)
+    if not e.empty:
+        edge = 2.0 ** (math.floor(math.log2(float(e["cores_per_gpu"].max()))) + 1)
+        ends = pd.DataFrame({"gpu_type": order, "cores_per_gpu": edge, "cum_share": 1.0})
+        e = pd.concat([e, ends.assign(**{weight: 0.0})], ignore_index=True)
     lines = (
         alt.Chart(e)
         .mark_line(interpolate="step-after", point=False)
@@ -350,6 +386,28 @@ def ratio_ecdf(
                 ],
             )
         )
+    if recommended is not None and not recommended.empty and not e.empty:
+        r = recommended[recommended["gpu_type"].isin(order) & (recommended["cores_per_gpu"] > 0)]
+        # each answer where its type's line is: the share at or below the recommended cores
+        at = []
+        for t, c in zip(r["gpu_type"], r["cores_per_gpu"], strict=True):
+            below = e[(e["gpu_type"] == t) & (e["cores_per_gpu"] <= c)]["cum_share"]
+            at.append(float(below.max()) if len(below) else 0.0)
+        r = r.assign(cum_share=at)
+        layers.append(
+            alt.Chart(r)
+            .mark_point(filled=False, size=160, shape="circle", strokeWidth=3)
+            .encode(
+                x=alt.X("cores_per_gpu:Q"),
+                y=alt.Y("cum_share:Q"),
+                color=alt.ColorValue(RECOMMENDED_COLOUR),
+                tooltip=[
+                    alt.Tooltip("gpu_type:N", title="GPU type"),
+                    alt.Tooltip("cores_per_gpu:Q", format="~g", title="recommended cores/GPU"),
+                    alt.Tooltip("cum_share:Q", format=".1%", title="share below or at it"),
+                ],
+            )
+        )
     return alt.layer(*layers).properties(width=width, height=height)
 
 
@@ -378,7 +436,7 @@ def share_below_chart(
         alt.Chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("threshold:N", sort=order, title="cores per GPU"),
+            x=alt.X("threshold:N", sort=order, title="cores per GPU", axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("weighted_by:N"),
             y=alt.Y(
                 "share:Q",
@@ -428,9 +486,10 @@ def trend_chart(
         value_name="cores_per_gpu",
     )
     long = long[long["cores_per_gpu"].notna() & (long["cores_per_gpu"] > 0)]
+    y_scale, y_axis = _ratio_scale(long["cores_per_gpu"])
     base = alt.Chart(long).encode(
         x=alt.X("month:T", title="month", timeUnit="yearmonth"),
-        y=alt.Y("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS),
+        y=alt.Y("cores_per_gpu:Q", scale=y_scale, title=RATIO_AXIS_TITLE, axis=y_axis),
         color=group_colour(
             group, list(long[group].astype(str)), alt.Legend(title=field_title(group), **_LEGEND)
         ),
@@ -497,15 +556,18 @@ def top_bar_chart(
 ) -> AnyChart:
     """Horizontal bars of the ``limit`` rows with the largest ``value``, largest on top."""
     top = rows.nlargest(limit, value)
+    # whole numbers from 10 on; below, decimals, so that small values do not read "0 0 0 1 1"
+    small = bool(len(top)) and float(top[value].max()) < 10
+    fmt = ",.2~f" if small else ",.0f"
     return (
         alt.Chart(top)
         .mark_bar()
         .encode(
             y=alt.Y(f"{name}:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-            x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=",.0f")),
+            x=alt.X(f"{value}:Q", title=title, axis=alt.Axis(format=fmt, tickCount=5)),
             tooltip=[
                 alt.Tooltip(f"{name}:N", title=field_title(name)),
-                alt.Tooltip(f"{value}:Q", format=",.0f", title=title or field_title(value)),
+                alt.Tooltip(f"{value}:Q", format=fmt, title=title or field_title(value)),
                 *(alt.Tooltip(t, title=field_title(t.split(":")[0])) for t in tooltip),
             ],
         )
@@ -531,6 +593,12 @@ def ttft_curve_chart(
     ``source`` column and the same ``value`` column) as dots, the recommendation as a green rule
     and the current allocation as an orange dashed one, each labelled at the top."""
     y_scale = alt.Scale(type="log")
+    # a slowdown's log axis shows 1 (no slowdown) and the round values above it
+    y_axis = (
+        alt.Axis(values=[1, 1.25, 1.5, 2, 3, 4, 6, 8, 10, 15, 20, 30, 50], format="~g")
+        if value == "slowdown"
+        else alt.Axis(format="~s")
+    )
     base = alt.Chart(curve).encode(
         x=alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
     )
@@ -538,12 +606,13 @@ def ttft_curve_chart(
     if {low, high} <= set(curve.columns):
         layers.append(
             base.mark_area(opacity=0.25, color="#1f77b4").encode(
-                y=alt.Y(f"{low}:Q", scale=y_scale, title=y_title), y2=alt.Y2(f"{high}:Q")
+                y=alt.Y(f"{low}:Q", scale=y_scale, title=y_title, axis=y_axis),
+                y2=alt.Y2(f"{high}:Q"),
             )
         )
     layers.append(
         base.mark_line(color="#1f77b4", size=2).encode(
-            y=alt.Y(f"{value}:Q", scale=y_scale, title=y_title),
+            y=alt.Y(f"{value}:Q", scale=y_scale, title=y_title, axis=y_axis),
             tooltip=[
                 alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
                 alt.Tooltip(f"{value}:Q", format=",.2f"),
@@ -568,7 +637,7 @@ def ttft_curve_chart(
         )
     marks = []
     if recommended_cores_per_gpu is not None and recommended_cores_per_gpu > 0:
-        marks.append((float(recommended_cores_per_gpu), "recommended", "#2ca02c", [1, 0]))
+        marks.append((float(recommended_cores_per_gpu), "recommended", RECOMMENDED_COLOUR, [1, 0]))
     if current_cores_per_gpu is not None and current_cores_per_gpu > 0:
         marks.append((float(current_cores_per_gpu), "now", "#ff7f0e", [6, 3]))
     for cores, label, colour, dash in marks:
@@ -767,7 +836,9 @@ def calibration_frame(
             continue
         if gpus is not None and p.gpus != gpus:
             continue
-        label = f"{p.source_kind}: {p.platform or '?'}, {p.gpus or '?'} GPUs"
+        where = p.platform or "platform not recorded"
+        count = f"{p.gpus} GPU{'s' * (p.gpus != 1)}" if p.gpus else "GPUs not recorded"
+        label = f"{'the paper' if p.source_kind == 'paper' else p.source_kind}: {where}, {count}"
         rows.append(
             {
                 "cores_per_gpu": float(x[0]),

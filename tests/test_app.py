@@ -183,7 +183,9 @@ def test_overview_switches_to_an_ecdf_weighted_by_gpu_hours(monkeypatch, dbs):
     at.run()
     _no_exception(at, "overview")
     spec = json.loads(_charts(at)[0].proto.spec)
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
+    # the lines, their P25/P50 diamonds, and the answer circled on each line
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point", "point"]
+    assert spec["layer"][2]["encoding"]["color"]["value"] == "#2ca02c"
     assert "GPU-hours" in spec["layer"][0]["encoding"]["y"]["title"]
 
 

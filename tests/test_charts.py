@@ -67,7 +67,7 @@ def test_histogram_has_one_panel_per_gpu_type_with_p25_p50_and_fair_share_rules(
     assert spec["facet"]["row"]["field"] == "gpu_type"
     assert spec["facet"]["row"]["sort"] == ["H100", "A100"]  # the order the types came in
     layers = spec["spec"]["layer"]
-    assert [layer["mark"]["type"] for layer in layers] == ["bar", "rule", "rule"]
+    assert [layer["mark"]["type"] for layer in layers] == ["bar", "rule", "rule", "rule"]
     assert layers[0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
     rows = [r for d in _datasets(spec) for r in d]
     quantile_rows = {
@@ -89,6 +89,10 @@ def test_histogram_has_one_panel_per_gpu_type_with_p25_p50_and_fair_share_rules(
 def test_ecdf_chart_marks_the_quantiles_at_a_quarter_and_a_half():
     spec = _spec(charts.ratio_ecdf(DIST, quantiles=QUANT))
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
+    # every line runs on at 100% to a power of two past the largest value (8: to 16)
+    line = [r for d in _datasets(spec) for r in d if "quantile" not in r]
+    ends = {r["gpu_type"]: (r["cores_per_gpu"], r["cum_share"]) for r in line}
+    assert ends == {"H100": (16.0, 1.0), "A100": (16.0, 1.0)}
     points = [r for d in _datasets(spec) for r in d if "quantile" in r]
     assert {(r["gpu_type"], r["quantile"], r["cum_share"]) for r in points} == {
         ("H100", "P25", 0.25),
@@ -251,7 +255,10 @@ def test_calibration_points_keep_their_source_and_filter_by_platform_and_gpus():
     assert len(every) == len(ts.y) > 0
     # Each point says where it comes from: the research's published figures or our bench runs.
     kinds = every["source"].str.split(":").str[0]
-    assert set(kinds) == {"paper", "bench"}
+    assert set(kinds) == {"the paper", "bench"}
+    # no "paper: ?" and no "1 GPUs" (issue 39 item 7)
+    assert not every["source"].str.contains(r"\?|\b1 GPUs").any()
+    assert every.loc[every["gpus"] == 1, "source"].str.contains(r"\b1 GPU\b").all()
     bench = every.loc[kinds == "bench", "source"]
     assert set(bench.str.split(",").str[0]) == {"bench: H100", "bench: H200"}
     four = charts.calibration_frame(ts, gpus=4)
@@ -464,3 +471,69 @@ def test_the_top_bar_chart_tooltips_name_no_raw_field():
     )
     titles = [t["title"] for t in spec["encoding"]["tooltip"]]
     assert titles == ["who", "lost", "GPU-hours below target"]
+
+
+ANSWER = pd.DataFrame({"gpu_type": ["H100", "A100"], "cores_per_gpu": [4.0, 2.0]})
+
+
+def test_the_distributions_draw_the_recommendation_in_each_types_panel_and_line():
+    """Issue 39 item 7: the answer was not on the distributions it is about."""
+    spec = _spec(charts.ratio_histogram(DIST, quantiles=QUANT, recommended=ANSWER))
+    answer = spec["spec"]["layer"][-1]
+    assert answer["mark"] == {"type": "rule", "color": charts.RECOMMENDED_COLOUR, "size": 3}
+    rows = [r for d in _datasets(spec) for r in d if r["layer"] == "recommended"]
+    assert {(r["gpu_type"], r["cores_per_gpu"]) for r in rows} == {("H100", 4.0), ("A100", 2.0)}
+    ecdf = _spec(charts.ratio_ecdf(DIST, quantiles=QUANT, recommended=ANSWER))
+    assert [layer["mark"]["type"] for layer in ecdf["layer"]] == ["line", "point", "point"]
+    marked = [r for d in _datasets(ecdf) for r in d if "cum_share" in r and "jobs" not in r]
+    at = {r["gpu_type"]: r["cum_share"] for r in marked if "quantile" not in r}
+    # H100: 10 + 5 + 3 of 20 jobs at or below 4 cores; A100: its one job with cores, at 1
+    assert at == pytest.approx({"H100": 0.9, "A100": 1.0})
+
+
+def test_one_months_trend_gets_an_axis_of_three_ticks_not_a_pile():
+    one = pd.DataFrame(
+        {
+            "month": ["2024-03-01"],
+            "cluster": ["c"],
+            "p25_cores_per_gpu": [1.0],
+            "p50_cores_per_gpu": [1.0],
+            "jobs": [1],
+        }
+    )
+    spec = _spec(charts.trend_chart(one))
+    y = spec["layer"][0]["encoding"]["y"]
+    assert y["scale"] == {"type": "log", "base": 2, "domain": [0.5, 2.0]}
+    assert y["axis"]["values"] == [0.5, 1.0, 2.0]
+
+
+def test_small_values_on_a_bar_chart_read_with_their_decimals():
+    rows = pd.DataFrame({"who": ["a", "b", "c"], "lost": [0.2, 0.45, 1.3]})
+    spec = _spec(charts.top_bar_chart(rows, name="who", value="lost", title="lost"))
+    assert spec["encoding"]["x"]["axis"]["format"] == ",.2~f"
+    big = pd.DataFrame({"who": ["a"], "lost": [1200.0]})
+    spec = _spec(charts.top_bar_chart(big, name="who", value="lost", title="lost"))
+    assert spec["encoding"]["x"]["axis"]["format"] == ",.0f"
+
+
+def test_threshold_labels_read_level_and_a_slowdown_axis_shows_one():
+    shares = pd.DataFrame(
+        {
+            "gpu_type": ["H100", "H100"],
+            "threshold_cores_per_gpu": [1.0, 2.0],
+            "share_jobs": [0.2, 0.5],
+            "share_gpu_hours": [0.1, 0.4],
+        }
+    )
+    spec = _spec(charts.share_below_chart(shares))
+    assert spec["spec"]["encoding"]["x"]["axis"]["labelAngle"] == 0
+    curve = pd.DataFrame(
+        {
+            "cores_per_gpu": [1.0, 2.0, 4.0],
+            "slowdown": [2.0, 1.2, 1.0],
+            "low": [1.5, 1.1, 1.0],
+            "high": [3.0, 1.4, 1.0],
+        }
+    )
+    spec = _spec(charts.ttft_curve_chart(curve, value="slowdown", low="low", high="high"))
+    assert 1 in spec["layer"][1]["encoding"]["y"]["axis"]["values"]

@@ -215,9 +215,19 @@ ecdf_rows = ecdf_rows.sort_values(["order", "cores_per_gpu"]).drop(columns="orde
 quantiles = summary[["gpu_type", "p25_cores_per_gpu", "p50_cores_per_gpu"]]
 fair = summary[["gpu_type", "fair_cores_per_gpu"]].dropna()
 
+# the answer on the distribution: each GPU type's DefCpuPerGPU where most of its GPU time runs
+answer = None
+if plan is not None and plan.rows:
+    by_type = pd.DataFrame([r.__dict__ for r in plan.rows]).sort_values("gpu_hours")
+    answer = (
+        by_type.groupby("gpu_type", as_index=False)
+        .last()[["gpu_type", "def_cpu_per_gpu"]]
+        .rename(columns={"def_cpu_per_gpu": "cores_per_gpu"})
+    )
+
 st.subheader(f"Distribution ({'share of ' + weight_label})")
 if view == "ECDF":
-    show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles)
+    show_chart("ratio_ecdf", ecdf_rows, weight=column, quantiles=quantiles, recommended=answer)
 else:
     show_chart(
         "ratio_histogram",
@@ -225,18 +235,21 @@ else:
         weight=column,
         quantiles=quantiles,
         fair_share=fair,
+        recommended=answer,
         width=720,
     )
 if view == "ECDF":
     st.caption(
         "One line per GPU type: the share at or below each ratio. Diamonds: its P25 "
-        "(at 25%) and P50 (at 50%)."
+        "(at 25%) and P50 (at 50%). Green circle: the recommended cores per GPU, where the "
+        "type's line crosses it."
     )
 else:
     st.caption(
-        "Red rules: P50 (solid) and P25 (dashed) of the chosen weight. Grey dotted rule: "
-        "the node type's fair share (usable CPUs / GPUs per node), when the node "
-        "inventory is loaded."
+        "Red rules: P50 (solid) and P25 (dashed) of the chosen weight. Green rule: the "
+        "recommended cores per GPU (the DefCpuPerGPU above, where most of the type's GPU time "
+        "runs). Grey dotted rule: the node type's fair share (usable CPUs / GPUs per node), "
+        "when the node inventory is loaded."
     )
 
 st.subheader("Share below thresholds")
