@@ -63,7 +63,8 @@ EOS
     # (the ladder file is shared through the tag), then unique prompts. Each block has a hard
     # stop (SIGINT: the runner stops its engine) so the whole sweep ends by DEADLINE seconds.
     # Knobs: CORES, DUR, REPEATS, VICTIM_OUT (victim output tokens: 16+ measures inter-token
-    # latency), TAG, DEADLINE, MP_S, UNI_S, MP_BUDGET, UNI_BUDGET, UNIQUE_RPS,
+    # latency), TAG, DEADLINE, MP_S, UNI_S, MP_BUDGET, UNI_BUDGET, UNIQUE_RPS, ATTACKER_TOKENS
+    # (the tokenize-heavy document, MIN:MAX tokens; default 30000:30100),
     # BLOCKS (which of 'mp uni unique' to run; a kept levels file in .devcarry/levels/ is reused).
     tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
@@ -78,7 +79,7 @@ common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \
  --repin --starts ${STARTS:-2} --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens ${VICTIM_OUT:-8} \\
  --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
  --tag ${TAG:-h200} --format json"
-heavy="--workload tokenize-heavy --attacker-tokens 30000:30100 --levels tokenize-heavy \\
+heavy="--workload tokenize-heavy --attacker-tokens ${ATTACKER_TOKENS:-30000:30100} --levels tokenize-heavy \\
  --rate-ladder 1,2,3,4,5,6 --ladder-step 5 --seed 1"
 on() { case " ${BLOCKS:-mp uni unique} " in *" \$1 "*) return 0;; *) echo "== skip \$1"; return 1;; esac; }
 echo "== mp \$(date -u +%T)"
