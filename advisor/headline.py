@@ -37,14 +37,14 @@ class Calibration:
 
     def badge(self, name: str | None = None) -> str:
         """ "H200: calibrated", or "H100: extrapolated from H200 and RTX PRO 6000 Blackwell
-        (relative GPU speed 1)"; ``name``: the GPU type as the caller must show it."""
+        (datasheet speed 1 times an H100's)"; ``name``: the GPU type as the caller must show it."""
         shown = self.gpu_type if name is None else name
         if self.calibrated:
             return f"{shown}: calibrated"
         speed = (
-            f"relative GPU speed {self.relative_gpu_speed:g}"
+            f"datasheet speed {self.relative_gpu_speed:g} times an H100's"
             if self.relative_gpu_speed is not None
-            else "an unknown GPU, counted as an H100"
+            else "speed not known: counted as an H100"
         )
         return f"{shown}: extrapolated from {_and(self.extrapolated_from)} ({speed})"
 

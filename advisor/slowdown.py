@@ -561,13 +561,13 @@ def coverage_warnings(
     out = [*rows]
     if platform is not None and seen_platforms and platform not in seen_platforms:
         speed = (
-            f"relative GPU speed {platform_speed(platform):g}"
+            f"from its datasheet speed, {platform_speed(platform):g} times an H100's"
             if platform in GPU_SPEED
-            else ("an unknown GPU, counted as an H100")
+            else "as an H100 (its speed is not known)"
         )
         out.append(
             f"extrapolation: no calibration data for platform {platform!r} "
-            f"(calibrated on {', '.join(seen_platforms)}); predicted from its {speed}"
+            f"(calibrated on {', '.join(seen_platforms)}); predicted {speed}"
         )
     if gpus is not None and seen_gpus and int(gpus) not in {int(g) for g in seen_gpus}:
         out.append(

@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from advisor.wording import count_words
 from app.db import DbKey, connection
 from app.filters import Filters
 from app.loaders import cached_core
@@ -99,10 +100,19 @@ def node_types(key: DbKey) -> list[Any]:
     return guarded(lambda: cached_core("fair_share", key, ratios.fair_share))
 
 
+# Why a selected job has no cores per GPU, in a person's words.
+EXCLUDED_WORDS = {
+    "never_started": "that never started",
+    "no_gpus": "without GPUs",
+    "no_cpus": "without CPUs",
+}
+
+
 def excluded_caption(report: Any) -> None:
     """Say how many jobs the filters selected but the ratio cannot count, and why."""
     if report.excluded_jobs:
         parts = ", ".join(
-            f"{n:,} {reason.replace('_', ' ')}" for reason, n in report.excluded.items()
+            count_words(n, "job") + " " + EXCLUDED_WORDS.get(reason, reason.replace("_", " "))
+            for reason, n in report.excluded.items()
         )
-        st.caption(f"Not counted: {parts} (jobs without GPUs, never started, or without CPUs).")
+        st.caption(f"Not counted: {parts}.")

@@ -155,7 +155,7 @@ def headline(rec: Any, params: Any) -> Headline:
         effect_short,
         "Extra cost",
         f"${rec.usd_per_hour_delta:,.2f}/h",
-        f"cost unknown: {rec.cost_reason}"
+        f"lost GPU time not priced: {rec.cost_reason}"
         if rec.cost_delta_pct is None
         else f"{rec.cost_delta_pct:.1f}% of the GPUs' share of {rec.instance}",
     )

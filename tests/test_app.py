@@ -160,7 +160,7 @@ def test_overview_of_one_hour_of_data_shows_its_totals_named_so_not_a_monthly_ra
     assert "Cost of the fix in the 1 hour of data" in metrics
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "not a rate per month" in text and "1 CPU core per GPU" in text
-    assert any("Small sample: 1 GPU job match" in i.value for i in at.info)
+    assert any("Small sample: 1 GPU job matches the" in i.value for i in at.info)
     # the Recommend page's partition table names the span too
     _open(at, "recommend")
     _no_exception(at, "recommend")

@@ -83,7 +83,7 @@ EXPECTED = {
             "H100: calibrated",
             "Data up to 2024-03-01, ",
             "PartitionName=",
-            "Small sample: 1 GPU job match",
+            "Small sample: 1 GPU job matches the",
         ],
         "trends": ["fewer than 30 jobs"],
         "who": [],

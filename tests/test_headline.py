@@ -185,7 +185,7 @@ def test_calibration_names_the_platforms_an_uncalibrated_type_comes_from():
     assert (
         headline.calibration_of("(untyped)", seen)
         .badge()
-        .endswith("(an unknown GPU, counted as an H100)")
+        .endswith("(speed not known: counted as an H100)")
     )
     assert headline.calibration_of("A100", ()).calibrated  # a fit that lists no platforms
 

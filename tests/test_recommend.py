@@ -207,11 +207,11 @@ def test_a_gpu_type_without_a_price_gets_its_cores_and_an_unknown_cost_with_the_
         assert rec[key] is None, key
     assert rec["cost_reason"].startswith(f"no instance price for GPU type '{gpu_type}'")
     assert "--pricing FILE" in rec["cost_reason"] and priced["cost_reason"] is None
-    assert f"cost unknown: {rec['cost_reason']}" in rec["warnings"]
+    assert f"lost GPU time not priced: {rec['cost_reason']}" in rec["warnings"]
     assert rec["max_cpus_per_gpu"] == 64 and "no instance price" in rec["max_cpus_per_gpu_source"]
     code, out, err = _installed("recommend", "--gpu-type", gpu_type, "--gpus", "2", cwd=tmp_path)
     assert code == 0, err
-    assert f"Warning: cost unknown: no instance price for GPU type '{gpu_type}'" in err
+    assert f"Warning: lost GPU time not priced: no instance price for GPU type '{gpu_type}'" in err
     assert "unknown" in out and "Traceback" not in err
 
 

@@ -38,6 +38,7 @@ from advisor.recommend.decision import (
 )
 from advisor.recommend.query import JobFeatures, JobQuery, job_features
 from advisor.waitmodel import finite
+from advisor.wording import cores_per_gpu_words, cores_text
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,11 @@ def _pathological_note(f: JobFeatures, demand: JobDemand, current: float) -> str
             "time out whatever the cores"
         )
     return (
-        f"pathological below {below} cores: the CPU demand (about {p.demand_cores:.1f} cores: "
-        f"API server {p.api_server_cores:.1f}, engine core {p.engine_core_cores:.1f}, GPU "
-        f"workers {p.gpu_worker_cores:.1f}) is more than {slowdown.RHO_LIMIT:g} times the "
-        f"{current * f.gpus:g} given, beyond any overload measured; expect timeouts"
+        f"pathological below {below} cores for the job: its CPU demand (about "
+        f"{p.demand_cores:.1f} cores: API server {p.api_server_cores:.1f}, engine core "
+        f"{p.engine_core_cores:.1f}, GPU workers {p.gpu_worker_cores:.1f}) is more than "
+        f"{slowdown.RHO_LIMIT:g} times the {cores_per_gpu_words(current * f.gpus)} it is "
+        f"given ({cores_text(current)} per GPU), beyond any overload measured; expect timeouts"
     )
 
 
@@ -310,7 +312,7 @@ def _record(
     cost_reason = None if instance is not None else book.no_price_reason(f.platform)
     warnings = _warnings(params, f, demand, decision, curve, cap, current, note)
     if cost_reason is not None:
-        warnings.append(f"cost unknown: {cost_reason}")
+        warnings.append(f"lost GPU time not priced: {cost_reason}")
     rec = decision.cpus_per_gpu
     now, at_rec = curve.now, curve.recommended
     bound = decision.wait.bound_at(rec * q.gpus) if decision.wait else None

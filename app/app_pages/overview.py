@@ -101,7 +101,8 @@ else:
     top = plan.rows[0]
     st.markdown(
         f"Most is lost in partition **{top.partition or '(none)'}** of cluster "
-        f"**{top.cluster}** ({top.gpu_type}): at most {top.gpu_hours_lost_per_month:,.0f} GPU-hours "
+        f"**{top.cluster}** ({top.gpu_type}): at most "
+        f"{count_words(round(top.gpu_hours_lost_per_month), 'GPU-hour')} "
         f"{period}; its jobs get a median of {cores_per_gpu_words(top.p50_cores_per_gpu)}"
         f" per GPU. Set `DefCpuPerGPU={top.def_cpu_per_gpu}` there."
     )
@@ -195,7 +196,8 @@ order = list(summary["gpu_type"])
 total_jobs = int(summary["jobs"].sum())
 if total_jobs < FEW_JOBS:
     st.info(
-        f"Small sample: {total_jobs:,} GPU job{'s' if total_jobs != 1 else ''} match the "
+        f"Small sample: {count_words(total_jobs, 'GPU job')} "
+        f"{'matches' if total_jobs == 1 else 'match'} the "
         "filters, too few for the percentiles and shares below to describe a cluster."
     )
 
