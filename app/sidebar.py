@@ -3,6 +3,7 @@ and the checks an analysis page makes of the loaded data before it draws anythin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -84,3 +85,26 @@ def warn_unknown_gpu_types(key: DbKey) -> None:
             "a family with a site mapping file (`ADVISOR_GPU_TYPES=map.json`, e.g. "
             '`{"a100l": "A100"}`) and ingest again.'
         )
+
+
+def warn_stale(key: DbKey, clusters: Sequence[str] = ()) -> None:
+    """A visible warning for each cluster (of ``clusters``; empty: every one) whose newest
+    record is older than STALE_DAYS: every figure "per month" then describes that time, not
+    now. The same words on every page that shows such figures."""
+    import datetime as dt
+
+    from app.common import STALE_DAYS
+    from app.loaders import freshness
+
+    for f in guarded(lambda: freshness(key)):
+        if clusters and f.cluster not in clusters:
+            continue
+        if f.age_days is not None and f.age_days > STALE_DAYS:
+            since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
+            st.warning(
+                f"**{f.cluster}**: the newest record is **{f.age_days:,.0f} days old** "
+                f"(last job ended {since}); every number here is that old. Load what "
+                f"came since with `advisor ingest --sacct --start {since} --db {key[0]}` on the "
+                "cluster (or ingest a fresh `sacct` export).",
+                icon=":material/schedule:",
+            )

@@ -39,6 +39,7 @@ PAGES = [
 ]
 # What a page must not show for a database: an empty one has no calibration nor age to give.
 ABSENT = {"empty": {"": ["extrapolated from", "days old", "an upper bound"]}}
+STALE = "every number here is that old"
 # What a person must read on each page, per database: the shipped sample, an empty database and
 # one with a single GPU job.
 EXPECTED = {
@@ -58,13 +59,20 @@ EXPECTED = {
             "Basis: The fewest cores per job, never below 2 + N",
             "Data up to 2025-01-01, ",
             " days old.",
+            # stale data is a warning on every page whose figures it dates (issue 39 item 5)
+            STALE,
         ],
-        "trends": ["Solid: P50", "Faded points off the lines: months with fewer than 30 jobs"],
+        "trends": [
+            "Solid: P50",
+            "Faded points off the lines: months with fewer than 30 jobs",
+            STALE,
+        ],
         "who": [
             "Each should submit with the flag shown",
             "Assumed: every GPU job is treated as an LLM server",
+            STALE,
         ],
-        "recommend": ["Recommended --cpus-per-gpu", "Model error: ±", "recommended: "],
+        "recommend": ["Recommended --cpus-per-gpu", "Model error: ±", "recommended: ", STALE],
         "benchmarks": ["No benchmark runs are stored"],
         "data": ["days old", "advisor ingest --sacct --start"],
     },

@@ -3,7 +3,6 @@ named), the ingest log, and every rejected record grouped by its reason."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import asdict
 
@@ -18,7 +17,7 @@ from app.db import db_key
 from app.filters import current_filters, hash_users
 from app.loaders import freshness, gpu_type_counts, ingest_log, recent_rejects, reject_reasons
 from app.messages import guarded
-from app.sidebar import warn_unknown_gpu_types
+from app.sidebar import warn_stale, warn_unknown_gpu_types
 from app.tables import show_table
 
 st.title("Data")
@@ -36,16 +35,7 @@ if not fresh:
         f"`advisor ingest FILE --db {key[0]}`; every load appears in the log below."
     )
 else:
-    for f in fresh:
-        if f.age_days is not None and f.age_days > STALE_DAYS:
-            since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
-            st.warning(
-                f"**{f.cluster}**: the newest record is **{f.age_days:,.0f} days old** "
-                f"(last job ended {since}); every number here is that old. Load what "
-                f"came since with `advisor ingest --sacct --start {since} --db {key[0]}` on the "
-                "cluster (or ingest a fresh `sacct` export).",
-                icon=":material/schedule:",
-            )
+    warn_stale(key, filters.clusters)
     cols = st.columns(min(len(fresh), 4))
     for col, f in zip(cols, fresh, strict=False):
         age = "age unknown" if f.age_days is None else f"newest record {f.age_days:,.1f} days old"

@@ -27,7 +27,7 @@ from app.ratio_calls import (
     ratio_query,
     ratio_summary,
 )
-from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.sidebar import require_gpu_jobs, warn_stale, warn_unknown_gpu_types
 from app.tables import LOSS_COLUMNS, period_labels, show_table
 from app.usage_block import show_usage_block
 
@@ -36,6 +36,7 @@ key = db_key()
 require_gpu_jobs(key)
 warn_unknown_gpu_types(key)
 filters = current_filters()
+warn_stale(key, filters.clusters)
 assumed = assumptions()
 
 st.subheader("What too few cores cost, and the fix")

@@ -25,6 +25,7 @@ from app.model_calls import (
     model_params,
     partition_recommendations,
 )
+from app.sidebar import warn_stale
 from app.tables import LOSS_COLUMNS, period_labels, show_table
 
 st.title("Recommend cores per GPU")
@@ -228,6 +229,7 @@ if opts.gpu_jobs == 0:
         f"`advisor ingest FILE --db {key[0]}`."
     )
 else:
+    warn_stale(key, filters.clusters)
     report = cached_call(
         "recommend_by_cluster",
         recommend.recommend_by_cluster,

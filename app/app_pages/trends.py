@@ -15,7 +15,7 @@ from app.filters import current_filters
 from app.fixplan_calls import fix_plan
 from app.messages import stop_info
 from app.ratio_calls import excluded_caption, ratio_query, ratio_summary
-from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.sidebar import require_gpu_jobs, warn_stale, warn_unknown_gpu_types
 from app.tables import month_label, show_table
 
 st.title("Trends by month")
@@ -23,6 +23,7 @@ key = db_key()
 require_gpu_jobs(key)
 warn_unknown_gpu_types(key)
 filters = current_filters()
+warn_stale(key, filters.clusters)
 
 c1, c2, c3 = st.columns(3)
 split_label = c1.segmented_control(

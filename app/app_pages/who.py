@@ -19,7 +19,7 @@ from app.filters import current_filters, display_name
 from app.messages import stop_info
 from app.model_calls import partition_recommendations
 from app.ratio_calls import below_target, excluded_caption, ratio_query
-from app.sidebar import require_gpu_jobs, warn_unknown_gpu_types
+from app.sidebar import require_gpu_jobs, warn_stale, warn_unknown_gpu_types
 from app.tables import show_table
 from app.usage_block import show_usage_block
 
@@ -28,6 +28,7 @@ key = db_key()
 require_gpu_jobs(key)
 warn_unknown_gpu_types(key)
 filters = current_filters()
+warn_stale(key, filters.clusters)
 assumed = assumptions()
 
 c1, c2, c3, c4 = st.columns(4)
