@@ -746,3 +746,16 @@ def test_the_lua_reader_agrees_with_the_real_lua_interpreter(small_db, tmp_path)
         f"{r.partition}|{r.gpu_type}|{r.min_cpus_per_gpu}|{r.default_cpus_per_gpu}|{r.mode.value}"
         for r in ours.rules
     ]
+
+
+def test_the_month_chart_colours_months_in_greys_not_in_the_gpu_types_colours(october):
+    """Issue 39 item 8: the month chart reused the GPU types' colours for its two months."""
+    from advisor.charts import gpu_type_colour
+    from advisor.report.render import MONTH_GREYS
+
+    chart = next(c for c in report.report_charts(october) if c.chart_id == "cores-per-gpu")
+    colour = chart.spec["encoding"]["color"]
+    assert colour["field"] == "month"
+    assert colour["scale"] == {"domain": ["2024-09", "2024-10"], "range": MONTH_GREYS}
+    types = {gpu_type_colour(g.gpu_type) for g in october.gpu_types}
+    assert not types & set(MONTH_GREYS)

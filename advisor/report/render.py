@@ -33,6 +33,10 @@ class ReportChart:
     spec: dict[str, Any]
 
 
+# The month before in light grey, this month in near black (never a GPU type's colour).
+MONTH_GREYS = ["#a6a6a6", "#252525"]
+
+
 def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
     """The report's charts, each drawn from the report object alone (no query of its own)."""
     import altair as alt
@@ -70,7 +74,13 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                         axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
                         title="CPU cores per GPU (log scale)",
                     ),
-                    color=alt.Color("month:N", sort=order, title="month"),
+                    # months in greys of their own: the GPU types' colours mean GPU types
+                    color=alt.Color(
+                        "month:N",
+                        sort=order,
+                        title="month",
+                        scale=alt.Scale(domain=order, range=MONTH_GREYS),
+                    ),
                     shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
                     tooltip=[
                         "gpu_type:N",
