@@ -85,3 +85,21 @@ def test_lost_gpu_hours_come_from_the_wait_bound_where_the_wait_model_decides():
     assert st.lost_rows[1] > 0 and st.lost_rows[2] == 0 and st.lost_rows[3] == 0
     lo, hi = st.gpu_hours_lost_interval()
     assert lo <= st.gpu_hours_lost <= hi
+
+
+def test_a_tolerance_that_cannot_move_a_wait_answer_is_told_so(cli):
+    """Issue 39 item 1: --tolerance 0.02 to 1 changed nothing, silently."""
+    import json
+
+    args = ("recommend", "--gpu-type", "H100", "--gpus", "4", "--format", "json")
+    code, out, err = cli(*args, "--tolerance", "0.02")
+    assert code == 0, err
+    tight = json.loads(out)
+    code, out, err = cli(*args)
+    assert code == 0, err
+    default = json.loads(out)
+    assert tight["decision_basis"] == default["decision_basis"] == "wait model"
+    assert tight["cpus_per_gpu"] == default["cpus_per_gpu"]
+    said = [n for n in tight["answer_notes"] if n.startswith("--tolerance 0.02 does not move")]
+    assert said and "--max-wait 0.15" in said[0]
+    assert not [n for n in default["answer_notes"] if n.startswith("--tolerance")]

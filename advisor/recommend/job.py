@@ -36,7 +36,7 @@ from advisor.recommend.decision import (
     decide,
     job_demand,
 )
-from advisor.recommend.query import JobFeatures, JobQuery, job_features
+from advisor.recommend.query import DEFAULT_TOLERANCE, JobFeatures, JobQuery, job_features
 from advisor.waitmodel import finite
 from advisor.wording import cores_per_gpu_words, cores_text
 
@@ -452,6 +452,12 @@ def _answer_notes(q: JobQuery, decision: Decision, curve: JobCurve) -> list[str]
             out.append(
                 f"the TTFT curve's knee ({curve.knee_cores} cores) lies above the answer for "
                 "the same reason: the wait, not the TTFT fit, decides"
+            )
+        if q.tolerance != DEFAULT_TOLERANCE:
+            out.append(
+                f"--tolerance {q.tolerance:g} does not move this answer: the wait model decides, "
+                f"under --max-wait {q.max_wait:g}; the tolerance bounds the TTFT curve's answer "
+                "where no wait model is fitted, and the minimum cores of a policy"
             )
         if decision.capacity_cores != total:
             out.append(

@@ -15,6 +15,9 @@ from advisor import slowdown
 from advisor.demand import EXECUTORS, default_executor
 from advisor.errors import InputError, UsageError
 
+# TTFT within this share of ample cores counts as enough (the --tolerance default).
+DEFAULT_TOLERANCE = 0.10
+
 
 def check_tolerance(value: float, flag: str = "--tolerance") -> None:
     """Raise UsageError unless ``value`` is a fraction in (0, 1]: TTFT within that share of
@@ -122,7 +125,7 @@ class JobQuery:
     gpus: int
     workload: Workload = Workload()
     current_cpus_per_gpu: float | None = None  # None: Slurm's default, one CPU per task
-    tolerance: float = 0.10
+    tolerance: float = DEFAULT_TOLERANCE
     ample_ttft_ms: float | None = None  # TTFT with ample cores, to report absolute TTFTs
     max_cpus_per_gpu: int | None = None  # a cap given by hand (beats the node inventory)
     partition: str | None = None  # restricts the node inventory used for the cap
