@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -379,8 +379,8 @@ def _usage_draws(chunk: _Chunk, d: dict[str, np.ndarray]) -> dict[str, np.ndarra
     }
 
 
-def _chunks(cfg: SynthConfig, cut: int) -> Iterator[_Chunk]:
-    """The slices ``cfg`` is drawn in: the records before ``cut`` and those from it, each part
+def _chunks(cfg: SynthConfig, ends: Sequence[int]) -> Iterator[_Chunk]:
+    """The slices ``cfg`` is drawn in: the records of each output (up to each of ``ends``), each
     in even slices of at most CHUNK_RECORDS, with the time span shared in proportion. The first
     chunk keeps ``cfg.seed`` (a small output is what it always was); the others get seeds of
     their own."""
@@ -390,7 +390,7 @@ def _chunks(cfg: SynthConfig, cut: int) -> Iterator[_Chunk]:
     start = int(dt.datetime(2025 - cfg.years, 1, 1, tzinfo=dt.UTC).timestamp())
     span = end - start
     c = 0
-    for first, end in ((0, cut), (cut, cfg.records)):
+    for first, end in zip([0, *ends[:-1]], ends, strict=True):
         parts = -(-(end - first) // CHUNK_RECORDS)
         for k in range(parts):
             lo = first + (end - first) * k // parts
@@ -428,13 +428,27 @@ def generate_with_tail(
     """:func:`generate`'s records in two files: the last ``tail_share`` of the allocations (the
     latest submit times, with their steps) in ``tail_path``, the rest in ``out_path``; what a
     later export of the same cluster adds, for measuring a load on top of a database."""
+    head, tail = generate_parts(cfg, [out_path, tail_path], tail_share, progress)
+    return head, tail
+
+
+def generate_parts(
+    cfg: SynthConfig,
+    paths: Sequence[str | Path],
+    tail_share: float,
+    progress: ProgressFn = no_progress,
+) -> list[SynthResult]:
+    """:func:`generate`'s records in ``paths``, in time order: the last file takes the latest
+    ``tail_share`` of the allocations, the others share the rest evenly (a decade's history as
+    the yearly exports an admin loads, then the month that came since)."""
     if not 0.0 < tail_share < 1.0:
         raise UsageError("the tail's share must be between 0 and 1")
     cut = cfg.records - max(1, round(cfg.records * tail_share))
-    if cut < 1:
+    heads = len(paths) - 1
+    if heads < 1 or cut < heads:
         raise UsageError("--records too few to keep a tail apart")
-    head, tail = _write(cfg, [(Path(out_path), cut), (Path(tail_path), cfg.records)], progress)
-    return head, tail
+    ends = [cut * (k + 1) // heads for k in range(heads)] + [cfg.records]
+    return _write(cfg, [(Path(p), end) for p, end in zip(paths, ends, strict=True)], progress)
 
 
 def _write(
@@ -469,7 +483,7 @@ def _write(
         step_usage=query("synth/step_usage_columns") if cfg.usage else "",
     )
     header = ("|".join(fields_of(cfg)) + "\n").encode()
-    chunks = _chunks(cfg, outputs[0][1])
+    chunks = _chunks(cfg, [end for _, end in outputs])
     id_from = np.zeros(len(_CLUSTERS), dtype=np.int64)  # the ids the next chunk starts at
     results: list[SynthResult] = []
     lines_before = 0

@@ -86,7 +86,7 @@ class PeakRss:
         self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
-def raw_materialise(path: Path, db: Path, storage_version: str | None = None) -> int:
+def raw_materialise(path: Path | list[Path], db: Path, storage_version: str | None = None) -> int:
     """The issue's floor, in DuckDB's default file format, or with ``storage_version`` in
     the one advisor creates its files in (store.STORAGE_VERSION)."""
     import duckdb
@@ -97,7 +97,7 @@ def raw_materialise(path: Path, db: Path, storage_version: str | None = None) ->
     con.execute(
         "CREATE TABLE raw AS SELECT * FROM read_csv(?, all_varchar = true, delim = '|', "
         "header = true, ignore_errors = true)",
-        [str(path)],
+        [[str(p) for p in path] if isinstance(path, list) else str(path)],
     )
     row = con.execute("SELECT count(*) FROM raw").fetchone()
     con.close()
@@ -265,11 +265,11 @@ def keep_fields(src: Path, dst: Path, fields: tuple[str, ...]) -> None:
 LOAD_SECONDS: list[float] = []
 
 
-def advisor_ingest(path: Path, db: Path) -> int:
-    [s] = ingest_files(db, [path])
+def advisor_ingest(path: Path | list[Path], db: Path) -> int:
+    done = ingest_files(db, path if isinstance(path, list) else [path])  # a file a transaction
     refresh_after_load(db)  # what `advisor ingest` does after the load
-    LOAD_SECONDS.append(s.seconds)
-    return s.inserted
+    LOAD_SECONDS.append(sum(s.seconds for s in done))
+    return sum(s.inserted for s in done)
 
 
 class _TimedConnection:
@@ -404,7 +404,11 @@ def increment(
 
 
 def measure(
-    name: str, fn: Callable[[Path, Path], int], path: Path, tmp: Path, keep: bool = False
+    name: str,
+    fn: Callable[[Any, Path], int],
+    path: Path | list[Path],
+    tmp: Path,
+    keep: bool = False,
 ) -> dict[str, Any]:
     """Time ``fn`` loading ``path`` into a fresh file; its size and peak RSS too. The file is
     removed unless ``keep`` (a 46.5M-record load's files would fill the disk)."""
@@ -466,6 +470,14 @@ def main() -> None:
     ap.add_argument(
         "--skip-raw13", action="store_true", help="no second raw read in advisor's file format"
     )
+    ap.add_argument(
+        "--more-files",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="with --file: more files of the first load (e.g. a history as yearly exports)",
+    )
     ap.add_argument("--keep-db", type=Path, metavar="PATH", help="keep advisor's loaded database")
     ap.add_argument(
         "--step-share", type=float, default=0.0, help="steps for generated records (synth's)"
@@ -495,16 +507,17 @@ def main() -> None:
         print(
             f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared: noisy)"
         )
-        raw = measure("raw", raw_materialise, path, tmp)
+        first: Path | list[Path] = [path, *args.more_files] if args.more_files else path
+        raw = measure("raw", raw_materialise, first, tmp)
         raw13 = raw
         if not args.skip_raw13:
             raw13 = measure(
                 f"raw {STORAGE_VERSION}",
                 lambda p, d: raw_materialise(p, d, STORAGE_VERSION),
-                path,
+                first,
                 tmp,
             )
-        adv = measure("advisor", advisor_ingest, path, tmp, keep=True)
+        adv = measure("advisor", advisor_ingest, first, tmp, keep=True)
         pdm = None if args.skip_pandas else measure("pandas", pandas_python, path, tmp)
         print()
         print(f"advisor / raw materialise : {adv['s'] / raw['s']:.2f}x  (target <= 2x)")
