@@ -388,15 +388,13 @@ def lost_in_starved_jobs(
 ) -> float:
     """The GPU-hours lost (:func:`advisor.recommend.starvation`, against the recommendation of
     each job's ``keys`` in ``recommended``) by the jobs of ``uq`` whose own usage looks starved:
-    the part of the loss that rests on evidence. Jobs of no recommended group count nothing."""
+    the part of the loss that rests on evidence. Jobs of no recommended group count nothing.
+    ``keys`` are among cluster, partition and GPU type: the jobs come grouped by those and
+    their shape (:func:`advisor.usage.starved_mix`)."""
     from advisor.recommend import starvation
-    from advisor.usage import job_usage
+    from advisor.usage import starved_mix
 
-    jobs = [
-        j
-        for j in job_usage(con, uq, verdict="starved", limit=None)
-        if tuple(j[k] for k in keys) in recommended and j["gpus"]
-    ]
+    jobs = [j for j in starved_mix(con, uq) if tuple(j[k] for k in keys) in recommended]
     if not jobs:
         return 0.0
     return starvation(

@@ -374,6 +374,16 @@ def job_usage(
     return out
 
 
+def starved_mix(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> list[dict[str, Any]]:
+    """The jobs of ``q`` whose usage looks starved, one row per cluster, partition, GPU type,
+    CPUs and GPUs with their GPU-hours and elapsed seconds summed (usage/starved_mix.sql): what
+    the loss model needs of them, in rows a shape, not a job."""
+    _check(q)
+    cur = con.execute(render("usage/starved_mix", facts=facts_sql()), _params(q))
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def evidence(r: Mapping[str, Any], t: UsageThresholds) -> str:
     """The numbers behind a job's verdict, as one sentence."""
     eff, util = r.get("cpu_efficiency"), r.get("gpu_util_mean_pct")

@@ -365,10 +365,11 @@ def recommend_by_cluster(
             return recommend_by_cluster(q, progress, own)
     clusters = q.clusters
     if not clusters:
-        from advisor import datainfo
+        from advisor.store import query
 
         con = ctx.connection()
-        clusters = datainfo.filter_options(con).clusters if con is not None else ()
+        held = con.execute(query("recommend/clusters")).fetchall() if con is not None else []
+        clusters = tuple(str(r[0]) for r in held)
     if not clusters:
         return recommend_partitions(q, progress, ctx)  # refuses a missing database by name
     rows: list[PartitionRecommendation] = []
