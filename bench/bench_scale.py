@@ -45,7 +45,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-STEPS = ("ingest", "dashboard", "ratios", "report", "recommend", "export")
+# cheapest first after the load, so that a run cut short keeps the most figures
+STEPS = ("ingest", "recommend", "report", "ratios", "dashboard", "export")
 
 
 class TreePeak:
