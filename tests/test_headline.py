@@ -125,22 +125,34 @@ def test_the_loss_of_a_job_whose_usage_looks_starved_rests_on_evidence(tmp_path)
     )
 
 
-def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out():
-    assert range_text(1899.6, 1900.4, 0, "", prefix="$") == "$1,900"
-    assert range_text(1900, 3100, 0, "") == "1,900 to 3,100"
-    h = headline.Headline(
-        gpu_hours_lost=2490.0,
-        gpu_hours_lost_low=2489.8,
-        gpu_hours_lost_high=2490.2,
-        gpu_hours=6500.0,
-        lost_usd=0.0,
-        lost_usd_low=0.0,
-        lost_usd_high=0.0,
+def _made(
+    *,
+    lost: tuple[float, float, float],
+    usd: tuple[float, float, float],
+    gpu_hours: float = 6000.0,
+    model_error: float | None = None,
+) -> headline.Headline:
+    """A headline of a monthly loss (figure, low, high) and its value, basis 2 + N."""
+    return headline.Headline(
+        gpu_hours_lost=lost[0],
+        gpu_hours_lost_low=lost[1],
+        gpu_hours_lost_high=lost[2],
+        gpu_hours=gpu_hours,
+        lost_usd=usd[0],
+        lost_usd_low=usd[1],
+        lost_usd_high=usd[2],
         period="per month",
         basis_sentence=headline.basis_sentence("2 + N"),
         calibrations=(),
         data_age=headline.DataAge(None, None),
+        model_error=model_error,
     )
+
+
+def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out():
+    assert range_text(1899.6, 1900.4, 0, "", prefix="$") == "$1,900"
+    assert range_text(1900, 3100, 0, "") == "1,900 to 3,100"
+    h = _made(lost=(2490.0, 2489.8, 2490.2), usd=(0.0, 0.0, 0.0), gpu_hours=6500.0)
     assert h.lost_words() == (
         "2,490 GPU-h per month, 38% of the 6,500 GPU-h the jobs ran; an upper bound: it counts "
         "every GPU job as an LLM server"
@@ -150,20 +162,8 @@ def test_an_interval_whose_ends_round_alike_reads_as_one_number_and_is_left_out(
 def test_the_interval_brackets_the_figure_and_carries_the_models_error():
     """Issue 39 item 2: "at most 2,232, 90% interval 2,164 to 2,273" had its upper end above
     the "at most", and carried the fit's spread alone while Recommend stated a +-48% error."""
-    h = headline.Headline(
-        gpu_hours_lost=2232.0,
-        gpu_hours_lost_low=2164.0,
-        gpu_hours_lost_high=2273.0,
-        gpu_hours=6000.0,
-        lost_usd=7000.0,
-        lost_usd_low=6800.0,
-        lost_usd_high=6900.0,  # a fit whose ends both fall below the figure: still bracketed
-        period="per month",
-        basis_sentence=headline.basis_sentence("2 + N"),
-        calibrations=(),
-        data_age=headline.DataAge(None, None),
-        model_error=0.48,
-    )
+    # a fit whose usd ends both fall below the figure: the interval still brackets it
+    h = _made(lost=(2232.0, 2164.0, 2273.0), usd=(7000.0, 6800.0, 6900.0), model_error=0.48)
     assert h.gpu_hours_lost_range == pytest.approx((2164 * 0.52, 2273 * 1.48))
     assert h.gpu_hours_lost_text() == "2,232"
     assert h.gpu_hours_interval_text() == "1,125 to 3,364"
