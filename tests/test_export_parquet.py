@@ -216,3 +216,19 @@ def test_an_object_store_url_without_the_extension_says_how_to_install_it(
     assert not (tmp_path / ".duckdb" / "extensions").exists() or not any(
         (tmp_path / ".duckdb" / "extensions").rglob("*.duckdb_extension")
     )
+
+
+def test_an_opened_dataset_is_held_under_a_memory_limit_and_may_spill(dataset):
+    """Issue 40: at 46.5M jobs `--parquet` held the whole dataset in memory past 16 GiB; it now
+    runs under a limit with a temporary folder to spill to, and answers the same."""
+    from advisor import export
+
+    con = export.open_dataset(str(dataset))
+    try:
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        jobs = con.execute("SELECT count(*) FROM jobs").fetchone()[0]
+    finally:
+        con.close()
+    assert limit == "3.7 GiB"  # 4 GB
+    assert spill.endswith("advisor-dataset-spill") and jobs > 0
