@@ -113,6 +113,7 @@ def test_share_below_chart_draws_jobs_and_gpu_hours_side_by_side_per_threshold()
     )
     spec = _spec(charts.share_below_chart(shares))
     assert spec["spec"]["encoding"]["x"]["sort"] == ["< 1", "< 8"]
+    assert spec["spec"]["encoding"]["x"]["axis"]["labelAngle"] == 0  # labels read level
     rows = [r for d in _datasets(spec) for r in d]
     assert {(r["threshold"], r["weighted_by"], r["share"]) for r in rows} == {
         ("< 8", "jobs", 0.9),
@@ -516,17 +517,7 @@ def test_small_values_on_a_bar_chart_read_with_their_decimals():
     assert spec["encoding"]["x"]["axis"]["format"] == ",.0f"
 
 
-def test_threshold_labels_read_level_and_a_slowdown_axis_shows_one():
-    shares = pd.DataFrame(
-        {
-            "gpu_type": ["H100", "H100"],
-            "threshold_cores_per_gpu": [1.0, 2.0],
-            "share_jobs": [0.2, 0.5],
-            "share_gpu_hours": [0.1, 0.4],
-        }
-    )
-    spec = _spec(charts.share_below_chart(shares))
-    assert spec["spec"]["encoding"]["x"]["axis"]["labelAngle"] == 0
+def test_a_slowdown_axis_shows_one():
     curve = pd.DataFrame(
         {
             "cores_per_gpu": [1.0, 2.0, 4.0],
