@@ -19,12 +19,27 @@ copy_out() {
   [ -n "${OUT:-}" ] || return 0
   tar -C /tmp -czf "$OUT/results.tgz" bench-out 2>/dev/null
   cp /tmp/bench-run.log "$OUT/bench-run.log" 2>/dev/null
+  { cat /tmp/platform.txt; nproc; } > "$OUT/platform.txt" 2>/dev/null
   ls "$RES"/*.json 2>/dev/null | wc -l
 }
+join_a() {  # the first half carried by an earlier unpack-a call, the rest by this one
+  [ -f /tmp/parts/vllm-a.part.aa ] && [ -f .stage/vllm-a.part.ab ] || return 0
+  mkdir -p /tmp/vx && cat /tmp/parts/vllm-a.part.aa .stage/vllm-a.part.ab | tar -C /tmp/vx -xJf - \
+    && rm -rf /tmp/parts && echo "unpacked a from its parts"
+}
+[ "${1:-}" = unpack-a ] || join_a
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null > /tmp/platform.txt
 case "${1:-}" in
   unpack-a)
-    mkdir -p /tmp/vx && tar -C /tmp/vx -xJf .stage/vllm-a.tar.xz && echo "unpacked a"
-    nvidia-smi --query-gpu=name,pci.bus_id --format=csv,noheader; nproc ;;
+    # Once the tracked tree plus vllm-a passes the 64 MiB carry limit, carry its first part
+    # (split -b 45000000 .stage/vllm-a.tar.xz .stage/vllm-a.part.) here and the rest with the
+    # next verb's call, which joins them (join_a).
+    if [ -f .stage/vllm-a.part.aa ]; then
+      mkdir -p /tmp/parts && cp .stage/vllm-a.part.aa /tmp/parts/ && echo "kept part a.aa"
+    else
+      mkdir -p /tmp/vx && tar -C /tmp/vx -xJf .stage/vllm-a.tar.xz && echo "unpacked a"
+    fi
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc ;;
   start)
     tp=$2; cores=$3; shift 3
     [ -f /tmp/vx/site/vllm/__init__.py ] || tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
