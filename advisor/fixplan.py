@@ -33,6 +33,7 @@ from advisor.recommend import (
 )
 
 if TYPE_CHECKING:
+    from advisor.datainfo import ClusterFreshness
     from advisor.ratios import BelowTargetReport, RatioGroup
 
 
@@ -339,14 +340,24 @@ def merge(
     )
 
 
-def plan_headline(con: Any, plan: FixPlan, q: FixQuery, now: dt.datetime | None = None) -> Headline:
+def plan_headline(
+    con: Any,
+    plan: FixPlan,
+    q: FixQuery,
+    now: dt.datetime | None = None,
+    freshness: Sequence[ClusterFreshness] | None = None,
+) -> Headline:
     """The plan's :class:`~advisor.headline.Headline` for the jobs ``q`` selects: the age of the
     newest record of its clusters (at ``now``, default now) and, where jobs carry their own
-    usage, the GPU time in jobs whose usage looks starved, over the plan's period."""
+    usage, the GPU time in jobs whose usage looks starved, over the plan's period.
+    ``freshness``: :func:`advisor.datainfo.freshness` of ``con`` when the caller holds it (a
+    scan of every job, which depends on the data alone, not on ``q``)."""
     from advisor import datainfo, slowdown
     from advisor.usage import UsageQuery, usage_summary
 
-    fresh = [f for f in datainfo.freshness(con) if not q.clusters or f.cluster in q.clusters]
+    if freshness is None:
+        freshness = datainfo.freshness(con)
+    fresh = [f for f in freshness if not q.clusters or f.cluster in q.clusters]
     age = data_age_of(
         (t for f in fresh for t in (f.last_submit, f.last_end)), now or dt.datetime.now(dt.UTC)
     )

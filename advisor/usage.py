@@ -199,8 +199,9 @@ def _group_sets(
     """Usage per group of each grouping in ``sets`` (distinct), in one pass over the facts, or
     over ``usage_months`` when it answers ``q`` and the cubes are fresh (``use_table`` None;
     True or False forces one). The table's figures are the same sums (up to the order floats
-    are added in); the median job's efficiency is then taken from the jobs with CPU usage,
-    and only when the selection has any (else it is None either way)."""
+    are added in); the median job's efficiency (to the hundredth) comes from its cells' jobs
+    counted by that value, only when the selection has a job with CPU usage (else it is None
+    either way)."""
     parts, masks, columns = _sets_sql(sets)
     prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
     price_params = {"price_types": list(prices), "price_usd": list(prices.values())}
@@ -213,16 +214,19 @@ def _group_sets(
         params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
         rows = _dict_rows(con.execute(sql, {**params, **price_params}))
         if any(r["jobs_with_usage"] for r in rows):
+            sets_eff = ", ".join(
+                "(" + ", ".join([*(quote_ident(k) for k in by), "eff"]) + ")" for by in sets
+            )
             medians = render(
-                "usage/medians",
-                facts=facts_sql(),
+                "usage/medians_months",
                 keys=parts["keys"],
-                sets=parts["sets"],
                 grouping=parts["grouping"],
+                order=parts["order"],
+                sets_eff=sets_eff,
             )
             found = {
                 (r["_set"], *(r[k] for k in columns)): r["cpu_efficiency_p50"]
-                for r in _dict_rows(con.execute(medians, _params(q)))
+                for r in _dict_rows(con.execute(medians, params))
             }
             for r in rows:
                 r["cpu_efficiency_p50"] = found.get((r["_set"], *(r[k] for k in columns)))
@@ -374,12 +378,23 @@ def job_usage(
     return out
 
 
-def starved_mix(con: duckdb.DuckDBPyConnection, q: UsageQuery) -> list[dict[str, Any]]:
+def starved_mix(
+    con: duckdb.DuckDBPyConnection, q: UsageQuery, *, use_table: bool | None = None
+) -> list[dict[str, Any]]:
     """The jobs of ``q`` whose usage looks starved, one row per cluster, partition, GPU type,
     CPUs and GPUs with their GPU-hours and elapsed seconds summed (usage/starved_mix.sql): what
-    the loss model needs of them, in rows a shape, not a job."""
+    the loss model needs of them, in rows a shape, not a job. From the derived table
+    ``usage_starved_months`` when it answers ``q`` (``use_table`` as in :func:`usage_summary`)."""
     _check(q)
-    cur = con.execute(render("usage/starved_mix", facts=facts_sql()), _params(q))
+    if use_table is None:
+        use_table = table_answers(q) and cube_is_fresh(con)
+    elif use_table and not table_answers(q):
+        raise UsageError("usage_starved_months answers only month bounds, default thresholds")
+    if use_table:
+        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
+        cur = con.execute(query("usage/starved_mix_months"), params)
+    else:
+        cur = con.execute(render("usage/starved_mix", facts=facts_sql()), _params(q))
     names = [d[0] for d in cur.description or []]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 

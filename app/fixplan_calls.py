@@ -13,7 +13,7 @@ import duckdb
 from app.assumptions import Assumptions
 from app.db import DbKey
 from app.filters import Filters
-from app.loaders import cached_core, filter_options
+from app.loaders import cached_core, filter_options, freshness
 from app.model_calls import model_file, model_key
 
 
@@ -57,7 +57,9 @@ def headline(key: DbKey, filters: Filters, plan: Any) -> Any:
     # the settings carry the time they were written: keyed with them, every re-run missed the
     # cache and the headline was computed again (1 s at 4.65M jobs); it does not read them
     bare = dataclasses.replace(plan, settings=())
-    return cached_core("headline", key, fixplan.plan_headline, bare, q, hour)
+    # the data's age scans every job but depends on the data alone: one cached read a file
+    fresh = tuple(freshness(key))
+    return cached_core("headline", key, fixplan.plan_headline, bare, q, hour, fresh)
 
 
 def _fix_plan_on(con: duckdb.DuckDBPyConnection, q: Any, _model_key: tuple[str, float]) -> Any:

@@ -43,9 +43,12 @@ def _show_pressure(key: DbKey, filters: Filters) -> None:
     """Measured CPU pressure by GPU type and cores per GPU (docs/pressure.md): how much of the
     GPU time is measured, the stall share, the GPU-hours held between the full and some bounds,
     and its chart; nothing where no selected job was measured."""
-    from advisor.pressure.summary import PressureQuery, headline, pressure_groups
+    from advisor.pressure.summary import PressureQuery, any_records, headline, pressure_groups
     from app.chart_view import show_chart
 
+    # most databases hold no pressure records: one cached look a file, not a scan a filter
+    if not guarded(lambda: cached_core("pressure_any", key, any_records)):
+        return
     q = PressureQuery(
         start=filters.since_datetime,
         end=filters.until_exclusive,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor import fixplan, headline, store
+from advisor import datainfo, fixplan, headline, store
 from advisor.ingest import ingest_files
 from advisor.wording import range_text
 from tests.test_app_data import make_db
@@ -24,7 +24,10 @@ def _headline(db: Path) -> tuple[fixplan.FixPlan, headline.Headline]:
     plan = fixplan.fix_plan(q)
     con = store.connect(db, read_only=True)
     try:
-        return plan, fixplan.plan_headline(con, plan, q, NOW)
+        h = fixplan.plan_headline(con, plan, q, NOW)
+        # the dashboard passes the data's age read once per file: the same headline
+        assert fixplan.plan_headline(con, plan, q, NOW, datainfo.freshness(con)) == h
+        return plan, h
     finally:
         con.close()
 

@@ -449,7 +449,8 @@ def pressure_db(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> Pa
 def test_the_dashboard_overview_shows_what_the_jobs_waited_for(monkeypatch, pressure_db):
     from streamlit.testing.v1 import AppTest
 
-    from advisor.pressure.summary import PressureQuery, headline, pressure_summary
+    from advisor import store
+    from advisor.pressure.summary import PressureQuery, any_records, headline, pressure_summary
 
     monkeypatch.setenv("ADVISOR_DB", str(pressure_db))
     monkeypatch.delenv("ADVISOR_HASH_USERS", raising=False)
@@ -459,10 +460,37 @@ def test_the_dashboard_overview_shows_what_the_jobs_waited_for(monkeypatch, pres
     assert "What the jobs waited for (CPU pressure)" in [s.value for s in at.subheader]
     metrics = {m.label: m.value for m in at.metric}
     head = headline(pressure_summary(pressure_db, PressureQuery()))
+    con = store.connect(pressure_db, read_only=True)
+    try:
+        assert any_records(con) is True
+    finally:
+        con.close()
     assert metrics["GPU-hours measured"] == f"{100 * head['share_measured']:.0f}%"
     held = f"{head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}"
     assert metrics["GPU-hours held by CPU waiting"] == held
     assert any(f"{head['jobs_measured']:,} of " in c.value for c in at.caption)
+
+
+def test_a_database_without_pressure_records_shows_no_pressure_section(monkeypatch, sample_db):
+    """The Overview asks whether any record was loaded (one cached look a file) before it scans
+    every job for the pressure groups: the sample has none, the section is absent."""
+    from streamlit.testing.v1 import AppTest
+
+    from advisor import store
+    from advisor.pressure.summary import any_records
+
+    con = store.connect(sample_db, read_only=True)
+    try:
+        assert any_records(con) is False
+    finally:
+        con.close()
+    monkeypatch.setenv("ADVISOR_DB", str(sample_db))
+    at = AppTest.from_file(str(ROOT / "app" / "streamlit_app.py"), default_timeout=90)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    subheaders = [s.value for s in at.subheader]
+    assert "What the jobs used (usage data)" in subheaders  # the block above it is there
+    assert "What the jobs waited for (CPU pressure)" not in subheaders
 
 
 def test_metrics_and_the_monthly_report_carry_the_measured_pressure(pressure_db, tmp_path):

@@ -1,6 +1,6 @@
 """The derived table ``usage_months`` answers a usage summary as the jobs do: every figure of
 every group the same (floats up to the order they are added in), the median job's efficiency
-exact (taken from the jobs when the selection carries usage), and the jobs table read whenever
+to the hundredth (from each cell's jobs counted by that value), and the jobs table read whenever
 the table cannot answer (other thresholds, a filter it lacks, bounds inside a month, stale).
 
 Real DuckDB files in a temp dir, loaded by the real ingest: the usage fixture (jobs with and
@@ -87,17 +87,46 @@ def test_the_table_gives_every_figure_of_the_jobs_table(which, request) -> None:
     con.close()
 
 
-def test_the_fixture_has_usage_so_the_median_comes_from_the_jobs(text_db) -> None:
-    con = store.connect(text_db)
+@pytest.mark.parametrize("which", ["text_db", "synth_db"])
+def test_the_starved_jobs_shapes_come_from_the_table_as_from_the_jobs(which, request) -> None:
+    con = store.connect(request.getfixturevalue(which))
     ratios.refresh_ratio_cube(con)
-    rep = usage.usage_summary(con, usage.UsageQuery(by=("gpu_type",)), use_table=True)
-    h100 = next(g for g in rep.groups if g.keys["gpu_type"] == "H100")
+    found = 0
+    for kw in QUERIES:
+        q = usage.UsageQuery(**{k: v for k, v in kw.items() if k != "by"})
+        want = usage.starved_mix(con, q, use_table=False)
+        got = usage.starved_mix(con, q, use_table=True)
+        assert usage.starved_mix(con, q) == got  # fresh: the table is read
+        assert [{k: v for k, v in r.items() if k != "gpu_hours"} for r in got] == [
+            {k: v for k, v in r.items() if k != "gpu_hours"} for r in want
+        ]
+        assert [r["gpu_hours"] for r in got] == pytest.approx([r["gpu_hours"] for r in want])
+        found += len(got)
+    assert found  # starved jobs were there to sum
+    with pytest.raises(UsageError):
+        usage.starved_mix(con, usage.UsageQuery(accounts=("physics",)), use_table=True)
+    con.close()
+
+
+def test_the_median_comes_from_the_table_not_the_jobs(text_db, tmp_path) -> None:
+    import shutil
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(text_db, db)
+    con = store.connect(db)
+    ratios.refresh_ratio_cube(con)
+    q = usage.UsageQuery(by=("gpu_type",))
+    before = usage.usage_summary(con, q, use_table=True)
+    h100 = next(g for g in before.groups if g.keys["gpu_type"] == "H100")
     assert h100.jobs_with_usage > 0 and h100.cpu_efficiency_p50 is not None
-    assert rep.overall.cpu_efficiency_p50 == pytest.approx(
-        usage.usage_summary(
-            con, usage.UsageQuery(by=()), use_table=False
-        ).overall.cpu_efficiency_p50
-    )
+    # the jobs change under the table (stale now): forced, the table still answers as built
+    con.execute("UPDATE jobs SET cpu_used_s = cpu_used_s / 4")
+    after_jobs = usage.usage_summary(con, q, use_table=False).overall.cpu_efficiency_p50
+    from_table = usage.usage_summary(con, q, use_table=True).overall.cpu_efficiency_p50
+    assert from_table == pytest.approx(before.overall.cpu_efficiency_p50)
+    assert after_jobs is not None and from_table is not None and after_jobs < from_table
+    # the median to the hundredth: a value the counts hold, or the mean of two of them
+    assert round(200 * from_table) == pytest.approx(200 * from_table)
     con.close()
 
 

@@ -75,8 +75,10 @@ def facts_sql(source: str = "jobs") -> str:
 
 
 def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -> None:
-    """Fill the emptied slices of ``usage_months`` from the jobs of ``source`` (every job, or
+    """Fill the emptied slices of ``usage_months`` and ``usage_starved_months`` (the starved
+    jobs' shapes) from the jobs of ``source`` (every job, or
     the changed slices' view) under the default thresholds (the cube rebuild calls this inside
     its transaction; advisor.derived.cube owns the table)."""
     params = facts_params(JobFilters(), UsageThresholds())
     con.execute(render("usage/months_refresh", facts=facts_sql(source)), params)
+    con.execute(render("usage/starved_months_refresh", facts=facts_sql(source)), params)

@@ -15,7 +15,7 @@ import duckdb
 from advisor.derived.usage_months import UsageThresholds, facts_params, facts_sql
 from advisor.errors import UsageError
 from advisor.filters import JOB_GROUP_KEYS, JobFilters
-from advisor.store import connect, quote_ident, render
+from advisor.store import connect, query, quote_ident, render
 
 GROUP_KEYS: tuple[str, ...] = (*JOB_GROUP_KEYS, "cores_per_gpu_bin")
 
@@ -27,6 +27,13 @@ class PressureQuery(JobFilters):
 
     by: tuple[str, ...] = ("gpu_type", "cores_per_gpu_bin")
     thresholds: UsageThresholds = UsageThresholds()
+
+
+def any_records(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether any pressure record was loaded: without one, :func:`pressure_groups` finds no
+    measured job for any filter, and a page may leave its scan of every job out."""
+    row = con.execute(query("pressure/any_records")).fetchone()
+    return bool(row and row[0])
 
 
 def pressure_groups(con: duckdb.DuckDBPyConnection, q: PressureQuery) -> list[dict[str, Any]]:

@@ -28,7 +28,8 @@ SELECT
     sum(gpu_hours) FILTER (WHERE verdict IS NOT NULL) AS verdict_gpu_hours,
     count(*) FILTER (WHERE verdict = 'over_provisioned') AS over_jobs,
     sum(gpu_hours) FILTER (WHERE verdict = 'over_provisioned') AS over_gpu_hours,
-    sum(idle_cores_per_gpu * gpu_hours) FILTER (WHERE has_cpu_usage) AS idle_core_hours
+    sum(idle_cores_per_gpu * gpu_hours) FILTER (WHERE has_cpu_usage) AS idle_core_hours,
+    histogram(round(cpu_efficiency, 2)) FILTER (WHERE has_cpu_usage) AS cpu_eff_counts
 FROM f
 GROUP BY ALL
 ORDER BY month

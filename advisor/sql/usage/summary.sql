@@ -18,7 +18,9 @@ SELECT {{grouping}} AS _set, {{keys}}
     avg(cores_per_gpu) AS mean_cores_per_gpu,
     sum(cpu_used_s) FILTER (WHERE has_cpu_usage)
         / nullif(sum(elapsed_s::DOUBLE * cpus) FILTER (WHERE has_cpu_usage), 0) AS cpu_efficiency,
-    median(cpu_efficiency) AS cpu_efficiency_p50,
+    -- the median job's efficiency to the hundredth (whole percent, as shown): usage_months
+    -- holds each cell's jobs counted by that value, which gives the same median
+    median(round(cpu_efficiency, 2)) AS cpu_efficiency_p50,
     sum(cpu_used_s) FILTER (WHERE has_cpu_usage)
         / nullif(sum(elapsed_s::DOUBLE * gpus) FILTER (WHERE has_cpu_usage), 0) AS busy_cores_per_gpu,
     sum(gpu_util_mean_pct * gpu_hours) FILTER (WHERE has_gpu_usage)

@@ -2,7 +2,7 @@
 -- for month-aligned bounds (a cell's month is its jobs' month of start) and the default
 -- thresholds the table was built with. Placeholders as usage/summary.sql; the keys are
 -- columns of the table. The median job's efficiency is not a sum: NULL here, taken from the
--- jobs (usage/medians.sql) when a selected job carries usage. Parameters: $start, $end,
+-- cells' counts (usage/medians_months.sql) when a selected job carries usage. Parameters: $start, $end,
 -- $partitions, $clusters, $gpu_types, $price_types, $price_usd.
 WITH f AS (
     SELECT * REPLACE (strftime(month, '%Y-%m') AS month),

@@ -1,7 +1,8 @@
 -- usage_months: the sums behind a usage summary (usage/summary.sql) per (cluster, partition,
 -- GPU type, month of start, GPUs, cores-per-GPU bin), with the verdicts of the default usage
 -- thresholds (advisor.usage.UsageThresholds()), what usage_summary reads instead of every job
--- (usage/summary_months.sql). A sum over no job of the cell is NULL, as in usage/summary.sql.
+-- (usage/summary_months.sql). A sum over no job of the cell is NULL, as in usage/summary.sql;
+-- the median job's efficiency comes from cpu_eff_counts (usage/medians_months.sql).
 {{create}} usage_months (
     cluster           VARCHAR,
     "partition"       VARCHAR,
@@ -25,5 +26,6 @@
     verdict_gpu_hours DOUBLE,
     over_jobs         BIGINT NOT NULL,
     over_gpu_hours    DOUBLE,
-    idle_core_hours   DOUBLE
+    idle_core_hours   DOUBLE,
+    cpu_eff_counts    MAP(DOUBLE, UBIGINT)  -- jobs with CPU usage by efficiency to the hundredth
 )
