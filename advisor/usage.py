@@ -160,6 +160,61 @@ def table_answers(q: UsageQuery) -> bool:
     )
 
 
+# The group keys usage_people_months holds: the people and where their jobs ran.
+PEOPLE_TABLE_KEYS: tuple[str, ...] = (
+    "cluster",
+    "partition",
+    "gpu_type",
+    "month",
+    "account",
+    "user",
+)
+
+
+def people_table_answers(q: UsageQuery) -> bool:
+    """Whether ``usage_people_months`` can answer ``q``'s groups (given fresh cubes): as
+    :func:`table_answers`, with the keys of that table."""
+    return (
+        q.thresholds == UsageThresholds()
+        and all(k in PEOPLE_TABLE_KEYS for k in q.by)
+        and not (q.states or q.accounts or q.users or q.min_gpus is not None)
+        and all(_month_start(t) for t in (q.start, q.end))
+    )
+
+
+def top_groups(
+    con: duckdb.DuckDBPyConnection, q: UsageQuery, limit: int = 10, *, use_table: bool | None = None
+) -> list[UsageGroup]:
+    """The ``limit`` groups of ``q.by`` with the most GPU-hours in likely-starved jobs (then the
+    most GPU-hours): the dashboard's table of who uses what. From ``usage_people_months`` when
+    it answers ``q`` and the cubes are fresh (``use_table`` as in :func:`usage_summary`), where
+    each figure is the jobs' own sum but the median job's efficiency is None (the table keeps
+    no counts a person; :func:`usage_summary` takes it from the jobs); else every group of
+    :func:`usage_summary`."""
+    _check(q)
+    if use_table is None:
+        use_table = people_table_answers(q) and cube_is_fresh(con)
+    elif use_table and not people_table_answers(q):
+        raise UsageError(
+            "usage_people_months answers only its keys, month bounds, default thresholds"
+        )
+    if use_table:
+        parts, _masks, _columns = _sets_sql([tuple(q.by)])
+        prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
+        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
+        params |= {"price_types": list(prices), "price_usd": list(prices.values())}
+        sql = render("usage/summary_months", **parts, table="usage_people_months")
+        groups = _usage_groups(_dict_rows(con.execute(sql, params)), q.by)
+    else:
+        groups = list(usage_summary(con, q, use_table=False).groups)
+    return most_starved(groups, limit)
+
+
+def most_starved(groups: Sequence[UsageGroup], limit: int = 10) -> list[UsageGroup]:
+    """The ``limit`` groups with the most GPU-hours in likely-starved jobs, then GPU-hours."""
+    return sorted(groups, key=lambda g: (-g.starved_gpu_hours, -g.gpu_hours))[:limit]
+
+
 def _month_start(t: dt.datetime | None) -> bool:
     return t is None or (t.day == 1 and t.hour == t.minute == t.second == t.microsecond == 0)
 
@@ -210,7 +265,7 @@ def _group_sets(
     elif use_table and not table_answers(q):
         raise UsageError("usage_months answers only its keys, month bounds, default thresholds")
     if use_table:
-        sql = render("usage/summary_months", **parts)
+        sql = render("usage/summary_months", **parts, table="usage_months")
         params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
         rows = _dict_rows(con.execute(sql, {**params, **price_params}))
         if any(r["jobs_with_usage"] for r in rows):

@@ -89,8 +89,8 @@ def _show_usage(key: DbKey, filters: Filters, by: str) -> None:
         )
 
     # The advice and the four figures need no grouping: asked first, they come from the
-    # pre-aggregated usage table for any ``by``; groups by account or user (which the table
-    # does not hold) are asked for only when a selected job carries usage.
+    # pre-aggregated usage table for any ``by``; groups by account or user (the people's usage
+    # table) are asked for only when a selected job carries usage.
     rep = summary((by,) if by in usage.TABLE_KEYS else ())
     st.subheader("What the jobs used (usage data)")
     text = f"Trust the **{rep.advice.trust}-based** estimate here: {rep.advice.reason}."
@@ -114,9 +114,12 @@ def _show_usage(key: DbKey, filters: Filters, by: str) -> None:
         delta_color="off",
         delta_arrow="off",
     )
-    if by not in usage.TABLE_KEYS:
-        rep = summary((by,))
-    rows = sorted(rep.groups, key=lambda g: -g.starved_gpu_hours)[:10]
+    if by in usage.TABLE_KEYS:
+        rows = usage.most_starved(rep.groups)
+    else:  # by account or user: the people's usage table, not every job
+        rows = guarded(
+            lambda: cached_core("usage_top", key, usage.top_groups, _query(filters, (by,)))
+        )
     table = pd.DataFrame(
         [
             {

@@ -88,6 +88,34 @@ def test_the_table_gives_every_figure_of_the_jobs_table(which, request) -> None:
 
 
 @pytest.mark.parametrize("which", ["text_db", "synth_db"])
+def test_the_people_table_gives_the_top_groups_of_the_jobs(which, request) -> None:
+    con = store.connect(request.getfixturevalue(which))
+    ratios.refresh_ratio_cube(con)
+    for by in (("account",), ("user",), ("account", "partition"), ("user", "month")):
+        for kw in ({}, {"start": dt.datetime(2024, 2, 1)}, {"gpu_types": ("H100",)}):
+            q = usage.UsageQuery(by=by, usd_per_gpu_hour={"H100": 6.0, "A100": 4.0}, **kw)
+            assert usage.people_table_answers(q) and not usage.table_answers(q)
+            want = usage.top_groups(con, q, 5, use_table=False)
+            got = usage.top_groups(con, q, 5, use_table=True)
+            assert usage.top_groups(con, q, 5) == got  # fresh: the table is read
+            assert [g.keys for g in got] == [g.keys for g in want]
+            for g, w in zip(got, want, strict=True):
+                gr, wr = dataclasses.asdict(g), dataclasses.asdict(w)
+                assert gr.pop("cpu_efficiency_p50") is None  # the table keeps no counts a person
+                wr.pop("cpu_efficiency_p50")
+                bad = {k: (gr[k], wr[k]) for k in gr if not _same(gr[k], wr[k])}
+                assert not bad, (g.keys, bad)
+    ranked = usage.top_groups(con, usage.UsageQuery(by=("user",)), 100)
+    assert ranked and all(
+        (a.starved_gpu_hours, a.gpu_hours) >= (b.starved_gpu_hours, b.gpu_hours)
+        for a, b in zip(ranked, ranked[1:], strict=False)
+    )
+    with pytest.raises(UsageError):  # a filter the table lacks
+        usage.top_groups(con, usage.UsageQuery(by=("user",), accounts=("physics",)), use_table=True)
+    con.close()
+
+
+@pytest.mark.parametrize("which", ["text_db", "synth_db"])
 def test_the_starved_jobs_shapes_come_from_the_table_as_from_the_jobs(which, request) -> None:
     con = store.connect(request.getfixturevalue(which))
     ratios.refresh_ratio_cube(con)

@@ -1,5 +1,5 @@
 """The derived tables of ``jobs`` (the ratio cube, the people cubes, ``job_mix_months``,
-``usage_months``, ``usage_starved_months``): their schema, rules version, freshness and rebuild, and the job mix reader.
+``usage_months``, ``usage_people_months``, ``usage_starved_months``): their schema, rules version, freshness and rebuild, and the job mix reader.
 
 The cubes are pre-aggregated copies of ``jobs`` that answer most ratio queries in
 milliseconds. They are derived data: never migrated, dropped and recreated from
@@ -24,7 +24,7 @@ from advisor.derived.usage_months import refresh_usage_months
 from advisor.errors import StoreError
 from advisor.store import query, render
 
-CUBE_RULES_VERSION = 10
+CUBE_RULES_VERSION = 11
 """Bumped whenever the rules or the schema the cubes are built with change: the derived tables
 are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
 
@@ -36,6 +36,7 @@ _CUBE_TABLES: tuple[str, ...] = (
     "ratio_cube_people_month_ratios",
     "job_mix_months",
     "usage_months",
+    "usage_people_months",
     "usage_starved_months",
     "derived_slices",
     "ratio_cube_people_months_state",
@@ -54,6 +55,7 @@ _SLICED_TABLES: tuple[str, ...] = (
     "ratio_cube",
     "job_mix_months",
     "usage_months",
+    "usage_people_months",
     "usage_starved_months",
     "derived_slices",
 )

@@ -75,10 +75,20 @@ def facts_sql(source: str = "jobs") -> str:
 
 
 def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -> None:
-    """Fill the emptied slices of ``usage_months`` and ``usage_starved_months`` (the starved
-    jobs' shapes) from the jobs of ``source`` (every job, or
+    """Fill the emptied slices of ``usage_months``, ``usage_people_months`` (its sums by account
+    and user) and ``usage_starved_months`` (the starved jobs' shapes) from the jobs of
+    ``source`` (every job, or
     the changed slices' view) under the default thresholds (the cube rebuild calls this inside
     its transaction; advisor.derived.cube owns the table)."""
     params = facts_params(JobFilters(), UsageThresholds())
-    con.execute(render("usage/months_refresh", facts=facts_sql(source)), params)
+    facts = facts_sql(source)
+    counts = (
+        ",\n    histogram(round(cpu_efficiency, 2)) FILTER (WHERE has_cpu_usage) AS cpu_eff_counts"
+    )
+    for table, keys, extra in (
+        ("usage_months", "gpu_count, cores_per_gpu_bin,", counts),
+        ("usage_people_months", 'account, "user",', ""),
+    ):
+        sql = render("usage/months_refresh", facts=facts, table=table, keys=keys, counts=extra)
+        con.execute(sql, params)
     con.execute(render("usage/starved_months_refresh", facts=facts_sql(source)), params)

@@ -1,7 +1,9 @@
--- usage/months_refresh: fill usage_months from usage/facts.sql (the facts placeholder, bound
--- with no filter and the default thresholds), inside the cube rebuild's transaction after
--- emptying it. Each sum is the one usage/summary.sql takes, per cell.
-INSERT INTO usage_months
+-- usage/months_refresh: fill {{table}} (usage_months, usage_people_months) from
+-- usage/facts.sql (the facts placeholder, bound with no filter and the default thresholds),
+-- inside the cube rebuild's transaction after emptying it. Each sum is the one
+-- usage/summary.sql takes, per cell; {{keys}}: the table's cell columns after the month, each
+-- with a trailing comma; {{counts}}: usage_months' efficiency counts (a leading comma), or empty.
+INSERT INTO {{table}} BY NAME
 WITH f AS (
 {{facts}}
 )
@@ -10,8 +12,7 @@ SELECT
     "partition",
     gpu_type,
     CAST(date_trunc('month', start) AS DATE) AS month,
-    gpu_count,
-    cores_per_gpu_bin,
+    {{keys}}
     count(*) AS jobs,
     sum(gpu_hours) AS gpu_hours,
     sum(cores_per_gpu) AS sum_cores_per_gpu,
@@ -28,8 +29,7 @@ SELECT
     sum(gpu_hours) FILTER (WHERE verdict IS NOT NULL) AS verdict_gpu_hours,
     count(*) FILTER (WHERE verdict = 'over_provisioned') AS over_jobs,
     sum(gpu_hours) FILTER (WHERE verdict = 'over_provisioned') AS over_gpu_hours,
-    sum(idle_cores_per_gpu * gpu_hours) FILTER (WHERE has_cpu_usage) AS idle_core_hours,
-    histogram(round(cpu_efficiency, 2)) FILTER (WHERE has_cpu_usage) AS cpu_eff_counts
+    sum(idle_cores_per_gpu * gpu_hours) FILTER (WHERE has_cpu_usage) AS idle_core_hours{{counts}}
 FROM f
 GROUP BY ALL
 ORDER BY month

@@ -1,4 +1,5 @@
--- usage/summary_months: usage/summary.sql's columns from usage_months instead of every job,
+-- usage/summary_months: usage/summary.sql's columns from {{table}} (usage_months, or
+-- usage_people_months for groups by account or user) instead of every job,
 -- for month-aligned bounds (a cell's month is its jobs' month of start) and the default
 -- thresholds the table was built with. Placeholders as usage/summary.sql; the keys are
 -- columns of the table. The median job's efficiency is not a sum: NULL here, taken from the
@@ -8,7 +9,7 @@ WITH f AS (
     SELECT * REPLACE (strftime(month, '%Y-%m') AS month),
         list_extract($price_usd::DOUBLE[],
                      list_position($price_types::VARCHAR[], upper(gpu_type))) AS price
-    FROM usage_months
+    FROM {{table}}
     WHERE ($start::TIMESTAMP IS NULL OR month >= $start::TIMESTAMP)
       AND ($end::TIMESTAMP IS NULL OR month < $end::TIMESTAMP)
       AND (len($partitions::VARCHAR[]) = 0 OR list_contains($partitions::VARCHAR[], "partition"))
