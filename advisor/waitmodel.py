@@ -209,11 +209,27 @@ class WaitPrediction:
 def predict(fit: RoleFit, *, role_demand: float, h: float, cores: int, role: str) -> WaitPrediction:
     """The wait of one role at headroom ``h`` (capped at one: a share of wall time per
     thread-equivalent is at most its runnable time, which the fit never saw above 1)."""
-    point = min(1.0, role_demand * math.exp(fit.a + fit.b * h))
-    boots = [role_demand * math.exp(a + b * h) for a, b in fit.refits] or [point]
-    lo = float(np.quantile(boots, 0.05)) * math.exp(fit.residual_low)
-    hi = float(np.quantile(boots, 0.95)) * math.exp(fit.residual_high)
-    return WaitPrediction(role, cores, point, min(lo, point), min(1.0, max(hi, point)))
+    return predict_many(fit, role_demand=role_demand, hs=[h], cores=[cores], role=role)[0]
+
+
+def predict_many(
+    fit: RoleFit, *, role_demand: float, hs: Sequence[float], cores: Sequence[int], role: str
+) -> list[WaitPrediction]:
+    """:func:`predict` at each headroom of ``hs`` (``cores`` alike): the refits' quantiles in
+    one array operation, since a recommendation asks for every core count up to its cap."""
+    points = [min(1.0, role_demand * math.exp(fit.a + fit.b * h)) for h in hs]
+    if fit.refits:
+        ab = np.asarray(fit.refits, dtype=float)
+        boots = role_demand * np.exp(ab[:, :1] + ab[:, 1:] * np.asarray(hs, dtype=float))
+    else:
+        boots = np.asarray([points], dtype=float)
+    low_q, high_q = np.quantile(boots, [0.05, 0.95], axis=0)
+    lows = low_q * math.exp(fit.residual_low)
+    highs = high_q * math.exp(fit.residual_high)
+    return [
+        WaitPrediction(role, c, p, min(float(lo), p), min(1.0, max(float(hi), p)))
+        for c, p, lo, hi in zip(cores, points, lows, highs, strict=True)
+    ]
 
 
 def wait_curve(
@@ -226,17 +242,18 @@ def wait_curve(
     core_counts: Iterable[int],
 ) -> list[WaitPrediction]:
     """Predicted wait per role (those fitted for the executor) at each core count."""
-    out = []
     demand = {"api_server": api_cores, "engine_core": engine_cores}
-    for c in core_counts:
-        h = headroom(c, workers, api_cores, engine_cores)
-        for role in ROLES:
-            f = fit.get(role, executor)
-            if f is None or (role == "gpu_worker" and workers == 0):
-                continue
-            d = 1.0 if role == "gpu_worker" else max(demand[role], 1e-3)
-            out.append(predict(f, role_demand=d, h=h, cores=c, role=role))
-    return out
+    counts = list(core_counts)
+    hs = [headroom(c, workers, api_cores, engine_cores) for c in counts]
+    by_role = {}
+    for role in ROLES:
+        f = fit.get(role, executor)
+        if f is None or (role == "gpu_worker" and workers == 0):
+            continue
+        d = 1.0 if role == "gpu_worker" else max(demand[role], 1e-3)
+        by_role[role] = predict_many(f, role_demand=d, hs=hs, cores=counts, role=role)
+    # core count by core count, each role in ROLES order within it, as callers read it
+    return [preds[i] for i in range(len(counts)) for preds in by_role.values()]
 
 
 def stretch(wait: float, demand: float) -> float:
