@@ -182,14 +182,9 @@ def test_only_plain_digits_cast_to_a_number(text: str, db_path: Path) -> None:
     assert row == (None, None, None, None)
 
 
-@pytest.mark.parametrize("by_rowid", [True, False])
 def test_duplicates_are_counted_and_a_differing_one_is_rejected_with_its_line(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch, by_rowid: bool
+    db_path: Path,
 ) -> None:
-    from advisor.ingest import keys
-
-    if not by_rowid:  # the lines of repeated keys read back by the semi join, as for very many
-        monkeypatch.setattr(keys, "_LITERAL_ROWIDS", 0)
     [s] = ingest_files(
         db_path, [SHAPES / "headerless-ranges.txt"], IngestOptions(fields=HEADERLESS)
     )

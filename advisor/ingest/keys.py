@@ -59,12 +59,6 @@ def settle_rekeyed(
     return int(row[0]) if row else 0
 
 
-_LITERAL_ROWIDS = 100_000
-"""Up to this many lines of repeated keys are read back by rowid (a literal list, whose rows
-DuckDB fetches alone), beyond it by the semi join that reads every column of every row of
-``parsed`` (docs/performance.md has the figures)."""
-
-
 def duplicates(con: duckdb.DuckDBPyConnection, source: Source) -> tuple[int, list[Reject]]:
     """The lines of ``parsed`` that lose to another line of their key (temp ``dupkeys``):
     (how many say the same as the kept line, rejects for those that differ)."""
@@ -79,16 +73,7 @@ def duplicates(con: duckdb.DuckDBPyConnection, source: Source) -> tuple[int, lis
         + ", ".join(f"w.{c}" for c in compared)
         + ")"
     )
-    rowids = [int(r[0]) for r in con.execute(query("ingest/dup_rowids")).fetchall()]
-    if len(rowids) <= _LITERAL_ROWIDS:
-        dups = f"p.rowid IN ({', '.join(map(str, rowids))})"
-    else:
-        dups = (
-            "p.step IS NULL AND p.bad_field IS NULL AND EXISTS (SELECT 1 FROM dupkeys d"
-            " WHERE d.cluster = p.cluster AND d.job_id_raw = p.job_id_raw"
-            " AND d.submit = p.submit)"
-        )
-    rows = con.execute(render("ingest/dup_losers", same=same, dups=dups)).fetchall()
+    rows = con.execute(render("ingest/dup_losers", same=same)).fetchall()
     same_n = sum(1 for r in rows if r[6])
     differ = [r for r in rows if not r[6]]
     if not differ:

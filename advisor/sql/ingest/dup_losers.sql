@@ -3,16 +3,14 @@
 -- same as the kept one. The same placeholder compares the two rows' parsed values (keys.py
 -- lists every column but the line's own bookkeeping). A line that loses to a repaired record
 -- while it is not one is the first half of that record (stages.Loaded.tails): not listed.
--- {{dups}}: a predicate on `parsed p` that holds for exactly those lines: their rowids as a
--- literal list (dup_rowids.sql; DuckDB then reads those rows alone, not every column of every
--- row), or the semi join on dupkeys for very many.
 WITH ranked AS (
     SELECT p.rowid AS rid, p.*,
         row_number() OVER (PARTITION BY p.cluster, p.job_id_raw, p.submit
             ORDER BY p.repaired DESC, p."end" DESC NULLS LAST, p."start" DESC NULLS LAST,
                      p.state_raw DESC NULLS LAST) AS rn
-    FROM parsed p
-    WHERE {{dups}}
+    FROM parsed p SEMI JOIN dupkeys d
+        ON d.cluster = p.cluster AND d.job_id_raw = p.job_id_raw AND d.submit = p.submit
+    WHERE p.step IS NULL AND p.bad_field IS NULL
 )
 SELECT l.line_no, w.line_no AS kept_line, l.job_id, l.state_raw, l."start", l."end",
     ({{same}}) AS same
