@@ -11,6 +11,11 @@ per cluster and GPU type, by jobs and by GPU-hours, three ways, each checked equ
   timed apart).
 
     python bench/bench_export.py [--jobs 4650000] [--db PATH] [--out DIR] [--master local[2]]
+    python bench/bench_export.py --db PATH --out DIR --reuse --skip-parquet   # Spark alone
+
+``--reuse`` reads the dataset already in ``--out`` (exported from ``--db`` before) instead of
+exporting again; ``--skip-parquet`` leaves out advisor over the dataset (at 46.5M jobs it takes
+minutes and a 4 GB memory limit, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, help="DuckDB file to use (built when missing)")
     ap.add_argument("--out", type=Path, help="dataset folder (default: a temporary one)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--reuse", action="store_true", help="use the dataset in --out as it is")
+    ap.add_argument("--skip-parquet", action="store_true", help="leave out advisor --parquet")
     args = ap.parse_args(argv)
 
     from advisor import store
@@ -76,14 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     con.close()
     print(f"database: {n_jobs:,} jobs, {db.stat().st_size / 2**20:,.0f} MiB")
 
-    secs, tables = timed(lambda: export_parquet(ExportConfig(out_dir=out, db=db)))
-    total = 0
-    for t in tables:
-        files = [f for f in Path(t.path).rglob("*.parquet")]
-        size = sum(f.stat().st_size for f in files)
-        total += size
-        print(f"  {t.table}: {t.rows:,} rows, {len(files)} files, {size / 2**20:,.1f} MiB")
-    print(f"export: {secs:.1f} s, {total / 2**20:,.1f} MiB on disk")
+    if args.reuse:
+        if args.out is None or not (out / "jobs").is_dir():
+            raise SystemExit("--reuse needs --out DIR holding an exported dataset (DIR/jobs)")
+        size = sum(f.stat().st_size for f in (out / "jobs").rglob("*.parquet"))
+        print(f"export: reused {out} (jobs: {size / 2**20:,.1f} MiB on disk)")
+    else:
+        secs, tables = timed(lambda: export_parquet(ExportConfig(out_dir=out, db=db)))
+        total = 0
+        for t in tables:
+            files = [f for f in Path(t.path).rglob("*.parquet")]
+            size = sum(f.stat().st_size for f in files)
+            total += size
+            print(f"  {t.table}: {t.rows:,} rows, {len(files)} files, {size / 2**20:,.1f} MiB")
+        print(f"export: {secs:.1f} s, {total / 2**20:,.1f} MiB on disk")
 
     con = store.connect(db, read_only=True)
     want, base = {}, {}
@@ -93,16 +106,17 @@ def main(argv: list[str] | None = None) -> int:
             f"advisor over the DuckDB file, by {weight}: {base[weight] * 1000:,.0f} ms (baseline)"
         )
     con.close()
-    secs, mem = timed(lambda: open_dataset(str(out)))
-    print(f"advisor --parquet: dataset loaded in {secs:.1f} s")
-    for weight in ("jobs", "gpu-hours"):
-        secs, got = timed(lambda weight=weight: _summary(mem, weight))
-        assert got == want[weight], weight
-        print(
-            f"advisor over the dataset, by {weight}: {secs * 1000:,.0f} ms "
-            f"({secs / base[weight]:.1f}x the baseline; equal)"
-        )
-    mem.close()
+    if not args.skip_parquet:
+        secs, mem = timed(lambda: open_dataset(str(out)))
+        print(f"advisor --parquet: dataset loaded in {secs:.1f} s")
+        for weight in ("jobs", "gpu-hours"):
+            secs, got = timed(lambda weight=weight: _summary(mem, weight))
+            assert got == want[weight], weight
+            print(
+                f"advisor over the dataset, by {weight}: {secs * 1000:,.0f} ms "
+                f"({secs / base[weight]:.1f}x the baseline; equal)"
+            )
+        mem.close()
 
     from examples.spark_ratios import ratios, read_jobs, session
 
