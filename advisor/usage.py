@@ -449,7 +449,7 @@ def starved_mix(
         params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
         cur = con.execute(query("usage/starved_mix_months"), params)
     else:
-        cur = con.execute(render("usage/starved_mix", facts=facts_sql()), _params(q))
+        cur = con.execute(render("usage/starved_mix", facts=facts_sql(), month=""), _params(q))
     names = [d[0] for d in cur.description or []]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 

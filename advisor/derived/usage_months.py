@@ -91,4 +91,6 @@ def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -
     ):
         sql = render("usage/months_refresh", facts=facts, table=table, keys=keys, counts=extra)
         con.execute(sql, params)
-    con.execute(render("usage/starved_months_refresh", facts=facts_sql(source)), params)
+    month = "CAST(date_trunc('month', start) AS DATE) AS month, "
+    rows = render("usage/starved_mix", facts=facts, month=month)
+    con.execute(render("usage/starved_months_refresh", rows=rows), params)

@@ -2,6 +2,7 @@
 -- month-aligned bounds and the default thresholds the table was built with. Parameters:
 -- $start, $end, $partitions, $clusters, $gpu_types.
 SELECT cluster, "partition", gpu_type, cpus, gpus,
+       sum(jobs) AS jobs,
        sum(gpu_hours) AS gpu_hours,
        sum(elapsed_s) AS elapsed_s
 FROM usage_starved_months
