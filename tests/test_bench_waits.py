@@ -425,7 +425,6 @@ def test_the_shipped_uni_wait_model_predicts_a_prompt_length_it_never_saw(tmp_pa
     }
 
 
-
 def test_the_shipped_wait_model_on_unique_prompts_at_loads_it_never_saw(tmp_path: Path):
     """Unique prompts (1-3k tokens) at 3, 12 and 24 req/s on an H100 (2026-12-06; the fitted
     unique series has 6 req/s only): engine-core MAE 0.052, 7 of 9 inside, the two outside
