@@ -77,9 +77,8 @@ def facts_sql(source: str = "jobs") -> str:
 def refresh_usage_months(con: duckdb.DuckDBPyConnection, source: str = "jobs") -> None:
     """Fill the emptied slices of ``usage_months``, ``usage_people_months`` (its sums by account
     and user) and ``usage_starved_months`` (the starved jobs' shapes) from the jobs of
-    ``source`` (every job, or
-    the changed slices' view) under the default thresholds (the cube rebuild calls this inside
-    its transaction; advisor.derived.cube owns the table)."""
+    ``source`` (every job, or the changed slices' view) under the default thresholds (the cube
+    rebuild calls this inside its transaction; advisor.derived.cube owns the tables)."""
     params = facts_params(JobFilters(), UsageThresholds())
     facts = facts_sql(source)
     counts = (
