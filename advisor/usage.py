@@ -192,18 +192,10 @@ def top_groups(
     no counts a person; :func:`usage_summary` takes it from the jobs); else every group of
     :func:`usage_summary`."""
     _check(q)
-    if use_table is None:
-        use_table = people_table_answers(q) and cube_is_fresh(con)
-    elif use_table and not people_table_answers(q):
-        raise UsageError(
-            "usage_people_months answers only its keys, month bounds, default thresholds"
-        )
-    if use_table:
+    if _reads_table(con, use_table, people_table_answers(q), "usage_people_months"):
         parts, _masks, _columns = _sets_sql([tuple(q.by)])
-        prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
-        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
-        params |= {"price_types": list(prices), "price_usd": list(prices.values())}
         sql = render("usage/summary_months", **parts, table="usage_people_months")
+        params = {**_table_params(q), **_price_params(q)}
         groups = _usage_groups(_dict_rows(con.execute(sql, params)), q.by)
     else:
         groups = list(usage_summary(con, q, use_table=False).groups)
@@ -258,15 +250,10 @@ def _group_sets(
     counted by that value, only when the selection has a job with CPU usage (else it is None
     either way)."""
     parts, masks, columns = _sets_sql(sets)
-    prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
-    price_params = {"price_types": list(prices), "price_usd": list(prices.values())}
-    if use_table is None:
-        use_table = table_answers(q) and cube_is_fresh(con)
-    elif use_table and not table_answers(q):
-        raise UsageError("usage_months answers only its keys, month bounds, default thresholds")
-    if use_table:
+    price_params = _price_params(q)
+    if _reads_table(con, use_table, table_answers(q), "usage_months"):
         sql = render("usage/summary_months", **parts, table="usage_months")
-        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
+        params = _table_params(q)
         rows = _dict_rows(con.execute(sql, {**params, **price_params}))
         if any(r["jobs_with_usage"] for r in rows):
             sets_eff = ", ".join(
@@ -295,6 +282,29 @@ def _group_sets(
 
 
 _TABLE_PARAMS = ("start", "end", "partitions", "clusters", "gpu_types")
+
+
+def _table_params(q: UsageQuery) -> dict[str, Any]:
+    """The bound parameters a derived usage table's statements take: the filters it can apply."""
+    return {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
+
+
+def _price_params(q: UsageQuery) -> dict[str, Any]:
+    """$price_types / $price_usd: on-demand USD per GPU-hour by upper-case GPU type."""
+    prices = {k.upper(): v for k, v in (q.usd_per_gpu_hour or _prices(q.pricing_file)).items()}
+    return {"price_types": list(prices), "price_usd": list(prices.values())}
+
+
+def _reads_table(
+    con: duckdb.DuckDBPyConnection, use_table: bool | None, answers: bool, table: str
+) -> bool:
+    """Whether to read the derived ``table`` (``answers``: it can answer the query): when fresh,
+    by default; forced with ``use_table``, refused where it cannot answer."""
+    if use_table is None:
+        return answers and cube_is_fresh(con)
+    if use_table and not answers:
+        raise UsageError(f"{table} answers only its keys, month bounds, default thresholds")
+    return use_table
 
 
 def _usage_groups(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> list[UsageGroup]:
@@ -441,13 +451,8 @@ def starved_mix(
     the loss model needs of them, in rows a shape, not a job. From the derived table
     ``usage_starved_months`` when it answers ``q`` (``use_table`` as in :func:`usage_summary`)."""
     _check(q)
-    if use_table is None:
-        use_table = table_answers(q) and cube_is_fresh(con)
-    elif use_table and not table_answers(q):
-        raise UsageError("usage_starved_months answers only month bounds, default thresholds")
-    if use_table:
-        params = {k: v for k, v in _params(q).items() if k in _TABLE_PARAMS}
-        cur = con.execute(query("usage/starved_mix_months"), params)
+    if _reads_table(con, use_table, table_answers(q), "usage_starved_months"):
+        cur = con.execute(query("usage/starved_mix_months"), _table_params(q))
     else:
         cur = con.execute(render("usage/starved_mix", facts=facts_sql(), month=""), _params(q))
     names = [d[0] for d in cur.description or []]

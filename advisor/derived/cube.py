@@ -1,5 +1,6 @@
 """The derived tables of ``jobs`` (the ratio cube, the people cubes, ``job_mix_months``,
-``usage_months``, ``usage_people_months``, ``usage_starved_months``): their schema, rules version, freshness and rebuild, and the job mix reader.
+``usage_months``, ``usage_people_months``, ``usage_starved_months``): their schema, rules
+version, freshness and rebuild, and the job mix reader.
 
 The cubes are pre-aggregated copies of ``jobs`` that answer most ratio queries in
 milliseconds. They are derived data: never migrated, dropped and recreated from
