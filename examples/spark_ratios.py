@@ -41,31 +41,39 @@ SELECT cluster,
 FROM advisor_jobs
 """
 
-# Job-weighted: numpy.percentile's default ("linear"), as advisor computes it. With the n
-# ratios of a group sorted, h = (n - 1) q, lo and hi the ratios at positions floor(h) and
-# floor(h) + 1 (the last one if none), frac = h - floor(h); the two-sided form rounds as numpy.
-# The ratios are counted by value first (a cluster has few distinct ones): the ratio at a
-# position is the smallest whose running count passes it, so no window sorts every job (at
-# 46.5M jobs that sort ran a 3 GB driver out of memory).
-JOB_WEIGHTED_SQL = """
-WITH by_ratio AS (
+# Every ratio of a (cluster, GPU type) once, with its jobs and GPU-seconds and their running
+# sums in ratio order: both weightings read their percentiles from it. A cluster has few
+# distinct ratios, so no window sorts every job (at 46.5M jobs that sort ran a 3 GB driver out
+# of memory).
+BY_RATIO_SQL = """
+CREATE OR REPLACE TEMP VIEW advisor_by_ratio AS
+SELECT *,
+       sum(jobs) OVER (PARTITION BY cluster, gpu_type ORDER BY cores_per_gpu) AS jobs_upto,
+       sum(jobs) OVER (PARTITION BY cluster, gpu_type) AS jobs_total,
+       sum(gpu_seconds) OVER (PARTITION BY cluster, gpu_type ORDER BY cores_per_gpu)
+           AS seconds_upto,
+       sum(gpu_seconds) OVER (PARTITION BY cluster, gpu_type) AS seconds_total
+FROM (
     SELECT cluster, gpu_type, cores_per_gpu, count(*) AS jobs, sum(gpu_seconds) AS gpu_seconds
     FROM advisor_facts
     WHERE excluded_reason IS NULL
     GROUP BY cluster, gpu_type, cores_per_gpu
-),
-running AS (
-    SELECT *,
-           sum(jobs) OVER (PARTITION BY cluster, gpu_type ORDER BY cores_per_gpu) AS upto,
-           sum(jobs) OVER (PARTITION BY cluster, gpu_type) AS n
-    FROM by_ratio
-),
-bounds AS (
+)
+"""
+
+# Job-weighted: numpy.percentile's default ("linear"), as advisor computes it. With the n
+# ratios of a group sorted, h = (n - 1) q, lo and hi the ratios at positions floor(h) and
+# floor(h) + 1 (the last one if none), frac = h - floor(h); the two-sided form rounds as numpy.
+# The ratio at a position is the smallest whose running count of jobs passes it.
+JOB_WEIGHTED_SQL = """
+WITH bounds AS (
     SELECT cluster, gpu_type, q, max(n) AS jobs, sum(gpu_seconds) AS gpu_seconds,
            max((n - 1) * q - floor((n - 1) * q)) AS frac,
-           min(CASE WHEN upto > floor((n - 1) * q) THEN cores_per_gpu END) AS lo,
-           min(CASE WHEN upto > least(floor((n - 1) * q) + 1, n - 1) THEN cores_per_gpu END) AS hi
-    FROM running CROSS JOIN (VALUES (0.25D), (0.5D)) AS quantiles(q)
+           min(CASE WHEN jobs_upto > floor((n - 1) * q) THEN cores_per_gpu END) AS lo,
+           min(CASE WHEN jobs_upto > least(floor((n - 1) * q) + 1, n - 1)
+                    THEN cores_per_gpu END) AS hi
+    FROM (SELECT *, jobs_total AS n FROM advisor_by_ratio)
+    CROSS JOIN (VALUES (0.25D), (0.5D)) AS quantiles(q)
     GROUP BY cluster, gpu_type, q
 )
 SELECT cluster, gpu_type, q, jobs, gpu_seconds,
@@ -77,22 +85,10 @@ FROM bounds
 # GPU-hour-weighted: the weighted inverted CDF (numpy.percentile(method="inverted_cdf",
 # weights=...)): the smallest ratio whose running share of the group's GPU-seconds reaches q.
 GPU_HOURS_WEIGHTED_SQL = """
-WITH by_ratio AS (
-    SELECT cluster, gpu_type, cores_per_gpu, count(*) AS jobs, sum(gpu_seconds) AS w
-    FROM advisor_facts
-    WHERE excluded_reason IS NULL
-    GROUP BY cluster, gpu_type, cores_per_gpu
-),
-running AS (
-    SELECT *,
-           sum(w) OVER (PARTITION BY cluster, gpu_type ORDER BY cores_per_gpu) AS run_w,
-           sum(w) OVER (PARTITION BY cluster, gpu_type) AS total_w
-    FROM by_ratio
-)
-SELECT cluster, gpu_type, q, sum(jobs) AS jobs, max(total_w) AS gpu_seconds,
-       min(CASE WHEN total_w > 0 AND CAST(run_w AS DOUBLE) / total_w >= q
+SELECT cluster, gpu_type, q, sum(jobs) AS jobs, max(seconds_total) AS gpu_seconds,
+       min(CASE WHEN seconds_total > 0 AND CAST(seconds_upto AS DOUBLE) / seconds_total >= q
                 THEN cores_per_gpu END) AS cores_per_gpu
-FROM running CROSS JOIN (VALUES (0.25D), (0.5D)) AS quantiles(q)
+FROM advisor_by_ratio CROSS JOIN (VALUES (0.25D), (0.5D)) AS quantiles(q)
 GROUP BY cluster, gpu_type, q
 """
 
@@ -125,12 +121,14 @@ def session(master: str | None = "local[2]", conf: dict[str, str] | None = None)
 
 
 def read_jobs(spark: SparkSession, dataset: str) -> None:
-    """Register ``DIR/jobs`` as the view advisor_jobs and advisor's facts as advisor_facts."""
+    """Register ``DIR/jobs`` as the view advisor_jobs, advisor's facts as advisor_facts and
+    their ratios counted as advisor_by_ratio."""
     # mergeSchema: a federation may hold files of several schema versions (newer ones add
     # columns at the end); without it Spark takes one file's columns for all.
     jobs = spark.read.option("mergeSchema", "true").parquet(f"{dataset.rstrip('/')}/jobs")
     jobs.createOrReplaceTempView("advisor_jobs")
     spark.sql(FACTS_SQL)
+    spark.sql(BY_RATIO_SQL)
 
 
 def ratios(spark: SparkSession, weight: str = "jobs") -> list[dict[str, Any]]:

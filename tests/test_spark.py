@@ -181,7 +181,12 @@ def test_the_docs_show_the_code_the_tests_run():
         return re.sub(r"\s+", " ", text).strip()
 
     ratios_md = squash((ROOT / "docs" / "ratios.md").read_text())
-    for sql in (example.JOB_WEIGHTED_SQL, example.GPU_HOURS_WEIGHTED_SQL, example.FACTS_SQL):
+    for sql in (
+        example.JOB_WEIGHTED_SQL,
+        example.GPU_HOURS_WEIGHTED_SQL,
+        example.FACTS_SQL,
+        example.BY_RATIO_SQL,
+    ):
         assert squash(sql) in ratios_md
     export_md = (ROOT / "docs" / "export.md").read_text()
     assert "examples/spark_ratios.py" in export_md
