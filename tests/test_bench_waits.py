@@ -288,13 +288,27 @@ def test_the_evidence_brackets_the_threshold_between_harmless_and_harmful_wait()
 H100_WAIT = ROOT / "data" / "bench" / "h100-2026-12-06-wait"
 
 
-def _h100_runs(tmp_path: Path) -> Path:
+def _h100_runs(
+    tmp_path: Path, names: tuple[str, ...] = ("mp.tgz", "uni-unique.tgz", "rerun-mp.tgz")
+) -> Path:
+    """The committed H100 run archives ``names`` unpacked into ``tmp_path`` (each its folder)."""
     import tarfile
 
-    for name in ("mp.tgz", "uni-unique.tgz", "rerun-mp.tgz"):
+    for name in names:
         with tarfile.open(H100_WAIT / name) as tar:
             tar.extractall(tmp_path, filter="data")
     return tmp_path
+
+
+def _wait_knees(*folders: Path) -> dict[str, tuple[str, int | None]]:
+    """Each series' wait knee in ``folders`` as ``advisor bench curve`` reports it."""
+    from advisor.harness.results.curves import curve_report
+
+    return {
+        c.label: (c.wait.status, c.wait.knee_cores)
+        for c in curve_report(list(folders))
+        if c.wait is not None
+    }
 
 
 def test_the_committed_h100_wait_points_match_the_committed_raw_runs(tmp_path: Path):
@@ -311,20 +325,14 @@ def test_the_committed_h100_wait_points_match_the_committed_raw_runs(tmp_path: P
 
 
 def test_the_committed_h100_runs_resolve_the_wait_knees_docs_model_states(tmp_path: Path):
-    from advisor.harness.results.curves import curve_report
-
     runs = _h100_runs(tmp_path)
-    got = {
-        c.label: (c.wait.status, c.wait.knee_cores)
-        for c in curve_report([runs / "mp", runs / "uni-unique"])
-        if c.wait is not None
-    }
+    got = _wait_knees(runs / "mp", runs / "uni-unique")
     assert got["tp1 mp rw1 tokenize-heavy 6/s (heavy)"] == (RESOLVED, 4)
     assert got["tp1 mp rw1 tokenize-heavy 1/s (light)"] == (RESOLVED, 3)
     assert got["tp1 uni rw1 tokenize-heavy 2.8/s (medium)"] == (RESOLVED, 3)
     assert got["tp1 uni rw1 tokenize-heavy 1/s (light)"] == (NO_EFFECT, 2)
     # the rerun on another machine, not in the fit, finds the same knees
-    rerun = {c.label: (c.wait.status, c.wait.knee_cores) for c in curve_report([runs / "rerun-mp"])}
+    rerun = _wait_knees(runs / "rerun-mp")
     for label in ("tp1 mp rw1 tokenize-heavy 6/s (heavy)", "tp1 mp rw1 tokenize-heavy 1/s (light)"):
         assert rerun[label] == got[label]
 
@@ -386,17 +394,10 @@ def test_the_shipped_wait_model_predicts_a_prompt_length_it_never_saw(tmp_path: 
     rates 1, 3 and 6 from its own ladder) is in no fit: MAE 0.035, 9 of 9 inside. Its measured
     wait knees are 3, 3 and 4 cores; recommend answers 3 for all three, one core short at 6/s,
     where 3 cores measured 0.159 against the 0.15 threshold (predicted 0.113 [0.052-0.212])."""
-    import tarfile
-
-    from advisor.harness.results.curves import curve_report
-
-    with tarfile.open(H100_WAIT / "prompt12k.tgz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    folder = tmp_path / "prompt12k"
+    folder = _h100_runs(tmp_path, ("prompt12k.tgz",)) / "prompt12k"
     mae, inside, points = _held_out(folder, (1.0, 3.0, 6.0), 12050)
     assert mae < 0.05 and inside == points == 9
-    knees = {c.label: (c.wait.status, c.wait.knee_cores) for c in curve_report([folder]) if c.wait}
-    assert knees == {
+    assert _wait_knees(folder) == {
         "tp1 mp rw1 tokenize-heavy 1/s (light)": (RESOLVED, 3),
         "tp1 mp rw1 tokenize-heavy 3/s (medium)": (RESOLVED, 3),
         "tp1 mp rw1 tokenize-heavy 6/s (heavy)": (RESOLVED, 4),
@@ -408,17 +409,10 @@ def test_the_shipped_uni_wait_model_predicts_a_prompt_length_it_never_saw(tmp_pa
     session; in no fit): engine-core MAE 0.023, 9 of 9 inside. Measured wait knees 2 (no effect:
     0.13 at 2 cores under the 0.15 threshold), 3 and 3; recommend answers 3, 3, 3 (2 + N, the
     floor below which it never goes)."""
-    import tarfile
-
-    from advisor.harness.results.curves import curve_report
-
-    with tarfile.open(H100_WAIT / "prompt12k-uni.tgz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    folder = tmp_path / "prompt12k-uni"
+    folder = _h100_runs(tmp_path, ("prompt12k-uni.tgz",)) / "prompt12k-uni"
     mae, inside, points = _held_out(folder, (1.0, 3.0, 6.0), 12050, executor="uni")
     assert mae < 0.04 and inside == points == 9
-    knees = {c.label: (c.wait.status, c.wait.knee_cores) for c in curve_report([folder]) if c.wait}
-    assert knees == {
+    assert _wait_knees(folder) == {
         "tp1 uni rw1 tokenize-heavy 1/s (light)": (NO_EFFECT, 2),
         "tp1 uni rw1 tokenize-heavy 3/s (medium)": (RESOLVED, 3),
         "tp1 uni rw1 tokenize-heavy 6/s (heavy)": (RESOLVED, 3),
@@ -431,17 +425,10 @@ def test_the_shipped_wait_model_on_unique_prompts_at_loads_it_never_saw(tmp_path
     over-predicted at 4 cores (0.026 and 0.030 against under 0.01: on the safe side). Measured
     wait knees: 3 cores at 12 and 24 req/s, not resolved at 3 req/s (2 cores measured 0.17 and
     0.15 against the 0.15 threshold); recommend answers 3 for all three."""
-    import tarfile
-
-    from advisor.harness.results.curves import curve_report
-
-    with tarfile.open(H100_WAIT / "unique-rates.tgz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    folder = tmp_path / "unique-rates"
+    folder = _h100_runs(tmp_path, ("unique-rates.tgz",)) / "unique-rates"
     mae, inside, points = _held_out(folder, (3.0, 12.0, 24.0), 2000, workload="unique")
     assert mae < 0.06 and inside == 7 and points == 9
-    knees = {c.label: (c.wait.status, c.wait.knee_cores) for c in curve_report([folder]) if c.wait}
-    assert knees == {
+    assert _wait_knees(folder) == {
         "tp1 mp rw1 unique 3/s": (NOT_RESOLVED, None),
         "tp1 mp rw1 unique 12/s": (RESOLVED, 3),
         "tp1 mp rw1 unique 24/s": (RESOLVED, 3),
