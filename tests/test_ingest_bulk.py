@@ -159,9 +159,9 @@ def test_the_bulk_path_is_taken_on_a_fresh_database_and_not_for_stored_neighbour
 def test_files_mostly_of_steps_and_compressed_files_load_the_careful_way(
     tmp_path: Path, synth_with_everything: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One read beats the bulk path's several there (measured, see bulk.MAX_STEP_SHARE)."""
-    import gzip
-
+    """One read beats the bulk path's several there (measured, see bulk.MAX_STEP_SHARE): a file
+    of four step lines a job (80%) and a compressed one go the careful way, while half steps
+    (the synthetic file) go the bulk way."""
     careful_reads: list[str] = []
     real_read = careful.read
     monkeypatch.setattr(
@@ -169,11 +169,21 @@ def test_files_mostly_of_steps_and_compressed_files_load_the_careful_way(
         "read",
         lambda *a, **k: careful_reads.append(str(a[0].source.path)) or real_read(*a, **k),
     )
+    many = tmp_path / "many-steps.txt"
+    jobs = [_line(i) for i in range(10, 60)]
+    steps = [
+        job.replace(f"{i}|{i}|", f"{i}.{s}|{i}.{s}|", 1)
+        for i, job in zip(range(10, 60), jobs, strict=True)
+        for s in ("batch", "extern", "0", "1")
+    ]
+    many.write_text("\n".join([HEADER, *jobs, *steps]) + "\n")
     packed = tmp_path / "few.txt.gz"
     packed.write_bytes(gzip.compress((FIX / "edge.txt").read_bytes()))
-    ingest_files(tmp_path / "a.duckdb", [synth_with_everything])
-    ingest_files(tmp_path / "b.duckdb", [packed])
-    assert careful_reads == [str(synth_with_everything), str(packed)]
+    [half] = ingest_files(tmp_path / "a.duckdb", [synth_with_everything])
+    [most] = ingest_files(tmp_path / "b.duckdb", [many])
+    ingest_files(tmp_path / "c.duckdb", [packed])
+    assert careful_reads == [str(many), str(packed)]
+    assert (half.inserted, most.inserted, most.steps_folded) == (6_000, 50, 200)
 
 
 def test_a_key_twice_in_a_file_hands_the_load_to_the_careful_path(

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from advisor.errors import InputError
-from advisor.ingest import IngestOptions, ingest_files
+from advisor.ingest import IngestOptions, careful, ingest_files
 
 HEADER = (
     "JobID|JobIDRaw|Cluster|State|Submit|Start|End|ElapsedRaw|TimelimitRaw|NCPUS|AllocTRES"
@@ -341,6 +341,32 @@ def test_a_bad_usage_value_nulls_that_field_keeps_the_job_and_leaves_a_reject_bo
     assert [r[:4] for r in rows] == [(i, 4, 1, 3600) for i in (1, 2, 3)]
     assert rows[1][4] is None and rows[0][4] is not None
     assert rejected == 0  # the job was stored: the reject row shows the fault, costs no line
+
+
+def test_the_bulk_way_stores_a_job_with_a_usage_fault_itself_with_its_steps_folded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bulk insert leaves such a line out and stores it after the read that finds it for
+    `rejects`: no hand-over to the careful way, and its step still folds into it."""
+    careful_reads: list[object] = []
+    real_read = careful.read
+    monkeypatch.setattr(
+        careful, "read", lambda *a, **k: careful_reads.append(a) or real_read(*a, **k)
+    )
+    step = _usage_line(2, TotalCPU="00:10:00").replace("2|2|", "2.batch|2.batch|", 1)
+    lines = [_usage_line(1), _usage_line(2, TotalCPU="99-00:00:00"), step, _usage_line(3)]
+    result = _both(tmp_path, lines, USAGE_HEADER)
+    assert len(careful_reads) == 1  # the careful load of _both alone
+    assert result["rejects"] == [(3, "TotalCPU", result["rejects"][0][2])]
+    con = duckdb.connect(str(tmp_path / "bulk.duckdb"), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT job_id_raw, cpu_used_s, interactive_evidence FROM jobs ORDER BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    # the implausible TotalCPU NULL, the step's 600 s in its place, its verdict from the step
+    assert rows == [(1, 1800.0, None), (2, 600.0, "step"), (3, 1800.0, None)]
 
 
 def test_the_summary_counts_usage_faults_apart_and_warns(tmp_path: Path) -> None:

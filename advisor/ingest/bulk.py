@@ -14,13 +14,14 @@ bulk load and a careful load of one file store the same rows and the same reject
    temp ``tail_fix`` so that the insert reads it whole.
 2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
 3. In the file's transaction: the bulk insert (bulk_insert.sql: fold.sql over parse.sql over
-   the file's allocation lines, keeping the lines DuckDB cannot read), then the repaired
-   records (the repair of step 1 when the insert rejected the same lines) replacing the rows
-   of their key; a key twice, in the file or shared with a stored row after all
-   (bulk_overlap.sql), rolls it back and the careful way runs. When fewer allocation rows went
-   in than the file has, one more read finds the unparsable ones for ``rejects``; if the counts
-   still disagree the load is rolled back and runs the careful way. Steps without their
-   allocation are rejects.
+   the file's allocation lines but those with a usage fault, keeping the lines DuckDB cannot
+   read), then the repaired records (the repair of step 1 when the insert rejected the same
+   lines) replacing the rows of their key. When fewer allocation rows went in than the file
+   has, one more read finds the unparsable ones and those with a usage fault for ``rejects``,
+   and stores the latter (alloc_usage_faults.sql); if the counts still disagree the load is
+   rolled back and runs the careful way, as it does for a key twice, in the file or shared
+   with a stored row after all (bulk_overlap.sql). Steps without their allocation are
+   rejects.
 """
 
 from __future__ import annotations
@@ -35,27 +36,15 @@ from advisor.ingest.records import CANONICAL_FIELDS, KEY_COLUMNS, USAGE_FIELDS, 
 from advisor.ingest.stages import Attempt, Loaded, Written, count
 from advisor.store import query, quote_ident, render
 
-MAX_STEP_SHARE = 1 / 3
-"""Files whose records are more than this share steps load faster the careful way (one read
-against several; docs/ingest.md has the measurements). Compressed files too: each of the bulk
-way's reads decompresses again."""
+MAX_STEP_SHARE = 0.75
+"""Files whose records are more than this share steps (three step lines a job and more) load
+as fast the careful way (one read against several; docs/ingest.md has the measurements).
+Compressed files go the careful way too: each of the bulk way's reads decompresses again."""
 _ID_FIELDS = ("jobid", "jobidraw", "cluster")
 _PRESCAN_FIELDS = (*_ID_FIELDS, "submit", "alloctres", "reqtres", "allocgres")
 # Step lines are read with their ids and their usage (fold.sql adds it to an allocation line
 # that carries none); absent usage fields read as NULL at no cost.
 _STEP_FIELDS = (*_ID_FIELDS, *USAGE_FIELDS)
-# What the check for usage faults reads: the GPU count bounds gres/gpuutil, the CPUs and Elapsed
-# bound TotalCPU, and ExitCode is checked with them (parse.sql: usage_fault).
-_USAGE_CHECK_FIELDS = (
-    *_STEP_FIELDS,
-    "alloctres",
-    "allocgres",
-    "ncpus",
-    "alloccpus",
-    "elapsed",
-    "elapsedraw",
-    "exitcode",
-)
 
 
 class _HandOver(Exception):
@@ -160,17 +149,10 @@ class Bulk:
             text.drop_reject_tables(con)
             if fix.rows:
                 _add_repaired(attempt, raw_text, base)
-            # every row of the load is in now, the repaired ones too
-            if count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
-                raise _HandOver
-            # array tasks keyed by JobID: the careful way gives them the raw id the file may
-            # hold for the same task elsewhere (keys.py)
-            if count(con, query("ingest/any_array_key_loaded"), ids_param):
-                raise _HandOver
             allocations = records - steps - unread_allocs
-            # unparsable allocation lines, and stored ones with a usage fault: find them for
-            # `rejects` (the check for the latter reads the usage columns alone)
-            if inserted < allocations or _usage_faults(con, layout, {**base, **skip}):
+            if inserted < allocations:
+                # unparsable allocation lines and those with a usage fault (the insert left
+                # both out): read for `rejects`, and the latter stored with that value NULL
                 every = render(
                     "ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False)
                 )
@@ -182,8 +164,17 @@ class Bulk:
                     create=False,
                     where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
                 )
+                faulty = stages.fold_sql("(" + query("ingest/alloc_usage_faults") + ")")
+                inserted += count(con, render("ingest/bulk_insert", rows=faulty), ids_param)
             bad = count(con, query("ingest/count_bad_allocations"))
             if inserted + bad != allocations:  # the counts disagree
+                raise _HandOver
+            # every row of the load is in now, the repaired ones too
+            if count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
+                raise _HandOver
+            # array tasks keyed by JobID: the careful way gives them the raw id the file may
+            # hold for the same task elsewhere (keys.py)
+            if count(con, query("ingest/any_array_key_loaded"), ids_param):
                 raise _HandOver
             stages.supersede_stale(con, ingest_id)
             attempt.stage(3)
@@ -227,32 +218,6 @@ class Bulk:
         return summary
 
 
-def _usage_faults(
-    con: duckdb.DuckDBPyConnection, layout: detect.TextLayout, params: dict[str, object]
-) -> bool:
-    """Whether an allocation line of the file has an implausible usage value (parse.sql:
-    usage_fault): read from the id, TRES and usage columns only, and only when the file has
-    usage columns (most sites export none)."""
-    if not any(c in layout.columns for c in (*USAGE_FIELDS, "exitcode")):
-        return False
-    lines = render(
-        "ingest/alloc_lines",
-        src=text.csv_src_sql(layout, keep_rejects=False, only=_USAGE_CHECK_FIELDS),
-    )
-    stages.parse(
-        con,
-        lines,
-        "CAST(NULL AS VARCHAR)",
-        params,
-        create=True,
-        table="usage_check",
-        where="step IS NULL AND usage_fault IS NOT NULL",
-    )
-    found = count(con, query("ingest/count_usage_check"))
-    con.execute("DROP TABLE usage_check")
-    return found > 0
-
-
 def _line_is_step(line: str, layout: detect.TextLayout) -> bool:
     """Whether a text line is a step record: ing_is_step (macros.sql) on its split fields."""
     fields = dict(zip(layout.columns, line.split(layout.delimiter), strict=False))
@@ -269,9 +234,11 @@ def _step_share(head: bytes, layout: detect.TextLayout) -> float:
 def _insert_sql(alloc_lines: str, raw_text: str) -> str:
     """The bulk insert (bulk_insert.sql) of the allocation lines ``alloc_lines`` (SQL): parsed
     (parse.sql; ing_tres only for strings the lookup lacks, as it holds every string of the
-    file), and those that parsed folded with their steps (fold.sql)."""
+    file), and those that parsed, but those with a usage fault, folded with their steps
+    (fold.sql)."""
     parsed = stages.parse_sql(alloc_lines, raw_text, misses_in_case=True)
-    return render("ingest/bulk_insert", rows=stages.fold_sql("(" + parsed + ")"))
+    lines = "(" + render("ingest/without_usage_faults", parse=parsed) + ")"
+    return render("ingest/bulk_insert", rows=stages.fold_sql(lines))
 
 
 def tres_strings_sql() -> str:
@@ -325,7 +292,8 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     new_rows = stages.fold_sql("(" + render("ingest/alloc_repaired", new_only="TRUE") + ")")
     con.execute(render("ingest/bulk_insert", rows=new_rows), ids)
     if count(con, query("ingest/any_repaired_step")):
-        con.execute(render("ingest/bulk_step_evidence", steps=query("ingest/step_flags")), ids)
+        their_steps = stages.step_flags_sql("(" + query("ingest/repaired_step_jobs") + ")")
+        con.execute(render("ingest/bulk_step_evidence", steps=their_steps), ids)
 
 
 def _stored_near(

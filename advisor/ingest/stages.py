@@ -188,7 +188,14 @@ def fold_sql(lines: str) -> str:
     """The rows for ``jobs`` (fold.sql, with its steps from step_flags.sql) from the parsed
     allocation lines of ``lines``: a relation (``parsed``, or a parenthesised query over it or
     over the file) whose lines that parsed are kept, one per key."""
-    return render("ingest/fold", steps=query("ingest/step_flags"), lines=lines)
+    return render("ingest/fold", steps=step_flags_sql(), lines=lines)
+
+
+def step_flags_sql(lines: str | None = None) -> str:
+    """step_flags.sql over every step of ``parsed``, or only those of the jobs of ``lines`` (a
+    few: bulk.py gives the jobs of repaired step lines their verdict again)."""
+    of_lines = "TRUE" if lines is None else render("ingest/steps_of_lines", lines=lines)
+    return render("ingest/step_flags", of_lines=of_lines)
 
 
 def parse_sql(src_sql: str, raw_text: str, *, misses_in_case: bool = False) -> str:
@@ -524,7 +531,6 @@ TEMP_TABLES = (
     "raw_fix",
     "tres_names",
     "tail_fix",
-    "usage_check",
 )
 
 
