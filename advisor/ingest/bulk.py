@@ -12,7 +12,8 @@ bulk load and a careful load of one file store the same rows and the same reject
    read. Stored rows near that range (stored_near.sql): the careful way instead. Those
    lines are repaired (text.repair); a record a newline split in its last field goes into
    temp ``tail_fix`` so that the insert reads it whole.
-2. Into temp ``parsed`` go the step lines (read again, their id columns only, when there are any).
+2. Into temp ``parsed_steps`` go the step lines as narrow rows (read again, their id and usage
+   columns only, when there are any; stages.step_rows); ``parsed`` starts empty.
 3. In the file's transaction: the bulk insert (bulk_insert.sql: fold.sql over parse.sql over
    the file's allocation lines but those with a usage fault, keeping the lines DuckDB cannot
    read), then the repaired records (the repair of step 1 when the insert rejected the same
@@ -101,11 +102,13 @@ class Bulk:
         text.drop_reject_tables(con)
         attempt.stage(1)
         ids = text.csv_src_sql(layout, keep_rejects=False, only=_STEP_FIELDS)
-        step_lines = render("ingest/step_lines" if steps else "ingest/no_lines", src=ids)
-        stages.parse(con, step_lines, "CAST(NULL AS VARCHAR)", {**base, **skip}, create=True)
-        if count(con, query("ingest/count_bad_parsed")):
+        no_lines = render("ingest/no_lines", src=ids)
+        stages.parse(con, no_lines, "CAST(NULL AS VARCHAR)", {**base, **skip}, create=True)
+        step_lines = render("ingest/step_lines", src=ids) if steps else no_lines
+        stages.step_rows(con, step_lines, {**base, **skip})
+        if count(con, query("ingest/count_bad_steps")):
             # a reject keeps its whole text: read those step lines again, every column
-            con.execute(query("ingest/drop_bad_parsed"))
+            con.execute(query("ingest/drop_bad_steps"))
             every = render("ingest/step_lines", src=text.csv_src_sql(layout, keep_rejects=False))
             stages.parse(
                 con,

@@ -69,7 +69,7 @@ class Careful:
 
 
 def read(attempt: Attempt) -> Loaded:
-    """Read and parse the source into temp table ``parsed``."""
+    """Read and parse the source into temp table ``parsed`` (and the view step_rows: stages)."""
     con, source, options = attempt.con, attempt.source, attempt.options
     base: dict[str, object] = {"cluster": options.cluster, "tz": options.source_tz}
     if source.fmt == "sacct-text":
@@ -92,6 +92,7 @@ def read(attempt: Attempt) -> Loaded:
     _fill_raw(con, records)
     parse(con, query("ingest/raw_records"), "_raw", base, create=True)
     con.execute("DROP TABLE raw")
+    stages.step_rows(con)  # (the steps are in `parsed`)
     return Loaded(source, present, lines, rejects)
 
 
@@ -142,6 +143,7 @@ def _read_text(attempt: Attempt, base: dict[str, object]) -> Loaded:
 
         text.drop_reject_tables(con)
         fix = text.read_by_line(con, path, compression, layout, take)
+    stages.step_rows(con)  # (the steps are in `parsed`)
     if fix.rows:
         parse(
             con,

@@ -236,6 +236,44 @@ def parse(
         con.execute(sql, params)
 
 
+STEP_COLUMNS = (
+    "line_no",
+    "repaired",
+    "cluster",
+    "job_id_raw",
+    "job_id",
+    "step",
+    "bad_field",
+    "cpu_used_s",
+    "mem_used_max_mb",
+    "gpu_util_tot_pct",
+    "gpu_util_max_pct",
+    "gpu_mem_max_mb",
+    "js_util_mean_pct",
+    "usage_source",
+)
+"""The parser's columns a step line keeps in temp parsed_steps (what step_flags.sql and the
+step checks read)."""
+
+
+def step_rows(
+    con: duckdb.DuckDBPyConnection,
+    src_sql: str | None = None,
+    params: dict[str, object] | None = None,
+) -> None:
+    """Temp parsed_steps, the step lines of ``src_sql`` (parser input, parameters ``params``)
+    as narrow rows (parsed_steps.sql), or none (the careful way: its steps are in ``parsed``,
+    which must exist), and the view step_rows over both tables (step_rows.sql)."""
+    columns = ", ".join(quote_ident(c) for c in STEP_COLUMNS)
+    if src_sql is None:
+        body = query("ingest/no_parsed_lines")
+    else:
+        body = parse_sql(src_sql, "CAST(NULL AS VARCHAR)")
+    with sides_as_written(con):
+        con.execute(render("ingest/parsed_steps", columns=columns, parse=body), params or {})
+    con.execute(render("ingest/step_rows", columns=columns))
+
+
 def optimizer_setting(con: duckdb.DuckDBPyConnection) -> str:
     """The connection's ``disabled_optimizers`` setting."""
     return str(con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0])
@@ -526,6 +564,7 @@ def supersede_stale(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
 
 TEMP_TABLES = (
     "parsed",
+    "parsed_steps",
     "dupkeys",
     "gmap",
     "raw_fix",
@@ -536,8 +575,9 @@ TEMP_TABLES = (
 
 def drop_temp(con: duckdb.DuckDBPyConnection) -> None:
     """Drop what an attempt left on the connection (the view ``stage`` and the temp tables)."""
-    with contextlib.suppress(duckdb.Error):
-        con.execute("DROP VIEW IF EXISTS stage")
+    for view in ("stage", "step_rows"):
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP VIEW IF EXISTS {view}")
     for table in TEMP_TABLES:
         with contextlib.suppress(duckdb.Error):
             con.execute(f"DROP TABLE IF EXISTS {table}")

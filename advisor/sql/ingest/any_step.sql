@@ -1,2 +1,2 @@
 -- Whether the parsed lines hold steps.
-SELECT count(*) FROM (SELECT 1 FROM parsed WHERE step IS NOT NULL LIMIT 1)
+SELECT count(*) FROM (SELECT 1 FROM step_rows LIMIT 1)

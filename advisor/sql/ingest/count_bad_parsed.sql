@@ -1,1 +1,0 @@
-SELECT count(*) FROM parsed WHERE bad_field IS NOT NULL

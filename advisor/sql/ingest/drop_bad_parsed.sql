@@ -1,1 +1,0 @@
-DELETE FROM parsed WHERE bad_field IS NOT NULL
