@@ -192,8 +192,9 @@ def fold_sql(lines: str) -> str:
 
 
 def step_flags_sql(lines: str | None = None) -> str:
-    """step_flags.sql over every step of ``parsed``, or only those of the jobs of ``lines`` (a
-    few: bulk.py gives the jobs of repaired step lines their verdict again)."""
+    """step_flags.sql over every step line of the load (the view step_rows), or only those of
+    the jobs of ``lines`` (a few: bulk.py gives the jobs of repaired step lines their verdict
+    again)."""
     of_lines = "TRUE" if lines is None else render("ingest/steps_of_lines", lines=lines)
     return render("ingest/step_flags", of_lines=of_lines)
 
