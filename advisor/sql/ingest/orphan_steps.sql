@@ -1,4 +1,5 @@
--- Step lines whose allocation line is not in the same source, as (line_no, field, reason, raw_text).
+-- Step lines (the view step_rows) whose allocation line is not in the same source, as
+-- (line_no, field, reason, raw_text).
 SELECT p.line_no, 'JobID' AS field,
     'step line without its allocation line in the same source (steps are folded into it)' AS reason,
     p.job_id || '.' || p.step AS raw_text
