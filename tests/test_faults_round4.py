@@ -406,6 +406,7 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
     import signal
     import socket
     import time
+    import urllib.request
 
     text = tmp_path / "sacct.txt"
     text.write_text(f"{HEADER}\n{_row(1, 2)}\n")
@@ -422,8 +423,8 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            try:  # a scrape answered: the server is in its serving loop, not starting up
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).close()
                 break
             except OSError:
                 time.sleep(0.2)
