@@ -215,11 +215,14 @@ def _table(
     records: list[list[str]],
     line_nos: list[int | None],
 ) -> None:
-    """Temp table ``name`` (the layout's columns as text, and line_no) holding ``records``."""
+    """Temp table ``name`` (the layout's columns as text, and line_no) holding ``records``.
+    An empty field is NULL, as DuckDB's reader reads it: a record read here must parse as the
+    same line read by DuckDB would (a repaired record otherwise differs from the row the bulk
+    way wrote for it, and the update that replaces it makes the commit write every row twice)."""
     table = pa.table(
         {
             **{
-                c: pa.array([r[i] for r in records], pa.string())
+                c: pa.array([r[i] or None for r in records], pa.string())
                 for i, c in enumerate(layout.columns)
             },
             "line_no": pa.array(line_nos, pa.int64()),
