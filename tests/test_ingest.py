@@ -455,6 +455,37 @@ def test_a_file_with_carriage_returns_keeps_every_line_and_numbers_rejects_by_ne
         con.close()
 
 
+def test_a_failure_of_the_loads_own_sql_is_not_taken_for_the_reader_refusing_the_file(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only DuckDB's CSV reader giving up sends a file to the line-by-line read: an error of
+    the load's own SQL (simulated here: none is known) used to load the file again that way,
+    silently and many times slower; it now shows, and nothing is stored."""
+    from advisor.ingest import careful, text
+
+    f = tmp_path / "plain.txt"
+    f.write_bytes(b"JobID|JobIDRaw|AllocTRES\n1|1|cpu=2\n2|2|cpu=4\n")
+    real_parse = careful.parse
+
+    def failing_parse(*args: Any, **kwargs: Any) -> None:
+        raise duckdb.InvalidInputException("Invalid Input Error: a fault of the load's own SQL")
+
+    monkeypatch.setattr(careful, "parse", failing_parse)
+    by_line: list[Path] = []
+    real_read_by_line = text.read_by_line
+    monkeypatch.setattr(
+        text,
+        "read_by_line",
+        lambda con, path, *a: by_line.append(path) or real_read_by_line(con, path, *a),
+    )
+    with pytest.raises(InputError, match="a fault of the load's own SQL"):
+        ingest_files(db_path, [f], IngestOptions(strategy="careful"))
+    assert by_line == []
+    monkeypatch.setattr(careful, "parse", real_parse)
+    [s] = ingest_files(db_path, [f], IngestOptions(strategy="careful"))
+    assert s.inserted == 2 and by_line == []  # a file the reader reads is read by it
+
+
 def test_a_key_twice_in_one_file_keeps_the_finished_record(db_path: Path, tmp_path: Path) -> None:
     f = _write(
         tmp_path / "twice.txt",

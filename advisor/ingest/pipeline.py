@@ -124,8 +124,8 @@ def ingest_path(
     try:
         try:
             summary = _attempt(Attempt(con, src, options, progress, hasher))
-        except duckdb.InvalidInputException:
-            if fmt != "sacct-text":
+        except duckdb.InvalidInputException as exc:
+            if fmt != "sacct-text" or not _reader_gave_up(exc):
                 raise
             # DuckDB's strict CSV reader gives up on a whole file for some bytes (a bare CR on a
             # line of its own): load the file again, its lines read in Python
@@ -143,6 +143,14 @@ def ingest_path(
     if summary.rejected and summary.inserted + summary.updated + summary.unchanged == 0:
         _refuse_unusable(con, src, summary)
     return dataclasses.replace(summary, seconds=round(time.perf_counter() - t0, 3))
+
+
+def _reader_gave_up(exc: duckdb.InvalidInputException) -> bool:
+    """Whether DuckDB's CSV reader refused the file (its message names the CSV parser and the
+    file's read options) or may have dropped a line (stages.LineTooLong), not the load's own
+    SQL: a failure of the latter loaded the file again line by line, silently and many times
+    slower, instead of showing it."""
+    return isinstance(exc, stages.LineTooLong) or "CSV" in str(exc)
 
 
 def _attempt(attempt: Attempt) -> IngestSummary:
