@@ -167,7 +167,8 @@ class Bulk:
                     create=False,
                     where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
                 )
-                faulty = stages.fold_sql("(" + query("ingest/alloc_usage_faults") + ")")
+                lines = "(" + query("ingest/alloc_usage_faults") + ")"
+                faulty = stages.fold_sql(lines, steps_of=lines)
                 inserted += count(con, render("ingest/bulk_insert", rows=faulty), ids_param)
             bad = count(con, query("ingest/count_bad_allocations"))
             if inserted + bad != allocations:  # the counts disagree
@@ -276,8 +277,8 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     con.execute(query("ingest/steps_read_twice"))
     stages.gpu_map(con, attempt.options, tables=("parsed", "tres_names"))
     ids = attempt.id_param
-    fixed_rows = stages.fold_sql("(" + render("ingest/alloc_repaired", new_only="FALSE") + ")")
-    con.execute(render("ingest/bulk_fixed", rows=fixed_rows), ids)
+    repaired = "(" + query("ingest/alloc_repaired") + ")"
+    con.execute(render("ingest/bulk_fixed", rows=stages.fold_sql(repaired, repaired)))
     cols = [str(d[0]) for d in con.execute(query("ingest/fixed_columns")).description]
     values = [c for c in cols if c not in KEY_COLUMNS]
     # only the columns a repaired line changes (a split record's head lacks its last field):
@@ -291,9 +292,8 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
     assign = stages.assignments([c for c, ch in zip(values, changed, strict=True) if ch], "s")
     if assign:
         con.execute(render("ingest/bulk_replace_repaired", set=assign), ids)
+    con.execute(render("ingest/bulk_insert", rows=query("ingest/fixed_new")), ids)
     con.execute("DROP TABLE fixed")
-    new_rows = stages.fold_sql("(" + render("ingest/alloc_repaired", new_only="TRUE") + ")")
-    con.execute(render("ingest/bulk_insert", rows=new_rows), ids)
     if count(con, query("ingest/any_repaired_step")):
         their_steps = stages.step_flags_sql("(" + query("ingest/repaired_step_jobs") + ")")
         con.execute(render("ingest/bulk_step_evidence", steps=their_steps), ids)

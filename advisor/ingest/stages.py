@@ -184,11 +184,13 @@ def commit(attempt: Attempt) -> None:
     attempt.con.execute("COMMIT")
 
 
-def fold_sql(lines: str) -> str:
+def fold_sql(lines: str, steps_of: str | None = None) -> str:
     """The rows for ``jobs`` (fold.sql, with its steps from step_flags.sql) from the parsed
     allocation lines of ``lines``: a relation (``parsed``, or a parenthesised query over it or
-    over the file) whose lines that parsed are kept, one per key."""
-    return render("ingest/fold", steps=step_flags_sql(), lines=lines)
+    over the file) whose lines that parsed are kept, one per key. ``steps_of``: a relation
+    of a few lines whose jobs alone need their steps (the bulk way's repaired or faulty lines:
+    every step of the file would be grouped for them otherwise)."""
+    return render("ingest/fold", steps=step_flags_sql(steps_of), lines=lines)
 
 
 def step_flags_sql(lines: str | None = None) -> str:
