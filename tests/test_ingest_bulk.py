@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -328,6 +329,45 @@ def test_a_repaired_record_with_empty_fields_stores_them_as_duckdbs_reader_does(
         (None, None)
     ]
     con.close()
+
+
+def test_a_file_of_many_steps_loads_under_a_larger_memory_cap_and_the_connection_gets_its_own_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past stages.LARGE_LOAD_STEPS step lines (lowered here: a file of ten million steps is a
+    benchmark, not a test) the bulk load runs under LARGE_LOAD_MEMORY_GB, at most a quarter of
+    the machine's memory; the next load on the connection under the usual 1 GB again."""
+    path = tmp_path / "steps.txt"
+    lines = [HEADER]
+    for i in range(10, 14):
+        lines += [_line(i), _line(i).replace(f"{i}|{i}|", f"{i}.batch|{i}.batch|", 1)]
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(stages, "LARGE_LOAD_STEPS", 3)
+    monkeypatch.setattr(stages, "LARGE_LOAD_MEMORY_GB", 2)
+    seen: list[str] = []
+    real_commit = stages.commit
+
+    def commit(attempt: stages.Attempt) -> None:
+        [(limit,)] = attempt.con.execute("SELECT current_setting('memory_limit')").fetchall()
+        seen.append(limit)
+        real_commit(attempt)
+
+    monkeypatch.setattr(stages, "commit", commit)
+    monkeypatch.setattr(bulk_mod.stages, "commit", commit)
+    con = store.connect(tmp_path / "advisor.duckdb")
+    from advisor.ingest import pipeline
+
+    pipeline.prepare(con)
+    [(usual,)] = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    s = pipeline.ingest_path(con, path, IngestOptions(strategy="bulk"))
+    assert s.inserted == 4
+    [(after,)] = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    con.close()
+    assert seen == ["1.8 GiB"] and after == usual != seen[0]
+    assert stages.memory_limit(3) == stages.MEMORY_LIMIT == "1GB"
+    monkeypatch.setattr(stages, "LARGE_LOAD_MEMORY_GB", 10**6)  # capped by the machine
+    gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    assert stages.memory_limit(4) == f"{max(1, int(gb / 4))}GB"
 
 
 def test_a_repaired_record_stored_before_is_updated_not_stored_twice(tmp_path: Path) -> None:

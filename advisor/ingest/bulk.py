@@ -99,6 +99,8 @@ class Bulk:
                 con, path, compression, layout, records, attempt.hasher.line_index()
             )
         tails = early is not None and text.store_tail_fix(con, layout, early)
+        # (pipeline._attempt sets the connection's own cap again, whatever happens next)
+        con.execute("SET memory_limit = ?", [stages.memory_limit(steps)])
         text.drop_reject_tables(con)
         attempt.stage(1)
         ids = text.csv_src_sql(layout, keep_rejects=False, only=_STEP_FIELDS)

@@ -172,6 +172,7 @@ def _attempt(attempt: Attempt) -> IngestSummary:
         raise AssertionError("the careful strategy loads every source")  # pragma: no cover
     finally:
         stages.drop_temp(attempt.con)
+        stages.reset_memory_limit(attempt.con)
 
 
 def _refuse_unusable(

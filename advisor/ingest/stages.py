@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -36,6 +37,11 @@ STAGES = 5
 # what runs after progress(label, i, STAGES), for a display that names it (the CLI's)
 STAGE_NAMES = ("reading", "parsing", "checking", "storing", "committing")
 MEMORY_LIMIT = "1GB"  # DuckDB spills to disk beyond it: a load of millions stays under ~2 GB RSS
+LARGE_LOAD_STEPS = 10_000_000
+"""A bulk load of a file with more step lines than this runs under LARGE_LOAD_MEMORY_GB: its
+insert groups and joins the steps of millions of jobs, and under 1 GB it spilled the file's
+parsed rows to disk (46.5M records, 32M steps: 22 GB; docs/performance.md)."""
+LARGE_LOAD_MEMORY_GB = 4
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
@@ -46,6 +52,21 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(query("ingest/strict"))  # the number casts macros.sql builds on
     con.execute(query("ingest/macros"))
     usage.register(con)  # ing_jobstats: jobstats' AdminComment summary (issue 23)
+
+
+def memory_limit(steps: int) -> str:
+    """The memory cap of a bulk load of a file with ``steps`` step lines: MEMORY_LIMIT, or past
+    LARGE_LOAD_STEPS LARGE_LOAD_MEMORY_GB, but never more than a quarter of the machine's."""
+    if steps <= LARGE_LOAD_STEPS:
+        return MEMORY_LIMIT
+    machine_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{max(1, min(LARGE_LOAD_MEMORY_GB, int(machine_gb / 4)))}GB"
+
+
+def reset_memory_limit(con: duckdb.DuckDBPyConnection) -> None:
+    """The load's own cap (MEMORY_LIMIT) again, after a load that raised it (memory_limit)."""
+    with contextlib.suppress(duckdb.TransactionException):
+        con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
 
 
 class Hasher(threading.Thread):
