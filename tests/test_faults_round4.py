@@ -406,6 +406,7 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
     import signal
     import socket
     import time
+    import urllib.error
     import urllib.request
 
     text = tmp_path / "sacct.txt"
@@ -421,13 +422,21 @@ def test_metrics_serve_ends_on_ctrl_c_with_the_documented_130(tmp_path: Path):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:  # a scrape answered: the server is in its serving loop, not starting up
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).close()
-                break
-            except OSError:
+        # Ctrl-C once a scrape has been answered and none is left computing: a SIGINT that
+        # arrives while a DuckDB query runs in another thread can be lost (seen with DuckDB
+        # 1.5.6 in a plain script), so a scrape the client gave up on under a loaded CI
+        # machine, still computing, made this test hang; the client now waits for its answer
+        answered = False
+        deadline = time.monotonic() + 120
+        while not answered and time.monotonic() < deadline:
+            try:  # refused until the server listens
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=120).close()
+                answered = True
+            except urllib.error.URLError as exc:
+                if not isinstance(exc.reason, ConnectionRefusedError):
+                    raise
                 time.sleep(0.2)
+        assert answered, "the server never answered a scrape"
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
     finally:
