@@ -303,7 +303,7 @@ def test_a_repaired_record_with_empty_fields_stores_them_as_duckdbs_reader_does(
     """Empty fields of a record read in Python (the repair of a split one) are NULL, as they are
     from DuckDB's reader: empty usage fields are no usage (usage_source NULL, not 'sacct'), and
     the repaired record equals the row the bulk insert wrote for it, so no update replaces it
-    (its cost: the commit wrote every row of the load to the WAL, 1.5 GB at 4.65M records)."""
+    (its cost: the commit wrote every row of the load to the WAL)."""
     header = HEADER.replace("|JobName|", "|TotalCPU|TRESUsageInTot|TRESUsageInMax|JobName|")
     path = tmp_path / "split-usage.txt"
 

@@ -13,7 +13,8 @@ bulk load and a careful load of one file store the same rows and the same reject
    lines are repaired (text.repair); a record a newline split in its last field goes into
    temp ``tail_fix`` so that the insert reads it whole.
 2. Into temp ``parsed_steps`` go the step lines as narrow rows (read again, their id and usage
-   columns only, when there are any; stages.step_rows); ``parsed`` starts empty.
+   columns only, when there are any; stages.step_rows); ``parsed`` starts empty. From here a
+   file of many step lines runs under a larger memory cap (stages.memory_limit).
 3. In the file's transaction: the bulk insert (bulk_insert.sql: fold.sql over parse.sql over
    the file's allocation lines but those with a usage fault, keeping the lines DuckDB cannot
    read), then the repaired records (the repair of step 1 when the insert rejected the same

@@ -40,7 +40,7 @@ MEMORY_LIMIT = "1GB"  # DuckDB spills to disk beyond it: a load of millions stay
 LARGE_LOAD_STEPS = 10_000_000
 """A bulk load of a file with more step lines than this runs under LARGE_LOAD_MEMORY_GB: its
 insert groups and joins the steps of millions of jobs, and under 1 GB it spilled the file's
-parsed rows to disk (46.5M records, 32M steps: 22 GB; docs/performance.md)."""
+parsed rows to disk (docs/performance.md has the figures)."""
 LARGE_LOAD_MEMORY_GB = 4
 
 
