@@ -277,7 +277,10 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
         con, text.fix_src_sql(layout), raw_text, {**base, "delim": layout.delimiter}, create=False
     )
     con.execute("DROP TABLE IF EXISTS raw_fix")
-    con.execute(query("ingest/steps_read_twice"))
+    # (both deletes match only repaired step lines; without one, no scan of every step line)
+    repaired_steps = count(con, query("ingest/any_repaired_step"))
+    if repaired_steps:
+        con.execute(query("ingest/steps_read_twice"))
     stages.gpu_map(con, attempt.options, tables=("parsed", "tres_names"))
     ids = attempt.id_param
     repaired = "(" + query("ingest/alloc_repaired") + ")"
@@ -297,7 +300,7 @@ def _add_repaired(attempt: Attempt, raw_text: str, base: dict[str, object]) -> N
         con.execute(render("ingest/bulk_replace_repaired", set=assign), ids)
     con.execute(render("ingest/bulk_insert", rows=query("ingest/fixed_new")), ids)
     con.execute("DROP TABLE fixed")
-    if count(con, query("ingest/any_repaired_step")):
+    if repaired_steps:
         their_steps = stages.step_flags_sql("(" + query("ingest/repaired_step_jobs") + ")")
         con.execute(render("ingest/bulk_step_evidence", steps=their_steps), ids)
 
