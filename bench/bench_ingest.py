@@ -29,6 +29,7 @@ ratios, measured in one run, are the figures to compare.
     python bench/bench_ingest.py --records 500000   # quicker
     python bench/bench_ingest.py --fields 17        # the issue's file shape
     python bench/bench_ingest.py --statements       # then where the load's time goes
+    python bench/bench_ingest.py --statements --operators   # and the bulk insert's operators
     python bench/bench_ingest.py --usage            # with the usage fields (issue 23)
     python bench/bench_ingest.py --records 1000000 --increment 0.05   # a later load's refresh
 """
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
+import json
 import os
 import re
 import shutil
@@ -88,6 +90,8 @@ class PeakRss:
 
 # The raw baseline's memory: the issue's ceiling for a load on the 24 GiB machine.
 RAW_MEMORY_LIMIT = "8GB"
+INSERT_STATEMENT = "-- A bulk load's write"
+"""The head of the bulk insert's SQL (bulk_insert.sql), the statement --operators profiles."""
 
 
 def raw_materialise(path: Path | list[Path], db: Path, storage_version: str | None = None) -> int:
@@ -279,31 +283,80 @@ def advisor_ingest(path: Path | list[Path], db: Path) -> int:
 
 
 class _TimedConnection:
-    """A connection that times each statement (wall and this process's CPU seconds)."""
+    """A connection that times each statement (wall and this process's CPU seconds) and, given
+    ``profile`` (text of one statement) and ``out`` (a file), runs DuckDB's profiler over the
+    first statement holding that text: its operators' seconds, summed by kind, in
+    ``operators``."""
 
-    def __init__(self, con: Any) -> None:
+    def __init__(self, con: Any, profile: str | None = None, out: Path | None = None) -> None:
         self._con = con
         self.times: list[tuple[float, float, str]] = []
+        self._profile, self._out = profile, out
+        self.operators: dict[str, float] = {}
 
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        profiled = self._profile is not None and self._profile in sql and not self.operators
+        if profiled:
+            self._con.execute("PRAGMA enable_profiling = 'json'")
+            self._con.execute(f"PRAGMA profiling_output = '{self._out}'")
         t0, c0 = time.perf_counter(), time.process_time()
         out = self._con.execute(sql, *args, **kwargs)
+        if profiled:  # read before the PRAGMA that ends the profile replaces the answer
+            out = _Rows(out.fetchall())
         self.times.append((time.perf_counter() - t0, time.process_time() - c0, sql))
+        if profiled:
+            self._con.execute("PRAGMA disable_profiling")
+            assert self._out is not None
+            self.operators = operator_seconds(json.loads(self._out.read_text()))
         return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 
 
-def statements(path: Path, db: Path, threshold: float = 0.1) -> None:
+class _Rows:
+    """A statement's rows, read already (what the load calls on a result)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._rows
+
+
+def operator_seconds(plan: dict[str, Any]) -> dict[str, float]:
+    """Seconds of each kind of operator in DuckDB's JSON profile ``plan`` (each operator's
+    time summed over the threads that ran it), a scan named by its table."""
+    totals: dict[str, float] = {}
+    todo = list(plan.get("children", []))
+    while todo:
+        node = todo.pop()
+        kind = str(node.get("operator_name") or node.get("operator_type") or "?").strip()
+        table = (node.get("extra_info") or {}).get("Table")
+        if table:
+            kind = f"{kind} {table}"
+        totals[kind] = totals.get(kind, 0.0) + float(node.get("operator_timing") or 0.0)
+        todo.extend(node.get("children", []))
+    return totals
+
+
+def statements(path: Path, db: Path, threshold: float = 0.1, operators: bool = False) -> None:
     """Load the file once more, into a fresh file, timing each SQL statement of the load (the
     ratio summary tables are not rebuilt): the statements over ``threshold`` seconds, each
     named by its first comment or words, and the time outside SQL (Python: the repair's
-    line reads, building temp tables)."""
+    line reads, building temp tables). ``operators``: the bulk insert's operators too
+    (DuckDB's profiler, which slows that statement a little)."""
     from advisor import store
     from advisor.ingest import IngestOptions, pipeline
 
-    con = _TimedConnection(store.connect(db))
+    con = _TimedConnection(
+        store.connect(db),
+        profile=INSERT_STATEMENT if operators else None,
+        out=db.with_suffix(".profile.json"),
+    )
     pipeline.prepare(con)
     t0 = time.perf_counter()
     pipeline.ingest_path(con, path, IngestOptions())
@@ -316,6 +369,14 @@ def statements(path: Path, db: Path, threshold: float = 0.1) -> None:
             print(f"  {wall:6.2f} s  {cpu:6.2f} CPU-s  {name}")
     in_sql = sum(w for w, _, _ in con.times)
     print(f"  {total - in_sql:6.2f} s  outside SQL;  {total:.2f} s in all")
+    if operators:
+        ops = con.operators
+        whole = sum(ops.values()) or 1.0
+        print("\nthe bulk insert's operators (seconds summed over threads, share of them all):")
+        for kind, seconds in sorted(ops.items(), key=lambda kv: -kv[1]):
+            if seconds >= 0.01 * whole:
+                print(f"  {seconds:8.2f} s  {seconds / whole:5.1%}  {kind}")
+        print(f"  {sum(ops.values()):8.2f} s  in all")
 
 
 def split_at_allocation(path: Path, share: float, tmp: Path) -> tuple[Path, Path]:
@@ -448,6 +509,11 @@ def main() -> None:
         help="then load once more, timing each SQL statement of the load",
     )
     ap.add_argument(
+        "--operators",
+        action="store_true",
+        help="with --statements: the bulk insert's operators too (DuckDB's profiler)",
+    )
+    ap.add_argument(
         "--fields",
         type=int,
         choices=(17, 27),
@@ -489,6 +555,8 @@ def main() -> None:
         "--step-share", type=float, default=0.0, help="steps for generated records (synth's)"
     )
     args = ap.parse_args()
+    if args.operators and not args.statements:
+        ap.error("--operators goes with --statements")
     if args.tail and not args.file:
         ap.error("--tail goes with --file")
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
@@ -546,7 +614,7 @@ def main() -> None:
         )
         print(f"load average after        : {os.getloadavg()[0]:.1f}")
         if args.statements:
-            statements(path, tmp / "statements.duckdb")
+            statements(path, tmp / "statements.duckdb", operators=args.operators)
         if args.increment or args.tail:
             increment(path, args.increment or 0.0, tmp, args.tail, adv["db"], adv["s"])
         if args.keep_db:
