@@ -522,3 +522,107 @@ def test_metrics_and_the_monthly_report_carry_the_measured_pressure(pressure_db,
     assert 'id="pressure-table"' in html and "What they waited for" in html
     first = next(g for g in r.pressure if g["jobs_measured"])
     assert f'data-key="pressure.0.gpu_type" data-value="{first["gpu_type"]}"' in html
+
+
+def test_a_load_folds_only_its_own_jobs_and_a_fold_of_every_job_then_changes_nothing(
+    tmp_path: Path, pressure_db: Path
+):
+    """Issue 40: after a load, pressure is folded onto the jobs that load wrote or its records
+    name (pipeline.last_ingest), not onto the whole history again. Records first, then the
+    jobs, stores what jobs first does; a record added later reaches its job; and a fold of
+    every job afterwards finds nothing left to change."""
+    from advisor.ingest import pressure
+
+    db = tmp_path / "records-first.duckdb"
+    for part in ("pressure-synth.jsonl.gz", "sacct-synth.txt.gz"):
+        done = _adv(db, "ingest", str(ROOT / "data" / "sample" / part))
+        assert done.returncode == 0, done.stderr
+    psi = (
+        "SELECT cluster, job_id_raw, submit, psi_status, psi_some_s, psi_full_s,"
+        " psi_covered_s, psi_hosts FROM jobs ORDER BY ALL"
+    )
+
+    def figures(path: Path) -> list[tuple[object, ...]]:
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            return con.execute(psi).fetchall()
+        finally:
+            con.close()
+
+    got = figures(db)
+    assert sum(r[3] == "measured" for r in got) > 100
+    assert got == figures(pressure_db)
+    ((j, start, el, _),) = _gpu_jobs(db, 1)
+    hosts = next(r[7] for r in got if r[1] == j and r[0] == "teaching")
+    later = tmp_path / "later.jsonl"
+    later.write_text(_record(str(j), start + dt.timedelta(seconds=el), 0.2 * el, 0.0, "n-new") + "\n")
+    assert _adv(db, "ingest", str(later)).returncode == 0
+    after = figures(db)
+    assert next(r[7] for r in after if r[1] == j and r[0] == "teaching") == (hosts or 0) + 1
+    assert [r for r in after if r[1] != j] == [r for r in got if r[1] != j]
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("BEGIN TRANSACTION")
+        assert pressure.fold(con) == 0  # every job, every record: nothing left out
+        con.execute("ROLLBACK")
+    finally:
+        con.close()
+
+
+def test_a_spool_loaded_a_few_lines_at_a_time_stores_what_one_chunk_stores(
+    tmp_path: Path, sample_db: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 40: a spool is checked and stored CHUNK_LINES at a time (4.3M records held as
+    Python rows peaked at 5.6 GB); chunks of three lines store the same rows, rejects and
+    counts as one chunk, and a file with no good line in any chunk is still refused whole."""
+    from advisor.ingest import ingest_files, pressure
+
+    ((j1, s1, e1, _), (j2, s2, e2, _)) = _gpu_jobs(sample_db, 2)
+    lines = [
+        _record(str(j1), s1 + dt.timedelta(seconds=e1), 0.3 * e1, 0.1 * e1),
+        "{not json",
+        _record(str(j1), s1 + dt.timedelta(seconds=e1), 0.1 * e1, 0.0, host="n2"),
+        _record("abc", s1, 1.0, 0.0),
+        "",
+        _record(str(j2), s2 + dt.timedelta(seconds=e2), 0.5 * e2, 0.0),
+        _record(str(j2), s2, 1.0, 2.0, host="n9"),  # full above some
+        _record(str(j1), s1 + dt.timedelta(seconds=e1), 0.3 * e1, 0.1 * e1),  # again
+    ]
+    spool = tmp_path / "p.jsonl"
+    spool.write_text("\n".join(lines) + "\n")
+
+    def load(chunk: int, name: str) -> tuple[object, ...]:
+        monkeypatch.setattr(pressure, "CHUNK_LINES", chunk)
+        db = tmp_path / name
+        shutil.copy(sample_db, db)
+        (s,) = ingest_files(db, [spool])
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            stored = con.execute(
+                "SELECT * EXCLUDE (ingest_id) FROM pressure_records ORDER BY ALL"
+            ).fetchall()
+            rejects = con.execute(
+                "SELECT line_no, field FROM rejects WHERE ingest_id = ? ORDER BY line_no",
+                [s.ingest_id],
+            ).fetchall()
+            psi = con.execute(
+                "SELECT job_id_raw, psi_some_s, psi_hosts FROM jobs"
+                " WHERE psi_status IS NOT NULL ORDER BY ALL"
+            ).fetchall()
+        finally:
+            con.close()
+        counts = (s.lines_read, s.rows_read, s.inserted, s.unchanged, s.rejected)
+        return counts, s.first_reasons, stored, rejects, psi
+
+    whole, small = load(100_000, "whole.duckdb"), load(3, "small.duckdb")
+    assert small == whole
+    assert whole[0] == (7, 7, 3, 1, 3)
+    assert [r[0] for r in whole[3]] == [2, 4, 7]
+    assert len(whole[4]) == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([_record("abc", s1, 1.0, 0.0), "{not json"] * 4) + "\n")
+    monkeypatch.setattr(pressure, "CHUNK_LINES", 3)
+    from advisor.errors import InputError
+
+    with pytest.raises(InputError, match="no pressure record could be read"):
+        ingest_files(tmp_path / "small.duckdb", [bad])

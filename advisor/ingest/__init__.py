@@ -95,8 +95,9 @@ def ingest_files(
     files = _files(paths)
     with _loading(db) as con:
         pipeline.prepare(con)
+        since = pipeline.last_ingest(con)
         done = [pipeline.ingest_path(con, f, opts, progress) for f in files]
-        pipeline.fold_pressure(con)
+        pipeline.fold_pressure(con, since)
         return done
 
 
@@ -118,6 +119,7 @@ def ingest_each(
     outcomes: list[FileOutcome] = []
     with _loading(db) as con:
         pipeline.prepare(con)
+        since = pipeline.last_ingest(con)
         for f in files:
             try:
                 summary = pipeline.ingest_path(con, f, opts, progress)
@@ -125,7 +127,7 @@ def ingest_each(
                 outcomes.append(FileOutcome(str(f), error=str(exc), exit_code=exc.exit_code))
             else:
                 outcomes.append(FileOutcome(str(f), summary=summary))
-        pipeline.fold_pressure(con)
+        pipeline.fold_pressure(con, since)
     return outcomes
 
 
@@ -140,8 +142,9 @@ def ingest_sacct(
     from advisor.ingest import live, pipeline
 
     with _loading(db) as con:
+        since = pipeline.last_ingest(con)
         done = live.run_windows(con, config, options or IngestOptions(), progress)
-        pipeline.fold_pressure(con)
+        pipeline.fold_pressure(con, since)
         return done
 
 

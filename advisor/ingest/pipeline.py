@@ -24,6 +24,7 @@ from advisor.ingest.careful import Careful
 from advisor.ingest.records import STRATEGIES, IngestOptions, IngestSummary, Source
 from advisor.ingest.stages import STAGE_NAMES, STAGES, Attempt, Hasher, Strategy, prepare
 from advisor.progress import ProgressFn, no_progress
+from advisor.store import query
 
 __all__ = ["STAGES", "STAGE_NAMES", "check_options", "ingest_path", "prepare", "strategies"]
 
@@ -60,19 +61,27 @@ def strategies(attempt: Attempt) -> list[Strategy]:
     return [Bulk(max_step_share=1.0 if wanted == "bulk" else MAX_STEP_SHARE), Careful()]
 
 
-def fold_pressure(con: duckdb.DuckDBPyConnection) -> int:
+def fold_pressure(con: duckdb.DuckDBPyConnection, since: int | None = None) -> int:
     """After a batch of loads: jobs loaded after their pressure records (or replaced by a later
-    state) get the records' figures again (advisor.ingest.pressure.fold), in one transaction."""
+    state) get the records' figures again (advisor.ingest.pressure.fold), in one transaction.
+    ``since``: the latest ingest id before the batch (:func:`last_ingest`), so that only the
+    batch's jobs are folded; None folds every job."""
     from advisor.ingest import pressure
 
     con.execute("BEGIN TRANSACTION")
     try:
-        changed = pressure.fold(con)
+        changed = pressure.fold(con, since)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     return changed
+
+
+def last_ingest(con: duckdb.DuckDBPyConnection) -> int:
+    """The latest ingest id so far (0 before the first): a batch of loads passes it to
+    :func:`fold_pressure`."""
+    return stages.count(con, query("ingest/last_ingest"))
 
 
 def ingest_path(

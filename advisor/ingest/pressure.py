@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from advisor.errors import InputError
-from advisor.ingest import bookkeeping, detect
+from advisor.ingest import bookkeeping, detect, stages
 from advisor.ingest.records import IngestOptions, IngestSummary, Reject, Source
 from advisor.store import query
 
@@ -29,6 +29,8 @@ SUPPORTED = ("advisor.pressure/1",)
 STATUSES = ("ok", "unavailable")
 # A cgroup's totals never exceed its age; ten years of seconds bounds any real one.
 MAX_SECONDS = 10 * 365 * 86400.0
+CHUNK_LINES = 100_000
+"""Lines checked and stored at a time (a chunk's rows as Python dicts: about 100 MB)."""
 COLUMNS = (
     "cluster",
     "job_id",
@@ -159,21 +161,12 @@ def _lines(src: Source) -> Iterator[tuple[int, str]]:
 
 
 def load(con: duckdb.DuckDBPyConnection, src: Source, options: IngestOptions) -> IngestSummary:
-    """Load one pressure spool file in one transaction, then fold the records onto jobs."""
-    rows: list[dict[str, Any]] = []
-    rejects: list[Reject] = []
-    lines = 0
-    for no, line in _lines(src):
-        lines += 1
-        try:
-            rows.append(check_record(line))
-        except BadField as exc:
-            rejects.append(Reject(no, line[:2000], str(exc), exc.field))
-    if not rows and rejects:
-        first = rejects[0]
-        raise InputError(
-            f"no pressure record could be read (first: {first.message()})", source=src.label
-        )
+    """Load one pressure spool file in one transaction, then fold the records onto jobs.
+    The lines are checked and stored CHUNK_LINES at a time, so a spool of millions of records
+    never sits in memory whole."""
+    # The transaction holds its new records and their key's index in memory until the commit:
+    # the larger cap (a ceiling, at most a quarter of the machine), whatever the file's size
+    con.execute("SET memory_limit = ?", [stages.large_memory_limit()])
     con.execute("BEGIN TRANSACTION")
     try:
         ingest_id = bookkeeping.open_ingest(
@@ -184,58 +177,91 @@ def load(con: duckdb.DuckDBPyConnection, src: Source, options: IngestOptions) ->
                 cluster=options.cluster,
                 started_at=src.started_at,
                 compression=src.compression,
-                lines_read=lines,
             ),
         )
-        table = pa.Table.from_pylist(rows, schema=_ARROW) if rows else _ARROW.empty_table()
-        con.register("ing_pressure", table)
-        try:
-            found = con.execute(
-                query("ingest/pressure_insert"), {"ingest_id": ingest_id}
-            ).fetchone()
-        finally:
-            con.unregister("ing_pressure")
-        inserted = int(found[0]) if found else 0
-        bookkeeping.store_rejects(con, ingest_id, src.label, rejects)
+        lines = good = inserted = rejected = 0
+        first: list[str] = []
+        for chunk_lines, rows, rejects in _chunks(src):
+            lines += chunk_lines
+            good += len(rows)
+            rejected += len(rejects)
+            first.extend(r.message() for r in rejects[: max(0, 5 - len(first))])
+            inserted += _insert(con, rows, ingest_id)
+            bookkeeping.store_rejects(con, ingest_id, src.label, rejects)
+        if not good and rejected:
+            raise InputError(
+                f"no pressure record could be read (first: {first[0]})", source=src.label
+            )
         bookkeeping.finish_ingest(
             con,
             ingest_id,
             bookkeeping.IngestCounts(
-                rows_read=len(rows) + len(rejects),
+                rows_read=good + rejected,
                 lines_read=lines,
                 inserted=inserted,
                 updated=0,
-                unchanged=len(rows) - inserted,
-                rejected=len(rejects),
+                unchanged=good - inserted,
+                rejected=rejected,
             ),
         )
-        fold(con)
+        fold(con, since=ingest_id - 1)  # the jobs this file's records name
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:
+        stages.reset_memory_limit(con)
     return IngestSummary(
         ingest_id=ingest_id,
         source=src.label,
         format=src.fmt,
         compression=src.compression,
         lines_read=lines,
-        rows_read=len(rows) + len(rejects),
+        rows_read=good + rejected,
         inserted=inserted,
         updated=0,
-        unchanged=len(rows) - inserted,
-        rejected=len(rejects),
-        first_reasons=tuple(r.message() for r in rejects[:5]),
+        unchanged=good - inserted,
+        rejected=rejected,
+        first_reasons=tuple(first),
     )
 
 
-def fold(con: duckdb.DuckDBPyConnection) -> int:
-    """Bring every job's pressure columns up to date with ``pressure_records`` (in the caller's
-    transaction); returns the jobs changed. Cheap where there are no records."""
+def _chunks(src: Source) -> Iterator[tuple[int, list[dict[str, Any]], list[Reject]]]:
+    """(lines, checked rows, rejects) of each CHUNK_LINES non-blank lines of the file."""
+    rows: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    for no, line in _lines(src):
+        try:
+            rows.append(check_record(line))
+        except BadField as exc:
+            rejects.append(Reject(no, line[:2000], str(exc), exc.field))
+        if len(rows) + len(rejects) >= CHUNK_LINES:
+            yield len(rows) + len(rejects), rows, rejects
+            rows, rejects = [], []
+    yield len(rows) + len(rejects), rows, rejects
+
+
+def _insert(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], ingest_id: int) -> int:
+    """Store checked rows, each record once; returns how many were new."""
+    if not rows:
+        return 0
+    con.register("ing_pressure", pa.Table.from_pylist(rows, schema=_ARROW))
+    try:
+        found = con.execute(query("ingest/pressure_insert"), {"ingest_id": ingest_id}).fetchone()
+    finally:
+        con.unregister("ing_pressure")
+    return int(found[0]) if found else 0
+
+
+def fold(con: duckdb.DuckDBPyConnection, since: int | None = None) -> int:
+    """Bring the jobs' pressure columns up to date with ``pressure_records`` (in the caller's
+    transaction); returns the jobs changed. ``since``: an ingest id; only the jobs that the
+    ingests after it wrote or gave records to are folded again (a month's load costs a month,
+    not the whole history); None folds every job. Cheap where there are no records."""
     has = con.execute("SELECT count(*) FROM (SELECT 1 FROM pressure_records LIMIT 1)").fetchone()
     if not has or not has[0]:
         return 0
-    found = con.execute(query("ingest/pressure_fold")).fetchone()
+    found = con.execute(query("ingest/pressure_fold"), {"since": since}).fetchone()
     return int(found[0]) if found else 0
 
 

@@ -56,9 +56,12 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 def memory_limit(steps: int) -> str:
     """The memory cap of a bulk load of a file with ``steps`` step lines: MEMORY_LIMIT, or past
-    LARGE_LOAD_STEPS LARGE_LOAD_MEMORY_GB, but never more than a quarter of the machine's."""
-    if steps <= LARGE_LOAD_STEPS:
-        return MEMORY_LIMIT
+    LARGE_LOAD_STEPS :func:`large_memory_limit`."""
+    return MEMORY_LIMIT if steps <= LARGE_LOAD_STEPS else large_memory_limit()
+
+
+def large_memory_limit() -> str:
+    """LARGE_LOAD_MEMORY_GB, but never more than a quarter of the machine's memory."""
     machine_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{max(1, min(LARGE_LOAD_MEMORY_GB, int(machine_gb / 4)))}GB"
 

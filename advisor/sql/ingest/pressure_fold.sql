@@ -7,11 +7,18 @@
 -- (start to end + 1 hour), so a reused job id never takes another job's pressure. A job whose
 -- hosts all said "unavailable" gets that status and no figures. Only changed rows are written,
 -- so the derived tables see a change only where there is one.
+-- Parameter: $since, an ingest id: only the jobs whose rows a later ingest wrote, and those
+-- whose raw id a record of a later ingest names, are folded again (every other job's figures
+-- are what the records gave them before); NULL folds every job.
 UPDATE jobs AS j
 SET psi_some_s = p.some_s, psi_full_s = p.full_s, psi_covered_s = p.covered_s,
     psi_hosts = p.hosts, psi_status = p.status
 FROM (
-    WITH m AS (
+    WITH touched AS (
+        SELECT DISTINCT TRY_CAST(job_id AS BIGINT) AS job_id_raw
+        FROM pressure_records
+        WHERE step = '' AND ingest_id > $since
+    ), m AS (
         SELECT j.cluster, j.job_id_raw, j.submit, r.host, r.status, r.some_s, r.full_s,
                least(greatest(epoch(r.collected_at - j.start), 0),
                      coalesce(j.elapsed_s, epoch(r.collected_at - j.start))) AS covered_s,
@@ -25,6 +32,8 @@ FROM (
          AND r.collected_at >= j.start
          AND r.collected_at <= coalesce(j."end", r.collected_at) + INTERVAL 1 HOUR
         WHERE r.step = ''
+          AND ($since IS NULL OR j.ingest_id > $since
+               OR j.job_id_raw IN (SELECT job_id_raw FROM touched))
     )
     SELECT cluster, job_id_raw, submit,
            CASE WHEN bool_or(status = 'ok') THEN 'measured' ELSE 'unavailable' END AS status,
