@@ -555,7 +555,9 @@ def test_a_load_folds_only_its_own_jobs_and_a_fold_of_every_job_then_changes_not
     ((j, start, el, _),) = _gpu_jobs(db, 1)
     hosts = next(r[7] for r in got if r[1] == j and r[0] == "teaching")
     later = tmp_path / "later.jsonl"
-    later.write_text(_record(str(j), start + dt.timedelta(seconds=el), 0.2 * el, 0.0, "n-new") + "\n")
+    later.write_text(
+        _record(str(j), start + dt.timedelta(seconds=el), 0.2 * el, 0.0, "n-new") + "\n"
+    )
     assert _adv(db, "ingest", str(later)).returncode == 0
     after = figures(db)
     assert next(r[7] for r in after if r[1] == j and r[0] == "teaching") == (hosts or 0) + 1
