@@ -13,6 +13,7 @@ import datetime as dt
 import io
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.ingest import bookkeeping, detect, stages
 from advisor.ingest.records import IngestOptions, IngestSummary, Reject, Source
+from advisor.pressure import collector
 from advisor.store import query
 
 SCHEMA_PREFIX = "advisor.pressure/"
@@ -60,6 +62,12 @@ class BadField(ValueError):
         self.field = field
 
 
+# control characters, and the stand-ins of bytes that were no UTF-8 (read as surrogates)
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# a Slurm job id as sacct prints it: no sign, no leading zero (0042 would fold onto job 42)
+_JOB_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
+
+
 def _text(rec: dict[str, Any], key: str, *, required: bool, limit: int = 255) -> str:
     v = rec.get(key)
     if v is None:
@@ -68,11 +76,27 @@ def _text(rec: dict[str, Any], key: str, *, required: bool, limit: int = 255) ->
         return ""
     if not isinstance(v, str):
         raise BadField(key, f"not a string: {json.dumps(v)[:40]}")
-    if "\x00" in v or len(v.encode()) > limit:
-        raise BadField(key, "holds a NUL byte or is too long")
+    if len(v.encode("utf-8", "surrogateescape")) > limit:
+        raise BadField(key, f"longer than {limit} bytes")
+    if _UNPRINTABLE.search(v):
+        raise BadField(key, "holds a control character or bytes that are not UTF-8")
     if required and not v.strip():
         raise BadField(key, "empty")
     return v
+
+
+def _cpus(rec: dict[str, Any]) -> tuple[str | None, int | None]:
+    """``cpus`` (a CPU list) and ``cpu_count``, which must name the same number of CPUs."""
+    text = _text(rec, "cpus", required=False, limit=4096) or None
+    count = _count(rec, "cpu_count", collector.MAX_CPUS)
+    if text is None:
+        return None, count
+    named = collector.count_cpus(text)
+    if named is None:
+        raise BadField("cpus", f"{text[:40]!r} is not a CPU list such as 0-3,8")
+    if count is not None and count != named:
+        raise BadField("cpu_count", f"{count} where cpus {text[:40]!r} names {named}")
+    return text, named
 
 
 def _seconds(rec: dict[str, Any], key: str) -> float | None:
@@ -116,6 +140,8 @@ def _time(rec: dict[str, Any]) -> dt.datetime:
 
 def check_record(line: str) -> dict[str, Any]:
     """One line as a row of ``pressure_records``; raises :class:`BadField` naming the field."""
+    if len(line) > MAX_LINE:
+        raise BadField("(line)", f"longer than {MAX_LINE:,} characters: not a record")
     try:
         rec = json.loads(line)
     except (ValueError, RecursionError) as exc:
@@ -129,8 +155,9 @@ def check_record(line: str) -> dict[str, Any]:
     if status not in STATUSES:
         raise BadField("status", f"{str(status)[:20]!r} is not ok or unavailable")
     job = _text(rec, "job_id", required=True, limit=64)
-    if not job.isdigit():
-        raise BadField("job_id", f"{job[:40]!r} is not a numeric job id")
+    if not _JOB_ID.fullmatch(job):
+        raise BadField("job_id", f"{job[:40]!r} is not a job id (digits, no leading zero)")
+    cpus, cpu_count = _cpus(rec)
     row = {
         "cluster": _text(rec, "cluster", required=False),
         "job_id": job,
@@ -143,21 +170,53 @@ def check_record(line: str) -> dict[str, Any]:
         "usage_s": _seconds(rec, "usage_s"),
         "throttled_s": _seconds(rec, "throttled_s"),
         "nr_throttled": _count(rec, "nr_throttled", 2**62),
-        "cpus": _text(rec, "cpus", required=False, limit=4096) or None,
-        "cpu_count": _count(rec, "cpu_count", 1 << 20),
+        "cpus": cpus,
+        "cpu_count": cpu_count,
     }
     if status == "ok" and row["some_s"] is None:
         raise BadField("some_s", "missing where status is ok")
     if row["some_s"] is not None and row["full_s"] is not None and row["full_s"] > row["some_s"]:
         raise BadField("full_s", "above some_s (all tasks stalled longer than at least one?)")
+    if row["throttled_s"] is not None and row["usage_s"] is None and row["some_s"] is None:
+        raise BadField("throttled_s", "without usage_s or some_s")
     return row
 
 
+MAX_LINE = 64 * 1024
+"""A record is about 400 bytes; a longer line than this is no record (read no further)."""
+MAX_BLANK_LINES = 1_000_000
+"""Blank lines a spool may hold: a collector writes none (a decompressed bomb of newlines would
+otherwise be read for minutes)."""
+
+
 def _lines(src: Source) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line; a line over MAX_LINE comes cut to it (and is
+    rejected), a byte that is no UTF-8 as a surrogate (rejected where a text field holds it), a
+    byte-order mark at the start dropped."""
+    blank = 0
     with detect.open_decompressed(src.path, src.compression) as fh:
-        for no, line in enumerate(io.TextIOWrapper(fh, encoding="utf-8", errors="replace"), 1):
-            if line.strip():
-                yield no, line.rstrip("\n")
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="\n")
+        no = 0
+        while True:
+            line = text.readline(MAX_LINE + 1)
+            if not line:
+                return
+            no += 1
+            if len(line) > MAX_LINE and not line.endswith("\n"):
+                while True:  # the rest of the over-long line
+                    more = text.readline(MAX_LINE)
+                    if not more or more.endswith("\n"):
+                        break
+            elif not line.strip():
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise InputError(
+                        f"more than {MAX_BLANK_LINES:,} blank lines (at line {no:,}): "
+                        "not a pressure spool",
+                        source=src.label,
+                    )
+                continue
+            yield no, line.rstrip("\n")
 
 
 def load(con: duckdb.DuckDBPyConnection, src: Source, options: IngestOptions) -> IngestSummary:
@@ -234,7 +293,8 @@ def _chunks(src: Source) -> Iterator[tuple[int, list[dict[str, Any]], list[Rejec
         try:
             rows.append(check_record(line))
         except BadField as exc:
-            rejects.append(Reject(no, line[:2000], str(exc), exc.field))
+            raw = line[:2000].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            rejects.append(Reject(no, raw, str(exc), exc.field))
         if len(rows) + len(rejects) >= CHUNK_LINES:
             yield len(rows) + len(rejects), rows, rejects
             rows, rejects = [], []

@@ -5,7 +5,11 @@
 -- the seconds they cover (the job's start to the record, at most its elapsed time). A record
 -- matches a job by cluster ('' matches any) and raw id, and must fall within the job's run
 -- (start to end + 1 hour), so a reused job id never takes another job's pressure. A job whose
--- hosts all said "unavailable" gets that status and no figures. Only changed rows are written,
+-- hosts all said "unavailable" gets that status and no figures. A record that says more than
+-- time allows is left out as impossible: stalled longer than its cgroup has existed (the job's
+-- start to the record; PSI's some share is at most 1), or more CPU seconds than the job's CPUs
+-- had in that time; 60 s and 5% of slack cover a cgroup made before Slurm's start stamp and a
+-- clock that rounds. Only changed rows are written,
 -- so the derived tables see a change only where there is one.
 -- Parameter: $since, an ingest id: only the jobs whose rows a later ingest wrote, and those
 -- whose raw id a record of a later ingest names, are folded again (every other job's figures
@@ -32,6 +36,9 @@ FROM (
          AND r.collected_at >= j.start
          AND r.collected_at <= coalesce(j."end", r.collected_at) + INTERVAL 1 HOUR
         WHERE r.step = ''
+          AND coalesce(r.some_s, 0) <= epoch(r.collected_at - j.start) * 1.05 + 60
+          AND (j.cpus IS NULL
+               OR coalesce(r.usage_s, 0) <= j.cpus * epoch(r.collected_at - j.start) * 1.05 + 60)
           AND ($since IS NULL OR j.ingest_id > $since
                OR j.job_id_raw IN (SELECT job_id_raw FROM touched))
     )

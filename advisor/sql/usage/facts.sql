@@ -21,10 +21,11 @@ WITH j AS (
         usage_cpu_efficiency(j.cpu_used_s, j.elapsed_s, j.cpus, j.cpu_time_alloc_s) AS cpu_efficiency,
         j.cpus::DOUBLE / j.gpus AS cores_per_gpu,
         j.gpus::DOUBLE * greatest(coalesce(j.elapsed_s, 0), 0) / 3600 AS gpu_hours,
-        CASE WHEN j.psi_status = 'measured' THEN j.psi_some_s / nullif(j.psi_covered_s, 0) END
-            AS psi_some_share,
-        CASE WHEN j.psi_status = 'measured' THEN j.psi_full_s / nullif(j.psi_covered_s, 0) END
-            AS psi_full_share
+        -- a share of the time it ran, so at most 1 (the fold's slack can leave a hair above)
+        CASE WHEN j.psi_status = 'measured'
+             THEN least(j.psi_some_s / nullif(j.psi_covered_s, 0), 1.0) END AS psi_some_share,
+        CASE WHEN j.psi_status = 'measured'
+             THEN least(j.psi_full_s / nullif(j.psi_covered_s, 0), 1.0) END AS psi_full_share
     FROM {{source}} AS j
     WHERE j.start IS NOT NULL AND j.gpus > 0 AND j.cpus > 0
       AND {{where}}
