@@ -76,7 +76,7 @@ def import_prometheus_cmd(
     period and append one record per job and host to FILE; then `advisor ingest FILE`."""
     from advisor.pressure.prometheus import PrometheusImport, import_prometheus
 
-    n = import_prometheus(
+    n, skipped = import_prometheus(
         PrometheusImport(
             url=url,
             start=start,
@@ -90,10 +90,24 @@ def import_prometheus_cmd(
         ),
         Path(out),
     )
+    if skipped.total():
+        sys.stderr.write(
+            f"Warning: {skipped.total():,} series skipped: {skipped.not_a_job:,} not a Slurm job "
+            f"(label {job_label}), {skipped.malformed:,} malformed, {skipped.no_time:,} with no "
+            "sample time in the period\n"
+        )
     if fmt is OutputFormat.json:
-        emit_json({"records": n, "out": out})
+        emit_json(
+            {
+                "records": n,
+                "out": out,
+                "skipped_not_a_job": skipped.not_a_job,
+                "skipped_malformed": skipped.malformed,
+                "skipped_no_time": skipped.no_time,
+            }
+        )
         return
-    sys.stderr.write(f"{n} records appended to {out}\n")
+    sys.stderr.write(f"{n:,} records appended to {out}\n")
 
 
 @pressure_app.command("summary")

@@ -2,22 +2,44 @@
 ``ceems_compute_unit_cpu_psi_seconds``, or a cgroup exporter's PSI counter), written as the node
 collector's records (:mod:`advisor.pressure.collector`), so ``advisor ingest`` loads both alike.
 
-One instant query per metric over the HTTP API (``/api/v1/query``): the counter's largest value
-over the period (``max_over_time(METRIC[Ns])`` at its end), which for a counter that only grows
-is its last value; one record per (job, host) series. Metric and label names are options, since
-each exporter names them its own way.
+Two instant queries per metric over the HTTP API (``/api/v1/query``) at the period's end: the
+counter's largest value over the period (``max_over_time(METRIC[Ns])``, for a counter that only
+grows its last value), and the time of the series' last sample in the period
+(``max_over_time(timestamp(METRIC)[Ns:60s])``), which stamps the record: a job's counter stops
+when its cgroup goes, so its record falls at its end, where the fold onto jobs looks for it.
+One record per (job, host) series. Metric and label names are options, since each exporter names
+them its own way. Every item of the answer is checked: a malformed one is skipped and counted,
+never a traceback; the server's own error text is shown with its control characters escaped.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import ExternalToolError, InputError, UsageError
 from advisor.pressure.collector import append_records, record
+
+# a Slurm job id as sacct prints it; anything else is another kind of unit (a pod, a VM)
+_JOB_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
+_HOST = re.compile(r"[A-Za-z0-9_.:-]{1,255}", re.ASCII)
+_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*", re.ASCII)
+# a cgroup's counter never exceeds its age: ten years of seconds bounds any real one
+MAX_SECONDS = 10 * 365 * 86400.0
+EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+STEP_S = 60  # the subquery's step for the last sample's time: within Prometheus' 5 min look-back
+MAX_SERIES = 2_000_000
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` with its control characters escaped and cut to ``limit``: a server's words
+    reach the terminal, never its escape sequences."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return out + ("..." if len(text) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -36,82 +58,160 @@ class PrometheusImport:
     timeout_s: float = 30.0
 
     def check(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise UsageError(f"--url {self.url!r}: give http://HOST:PORT of the Prometheus server")
+        import httpx
+
+        try:
+            parsed = httpx.URL(self.url)
+        except (httpx.InvalidURL, ValueError, TypeError) as exc:
+            raise UsageError(f"--url {printable(self.url)!r}: not a URL ({exc})") from exc
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise UsageError(
+                f"--url {printable(self.url)!r}: give http://HOST:PORT of the Prometheus server"
+            )
         if self.end <= self.start:
             raise UsageError("--end must be after --start")
         for name in (self.some_metric, self.full_metric, self.job_label, self.host_label):
-            if name is not None and not name.replace("_", "a").replace(":", "a").isalnum():
-                raise UsageError(f"{name!r} is not a Prometheus metric or label name")
+            if name is not None and not _NAME.fullmatch(name):
+                raise UsageError(f"{printable(name)!r} is not a Prometheus metric or label name")
 
 
-def _query(imp: PrometheusImport, metric: str) -> list[dict[str, Any]]:
+@dataclass
+class Skipped:
+    """Series of the answer that became no record, by reason."""
+
+    not_a_job: int = 0
+    malformed: int = 0
+    no_time: int = 0
+
+    def total(self) -> int:
+        return self.not_a_job + self.malformed + self.no_time
+
+
+def _utc(t: dt.datetime) -> dt.datetime:
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+def _query(imp: PrometheusImport, promql: str) -> list[Any]:
     import httpx
 
-    seconds = max(1, int((imp.end - imp.start).total_seconds()))
-    matchers = f"{{{imp.selector}}}" if imp.selector else ""
-    promql = f"max_over_time({metric}{matchers}[{seconds}s])"
-    end = imp.end.replace(tzinfo=dt.UTC) if imp.end.tzinfo is None else imp.end
     try:
         resp = httpx.get(
             imp.url.rstrip("/") + "/api/v1/query",
-            params={"query": promql, "time": f"{end.timestamp():.3f}"},
+            params={"query": promql, "time": f"{_utc(imp.end).timestamp():.3f}"},
             timeout=imp.timeout_s,
         )
-    except httpx.HTTPError as exc:
-        raise ExternalToolError(f"{imp.url}: Prometheus did not answer ({exc})") from exc
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+        raise ExternalToolError(
+            f"{printable(imp.url)}: Prometheus did not answer ({printable(str(exc))})"
+        ) from exc
     try:
         body = resp.json()
     except ValueError as exc:
         raise ExternalToolError(
-            f"{imp.url}: HTTP {resp.status_code}, not a Prometheus JSON answer"
+            f"{printable(imp.url)}: HTTP {resp.status_code}, not a Prometheus JSON answer"
         ) from exc
     if not isinstance(body, dict) or body.get("status") != "success":
         err = body.get("error") if isinstance(body, dict) else None
-        raise ExternalToolError(f"{imp.url}: query {promql!r} failed: {err or resp.status_code}")
-    data = body.get("data") or {}
-    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise InputError(f"{imp.url}: query {promql!r}: expected an instant vector")
+        why = printable(str(err)) if err else f"HTTP {resp.status_code}"
+        raise ExternalToolError(f"{printable(imp.url)}: query {promql!r} failed: {why}")
+    data = body.get("data")
+    if (
+        not isinstance(data, dict)
+        or data.get("resultType") != "vector"
+        or not isinstance(data.get("result"), list)
+    ):
+        raise InputError(f"{printable(imp.url)}: query {promql!r}: expected an instant vector")
+    if len(data["result"]) > MAX_SERIES:
+        raise InputError(
+            f"{printable(imp.url)}: query {promql!r}: {len(data['result']):,} series, more than "
+            f"{MAX_SERIES:,}: import a shorter period or narrow --selector"
+        )
     return list(data["result"])
 
 
-def _series(imp: PrometheusImport, metric: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """(job id, host) -> (sample time, value in seconds) of each series with a job label."""
-    out: dict[tuple[str, str], tuple[float, float]] = {}
-    for item in _query(imp, metric):
-        labels = item.get("metric") or {}
-        job = str(labels.get(imp.job_label) or "")
-        value = item.get("value") or []
-        if not job.isdigit() or len(value) != 2:
-            continue  # a series of another kind of unit (a pod, a VM), or malformed
-        try:
-            t, v = float(value[0]), float(value[1])
-        except (TypeError, ValueError):
-            continue
-        if not math.isfinite(v) or v < 0:
-            continue
-        out[(job, str(labels.get(imp.host_label) or "unknown"))] = (t, v)
+def _sample(
+    item: Any, imp: PrometheusImport, skipped: Skipped, most: float
+) -> tuple[str, str, float] | None:
+    """(job id, host, value from 0 to ``most``) of one item of an instant vector, or None
+    (counted in ``skipped``)."""
+    if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+        skipped.malformed += 1
+        return None
+    labels = item["metric"]
+    job, host = labels.get(imp.job_label), labels.get(imp.host_label, "unknown")
+    if not isinstance(job, str) or not _JOB_ID.fullmatch(job):
+        skipped.not_a_job += 1
+        return None
+    value = item.get("value")
+    if not isinstance(host, str) or not _HOST.fullmatch(host):
+        skipped.malformed += 1
+        return None
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], str):
+        skipped.malformed += 1
+        return None
+    try:
+        v = float(value[1])
+    except ValueError:
+        skipped.malformed += 1
+        return None
+    if not (math.isfinite(v) and 0 <= v <= most):
+        skipped.malformed += 1
+        return None
+    return job, host, v
+
+
+def _series(
+    imp: PrometheusImport, promql: str, skipped: Skipped, most: float = MAX_SECONDS
+) -> dict[tuple[str, str], float]:
+    """(job id, host) -> the value of each well-formed series of a job."""
+    out: dict[tuple[str, str], float] = {}
+    for item in _query(imp, promql):
+        got = _sample(item, imp, skipped, most)
+        if got is not None:
+            out[(got[0], got[1])] = got[2]
     return out
 
 
-def import_prometheus(imp: PrometheusImport, out: Path) -> int:
-    """Append one record per (job, host) series to ``out``; returns how many."""
+def _queries(imp: PrometheusImport, metric: str) -> tuple[str, str]:
+    """The PromQL of a counter's value over the period and of its last sample's time."""
+    seconds = max(1, int((imp.end - imp.start).total_seconds()))
+    selected = f"{metric}{{{imp.selector}}}" if imp.selector else metric
+    return (
+        f"max_over_time({selected}[{seconds}s])",
+        f"max_over_time(timestamp({selected})[{seconds}s:{STEP_S}s])",
+    )
+
+
+def import_prometheus(imp: PrometheusImport, out: Path) -> tuple[int, Skipped]:
+    """Append one record per (job, host) series to ``out``; returns how many, and the series
+    skipped by reason."""
     imp.check()
-    some = _series(imp, imp.some_metric)
-    full = _series(imp, imp.full_metric) if imp.full_metric else {}
+    skipped = Skipped()
+    value_q, time_q = _queries(imp, imp.some_metric)
+    some = _series(imp, value_q, skipped)
+    times = _series(imp, time_q, Skipped(), most=math.inf)
+    full = _series(imp, _queries(imp, imp.full_metric)[0], Skipped()) if imp.full_metric else {}
+    lo, hi = max(_utc(imp.start), EARLIEST).timestamp(), _utc(imp.end).timestamp()
     records: list[dict[str, Any]] = []
-    for (job, host), (t, value) in sorted(some.items()):
+    for key, value in sorted(some.items()):
+        t = times.get(key)
+        if t is None or not lo <= t <= hi:
+            skipped.no_time += 1
+            continue
         at = dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         records.append(
             record(
-                host=host,
+                host=key[1],
                 cluster=imp.cluster,
-                job_id=job,
+                job_id=key[0],
                 collected_at=at,
                 some_s=value,
-                full_s=min(full[(job, host)][1], value) if (job, host) in full else None,
+                full_s=min(full[key], value) if key in full else None,
                 source=f"prometheus:{imp.some_metric}",
             )
         )
-    append_records(out, records)
-    return len(records)
+    try:
+        append_records(out, records)
+    except OSError as exc:
+        raise InputError(f"cannot append to it ({exc.strerror or exc})", source=str(out)) from exc
+    return len(records), skipped
