@@ -345,7 +345,10 @@ class _Prometheus(http.server.BaseHTTPRequestHandler):
 
         q = parse_qs(urlparse(self.path).query)
         self.seen.append(q["query"][0])
-        metric = q["query"][0].split("(", 1)[1].split("{", 1)[0].split("[", 1)[0]
+        promql = q["query"][0]
+        metric = promql.split("(", 1)[1].split("{", 1)[0].split("[", 1)[0]
+        if "timestamp(" in promql:  # the last sample's time, answered under its own key
+            metric = "timestamp(" + metric.split("(", 1)[1]
         body = json.dumps(self.answers.get(metric, {"status": "error", "error": "unknown"}))
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -375,6 +378,11 @@ def test_prometheus_import_writes_records_ingest_reads(tmp_path: Path):
             ({"uuid": "102", "hostname": "gpu1"}, "NaN"),  # no number: skipped
         ),
         "psi_full": vector(({"uuid": "101", "hostname": "gpu1"}, "30")),
+        # each series' last sample in the period: the jobs ended before the period's end
+        "timestamp(ceems_compute_unit_cpu_psi_seconds": vector(
+            ({"uuid": "101", "hostname": "gpu1"}, str(t - 3600)),
+            ({"uuid": "101", "hostname": "gpu2"}, str(t - 7200)),
+        ),
     }
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -389,16 +397,22 @@ def test_prometheus_import_writes_records_ingest_reads(tmp_path: Path):
             selector='manager="slurm"',
         )
         out = tmp_path / "prom.jsonl"
-        assert import_prometheus(imp, out) == 2
+        n, skipped = import_prometheus(imp, out)
+        assert n == 2 and (skipped.not_a_job, skipped.malformed) == (1, 1)
         assert 'max_over_time(ceems_compute_unit_cpu_psi_seconds{manager="slurm"}[43200s])' in (
             _Prometheus.seen
+        )
+        assert (
+            'max_over_time(timestamp(ceems_compute_unit_cpu_psi_seconds{manager="slurm"})'
+            "[43200s:60s])" in _Prometheus.seen
         )
         recs = [check_record(x) for x in out.read_text().splitlines()]
         assert [(r["job_id"], r["host"], r["some_s"], r["full_s"]) for r in recs] == [
             ("101", "gpu1", 120.5, 30.0),
             ("101", "gpu2", 80.0, None),
         ]
-        assert recs[0]["collected_at"] == dt.datetime(2024, 6, 1, 12)
+        assert recs[0]["collected_at"] == dt.datetime(2024, 6, 1, 11)
+        assert recs[1]["collected_at"] == dt.datetime(2024, 6, 1, 10)
         with pytest.raises(ExternalToolError, match="failed: unknown"):
             import_prometheus(
                 PrometheusImport(url=url, start=imp.start, end=imp.end, some_metric="missing"),

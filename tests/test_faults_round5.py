@@ -1,0 +1,381 @@
+"""Issue 53's faults (round five), at the level a user meets them: the node collector as a node
+runs it (the file alone, under the oldest Python on this machine, on a cgroup-shaped tree an
+attacker could shape), pressure spools and Prometheus answers through the console script into a
+real DuckDB file. Each test is a row of the fault matrix printed at the end of the suite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COLLECTOR = ROOT / "advisor" / "pressure" / "collector.py"
+PSI = "some avg10=0.00 avg60=0.00 avg300=0.00 total={some}\nfull avg10=0 avg60=0 avg300=0 total=0\n"
+# the oldest Python on this machine (Debian 12's own, 3.11.2) runs the node script as a node
+# would; the syntax is checked against the oldest the collector names (3.7) with vermin
+NODE_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+
+
+def _job(tree: Path, job: str, some_us: int, *, scope: str = "slurmstepd.scope") -> Path:
+    d = tree / "system.slice" / scope / job
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "cpu.pressure").write_text(PSI.format(some=some_us))
+    (d / "cpu.stat").write_text("usage_usec 5000000\nnr_throttled 0\nthrottled_usec 0\n")
+    return d
+
+
+def _tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "cg"
+    tree.mkdir()
+    (tree / "cgroup.controllers").write_text("cpuset cpu\n")
+    return tree
+
+
+def _collect(tmp_path: Path, tree: Path, *args: str) -> tuple[list[dict], str]:
+    """The collector file alone, as an epilog or a node agent runs it: (records, log)."""
+    spool = tmp_path / f"spool-{time.monotonic_ns()}.jsonl"
+    done = subprocess.run(
+        [NODE_PYTHON, "-I", str(COLLECTOR), "--cgroup-root", str(tree), "--out", str(spool), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    recs = [json.loads(x) for x in spool.read_text().splitlines()] if spool.exists() else []
+    return recs, done.stderr
+
+
+@pytest.mark.fault("collector on old Pythons", cases=2)
+def test_the_collector_needs_nothing_newer_than_the_python_it_names(tmp_path: Path):
+    vermin = Path(sys.executable).with_name("vermin")
+    checked = subprocess.run(
+        [str(vermin), "-t=3.7-", "--violations", "--no-tips", str(COLLECTOR)],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "3.7" in (ROOT / "docs" / "pressure.md").read_text()
+    tree = _tree(tmp_path)
+    _job(tree, "job_7", 2_000_000)
+    recs, log = _collect(tmp_path, tree)
+    assert [(r["job_id"], r["some_s"], r["status"]) for r in recs] == [("7", 2.0, "ok")], log
+
+
+@pytest.mark.fault("collector links and names", cases=5)
+def test_the_collector_follows_no_link_and_reads_only_whole_ascii_job_names(tmp_path: Path):
+    tree = _tree(tmp_path)
+    _job(tree, "job_1", 1_000_000)
+    secret = tmp_path / "secret"
+    secret.write_text("0-63\n")  # a CPU list, so only the link can keep it out
+    elsewhere = _job(tmp_path / "other", "job_2", 9_000_000)
+    scope = tree / "system.slice" / "slurmstepd.scope"
+    (scope / "job_1" / "cpuset.cpus.effective").symlink_to(secret)  # a file linked out
+    (scope / "job_2").symlink_to(elsewhere)  # a job folder linked to another tree
+    _job(tree, "job_3\n", 5_000_000)  # a trailing newline forging job 3
+    _job(tree, "job_\u0661\u0662\u0663", 5_000_000)  # Arabic-Indic digits
+    _job(tree, "job_0042", 5_000_000)  # a leading zero would fold onto job 42
+    recs, log = _collect(tmp_path, tree)
+    assert [r["job_id"] for r in recs] == ["1"], log
+    assert recs[0]["cpus"] is None and recs[0]["cpu_count"] is None
+    assert recs[0]["some_s"] == 1.0
+
+
+@pytest.mark.fault("collector one bad cgroup", cases=3)
+def test_one_bad_cgroup_costs_its_own_record_and_the_others_are_read(tmp_path: Path):
+    tree = _tree(tmp_path)
+    _job(tree, "job_1", 1_000_000)
+    (_job(tree, "job_2", 0) / "cpu.pressure").write_text(PSI.format(some="9" * 400))
+    _job(tree, "job_3", 3_000_000)
+    bad_cpus = _job(tree, "job_4", 4_000_000)
+    (bad_cpus / "cpuset.cpus.effective").write_text("99999999-0\n")
+    locked = _job(tree, "job_5", 5_000_000)
+    (locked / "step_0").mkdir()
+    recs, log = _collect(tmp_path, tree)
+    by_job = {r["job_id"]: r for r in recs if r["step"] is None}
+    assert sorted(by_job) == ["1", "2", "3", "4", "5"], log
+    assert by_job["2"]["status"] == "unavailable" and by_job["2"]["some_s"] is None
+    assert "64-bit counter" in by_job["2"]["errors"][0]
+    assert (by_job["1"]["some_s"], by_job["3"]["some_s"]) == (1.0, 3.0)
+    assert by_job["4"]["cpus"] is None and by_job["4"]["cpu_count"] is None
+    assert "not a CPU list" in by_job["4"]["errors"][0] and by_job["4"]["some_s"] == 4.0
+
+
+@pytest.mark.fault("collector bounds", cases=4)
+def test_the_collector_stays_within_its_time_bound_reads_the_epilogs_job_and_never_blocks(
+    tmp_path: Path,
+):
+    tree = _tree(tmp_path)
+    scope = tree / "system.slice" / "slurmstepd.scope"
+    scope.mkdir(parents=True)
+    for i in range(1, 30_001):
+        (scope / f"job_{i}").mkdir()
+    _job(tree, "job_30001", 7_000_000)
+    t0 = time.monotonic()
+    recs, log = _collect(tmp_path, tree, "--job", "30001", "--max-ms", "200")
+    took = time.monotonic() - t0
+    # the epilog's own job is looked up by name, never after listing every other one
+    assert [(r["job_id"], r["some_s"]) for r in recs] == [("30001", 7.0)], log
+    recs, log = _collect(tmp_path, tree, "--max-ms", "20", "--no-steps")
+    assert "stopped after 20 ms" in log
+    assert 0 < len(recs) < 30_001
+    # a FIFO where a file should be: read as unavailable at once, never waited on
+    fifo_job = _job(tree, "job_40000", 0)
+    (fifo_job / "cpu.pressure").unlink()
+    os.mkfifo(fifo_job / "cpu.pressure")
+    recs, log = _collect(tmp_path, tree, "--job", "40000")
+    assert recs[0]["status"] == "unavailable" and "not a regular file" in recs[0]["errors"][0]
+    # a bound that is no bound is replaced by the default, said so, and the job still read
+    recs, log = _collect(tmp_path, tree, "--job", "30001", "--max-ms", "nan")
+    assert recs[0]["some_s"] == 7.0 and "--max-ms 'nan' is not 1 to 60000: 50 used" in log
+    assert took < 60  # a sanity bound on the whole subprocess, not a speed claim
+
+
+def _adv(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", *args, "--db", str(db)], capture_output=True, text=True
+    )
+
+
+HEADER = (
+    "JobID|JobIDRaw|Cluster|Partition|Account|User|Submit|Start|End|Elapsed|State|NCPUS|"
+    "AllocTRES|NodeList"
+)
+
+
+def _sacct(tmp_path: Path, jobs: list[tuple[int, int]]) -> Path:
+    """A sacct -P file of 2-hour, 8-CPU jobs ``(id, gpus)`` from 2024-03-01 01:00."""
+    rows = [HEADER]
+    for job, gpus in jobs:
+        rows.append(
+            f"{job}|{job}|c|gpu|lab|alice|2024-03-01T00:59:00|2024-03-01T01:00:00|"
+            f"2024-03-01T03:00:00|02:00:00|COMPLETED|8|cpu=8,gres/gpu={gpus},node=1|n1"
+        )
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _rec(job: str, **kw: object) -> str:
+    rec: dict[str, object] = {
+        "schema": "advisor.pressure/1",
+        "cluster": "c",
+        "job_id": job,
+        "step": None,
+        "host": "n1",
+        "collected_at": "2024-03-01T03:00:00Z",
+        "status": "ok",
+        "some_s": 720.0,
+        "full_s": 0.0,
+        "usage_s": 3600.0,
+        "cpus": "0-7",
+        "cpu_count": 8,
+    }
+    rec.update(kw)
+    return json.dumps(rec)
+
+
+def _measured(db: Path) -> dict[int, tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT job_id_raw, psi_status, psi_some_s FROM jobs ORDER BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    return {r[0]: r[1:] for r in rows}
+
+
+@pytest.mark.fault("impossible pressure records", cases=8)
+def test_impossible_pressure_records_are_rejected_by_field_or_left_out_of_the_fold(
+    tmp_path: Path,
+):
+    db = tmp_path / "a.duckdb"
+    assert (
+        _adv(db, "ingest", str(_sacct(tmp_path, [(1, 1), (2, 1), (3, 1), (53, 1)]))).returncode == 0
+    )
+    lines = [
+        _rec("1"),  # good: 720 s of 7,200
+        _rec("2", some_s=3e8, full_s=0.0),  # stalled longer than the job existed: left out
+        _rec("3", usage_s=1e8),  # 8 CPUs cannot use 1e8 s in two hours: left out
+        _rec("1", host="n2", cpus="99999999-0", cpu_count=0),  # no CPU list
+        _rec("0000053"),  # would fold onto job 53
+        _rec("1", host="n\x1b[31m3"),  # control characters into a terminal
+        _rec("1", host="n4", cpus="0-7", cpu_count=9),  # count and list disagree
+        _rec("1", step="b\x07"),
+    ]
+    spool = tmp_path / "p.jsonl"
+    spool.write_bytes(
+        b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode() + b'{"host": "\xff\xfe"}\n'
+    )
+    done = _adv(db, "ingest", str(spool), "--format", "json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert (s["inserted"], s["rejected"]) == (3, 6), s  # the BOM line is record 1, kept
+    reasons = "\n".join(s["first_reasons"])
+    assert "line 4, field cpus" in reasons and "line 5, field job_id" in reasons
+    assert "line 6, field host" in reasons and "line 7, field cpu_count" in reasons
+    got = _measured(db)
+    assert got[1] == ("measured", 720.0)
+    assert got[2][0] is None and got[3][0] is None and got[53][0] is None
+    summary = _adv(db, "pressure", "summary", "--by", "", "--format", "json")
+    total = json.loads(summary.stdout)["total"]
+    assert total["jobs_measured"] == 1
+    assert total["held_gpu_hours_high"] <= total["gpu_hours_measured"]
+
+
+@pytest.mark.fault("pressure spool bombs", cases=2)
+def test_a_spool_of_blank_lines_or_one_endless_line_is_refused_or_rejected_quickly(
+    tmp_path: Path,
+):
+    db = tmp_path / "a.duckdb"
+    bomb = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as fh:
+        fh.write(_rec("1").encode() + b"\n")
+        chunk = b"\n" * (1 << 20)
+        for _ in range(2):
+            fh.write(chunk)
+    done = _adv(db, "ingest", str(bomb))
+    assert done.returncode == 3 and "blank lines" in done.stderr and "Traceback" not in done.stderr
+    long = tmp_path / "long.jsonl"
+    long.write_text(_rec("1") + "\n" + '{"x": "' + "a" * 300_000 + '"}\n')
+    done = _adv(db, "ingest", str(long), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert (s["inserted"], s["rejected"]) == (1, 1)
+    assert "longer than 65,536 characters" in s["first_reasons"][0]
+
+
+class _Prometheus(http.server.BaseHTTPRequestHandler):
+    """Answers /api/v1/query from ``answers``: the value query by the metric's name, the
+    last-sample-time query under ``"timestamp"``; ``raw`` answers every query with those bytes."""
+
+    answers: dict[str, object] = {}
+    raw: bytes | None = None
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+        from urllib.parse import parse_qs, urlparse
+
+        q = parse_qs(urlparse(self.path).query)["query"][0]
+        key = (
+            "timestamp" if "timestamp(" in q else q.split("(", 1)[1].split("{", 1)[0].split("[")[0]
+        )
+        body = self.raw or json.dumps(self.answers.get(key, {"status": "error"})).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def prometheus() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        _Prometheus.answers, _Prometheus.raw = {}, None
+
+
+def _vector(*items: object) -> dict[str, object]:
+    return {"status": "success", "data": {"resultType": "vector", "result": list(items)}}
+
+
+def _ts(s: str) -> float:
+    return dt.datetime.fromisoformat(s).replace(tzinfo=dt.UTC).timestamp()
+
+
+@pytest.mark.fault("prometheus period import", cases=1)
+def test_a_months_import_stamps_each_job_at_its_last_sample_and_measures_it(
+    tmp_path: Path, prometheus: str
+):
+    db = tmp_path / "a.duckdb"
+    assert _adv(db, "ingest", str(_sacct(tmp_path, [(1, 1), (2, 2)]))).returncode == 0
+    end = _ts("2024-03-31T00:00:00")
+    last = _ts("2024-03-01T03:00:00")  # both jobs ended on the 1st, a month before --end
+    _Prometheus.answers = {
+        "ceems_compute_unit_cpu_psi_seconds": _vector(
+            {"metric": {"uuid": "1", "hostname": "n1"}, "value": [end, "720"]},
+            {"metric": {"uuid": "2", "hostname": "n1"}, "value": [end, "1440"]},
+        ),
+        "timestamp": _vector(
+            {"metric": {"uuid": "1", "hostname": "n1"}, "value": [end, str(last)]},
+            {"metric": {"uuid": "2", "hostname": "n1"}, "value": [end, str(last - 60)]},
+        ),
+    }
+    out = tmp_path / "prom.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "pressure", "import-prometheus", "--url", prometheus,
+         "--start", "2024-03-01", "--end", "2024-03-31", "--out", str(out), "--cluster", "c",
+         "--format", "json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 2
+    assert _adv(db, "ingest", str(out)).returncode == 0
+    got = _measured(db)
+    assert got[1] == ("measured", 720.0) and got[2] == ("measured", 1440.0)
+
+
+@pytest.mark.fault("prometheus answers", cases=9)
+def test_malformed_prometheus_answers_are_skipped_or_refused_in_one_line(
+    tmp_path: Path, prometheus: str
+):
+    end = _ts("2024-03-31T00:00:00")
+    good = {"metric": {"uuid": "1", "hostname": "n1"}, "value": [end, "5"]}
+    _Prometheus.answers = {
+        "ceems_compute_unit_cpu_psi_seconds": _vector(
+            good,
+            None,
+            [1, 2],
+            {"metric": "uuid=3", "value": [end, "1"]},
+            {"metric": {"uuid": "4", "hostname": "n1"}, "value": [1e308, "NaN"]},
+            {"metric": {"uuid": "5", "hostname": "n\x1b]0;x\x07"}, "value": [end, "1"]},
+            {"metric": {"uuid": "0006", "hostname": "n1"}, "value": [end, "1"]},
+        ),
+        "timestamp": _vector({"metric": {"uuid": "1", "hostname": "n1"}, "value": [end, "1e308"]}),
+    }
+
+    def imp(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "advisor", "pressure", "import-prometheus", "--start",
+             "2024-03-01", "--end", "2024-03-31", "--format", "json", *args],
+            capture_output=True, text=True,
+        )  # fmt: skip
+
+    out = tmp_path / "p.jsonl"
+    done = imp("--url", prometheus, "--out", str(out))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    got = json.loads(done.stdout)
+    # job 1's last-sample time is out of the period; the rest are malformed or no Slurm job
+    assert (got["records"], got["skipped_no_time"]) == (0, 1), got
+    assert got["skipped_malformed"] == 5 and got["skipped_not_a_job"] == 1
+    bad_url = imp("--url", "http://[::1", "--out", str(out))
+    assert bad_url.returncode == 2 and "not a URL" in bad_url.stderr
+    assert "Traceback" not in bad_url.stderr
+    _Prometheus.raw = json.dumps({"status": "error", "error": "boom \x1b[2J"}).encode()
+    esc = imp("--url", prometheus, "--out", str(out))
+    assert esc.returncode == 5 and "\x1b" not in esc.stderr and "boom \\x1b[2J" in esc.stderr
+    _Prometheus.raw = None
+    _Prometheus.answers["timestamp"] = _vector(
+        {"metric": {"uuid": "1", "hostname": "n1"}, "value": [end, str(end - 3600)]}
+    )
+    unwritable = imp("--url", prometheus, "--out", "/proc/version")
+    assert unwritable.returncode == 3 and "/proc/version" in unwritable.stderr
+    assert "Traceback" not in unwritable.stderr
