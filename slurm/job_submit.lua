@@ -122,7 +122,11 @@ function M.validate(p)
     local key = r.partition .. "\0" .. r.gpu_type
     if index[key] == nil then index[key] = r end -- the first of two same-key rules wins
   end
-  return { version = major, rules = rules, index = index, dropped = dropped }, nil
+  -- the policy's own stamp, logged at each load so that an admin (and the tests) can tell which
+  -- policy slurmctld runs; printable ASCII only, since it goes into slurmctld's log
+  local stamp = type(p.generated_at) == "string" and p.generated_at:sub(1, 64) or "?"
+  if stamp:find("[^%w%-%.:+_ ]") then stamp = "?" end
+  return { version = major, rules = rules, index = index, dropped = dropped, stamp = stamp }, nil
 end
 
 -- What evaluating a policy file may cost inside slurmctld: a file is data, so a loop that never
@@ -264,7 +268,8 @@ function M.policy(now)
     cache.logged = msg
   else
     cache.logged = nil
-    log_info(string.format("advisor policy %s: %d rules loaded", path, #policy.rules))
+    log_info(string.format("advisor policy %s (generated_at %s): %d rules loaded", path,
+      policy.stamp, #policy.rules))
     for i, d in ipairs(policy.dropped) do
       if i > M.MAX_LOGGED_RULES then
         log_error(string.format("advisor policy %s: %d more bad rules (ignored; the first %d are logged above)",

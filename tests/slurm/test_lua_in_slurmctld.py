@@ -39,11 +39,15 @@ def sandbox(*args: str) -> None:
     subprocess.run([str(SCRIPT), *args], check=True, capture_output=True, timeout=180)
 
 
+LOADED = "(generated_at 2026-11-29T22:40:00Z): 3 rules loaded"  # POLICY, as the plugin logs it
+
+
 @pytest.fixture(scope="module")
 def plugins_on():  # type: ignore[no-untyped-def]
     POLICY_FILE.write_text(POLICY, encoding="utf-8")
     sandbox("plugins", "on")
     try:
+        load_policy(POLICY, LOADED)
         yield POLICY_FILE
     finally:
         POLICY_FILE.unlink(missing_ok=True)
@@ -108,30 +112,14 @@ def test_advise_mode_tells_the_salloc_user_and_changes_nothing(plugins_on):
 def _touch_plugin() -> None:
     """Give job_submit.lua a new mtime whole seconds after its last one: slurmctld compares
     mtimes in seconds, so two touches within one second (break, then restore) would look like
-    one change and leave the broken policy loaded for the tests that follow."""
-    script = (jobset.SANDBOX / "etc" / "job_submit.lua").resolve()
+    one change."""
+    script = jobset.SANDBOX / "etc" / "job_submit.lua"
     t = int(max(time.time(), script.stat().st_mtime)) + 2
     os.utime(script, (t, t))
 
 
-def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_on):
-    log = jobset.SANDBOX / "log" / "slurmctld.log"
-    before = log.stat().st_size
-    try:
-        plugins_on.write_text("return {  -- cut off mid-write\n", encoding="utf-8")
-        # slurmctld reloads job_submit.lua when its mtime changes; the new Lua state reads
-        # the policy again at once (otherwise within RELOAD_S seconds)
-        _touch_plugin()
-        job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
-        assert allocated_cpus(job) == 1  # Slurm's own default: one CPU
-        assert "advisor" not in err  # neither plugin says anything to the user
-        with open(log, encoding="utf-8", errors="replace") as fh:
-            fh.seek(before)
-            tail = fh.read()
-        assert "advisor policy" in tail and "jobs go through unchanged" in tail
-    finally:
-        plugins_on.write_text(POLICY, encoding="utf-8")
-        _touch_plugin()
+def _log_size() -> int:
+    return (jobset.SANDBOX / "log" / "slurmctld.log").stat().st_size
 
 
 def _log_since(offset: int) -> str:
@@ -140,27 +128,60 @@ def _log_since(offset: int) -> str:
         return fh.read()
 
 
-def test_a_rule_with_its_minimum_above_its_default_is_ignored_and_logged(plugins_on):
-    log = jobset.SANDBOX / "log" / "slurmctld.log"
-    before = log.stat().st_size
-    try:
-        # the h100 rule asks for at least 12 but would set 8: dropped, so (gpu, *) applies
-        plugins_on.write_text(
-            POLICY.replace(
-                "min_cpus_per_gpu = 4, default_cpus_per_gpu = 8",
-                "min_cpus_per_gpu = 12, default_cpus_per_gpu = 8",
-            ),
-            encoding="utf-8",
-        )
+def load_policy(text: str | bytes, expect: str, timeout_s: float = 120) -> str:
+    """Write the policy file and wait until slurmctld has loaded it: until its log shows
+    ``expect`` (the plugin's own line for this load) after the write. slurmctld reloads
+    job_submit.lua, and so the policy, only when a job is submitted, so held probe jobs (each
+    cancelled at once) are submitted until it has, the script touched again before each; never
+    a wait on time alone. Returns the log written since the write."""
+    offset = _log_size()
+    if isinstance(text, bytes):
+        POLICY_FILE.write_bytes(text)
+    else:
+        POLICY_FILE.write_text(text, encoding="utf-8")
+    deadline = time.monotonic() + timeout_s
+    while True:
         _touch_plugin()
+        probe = jobset.run(
+            ["sbatch", "--parsable", "--hold", "-o", "/dev/null", "-p", "gpu",
+             "--gres=gpu:h100:1", "--wrap", "true"],
+            user="root",
+            check=False,
+        )  # fmt: skip
+        if probe.returncode == 0:
+            jobset.run(["scancel", probe.stdout.strip().split(";")[0]], check=False)
+        tail = _log_since(offset)
+        if expect in tail:
+            return tail
+        if time.monotonic() > deadline:
+            raise AssertionError(f"slurmctld did not log {expect!r} in {timeout_s:g} s: {tail!r}")
+        time.sleep(0.5)
+
+
+def test_a_broken_policy_file_lets_jobs_through_unchanged_and_is_logged(plugins_on):
+    try:
+        tail = load_policy("return {  -- cut off mid-write\n", "jobs go through unchanged")
+        assert "advisor policy" in tail
+        job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
+        assert allocated_cpus(job) == 1  # Slurm's own default: one CPU
+        assert "advisor" not in err  # neither plugin says anything to the user
+    finally:
+        load_policy(POLICY, LOADED)
+
+
+def test_a_rule_with_its_minimum_above_its_default_is_ignored_and_logged(plugins_on):
+    # the h100 rule asks for at least 12 but would set 8: dropped, so (gpu, *) applies
+    bad = POLICY.replace(
+        "min_cpus_per_gpu = 4, default_cpus_per_gpu = 8",
+        "min_cpus_per_gpu = 12, default_cpus_per_gpu = 8",
+    )
+    try:
+        load_policy(bad, "rule 1: bad min_cpus_per_gpu (12 above default_cpus_per_gpu 8) (ignored)")
         job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
         assert allocated_cpus(job) == 10  # 2 GPUs x the (gpu, *) rule's default 5, never 2 x 8
         assert "this job gets --cpus-per-gpu=5 (10 CPUs for 2 GPUs)" in err
-        tail = _log_since(before)
-        assert "rule 1: bad min_cpus_per_gpu (12 above default_cpus_per_gpu 8) (ignored)" in tail
     finally:
-        plugins_on.write_text(POLICY, encoding="utf-8")
-        _touch_plugin()
+        load_policy(POLICY, LOADED)
 
 
 def test_a_precompiled_policy_is_refused_and_jobs_go_through_unchanged(plugins_on, tmp_path):
@@ -170,20 +191,19 @@ def test_a_precompiled_policy_is_refused_and_jobs_go_through_unchanged(plugins_o
     assert luac, "luac5.1 (package lua5.1) is needed to compile the policy"
     source = tmp_path / "policy.lua"
     source.write_text(POLICY, encoding="utf-8")
-    log = jobset.SANDBOX / "log" / "slurmctld.log"
-    before = log.stat().st_size
+    compiled = tmp_path / "policy.luac"
+    subprocess.run([luac, "-o", str(compiled), str(source)], check=True, timeout=30)
+    assert compiled.read_bytes()[:1] == b"\x1b"
     try:
-        subprocess.run([luac, "-o", str(plugins_on), str(source)], check=True, timeout=30)
-        assert plugins_on.read_bytes()[:1] == b"\x1b"
-        _touch_plugin()
+        load_policy(
+            compiled.read_bytes(),
+            "precompiled Lua bytecode (refused: a policy is read as text only)",
+        )
         job, err = submit("alice", "-p", "gpu", "--gres=gpu:h100:2")
         assert allocated_cpus(job) == 1  # Slurm's own default: the bytecode's rules never ran
         assert "advisor" not in err
-        tail = _log_since(before)
-        assert "precompiled Lua bytecode (refused: a policy is read as text only)" in tail
     finally:
-        plugins_on.write_text(POLICY, encoding="utf-8")
-        _touch_plugin()
+        load_policy(POLICY, LOADED)
 
 
 def test_an_untyped_gpus_request_without_cpus_gets_the_wildcard_rule_default(plugins_on):
