@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from advisor.harness.results.collect import calibration_points, series_key
 from advisor.harness.results.curves import compare, curves, read_runs
 from advisor.harness.results.series import identity_of_run, series_identity
 from advisor.harness.runner import run_bench
-from tests.bench_fixtures import ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir
+from tests.bench_fixtures import ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir, unpack
 
 H200_RUNS = ROOT / "data" / "bench" / "h200-2026-12-01"
 RERUN_TGZ = ROOT / "data" / "bench" / "h200-2026-12-02" / "tp1-mp-and-uni-3.4rps.tgz"
@@ -208,8 +207,7 @@ def test_budget_minutes_needs_repin(tmp_path: Path, tiny_model: Path):
 def _h200_runs(tmp_path: Path) -> tuple[Path, Path]:
     """The 2026-12-01 protocol runs and the 2026-12-02 rerun of its 3.4/s load (mp and uni)."""
     rerun = tmp_path / "rerun"
-    with tarfile.open(RERUN_TGZ) as tar:
-        tar.extractall(rerun, filter="data")
+    unpack(RERUN_TGZ, rerun)
     return H200_RUNS / "tp1-protocol", rerun
 
 
@@ -256,8 +254,7 @@ def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, d
 
     folder = ROOT / "data" / "bench" / "h200-2026-12-02-crn"
     for name in ("sweep.tgz", "rerun.tgz"):
-        with tarfile.open(folder / name) as tar:
-            tar.extractall(tmp_path, filter="data")
+        unpack(folder / name, tmp_path)
     out = tmp_path / "points.csv"
     result = collect([tmp_path / "sweep", tmp_path / "rerun"], db_path, calibration_csv=out)
     assert result.problems == () and result.runs_loaded == 180
