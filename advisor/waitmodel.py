@@ -212,15 +212,22 @@ def predict(fit: RoleFit, *, role_demand: float, h: float, cores: int, role: str
     return predict_many(fit, role_demand=role_demand, hs=[h], cores=[cores], role=role)[0]
 
 
+_MAX_EXP = 50.0
+
+
 def predict_many(
     fit: RoleFit, *, role_demand: float, hs: Sequence[float], cores: Sequence[int], role: str
 ) -> list[WaitPrediction]:
     """:func:`predict` at each headroom of ``hs`` (``cores`` alike): the refits' quantiles in
     one array operation, since a recommendation asks for every core count up to its cap."""
-    points = [min(1.0, role_demand * math.exp(fit.a + fit.b * h)) for h in hs]
+    # the exponent capped where the wait is already far above its cap of one (a demand far
+    # beyond the cores: millions of tokens per second) instead of overflowing
+    points = [min(1.0, role_demand * math.exp(min(fit.a + fit.b * h, _MAX_EXP))) for h in hs]
     if fit.refits:
         ab = np.asarray(fit.refits, dtype=float)
-        boots = role_demand * np.exp(ab[:, :1] + ab[:, 1:] * np.asarray(hs, dtype=float))
+        boots = role_demand * np.exp(
+            np.minimum(ab[:, :1] + ab[:, 1:] * np.asarray(hs, dtype=float), _MAX_EXP)
+        )
     else:
         boots = np.asarray([points], dtype=float)
     low_q, high_q = np.quantile(boots, [0.05, 0.95], axis=0)

@@ -330,7 +330,7 @@ def test_the_fast_path_gives_the_same_error_and_leaves_everything_else_to_typer(
     from advisor.cli.recommend import fast_recommend
 
     assert fast_recommend(["recommend", "--gpu-type", "H100", "--gpus", "0", "-f", "json"]) == 2
-    assert "Error: --gpus must be at least 1, got 0" in capsys.readouterr().err
+    assert "Error: --gpus must be 1 to 4,096 (the model's range), got 0" in capsys.readouterr().err
     for argv in (
         ["recommend", "--gpu-type", "H100", "--gpus", "2"],  # table output
         ["recommend", "--partition", "*", "--format", "json"],  # a partition
@@ -963,6 +963,38 @@ def test_the_job_submit_command_with_a_node_inventory_imports_neither_pandas_nor
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["max_cpus_per_gpu_source"].startswith("node inventory")
     assert done.stderr.strip().splitlines()[-1] == "['duckdb']"  # the database, nothing else
+    # the inventory read is cached beside the database: the next call opens no database at all
+    assert Path(f"{db_path}.nodecaps.json").exists()
+    again = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
+    )
+    assert again.stdout == done.stdout and again.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_node_cap_cache_is_read_only_while_the_database_is_unchanged(
+    db_path: Path, tmp_path: Path
+):
+    from advisor.recommend import JobQuery, recommend_job
+
+    _add_nodes(db_path, "H100", cpus=64, gpus=4, partitions=["gpu"])
+    q = JobQuery(gpu_type="H100", gpus=4, db=str(db_path), max_wait=0.01)
+    first = recommend_job(q)
+    assert first.max_cpus_per_gpu == 16
+    cache = Path(f"{db_path}.nodecaps.json")
+    assert cache.exists()
+    # nodes of a quarter the cores: the database changed, so the cache no longer answers
+    con = connect(db_path)
+    con.execute("UPDATE nodes SET cpus = 16")
+    con.close()
+    assert recommend_job(q).max_cpus_per_gpu == 4
+    # a cache that is no JSON, or of another database, is ignored, never believed
+    cache.write_text("{not json")
+    assert recommend_job(q).max_cpus_per_gpu == 4
 
 
 @pytest.mark.parametrize(

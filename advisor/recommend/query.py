@@ -57,6 +57,20 @@ def parse_model_size(text: str | float | None) -> float | None:
     return value
 
 
+# What a query may ask: beyond these no server runs, and the model's arithmetic would only
+# overflow or run for minutes (--gpus 1000000 did); the GPUs are the calibration's own bound.
+MAX_GPUS = 4_096  # advisor.calibration.points.MAX_GPUS (not imported: the job-submit path)
+MAX_RPS = 1_000.0
+MAX_PROMPT_TOKENS = 10_000_000
+MAX_MODEL_PARAMS_B = 100_000.0
+MAX_CORES_PER_GPU = 1_024
+
+
+def _num(v: float) -> str:
+    """A bound or a value as a person reads it: 10,000,000 and 2,147,483,648, not 1e+07."""
+    return f"{v:,.0f}" if abs(v) >= 1000 and float(v).is_integer() else f"{v:g}"
+
+
 @dataclass(frozen=True)
 class Workload:
     """The serving load a recommendation assumes (None: the model's reference).
@@ -108,9 +122,14 @@ class Workload:
             )
         if self.renderer_workers is not None and self.renderer_workers < 1:
             raise UsageError(f"--renderer-workers must be at least 1, got {self.renderer_workers}")
-        for name, v in (("--rps", self.load_rps), ("--prompt-tokens", self.prompt_tokens)):
-            if v is not None and v <= 0:
-                raise UsageError(f"{name} must be positive, got {v}")
+        for name, v, most in (
+            ("--rps", self.load_rps, MAX_RPS),
+            ("--prompt-tokens", self.prompt_tokens, MAX_PROMPT_TOKENS),
+            ("--model-size", self.model_params_b, MAX_MODEL_PARAMS_B),
+            ("--renderer-workers", self.renderer_workers, MAX_CORES_PER_GPU),
+        ):
+            if v is not None and not 0 < v <= most:
+                raise UsageError(f"{name} must be above 0 and at most {_num(most)}, got {_num(v)}")
         if self.executor is not None and self.executor not in EXECUTORS:
             raise UsageError(
                 f"--executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"
@@ -217,8 +236,8 @@ def canonical_platform(gpu_type: str) -> str:
 
 def job_features(q: JobQuery) -> JobFeatures:
     """Check the query (UsageError / InputError naming the option) and build its features."""
-    if q.gpus < 1:
-        raise UsageError(f"--gpus must be at least 1, got {q.gpus}")
+    if not 1 <= q.gpus <= MAX_GPUS:
+        raise UsageError(f"--gpus must be 1 to {MAX_GPUS:,} (the model's range), got {q.gpus}")
     if q.tp is not None and not 1 <= q.tp <= q.gpus:
         raise UsageError(f"--tp must be between 1 and --gpus ({q.gpus}), got {q.tp}")
     check_tolerance(q.tolerance)
@@ -228,10 +247,15 @@ def job_features(q: JobQuery) -> JobFeatures:
     ):
         if v is not None and not math.isfinite(float(v)):
             raise InputError(f"{v!r} is not a finite number", field=name)
-    if q.current_cpus_per_gpu is not None and q.current_cpus_per_gpu <= 0:
-        raise UsageError(f"--current-cpus-per-gpu must be positive, got {q.current_cpus_per_gpu}")
-    if q.max_cpus_per_gpu is not None and q.max_cpus_per_gpu < 1:
-        raise UsageError(f"--max-cpus-per-gpu must be at least 1, got {q.max_cpus_per_gpu}")
+    if q.current_cpus_per_gpu is not None and not 0 < q.current_cpus_per_gpu <= MAX_CORES_PER_GPU:
+        raise UsageError(
+            f"--current-cpus-per-gpu must be above 0 and at most {MAX_CORES_PER_GPU}, "
+            f"got {q.current_cpus_per_gpu:g}"
+        )
+    if q.max_cpus_per_gpu is not None and not 1 <= q.max_cpus_per_gpu <= MAX_CORES_PER_GPU:
+        raise UsageError(
+            f"--max-cpus-per-gpu must be 1 to {MAX_CORES_PER_GPU}, got {q.max_cpus_per_gpu}"
+        )
     q.workload.check()
     if q.tp is not None and q.tp > 1 and q.workload.executor == "uni":
         raise UsageError("--executor uni runs one GPU per engine; with --tp > 1 vLLM uses mp")
