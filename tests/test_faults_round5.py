@@ -379,3 +379,75 @@ def test_malformed_prometheus_answers_are_skipped_or_refused_in_one_line(
     unwritable = imp("--url", prometheus, "--out", "/proc/version")
     assert unwritable.returncode == 3 and "/proc/version" in unwritable.stderr
     assert "Traceback" not in unwritable.stderr
+
+
+WAIT_MUTATIONS = [
+    # (path in extra.wait, value): each breaks one rule of the wait record
+    (("by_process",), "not a list"),
+    (("by_process", 0), None),
+    (("by_process", 0, "wait_share"), "0.9"),
+    (("by_process", 0, "wait_share"), True),
+    (("by_process", 0, "wait_share"), -1.0),
+    (("by_process", 0, "wait_share"), 221181.0),
+    (("by_process", 0, "cpu_s"), 1e308),
+    (("by_role",), [1, 2]),
+    (("by_role", "api_server", "wait_share"), "nan"),
+    (("psi", "machine", "some_share"), 1.5),
+    (("psi", "machine"), "x"),
+]
+
+
+def _mutated(run: dict, path: tuple, value: object) -> dict:
+    target = run["run"]["extra"]["wait"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return run
+
+
+@pytest.mark.fault("bench wait records", cases=2 * len(WAIT_MUTATIONS))
+def test_a_malformed_wait_record_is_named_and_every_other_run_loads(tmp_path: Path):
+    from tests.bench_fixtures import unpack
+
+    unpack(ROOT / "data" / "bench" / "h100-2026-12-06-wait" / "mp.tgz", tmp_path)
+    runs = sorted((tmp_path / "mp").glob("*_vllm_*.json"))
+    victim = runs[0]
+    original = json.loads(victim.read_text())
+    for n, (path, value) in enumerate(WAIT_MUTATIONS):
+        victim.write_text(json.dumps(_mutated(json.loads(json.dumps(original)), path, value)))
+        db = tmp_path / f"m{n}.duckdb"
+        done = _adv(db, "bench", "collect", str(tmp_path / "mp"), "--format", "json")
+        assert done.returncode == 3, (path, value, done.stderr[-400:])
+        assert "Traceback" not in done.stderr and victim.name in done.stderr
+        assert "run.extra.wait" in done.stderr, (path, value, done.stderr[-300:])
+        assert json.loads(done.stdout)[0]["runs_loaded"] == len(runs) - 1
+        curve = subprocess.run(
+            [sys.executable, "-m", "advisor", "bench", "curve", str(tmp_path / "mp")],
+            capture_output=True,
+            text=True,
+        )
+        assert curve.returncode == 3 and "Traceback" not in curve.stderr, curve.stderr[-400:]
+        assert "run.extra.wait" in curve.stderr
+
+
+@pytest.mark.fault("recommend extremes", cases=6)
+def test_recommend_answers_extreme_loads_quickly_and_refuses_impossible_ones(tmp_path: Path):
+    db = tmp_path / "none.duckdb"
+    refused = {
+        "--gpus 4 --rps 1e9": "--rps must be above 0 and at most 1,000",
+        "--gpus 4 --prompt-tokens 2147483648": "--prompt-tokens must be above 0 and at most 10,000,000",
+        "--gpus 2147483648": "--gpus must be 1 to 4,096",
+        "--gpus 1000000": "--gpus must be 1 to 4,096",
+    }
+    for args, message in refused.items():
+        done = _adv(db, "recommend", "--gpu-type", "H100", *args.split(), "--format", "json")
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    # the largest load it accepts is answered (the wait past any cap: the most the node gives)
+    done = _adv(db, "recommend", "--gpu-type", "H100", "--gpus", "4", "--rps", "1000",
+                "--prompt-tokens", "10000000", "--format", "json")  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    rec = json.loads(done.stdout)
+    assert rec["knee_cores"] is None and "no core count" in rec["decision_reason"]
+    done = _adv(db, "recommend", "--gpu-type", "H100", "--gpus", "4096", "--format", "json")
+    assert done.returncode == 0 and json.loads(done.stdout)["gpus"] == 4096

@@ -28,6 +28,7 @@ from advisor.harness.results.validate import (
     MAX_RUN_BYTES,
     check_requests,
     check_run,
+    check_wait,
     read_capped,
 )
 from advisor.harness.serve.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
@@ -161,7 +162,8 @@ def read_result(path: Path) -> dict[str, Any]:
         raise InputError("not a list", source=str(path), field="requests")
     check_requests(reqs, str(path))
     extra = run.get("extra")
-    if isinstance(extra, dict) and isinstance(extra.get("wait"), dict):
+    if isinstance(extra, dict) and extra.get("wait") is not None:
+        check_wait(extra["wait"], str(path))
         extra["wait"] = normalised_wait(extra["wait"])
     return data
 

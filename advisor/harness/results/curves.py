@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import InputError
 from advisor.harness.results.series import describe, identity_of_run
+from advisor.harness.results.validate import check_wait
 from advisor.harness.serve.waits import wait_of_run
 from advisor.knee import KneeResult, measure_knee, replicates
 from advisor.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
@@ -101,7 +103,8 @@ def victim_itls(data: Mapping[str, Any]) -> list[float]:
 
 def read_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Every run file (``*.json``, ``*.json.gz``) under ``paths`` with its requests; ladder and
-    summary files are skipped."""
+    summary files are skipped, a run whose wait record breaks its rules is an InputError naming
+    the file and field."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -117,6 +120,12 @@ def read_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
             except ValueError:
                 continue
         if isinstance(data, dict) and str(data.get("schema", "")).startswith("advisor.bench.run/"):
+            run = data.get("run")
+            extra = run.get("extra") if isinstance(run, dict) else None
+            if not isinstance(run, dict) or (extra is not None and not isinstance(extra, dict)):
+                raise InputError("the run or its extra is not an object", source=str(f))
+            if extra and extra.get("wait") is not None:
+                check_wait(extra["wait"], str(f))  # a malformed record names its field
             data.setdefault("source_folder", str(f.parent))
             out.append(data)
     return out

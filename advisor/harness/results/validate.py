@@ -184,6 +184,71 @@ def check_run(run: dict[str, Any], source: str) -> None:
             raise InputError(f"{v!r:.40} is not an object", source=source, field=f"run.{name}")
 
 
+# A process's wait or CPU share sums its threads' (runnable or running seconds per wall
+# second): at most its thread count, and no process of a serving engine has 4,096 threads.
+MAX_PROCESS_SHARE = 4096.0
+_WAIT_ROW_TEXT = ("name", "role")
+_WAIT_ROW_INTS = {"pid": (0, 2**31 - 1), "threads": (0, 1 << 20), "threads_born": (0, 1 << 20),
+                  "threads_gone": (0, 1 << 20)}  # fmt: skip
+_WAIT_ROW_FLOATS = {
+    "cpu_s": (0.0, MAX_S, True),
+    "wait_s": (0.0, MAX_S, True),
+    "wait_share": (0.0, MAX_PROCESS_SHARE, True),
+    "cpu_share": (0.0, MAX_PROCESS_SHARE, True),
+}
+_WAIT_ROLE_FLOATS = {
+    "wait_share": (0.0, MAX_PROCESS_SHARE, True),
+    "cpu_share": (0.0, MAX_PROCESS_SHARE, True),
+    "processes": (0.0, 1e6, True),
+    "wait_share_per_process": (0.0, MAX_PROCESS_SHARE, True),
+}
+# PSI: some and full shares of the phase's wall time, at most one
+_PSI_FLOATS = {
+    "some_s": (0.0, MAX_S, True),
+    "full_s": (0.0, MAX_S, True),
+    "some_share": (0.0, 1.0, True),
+    "full_share": (0.0, 1.0, True),
+}
+
+
+def _object(value: Any, field: str, source: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"{value!r:.40} is not an object", source=source, field=field)
+    return value
+
+
+def check_wait(wait: Any, source: str) -> None:
+    """A run's ``extra.wait`` record (the per-process run-queue sampler's): every share a finite
+    number in its range (no text, no true for 1, no NaN, no share of wall time beyond what a
+    process's threads can wait), every part of the shape it is read as; InputError names the
+    first field that breaks its rule."""
+    top = "run.extra.wait"
+    wait = _object(wait, top, source)
+    _check(wait, f"{top}.", source, ("status", "reason"), {"samples": (0, 2**31 - 1)},
+           {"wall_s": (0.0, MAX_S, True), "period_s": (0.0, 3600.0, True)})  # fmt: skip
+    rows = wait.get("by_process") or []
+    if not isinstance(rows, list):
+        raise InputError(f"{rows!r:.40} is not a list", source=source, field=f"{top}.by_process")
+    for i, row in enumerate(rows):
+        where = f"{top}.by_process[{i}]"
+        _check(_object(row, where, source), f"{where}.", source, _WAIT_ROW_TEXT, _WAIT_ROW_INTS,
+               _WAIT_ROW_FLOATS)  # fmt: skip
+    for role, shares in _object(wait.get("by_role") or {}, f"{top}.by_role", source).items():
+        where = f"{top}.by_role.{role}"
+        _check(_object(shares, where, source), f"{where}.", source, (), {}, _WAIT_ROLE_FLOATS)
+    psi = _object(wait.get("psi") or {}, f"{top}.psi", source)
+    for scope in ("machine", "cgroup"):
+        block = psi.get(scope)
+        if block is not None:
+            where = f"{top}.psi.{scope}"
+            _check(_object(block, where, source), f"{where}.", source, (), {}, _PSI_FLOATS)
+    if psi.get("cgroup_cpu") is not None:
+        where = f"{top}.psi.cgroup_cpu"
+        _check(_object(psi["cgroup_cpu"], where, source), f"{where}.", source, (), {},
+               {"usage_s": (0.0, MAX_S * 1024, True), "cores": (0.0, 1 << 20, True),
+                "throttled_s": (0.0, MAX_S, True)})  # fmt: skip
+
+
 def check_requests(requests: list[Any], source: str) -> None:
     """Every request of a run file; InputError names the request's index and field."""
     for i, r in enumerate(requests):
