@@ -102,20 +102,78 @@ class RecommendContext:
 NodeGroup = tuple[str, tuple[str, ...], int, int]  # family (lower case), partitions, cap, nodes
 
 
+CACHE_SUFFIX = ".nodecaps.json"
+"""Beside the database: its node inventory as the job-submit path reads it, so that a call
+imports no DuckDB and opens no database file (docs/performance.md)."""
+
+
+def _db_stamp(db: Path) -> list[int] | None:
+    """What says the database file has not changed since a cache was written: its size and
+    modification time; None while a write-ahead log holds changes not yet in the file."""
+    try:
+        if Path(f"{db}.wal").exists():
+            return None
+        st = db.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _cached_inventory(db: Path) -> tuple[NodeGroup, ...] | None:
+    import json
+
+    stamp = _db_stamp(db)
+    try:
+        with open(f"{db}{CACHE_SUFFIX}", encoding="utf-8") as fh:
+            data = json.load(fh)
+        if stamp is None or data.get("db") != stamp:
+            return None
+        return tuple(
+            (str(fam), tuple(str(p) for p in parts), int(cap), int(n))
+            for fam, parts, cap, n in data["inventory"]
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _write_cache(db: Path, inventory: tuple[NodeGroup, ...]) -> None:
+    """Best effort: a database folder this user may not write to just means no cache."""
+    import json
+    import tempfile
+
+    stamp = _db_stamp(db)
+    if stamp is None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{db.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"db": stamp, "inventory": [list(g) for g in inventory]}, fh)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, f"{db}{CACHE_SUFFIX}")
+    except OSError:
+        return
+
+
 def node_inventory(ctx: RecommendContext) -> tuple[NodeGroup, ...]:
     """The node inventory by GPU family and partition list (see ``sql/recommend/node_caps``),
-    read once per run; empty without a database."""
+    read once per run; empty without a database. Read from the cache beside the database while
+    the database is unchanged since it was written, else from the database (and cached)."""
 
     def read() -> tuple[NodeGroup, ...]:
-        con = ctx.connection()
-        if con is None:
+        if not ctx.has_db:
             return ()
+        cached = _cached_inventory(ctx.db_path)
+        if cached is not None:
+            return cached
+        con = ctx.connection()
         from advisor.store import query
 
-        return tuple(
+        found = tuple(
             (str(fam), tuple(parts or ()), int(cap), int(n))
             for fam, parts, cap, n in con.execute(query("recommend/node_caps")).fetchall()
         )
+        _write_cache(ctx.db_path, found)
+        return found
 
     inventory: tuple[NodeGroup, ...] = ctx.remember(("node inventory",), read)
     return inventory
@@ -137,7 +195,7 @@ def node_cap(ctx: RecommendContext, gpu_type: str, partition: str | None) -> tup
 def check_partition(ctx: RecommendContext, partition: str) -> None:
     """NotFoundError unless the database knows ``partition`` (from its node inventory or its
     jobs), naming the partitions it knows; nothing to check without a database."""
-    if ctx.connection() is None:
+    if not ctx.has_db:
         return
     from_nodes = {p for _, parts, _, _ in node_inventory(ctx) for p in parts}
     if partition in from_nodes:  # the common case on the job-submit path: no scan of the jobs
