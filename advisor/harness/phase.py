@@ -203,6 +203,7 @@ def engine_spec(
         env=engine_env,
         ready_path=cfg.ready_path,
         log_path=Path(cfg.out_dir) / log_name,
+        cgroup_parent=eng.default_cgroup_parent(),
     )
 
 
@@ -296,7 +297,9 @@ def measure_phase(
         with (
             GpuSampler() as gpu,
             WaitSampler(
-                engine.pids, root_pid=engine.pid, cgroup=engine_cgroup(engine.pid)
+                engine.pids,
+                root_pid=engine.pid,
+                cgroup=getattr(engine, "cgroup", None) or engine_cgroup(engine.pid),
             ) as waits,
         ):
             phase = run_phase(planned, target, load.timeout_s)

@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,55 @@ class EngineSpec:
     env: Mapping[str, str] = field(default_factory=dict)  # added to the inherited environment
     ready_path: str = "/health"
     log_path: Path | None = None
+    # a cgroup v2 folder under which the engine starts in a cgroup of its own (and only its
+    # processes), so a phase reads that cgroup's pressure as a node reads a job's; None: none
+    cgroup_parent: Path | None = None
+
+
+CGROUP_ENV = "ADVISOR_ENGINE_CGROUP"
+
+
+def default_cgroup_parent(mount: Path = Path("/sys/fs/cgroup")) -> Path | None:
+    """Where engines get cgroups of their own: the cgroup v2 root, when this process may make
+    cgroups there (root, v2 alone, as on the lent GPU machines); ``$ADVISOR_ENGINE_CGROUP``
+    names another parent, or ``off``."""
+    env = os.environ.get(CGROUP_ENV, "")
+    if env == "off":
+        return None
+    parent = Path(env) if env else mount
+    ok = (parent / "cgroup.procs").exists() and (parent / "cpu.pressure").exists()
+    if not env:
+        ok = ok and (mount / "cgroup.controllers").exists()
+    return parent if ok and os.access(parent, os.W_OK) else None
+
+
+_CGROUPS_MADE = 0
+
+
+def _new_cgroup(parent: Path) -> Path | None:
+    """A fresh cgroup under ``parent`` for one engine start, or None where it cannot be made."""
+    global _CGROUPS_MADE
+    _CGROUPS_MADE += 1
+    path = parent / f"advisor-engine-{os.getpid()}-{_CGROUPS_MADE}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    return path
+
+
+def _enter(cgroup: Path | None, cores: set[int]) -> Callable[[], None]:
+    """The child's first step before exec: its cores, then (best effort) its own cgroup, so
+    that every process it starts is born inside (a running engine moved into one once failed
+    to load libtorch)."""
+
+    def run() -> None:
+        os.sched_setaffinity(0, cores)
+        if cgroup is not None:
+            with contextlib.suppress(OSError), open(cgroup / "cgroup.procs", "w") as fh:
+                fh.write("0\n")
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -112,6 +161,7 @@ class EngineProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self.started_t = 0.0
+        self.cgroup: Path | None = None  # the engine's own cgroup, while it runs
 
     def __enter__(self) -> EngineProcess:
         self.start()
@@ -126,6 +176,7 @@ class EngineProcess:
         cores = set(spec.cores)
         log_path = spec.log_path or Path(os.devnull)
         self._log = open(log_path, "ab")  # noqa: SIM115
+        self.cgroup = _new_cgroup(spec.cgroup_parent) if spec.cgroup_parent else None
         try:
             self.proc = subprocess.Popen(
                 list(spec.argv),
@@ -134,7 +185,7 @@ class EngineProcess:
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=lambda: os.sched_setaffinity(0, cores),  # noqa: PLW1509
+                preexec_fn=_enter(self.cgroup, cores),  # noqa: PLW1509
             )
         except FileNotFoundError as exc:
             from advisor.errors import ExternalToolError
@@ -226,7 +277,12 @@ class EngineProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
-        return sorted(p for p in members | set(group_members(pgid)) if _pid_alive(p))
+        survivors = sorted(p for p in members | set(group_members(pgid)) if _pid_alive(p))
+        if self.cgroup is not None and not survivors:
+            with contextlib.suppress(OSError):
+                self.cgroup.rmdir()  # empty now; a kernel may take a moment to see it so
+            self.cgroup = None
+        return survivors
 
 
 def group_members(pgid: int, proc_root: str = "/proc") -> list[int]:
@@ -299,6 +355,7 @@ def spec_from(
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
     ready_path: str = "/health",
+    cgroup_parent: Path | None = None,
 ) -> EngineSpec:
     values = {
         "model": model,
@@ -309,4 +366,6 @@ def spec_from(
         "python": python_executable(),
     }
     argv = render_command(template, values) + list(extra_args)
-    return EngineSpec(tuple(argv), host, port, tuple(cores), dict(env or {}), ready_path, log_path)
+    return EngineSpec(
+        tuple(argv), host, port, tuple(cores), dict(env or {}), ready_path, log_path, cgroup_parent
+    )

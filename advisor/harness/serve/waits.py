@@ -21,7 +21,7 @@ from typing import Any
 
 from advisor.harness.serve.procs import process_role
 from advisor.harness.serve.ticker import Ticker
-from advisor.pressure.collector import parse_pressure
+from advisor.pressure.collector import parse_cpu_stat, parse_pressure
 
 PROC = Path("/proc")
 MACHINE_PSI = PROC / "pressure" / "cpu"
@@ -100,6 +100,27 @@ def _psi(path: Path | None) -> dict[str, float] | None:
         return None
 
 
+def _cpu_stat(cgroup: Path | None) -> dict[str, int] | None:
+    if cgroup is None:
+        return None
+    try:
+        return parse_cpu_stat((cgroup / "cpu.stat").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_stat_delta(
+    before: Mapping[str, int] | None, after: Mapping[str, int] | None, wall_s: float
+) -> dict[str, float] | None:
+    """A cgroup's CPU seconds (and throttled seconds) between two ``cpu.stat`` readings, and the
+    cores they make over the wall time."""
+    if before is None or after is None or wall_s <= 0 or "usage_usec" not in after:
+        return None
+    used = max(0, after["usage_usec"] - before.get("usage_usec", 0)) / 1e6
+    throttled = max(0, after.get("throttled_usec", 0) - before.get("throttled_usec", 0)) / 1e6
+    return {"usage_s": used, "cores": used / wall_s, "throttled_s": throttled}
+
+
 def psi_delta(
     before: Mapping[str, float] | None, after: Mapping[str, float] | None, wall_s: float
 ) -> dict[str, float | None] | None:
@@ -148,6 +169,7 @@ class WaitSampler:
         self.wall_s = 0.0
         self._psi0: dict[str, float] | None = None
         self._cg0: dict[str, float] | None = None
+        self._stat0: dict[str, int] | None = None
         self.result: dict[str, Any] = {}
 
     def _sample(self, first: bool) -> None:
@@ -175,6 +197,7 @@ class WaitSampler:
     def __enter__(self) -> WaitSampler:
         self._psi0 = _psi(self.machine_psi)
         self._cg0 = _psi(self.cgroup / "cpu.pressure") if self.cgroup else None
+        self._stat0 = _cpu_stat(self.cgroup)
         self._t0 = time.monotonic()
         self._sample(first=True)
 
@@ -197,6 +220,8 @@ class WaitSampler:
             "machine": psi_delta(self._psi0, psi1, wall),
             "cgroup": psi_delta(self._cg0, cg1, wall),
             "cgroup_path": str(self.cgroup) if self.cgroup else None,
+            # the cgroup's own CPU time over the phase, as the node collector reads a job's
+            "cgroup_cpu": cpu_stat_delta(self._stat0, _cpu_stat(self.cgroup), wall),
         }
         if not self.readable:
             return {
