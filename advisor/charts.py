@@ -778,12 +778,12 @@ def model_curve_frame(
     model's maximum), ``pathological``; and ``ttft_ms``/``ttft_low_ms``/``ttft_high_ms`` when
     ``ample_ttft_ms`` (TTFT with ample cores) is given.
 
-    ``params`` is an ``advisor.slowdown.CurveParams``; the grid runs from 1/``gpus`` (Slurm's
+    ``params`` is an ``advisor.model.slowdown.CurveParams``; the grid runs from 1/``gpus`` (Slurm's
     default of one CPU per task) to ``max_cores_per_gpu`` on a log scale.
     """
     import numpy as np
 
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     lo = 1.0 / max(gpus, 1)
     n = int(points_per_octave * math.log2(max_cores_per_gpu / lo)) + 1
@@ -825,7 +825,7 @@ def calibration_frame(
     """Calibration points as chart data: ``cores_per_gpu``, ``slowdown`` (the fit's target),
     ``source`` (paper / bench, and whether the run timed out), ``point_id``.
 
-    ``training`` is an ``advisor.calibration.TrainingSet``; ``platform``/``gpus`` keep only the
+    ``training`` is an ``advisor.model.calibration.TrainingSet``; ``platform``/``gpus`` keep only the
     points of that platform and GPU count when given.
     """
     rows = []
@@ -918,7 +918,7 @@ def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 
     with the most cores (its TTFT / the predicted slowdown there = TTFT with ample cores)."""
     import numpy as np
 
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     out = []
     for label, s in series.groupby("series", sort=False):

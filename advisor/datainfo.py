@@ -426,7 +426,7 @@ def run_dashboard(
     ``before_serving(db_path)`` runs once the command is known to be valid, before streamlit
     starts: the caller's rebuild of stale summary tables (advisor.derived.store_fresh), done
     once in the file rather than privately by every session."""
-    from advisor.supervise import run_supervised
+    from advisor.serving.supervise import run_supervised
 
     argv, env = dashboard_command(config)
     if before_serving is not None:

@@ -24,6 +24,7 @@ from advisor.headline import (
     headline_of,
     model_error_of,
 )
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
 from advisor.recommend import (
     DAYS_PER_MONTH,
     PartitionQuery,
@@ -51,6 +52,7 @@ class FixQuery:
     tolerance: float = 0.10
     pricing_file: str | None = None
     model_file: str | None = None
+    max_wait: float = DEFAULT_MAX_WAIT  # enough cores (recommend.decision.enough_sentence)
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,7 @@ def _partition_query(q: FixQuery, cluster: str) -> PartitionQuery:
         partition=q.partitions[0] if len(q.partitions) == 1 else None,
         workload=q.workload,
         tolerance=q.tolerance,
+        max_wait=q.max_wait,
     )
 
 
@@ -352,7 +355,8 @@ def plan_headline(
     usage, the GPU time in jobs whose usage looks starved, over the plan's period.
     ``freshness``: :func:`advisor.datainfo.freshness` of ``con`` when the caller holds it (a
     scan of every job, which depends on the data alone, not on ``q``)."""
-    from advisor import datainfo, slowdown
+    from advisor import datainfo
+    from advisor.model import slowdown
     from advisor.usage import UsageQuery, usage_summary
 
     if freshness is None:
@@ -420,17 +424,18 @@ def lost_in_starved_jobs(
     ).gpu_hours_lost
 
 
-def assumptions_in_words(workload: Workload, tolerance: float) -> str:
-    """The workload a recommendation assumes, as an admin would say it."""
-    from advisor import slowdown
+def assumptions_in_words(workload: Workload, max_wait: float = DEFAULT_MAX_WAIT) -> str:
+    """The workload a recommendation assumes, and what enough cores means, as an admin would
+    say it (the definition in recommend.decision's one sentence)."""
+    from advisor.model import slowdown
+    from advisor.recommend.decision import enough_sentence
 
     size = workload.model_params_b or slowdown.REF_MODEL_PARAMS_B
     rps = workload.load_rps or slowdown.REF_LOAD_RPS
     tokens = int(workload.prompt_tokens or slowdown.REF_PROMPT_TOKENS)
     return (
         f"every GPU job is treated as an LLM server of a model of {size:g}B parameters taking "
-        f"{rps:g} long requests per second of {tokens:,} prompt tokens; enough cores means "
-        f"time-to-first-token within {tolerance:.0%} of what unlimited cores give"
+        f"{rps:g} long requests per second of {tokens:,} prompt tokens; {enough_sentence(max_wait)}"
     )
 
 

@@ -57,8 +57,8 @@ def _and(names: Sequence[str]) -> str:
 def calibration_of(gpu_type: str, platforms_seen: Sequence[str]) -> Calibration:
     """The calibration of ``gpu_type`` (a canonical family, or "(untyped)") against the platforms
     the fit saw (``CurveParams.meta["platforms_seen"]``; none listed: every type calibrated, as
-    :func:`advisor.slowdown.coverage_warnings` reads it)."""
-    from advisor.slowdown import GPU_SPEED
+    :func:`advisor.model.slowdown.coverage_warnings` reads it)."""
+    from advisor.model.slowdown import GPU_SPEED
 
     seen = tuple(platforms_seen)
     if not seen or gpu_type in seen:

@@ -320,11 +320,11 @@ def write_textfile(cfg: MetricsConfig, path: str | os.PathLike[str]) -> None:
 
 def serve(cfg: MetricsConfig, port: int, address: str = "127.0.0.1") -> None:
     """Serve ``/metrics`` on ``address:port`` until interrupted (recomputed per scrape; many
-    clients at once, see advisor.httpserve)."""
+    clients at once, see advisor.serving.httpserve)."""
     from prometheus_client import make_wsgi_app
 
     from advisor.errors import UsageError
-    from advisor.httpserve import serve_forever
+    from advisor.serving.httpserve import serve_forever
 
     if not 0 < port < 65536:
         raise UsageError(f"--serve {port}: must be between 1 and 65535")

@@ -33,6 +33,7 @@ def fix_plan(key: DbKey, filters: Filters, a: Assumptions) -> Any:
         end=filters.until_exclusive,
         workload=a.workload,
         tolerance=a.tolerance,
+        max_wait=a.max_wait,
         model_file=model_file(),
     )
     plan = cached_core("fix_plan", key, _fix_plan_on, q, model_key())

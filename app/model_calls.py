@@ -1,4 +1,4 @@
-"""The fitted TTFT model for the pages (``advisor.slowdown``, ``advisor.calibration``,
+"""The fitted TTFT model for the pages (``advisor.model.slowdown``, ``advisor.model.calibration``,
 ``advisor.recommend``): which model file is in use, its parameters and calibration points,
 and the partition recommendations under the shared assumptions, cached by the file's mtime."""
 
@@ -15,14 +15,14 @@ from app.loaders import cached_call
 
 def model_file() -> str | None:
     """``$ADVISOR_MODEL`` (None: the shipped model)."""
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     return os.environ.get(slowdown.MODEL_ENV) or None
 
 
 def model_key() -> tuple[str, float]:
     """The model file in use and its modification time (a refit invalidates cached answers)."""
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     path = Path(model_file() or slowdown.shipped_model_path())
     try:
@@ -33,13 +33,13 @@ def model_key() -> tuple[str, float]:
 
 def model_params() -> Any:
     """The fitted TTFT model's parameters (``$ADVISOR_MODEL`` or the shipped model)."""
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     return cached_call("load_params", slowdown.load_params, model_file(), extra=model_key())
 
 
 def _training_set(key: DbKey, max_slowdown: float) -> Any:
-    from advisor import calibration
+    from advisor.model import calibration
 
     loaded = calibration.load_points(db=key[0])
     return calibration.training_set(loaded.points, max_slowdown)
@@ -47,7 +47,7 @@ def _training_set(key: DbKey, max_slowdown: float) -> Any:
 
 def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     """The calibration points behind the model (shipped CSVs plus the database's table), as
-    the fit sees them (``advisor.calibration.TrainingSet``)."""
+    the fit sees them (``advisor.model.calibration.TrainingSet``)."""
     return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
@@ -64,7 +64,11 @@ def partition_recommendations(
         "recommend_partitions",
         recommend.recommend_partitions,
         recommend.PartitionQuery(
-            db=key[0], workload=a.workload, tolerance=a.tolerance, model_file=model_file()
+            db=key[0],
+            workload=a.workload,
+            tolerance=a.tolerance,
+            max_wait=a.max_wait,
+            model_file=model_file(),
         ),
         extra=(key, model_key()),
     )

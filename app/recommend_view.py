@@ -115,12 +115,14 @@ def headline(rec: Any, params: Any) -> Headline:
     if current >= target:
         spare = (current - target) * rec.gpus
         saving = spare * rec.usd_per_vcpu_hour
-        slower = rec.slowdown_recommended / rec.slowdown_now if rec.slowdown_now else 1.0
+        at = getattr(rec, "slowdown_at_answer", None)
+        bound = f"TTFT at most {at:.2f}x of ample cores ({rec.slowdown_basis})" if at else ""
         return Headline(
             "Already enough cores",
             f"{current:g} ≥ {target} per GPU",
-            f"{target} cores per GPU keep TTFT within {rec.tolerance:.0%} of ample cores "
-            f"(predicted {100 * (slower - 1):+.0f}% TTFT; model {error})",
+            f"{target} cores per GPU are enough: the engine core and the API server are "
+            f"predicted to wait for a CPU at most {rec.max_wait:.0%} of the time"
+            f"{'; ' + bound if bound else ''} (model {error})",
             f"{target} suffice; model {error.split(' (')[0]}",
             "Saving if reduced",
             f"${saving:,.2f}/h",
@@ -176,7 +178,7 @@ def disagreements(
 ) -> list[Disagreement]:
     """Our own benchmark points for this platform and GPU count that fall outside the model's
     interval at their own workload (the model evaluated at each point's features)."""
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     rows = [
         (x, y, p)

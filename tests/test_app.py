@@ -423,7 +423,8 @@ def _current_input(at: AppTest):
 
 
 def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(monkeypatch, dbs):
-    from advisor import recommend, slowdown
+    from advisor import recommend
+    from advisor.model import slowdown
 
     at = _app(monkeypatch, dbs["gpu"])
     at.run()
@@ -515,7 +516,7 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
 
 
 def test_recommend_says_cpu_starved_in_words_and_never_shows_the_models_cap(monkeypatch, dbs):
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     cap = slowdown.load_params().max_slowdown
     at = _app(monkeypatch, dbs["gpu"])

@@ -110,7 +110,7 @@ def test_the_committed_h200_calibration_csv_matches_the_committed_runs(
     assert result.problems == ()
     committed = ROOT / "data" / "calibration" / "h200-vllm-0.26.0.csv"
     assert out.read_text() == committed.read_text()
-    from advisor.calibration import read_csv
+    from advisor.model.calibration import read_csv
 
     points, problems = read_csv(committed)
     assert problems == [] and len(points) == result.calibration_points

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from advisor.calibration.series import identity_of_notes
 from advisor.errors import UsageError
 from advisor.harness.config import BenchConfig
 from advisor.harness.levels import choose_levels
@@ -28,6 +27,7 @@ from advisor.harness.results.collect import calibration_points, series_key
 from advisor.harness.results.curves import compare, curves, read_runs
 from advisor.harness.results.series import identity_of_run, series_identity
 from advisor.harness.runner import run_bench
+from advisor.model.calibration.series import identity_of_notes
 from tests.bench_fixtures import ROOT, TOKENIZE_LOAD, stub_config, tiny_model_dir, unpack
 
 H200_RUNS = ROOT / "data" / "bench" / "h200-2026-12-01"
@@ -249,8 +249,8 @@ def test_bench_replicate_says_the_rerun_agrees_only_within_wide_intervals(tmp_pa
 
 
 def test_the_committed_crn_points_match_the_committed_raw_runs(tmp_path: Path, db_path: Path):
-    from advisor.calibration import read_csv
     from advisor.harness.results.collect import collect
+    from advisor.model.calibration import read_csv
 
     folder = ROOT / "data" / "bench" / "h200-2026-12-02-crn"
     for name in ("sweep.tgz", "rerun.tgz"):

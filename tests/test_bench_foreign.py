@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from advisor.calibration import read_csv, training_set
 from advisor.errors import InputError
 from advisor.harness.results.foreign import ImportContext, detect_tool, file_points, import_results
+from advisor.model.calibration import read_csv, training_set
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "bench"

@@ -18,9 +18,9 @@ import pytest
 from advisor.harness.results.curves import curves, summary_rows
 from advisor.harness.serve import engine as eng
 from advisor.harness.serve.waits import WaitSampler, process_threads, psi_delta, wait_of_run
-from advisor.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED
+from advisor.model.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED
+from advisor.model.waitknee import measure_wait_knee
 from advisor.pressure.collector import parse_pressure
-from advisor.waitknee import measure_wait_knee
 from tests.bench_fixtures import CPUS, ROOT, STUB, unpack
 
 BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
@@ -348,11 +348,11 @@ def _held_out(
     mean absolute error at 2, 3 and 4 cores, the points inside their 90% interval, and all."""
     import statistics
 
-    from advisor import slowdown
     from advisor.harness.results.curves import read_runs
+    from advisor.model import slowdown
+    from advisor.model.waitmodel import WaitFit, wait_curve
     from advisor.recommend.decision import job_demand
     from advisor.recommend.query import Workload, features_of
-    from advisor.waitmodel import WaitFit, wait_curve
 
     runs = [d["run"] for d in read_runs([folder])]
     params = slowdown.load_params()

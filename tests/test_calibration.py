@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.calibration import COLUMNS, load_points, read_csv, training_set
 from advisor.errors import InputError
+from advisor.model.calibration import COLUMNS, load_points, read_csv, training_set
 from advisor.store import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +127,7 @@ def test_cpu_only_test_runs_are_kept_but_never_fitted(tmp_path: Path):
 
 
 def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, db_path: Path):
-    from advisor.calibration import FitConfig, fit_model
+    from advisor.model.calibration import FitConfig, fit_model
 
     shutil.copy(PUBLISHED, tmp_path / "published.csv")
     con = connect(db_path)
@@ -147,7 +147,7 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
     # the bench series is held out as a whole: ten rows scored (its 32-core rows are the reference)
     (bench,) = [s for s in report.by_series if s.series.startswith("bench|H200")]
     assert bench.rows == 10 and bench.model > 0
-    # advisor.knee on the two repeats: 380 ms at 8 cores is resolved 41% slower, from 12 cores
+    # advisor.model.knee on the two repeats: 380 ms at 8 cores is resolved 41% slower, from 12 cores
     # on every interval lies within 10% of the 32-core run
     assert bench.knee_status == "resolved" and bench.knee_cores == 12
     # each rule's decision for it is judged against that knee (2 + N: 6 cores, 6 below 12)
@@ -159,8 +159,8 @@ def test_fit_holds_out_a_bench_series_whole_and_finds_its_knee(tmp_path: Path, d
 
 
 def test_a_series_identity_has_tp_executor_renderer_workers_engine_tags_and_its_day():
-    from advisor.calibration import parse_workload
-    from advisor.calibration.series import config_of, series_id
+    from advisor.model.calibration import parse_workload
+    from advisor.model.calibration.series import config_of, series_id
 
     tags = parse_workload("tokenize-heavy/rw4/mp/chunked-prefill")
     assert (tags.base, tags.renderer_workers, tags.executor, tags.engine_tags) == (
@@ -182,7 +182,7 @@ def test_a_series_identity_has_tp_executor_renderer_workers_engine_tags_and_its_
         value="30",
         measured_on="2026-12-02",
     )
-    from advisor.calibration import parse_row
+    from advisor.model.calibration import parse_row
 
     mp = parse_row(row, "t.csv", 2)
     uni = parse_row({**row, "workload": "tokenize-heavy"}, "t.csv", 3)
@@ -198,7 +198,7 @@ def test_a_series_identity_has_tp_executor_renderer_workers_engine_tags_and_its_
 def test_the_test_split_names_its_series_and_a_bad_rule_its_line(tmp_path: Path):
     import datetime as dt
 
-    from advisor.calibration.split import load_split
+    from advisor.model.calibration.split import load_split
 
     shipped = load_split(ROOT / "data" / "calibration")
     assert shipped.measured_on_from == dt.date(2026, 12, 2)

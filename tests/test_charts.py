@@ -218,7 +218,7 @@ def test_bench_series_take_the_median_of_repeats_and_leave_failed_runs_out():
 
 
 def test_bench_fit_is_anchored_at_the_run_with_the_most_cores_and_never_rises_with_cores():
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     params = slowdown.load_params()
     s = charts.bench_series_frame(_runs())
@@ -230,7 +230,7 @@ def test_bench_fit_is_anchored_at_the_run_with_the_most_cores_and_never_rises_wi
 
 
 def test_model_curve_spans_slurm_default_to_the_cap_with_a_capped_interval():
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     params = slowdown.load_params()
     f = charts.model_curve_frame(
@@ -248,7 +248,7 @@ def test_model_curve_spans_slurm_default_to_the_cap_with_a_capped_interval():
 
 
 def test_calibration_points_keep_their_source_and_filter_by_platform_and_gpus():
-    from advisor import calibration, slowdown
+    from advisor.model import calibration, slowdown
 
     params = slowdown.load_params()
     ts = calibration.training_set(calibration.load_points().points, params.max_slowdown)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.demand import (
+from advisor.model.demand import (
     DEMAND_PARAMS,
     DEMAND_PRIOR,
     CpuObservation,

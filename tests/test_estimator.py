@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor import slowdown
-from advisor.calibration import (
+from advisor.errors import InputError
+from advisor.model import slowdown
+from advisor.model.calibration import (
     BASELINES,
     COLUMNS,
     FitConfig,
@@ -20,11 +21,10 @@ from advisor.calibration import (
     training_set,
     validate,
 )
-from advisor.calibration.curvefit import fit_curve
-from advisor.calibration.fit import decision_basis
-from advisor.calibration.split import load_split
-from advisor.errors import InputError
-from advisor.estimator import CoreSlowdownRegressor
+from advisor.model.calibration.curvefit import fit_curve
+from advisor.model.calibration.fit import decision_basis
+from advisor.model.calibration.split import load_split
+from advisor.model.estimator import CoreSlowdownRegressor
 
 ROOT = Path(__file__).resolve().parent.parent
 

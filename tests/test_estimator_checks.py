@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from advisor.estimator import CoreSlowdownRegressor
+from advisor.model.estimator import CoreSlowdownRegressor
 
 
 # One bootstrap refit keeps that path under every check at half the fits of three.

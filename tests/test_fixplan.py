@@ -58,7 +58,8 @@ def test_filters_narrow_the_rows_and_an_unmatched_filter_gives_an_empty_plan(db)
 def test_the_assumptions_read_as_an_admin_would_say_them():
     text = fixplan.assumptions_in_words(recommend.Workload(model_params_b=70, load_rps=16), 0.2)
     assert "model of 70B parameters" in text and "16 long requests per second" in text
-    assert "within 20%" in text and "_" not in text
+    assert "wait for a CPU at most 20% of the time (--max-wait)" in text
+    assert "enough cores" in text and "TTFT" not in text
 
 
 def test_merged_single_cluster_plans_narrowed_equal_the_narrow_query(db):

@@ -290,7 +290,7 @@ def test_the_reports_opening_splits_the_loss_of_a_starved_job_as_the_overview_do
 def test_the_starved_jobs_loss_grouped_by_shape_is_the_sum_over_each_job(tmp_path):
     """Issue 40: the evidence's loss evaluated the model on a row a job in Python (47 s of the
     Overview's first load at 4.65M); grouped by place and shape in SQL it is the same number."""
-    from advisor import slowdown
+    from advisor.model import slowdown
     from advisor.recommend import starvation
     from advisor.usage import UsageQuery, job_usage
 

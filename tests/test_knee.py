@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED, measure_knee, replicates
+from advisor.model.knee import NO_EFFECT, NOT_RESOLVED, RESOLVED, measure_knee, replicates
 
 CORES = (2, 3, 4, 6, 8)
 

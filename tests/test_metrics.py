@@ -259,7 +259,7 @@ def _scrape(port: int, timeout: float = 60) -> tuple[int, str]:
 def test_serve_answers_a_burst_of_scrapes_while_a_client_sends_half_a_request(sample_db, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from advisor.httpserve import READ_TIMEOUT_S
+    from advisor.serving.httpserve import READ_TIMEOUT_S
 
     slow = socket.socket()
     with _serving(sample_db, tmp_path) as (server, port, _):
@@ -294,7 +294,7 @@ def test_serve_answers_a_burst_of_scrapes_while_a_client_sends_half_a_request(sa
 def test_identical_requests_in_flight_share_one_answer():
     import threading
 
-    from advisor.httpserve import shared_answers
+    from advisor.serving.httpserve import shared_answers
 
     calls, release = [], threading.Event()
 

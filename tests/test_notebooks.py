@@ -61,7 +61,7 @@ def test_notebooks_are_committed_without_outputs(path):
 
 
 def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypatch):
-    from advisor import calibration, slowdown
+    from advisor.model import calibration, slowdown
 
     nb = _run(ROOT / "notebooks" / "ttft-model-vs-published.ipynb", monkeypatch)
     s = _summary(nb)
@@ -76,7 +76,7 @@ def test_ttft_notebook_runs_and_its_numbers_are_the_calibration_modules(monkeypa
     # the notebook's two columns are the shipped model's and a fresh fit's own predictions
     import numpy as np
 
-    from advisor.estimator import CoreSlowdownRegressor
+    from advisor.model.estimator import CoreSlowdownRegressor
 
     X, y = np.asarray(ts.X), np.asarray(ts.y)
     shipped = CoreSlowdownRegressor.from_params(params).predict(X)

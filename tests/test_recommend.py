@@ -519,7 +519,7 @@ def test_without_a_series_of_the_family_the_answer_is_2_plus_n_with_evidence_non
 
 
 def test_the_basis_and_its_reason_come_from_the_fits_held_out_decisions(no_db):
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     params = slowdown.load_params()
     cap = params.meta["capacity"]
@@ -574,7 +574,7 @@ def test_non_finite_inputs_never_reach_the_model(no_db, bad):
 
 
 def test_no_field_is_a_cap_divided_by_a_prediction(no_db):
-    from advisor import slowdown
+    from advisor.model import slowdown
 
     cap = slowdown.load_params().max_slowdown
     for q in (
@@ -675,7 +675,7 @@ def test_recommend_options_through_the_installed_console_script(tmp_path: Path):
 
 
 def test_a_partition_default_and_the_policy_follow_the_job_function(no_db):
-    from advisor import slowdown
+    from advisor.model import slowdown
     from advisor.policy import PolicyConfig, build_policy
     from advisor.recommend import sufficient_cores
 
@@ -697,7 +697,7 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
         "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
         "workload='tokenize-heavy'))); "
         "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & "
-        "{'sklearn', 'scipy', 'pandas', 'duckdb', 'advisor.calibration'}))"
+        "{'sklearn', 'scipy', 'pandas', 'duckdb', 'advisor.model.calibration'}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
@@ -711,7 +711,7 @@ def test_starvation_is_gpu_hours_times_the_slowdown_gap_for_rows_below_the_recom
 
     import numpy as np
 
-    from advisor import slowdown
+    from advisor.model import slowdown
     from advisor.recommend import starvation
 
     # a model file without a wait fit: the TTFT curve gives the slowdown (with one, the wait's
@@ -779,7 +779,7 @@ def test_starvation_of_many_groups_at_once_equals_each_group_alone():
     row): the rows' losses and fixes must be what each group's own call gives."""
     import numpy as np
 
-    from advisor import slowdown
+    from advisor.model import slowdown
     from advisor.recommend import starvation
 
     params = slowdown.load_params()

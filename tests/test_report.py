@@ -505,7 +505,7 @@ def test_starvation_of_a_month_holding_every_job_equals_recommend_partitions(
 ):
     import dataclasses
 
-    from advisor import slowdown
+    from advisor.model import slowdown
     from advisor.recommend import PartitionQuery, recommend_partitions
 
     model = None

@@ -9,18 +9,18 @@ import math
 import numpy as np
 import pytest
 
-from advisor import slowdown
-from advisor.recommend import JobQuery, recommend_job
-from advisor.recommend.decision import evidence_for, job_demand
-from advisor.recommend.query import Workload, features_of
-from advisor.recommend.starvation import starvation
-from advisor.waitmodel import (
+from advisor.model import slowdown
+from advisor.model.waitmodel import (
     WaitFit,
     WaitPrediction,
     bound_array,
     slowdown_bounds,
     stretch,
 )
+from advisor.recommend import JobQuery, recommend_job
+from advisor.recommend.decision import evidence_for, job_demand
+from advisor.recommend.query import Workload, features_of
+from advisor.recommend.starvation import starvation
 
 
 def test_a_role_waiting_a_quarter_of_what_it_needs_takes_a_third_longer():

@@ -74,11 +74,17 @@ def fast_recommend(argv: list[str]) -> int | None:
         return None
     if "--gpus" not in opts or "--gpu-type" not in opts:
         return None
-    from advisor.cli._parse import NO_INVENTORY, warn_missing_db
+    from advisor.cli._parse import (
+        NO_INVENTORY,
+        warn_missing_db,
+        warn_tolerance,
+        warn_unknown_gpu_type,
+    )
     from advisor.errors import AdvisorError, describe_os_error
     from advisor.recommend import JobQuery, Workload, recommend_job
 
     warn_missing_db(opts.get("--db"), NO_INVENTORY)
+    warn_unknown_gpu_type(opts["--gpu-type"])
 
     try:
         from advisor.recommend import parse_model_size
@@ -99,7 +105,7 @@ def fast_recommend(argv: list[str]) -> int | None:
                     opts.get("--executor"),
                 ),
                 current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
-                tolerance=opts.get("--tolerance", 0.10),
+                tolerance=warn_tolerance(opts.get("--tolerance")),
                 ample_ttft_ms=opts.get("--ample-ttft-ms"),
                 max_cpus_per_gpu=opts.get("--max-cpus-per-gpu"),
                 partition=None if partition == "*" else partition,

@@ -237,6 +237,10 @@ def run_guarded(app: typer.Typer, args: Sequence[str] | None = None) -> int:
     except Exception as exc:
         usage, aborts, exits = _framework_exceptions()
         if isinstance(exc, usage):
+            # typer's validation (pydantic) starts a bad value's message with "Value error, "
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and "Value error, " in message:
+                exc.message = message.replace("Value error, ", "")  # type: ignore[attr-defined]
             exc.show()  # type: ignore[attr-defined]
             return int(exc.exit_code)  # type: ignore[attr-defined]
         if isinstance(exc, aborts):

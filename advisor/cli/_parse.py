@@ -55,6 +55,37 @@ def pct(v: float | None) -> str | None:
 NO_INVENTORY = "no node inventory, so the cap is the reference instance's"
 
 
+DEFAULT_TOLERANCE = 0.10  # advisor.recommend.query.DEFAULT_TOLERANCE (not imported here)
+
+
+def warn_tolerance(tolerance: float | None) -> float:
+    """``--tolerance`` as given, or its default; given, one ``Warning:`` line that it no longer
+    moves the answer (one definition of enough: the wait, ``--max-wait``) and goes next release."""
+    if tolerance is None:
+        return DEFAULT_TOLERANCE
+    sys.stderr.write(
+        "Warning: --tolerance no longer moves the answer and goes in the next release: enough "
+        "cores means the engine core and the API server wait at most --max-wait; --tolerance "
+        "sets only the band of the TTFT curve shown as evidence\n"
+    )
+    return tolerance
+
+
+def warn_unknown_gpu_type(gpu_type: str) -> None:
+    """One ``Warning:`` line on stderr when ``--gpu-type`` names no GPU family advisor knows
+    (a typo such as H999): the answer is then an extrapolation, and the line says from what."""
+    from advisor.gputypes import canonical_gpu_type, known_families
+
+    known = known_families()
+    if canonical_gpu_type(gpu_type) in known:
+        return
+    sys.stderr.write(
+        f"Warning: --gpu-type {gpu_type!r} is no GPU type advisor knows (known: "
+        f"{', '.join(known)}); the answer is an extrapolation (its warnings say from what); "
+        "a site's own names for a known type: --gpu-types at ingest (docs/ratios.md)\n"
+    )
+
+
 def warn_missing_db(db: str | os.PathLike[str] | None, without: str) -> None:
     """One ``Warning:`` line on stderr when the database named by ``--db`` (or ``$ADVISOR_DB``)
     does not exist and the command answers without it; ``without`` says what it then lacks.

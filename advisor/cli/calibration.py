@@ -17,8 +17,8 @@ def calibration_list_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Every calibration point (published and bench) with its provenance."""
-    from advisor.calibration import load_points, point_rows
     from advisor.cli._parse import warn_missing_db
+    from advisor.model.calibration import load_points, point_rows
 
     warn_missing_db(db, "the calibration CSVs only, no collected bench runs")
 

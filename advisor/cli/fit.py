@@ -71,9 +71,9 @@ def fit_cmd(
     """Fit the capacity model (CPU demand from measured per-process CPU, the TTFT curve from
     it) and judge it: leaving training series out, against the baselines, on curve error and
     on decisions; then the frozen test split once."""
-    from advisor.calibration import FitConfig, fit_model
     from advisor.cli._output import RichProgress
     from advisor.cli._parse import warn_missing_db
+    from advisor.model.calibration import FitConfig, fit_model
 
     warn_missing_db(db, "the calibration CSVs only, no collected bench runs")
     cfg = FitConfig(

@@ -78,13 +78,14 @@ def recommend_cmd(
         ),
     ] = None,
     tolerance: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--tolerance",
             metavar="FRACTION",
-            help="Accept TTFT within this fraction of ample cores.",
+            help="Deprecated, goes in the next release: the answer follows --max-wait; this "
+            "only sets the band of the TTFT curve shown as evidence (default 0.10).",
         ),
-    ] = 0.10,
+    ] = None,
     max_wait: Annotated[
         float,
         typer.Option(
@@ -150,8 +151,10 @@ def recommend_cmd(
 ) -> None:
     """Recommend --cpus-per-gpu for a job (or DefCpuPerGPU for a partition): the cores the
     measured CPU demand needs, never below vLLM's 2 + N, with its basis, evidence and cost."""
+    from advisor.cli._parse import warn_tolerance
     from advisor.recommend import Workload, parse_model_size
 
+    tolerance = warn_tolerance(tolerance)
     if not 0 < max_wait < 1:
         from advisor.errors import UsageError
 
@@ -222,11 +225,12 @@ def recommend_cmd(
         from advisor.errors import UsageError
 
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
-    from advisor.cli._parse import NO_INVENTORY, warn_missing_db
+    from advisor.cli._parse import NO_INVENTORY, warn_missing_db, warn_unknown_gpu_type
     from advisor.recommend import JobQuery, recommend_job
     from advisor.wording import count_words
 
     warn_missing_db(db, NO_INVENTORY)
+    warn_unknown_gpu_type(gpu_type)
     rec = recommend_job(
         JobQuery(
             gpu_type=gpu_type,

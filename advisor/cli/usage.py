@@ -75,7 +75,8 @@ def usage_command(
     account: Annotated[list[str] | None, typer.Option(help="Only these accounts.")] = None,
     user: Annotated[list[str] | None, typer.Option(help="Only these users.")] = None,
     pricing: Annotated[
-        str | None, typer.Option(help="A pricing CSV of a site's own prices (see advisor prices).")
+        str | None,
+        typer.Option(help="A pricing CSV of a site's own prices (columns: docs/model.md, Prices)."),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = None,

@@ -200,7 +200,7 @@ def curves_path(cfg: BenchConfig) -> Path:
 def all_resolved(cfg: BenchConfig, paths: Sequence[Path]) -> bool:
     """Whether every curve measured so far has a resolved knee or a resolved absence of one."""
     from advisor.harness.results.curves import curves, read_runs
-    from advisor.knee import NOT_RESOLVED
+    from advisor.model.knee import NOT_RESOLVED
 
     cs = curves(read_runs([p for p in paths if p.is_file()]), tolerance=cfg.tolerance)
     return bool(cs) and all(c.knee.status != NOT_RESOLVED for c in cs)

@@ -13,8 +13,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from advisor import slowdown
 from advisor.dbpath import resolve_db_path
+from advisor.model import slowdown
 from advisor.pricing import InstancePrice, PriceBook, load_pricing
 
 DEFAULT_MAX_CPUS_PER_GPU = 64

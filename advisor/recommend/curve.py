@@ -1,6 +1,6 @@
 """The job's TTFT curve at two core counts (now and recommended), from the same demand.
 
-Each slowdown is the fitted curve's (:mod:`advisor.slowdown`: the queueing form over the
+Each slowdown is the fitted curve's (:mod:`advisor.model.slowdown`: the queueing form over the
 demand, processor sharing once the demand nears or passes the cores) with a 90% interval over
 the fit's series-bootstrap refits (which refit the demand too, so its uncertainty is carried
 through), widened by the held-out spread. Where a core count is pathological (demand beyond
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor import slowdown
+from advisor.model import slowdown
 from advisor.recommend.query import JobFeatures
 
 

@@ -1,15 +1,15 @@
 """The decision: how many cores a job's configuration needs, from its CPU demand.
 
 - The **demand** (:func:`job_demand`): the fitted per-process CPU of the configuration
-  (:mod:`advisor.demand`), with a 90% interval over the fit's series-bootstrap refits, and the
+  (:mod:`advisor.model.demand`), with a 90% interval over the fit's series-bootstrap refits, and the
   tokenizer thread's utilisation (``tokenizer-saturated`` from
-  :data:`advisor.demand.TOKENIZER_SATURATION_SHARE` on: the remedy is more renderer workers,
+  :data:`advisor.model.demand.TOKENIZER_SATURATION_SHARE` on: the remedy is more renderer workers,
   at the rate one worker sustains, not more cores).
 - The **evidence** (:func:`evidence_for`): the calibration series of the configuration's family
-  (engine, GPUs, TP, executor: :func:`advisor.demand.family`), as the fit recorded
+  (engine, GPUs, TP, executor: :func:`advisor.model.demand.family`), as the fit recorded
   them. No series of the family: the answer is vLLM's 2 + N, ``evidence: none``.
 - The **answer** (:func:`decide`): with evidence and a wait model for the executor in the model
-  file (:func:`wait_answer`, :mod:`advisor.waitmodel`), the fewest cores, never below 2 + N,
+  file (:func:`wait_answer`, :mod:`advisor.model.waitmodel`), the fewest cores, never below 2 + N,
   whose predicted engine-core and API-server run-queue wait is at most ``max_wait``; else, with
   evidence, and where the fit's held-out decisions show
   the capacity model deciding better than 2 + N, the fewest whole cores with demand <= u x
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor import slowdown
-from advisor.demand import (
+from advisor.model import slowdown
+from advisor.model.demand import (
     TOKENIZER_SATURATION_SHARE,
     DemandParts,
     capacity_cores,
@@ -40,9 +40,8 @@ from advisor.demand import (
     demand_of,
     family,
 )
-from advisor.recommend.query import JobFeatures, Workload, features_of
-from advisor.waitknee import DEFAULT_MAX_WAIT
-from advisor.waitmodel import (
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
+from advisor.model.waitmodel import (
     SlowdownBound,
     WaitFit,
     WaitPrediction,
@@ -50,6 +49,7 @@ from advisor.waitmodel import (
     wait_curve,
     wait_knee,
 )
+from advisor.recommend.query import JobFeatures, Workload, features_of
 
 CAPACITY = "capacity model"
 WAIT = "wait model"
@@ -57,6 +57,50 @@ FLOOR = "2 + N"
 NO_EVIDENCE = "no evidence"
 DEFAULT_UTILISATION = 0.7  # a model file without a chosen target (docs/model.md)
 TOKENIZER_FLAG = "tokenizer-saturated"
+
+
+def enough_sentence(max_wait: float = DEFAULT_MAX_WAIT) -> str:
+    """What "enough cores" means, in the one sentence every surface (CLI, JSON, dashboard,
+    report, policy comments) shows: the wait decides, the TTFT curve is evidence."""
+    return (
+        "enough cores: the fewest at which the engine core and the API server are each "
+        f"predicted to wait for a CPU at most {max_wait:.0%} of the time (--max-wait), "
+        "never fewer than vLLM's 2 + N for N GPUs"
+    )
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The answer against the definition: whether the predicted wait there is within
+    ``max_wait`` for both roles that decide, and if not, why (None where it is)."""
+
+    within_max_wait: bool | None  # None: no wait model for the configuration
+    reason: str | None
+
+
+def check_answer(decision: Decision, cores_total: int) -> AnswerCheck:
+    """:class:`AnswerCheck` of the answer ``cores_total`` (after the node cap)."""
+    wait = decision.wait
+    if wait is None:
+        return AnswerCheck(None, f"no wait model for this configuration: {decision.reason}")
+    worst = max(
+        (p for role in ("engine_core", "api_server") if (p := wait.at(cores_total, role))),
+        key=lambda p: p.wait,
+        default=None,
+    )
+    if worst is None or worst.wait <= wait.max_wait + 1e-12:
+        return AnswerCheck(True, None)
+    if not decision.reached:
+        why = f"the node gives {decision.cpus_per_gpu} cores per GPU, fewer than the wait needs"
+    elif wait.knee_cores is None:
+        why = "no core count up to the node's cap keeps the predicted wait under the threshold"
+    else:
+        why = f"the answer rests on {decision.basis}, not on the wait"
+    return AnswerCheck(
+        False,
+        f"{why}: the {worst.role.replace('_', ' ')} is predicted to wait {worst.wait:.0%} at "
+        f"{cores_total} cores, above --max-wait {wait.max_wait:.0%}",
+    )
 
 
 def floor_cores(gpus: int) -> int:
@@ -177,7 +221,7 @@ def wait_answer(
     max_wait: float = DEFAULT_MAX_WAIT,
 ) -> WaitAnswer | None:
     """The wait model's answer for the job, or None where the model file has no wait fit for
-    the job's executor (:mod:`advisor.waitmodel`)."""
+    the job's executor (:mod:`advisor.model.waitmodel`)."""
     fit = WaitFit.from_json(params.meta.get("wait"))
     if fit is None or fit.get("engine_core", f.executor) is None:
         return None

@@ -13,7 +13,7 @@
 7. what to watch for (:func:`_warnings`) and what was assumed (:func:`_assumptions`).
 
 It needs no database, and imports numpy but not scikit-learn or DuckDB unless a database file
-exists: the model's parameters come from JSON (:mod:`advisor.slowdown`).
+exists: the model's parameters come from JSON (:mod:`advisor.model.slowdown`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor import slowdown
 from advisor.headline import basis_sentence, calibration_of
+from advisor.model import slowdown
+from advisor.model.waitmodel import finite
 from advisor.pricing import CostDelta, PriceBook, cost_delta
 from advisor.recommend.context import RecommendContext, check_partition, core_cap
 from advisor.recommend.curve import JobCurve, job_curve
@@ -33,11 +34,12 @@ from advisor.recommend.decision import (
     WAIT,
     Decision,
     JobDemand,
+    check_answer,
     decide,
+    enough_sentence,
     job_demand,
 )
 from advisor.recommend.query import DEFAULT_TOLERANCE, JobFeatures, JobQuery, job_features
-from advisor.waitmodel import finite
 from advisor.wording import cores_per_gpu_words, cores_text
 
 
@@ -125,6 +127,18 @@ class JobRecommendation:
     # 1 / (1 - wait / demand)), and the same at the wait's 90% upper end; None: no wait model
     slowdown_from_wait: float | None = None
     slowdown_from_wait_high: float | None = None
+    # the one definition of enough cores (decision.enough_sentence), and the answer against it:
+    # whether the predicted wait at the answer is within max_wait (None: no wait model) and,
+    # where it is not, why
+    definition: str = ""
+    answer_within_max_wait: bool | None = None
+    answer_reason: str | None = None
+    # the TTFT slowdown at the answer that every surface shows: from the wait where a wait model
+    # decides (slowdown_from_wait), else the TTFT curve's; slowdown_recommended stays the TTFT
+    # curve's own value, evidence
+    slowdown_at_answer: float | None = None
+    slowdown_at_answer_high: float | None = None
+    slowdown_basis: str = ""  # "wait model" or "TTFT curve"
 
 
 def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
@@ -249,8 +263,7 @@ def _assumptions(
             "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
             "unique prompts, 1 renderer worker, TP = GPUs, vLLM's executor for the TP)",
         },
-        "target": f"the fewest cores with the CPU demand at most {decision.utilisation_target:.0%} "
-        f"of them, never below vLLM's 2 + N ({f.floor_cores}); basis: {decision.basis}",
+        "target": f"{enough_sentence(q.max_wait)} ({f.floor_cores} here); basis: {decision.basis}",
         "evidence": "calibration series of the configuration family (engine, GPUs, TP, executor)",
         "model": {
             "file": str(
@@ -316,6 +329,7 @@ def _record(
     rec = decision.cpus_per_gpu
     now, at_rec = curve.now, curve.recommended
     bound = decision.wait.bound_at(rec * q.gpus) if decision.wait else None
+    check = check_answer(decision, rec * q.gpus)
     regime = (
         "pathological"
         if now.pathological
@@ -399,6 +413,12 @@ def _record(
         answer_notes=tuple(_answer_notes(q, decision, curve)),
         slowdown_from_wait=finite(bound.most) if bound else None,
         slowdown_from_wait_high=finite(bound.most_high) if bound else None,
+        definition=enough_sentence(q.max_wait),
+        answer_within_max_wait=check.within_max_wait,
+        answer_reason=check.reason,
+        slowdown_at_answer=finite(bound.most) if bound else at_rec.slowdown,
+        slowdown_at_answer_high=finite(bound.most_high) if bound else at_rec.high,
+        slowdown_basis=WAIT if bound else "TTFT curve",
     )
 
 
@@ -418,7 +438,9 @@ def _answer_notes(q: JobQuery, decision: Decision, curve: JobCurve) -> list[str]
     """Why the TTFT curve's slowdown or knee, or the capacity answer, seems to disagree with
     the answer: each case gets its sentence (one definition of enough, said once)."""
     out: list[str] = []
-    total = decision.cores_total
+    # the answer's own cores (whole cores per GPU times the GPUs), where the record's curve,
+    # wait and bound are read: never the basis' count before it was rounded up per GPU
+    total = decision.cpus_per_gpu * q.gpus
     rec = curve.recommended
     if decision.basis == WAIT and decision.wait is not None:
         core = decision.wait.at(total, "engine_core")
@@ -432,7 +454,7 @@ def _answer_notes(q: JobQuery, decision: Decision, curve: JobCurve) -> list[str]
             out.append(
                 "the predicted wait at the answer is under the threshold, but its 90% interval "
                 f"reaches {max(p.high for p in over):.0%} ({over[0].role.replace('_', ' ')}): "
-                f"{total + 1} cores keep more margin"
+                f"{decision.cpus_per_gpu + 1} cores per GPU ({total + q.gpus}) keep more margin"
             )
         if rec.slowdown is not None and (
             rec.slowdown > 1 + q.tolerance or rec.high > 1 + q.tolerance

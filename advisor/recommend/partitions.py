@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from advisor import slowdown
 from advisor.dbpath import resolve_db_path
 from advisor.headline import basis_sentence, calibration_of
+from advisor.model import slowdown
 from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
 from advisor.recommend.context import (
@@ -58,7 +58,7 @@ class PartitionQuery:
     min_tolerance: float = 0.50  # the minimum cores per GPU: within this of ample cores
     pricing_file: str | None = None
     model_file: str | None = None
-    max_wait: float = 0.15  # the wait model's threshold (advisor.waitknee.DEFAULT_MAX_WAIT)
+    max_wait: float = 0.15  # the wait model's threshold (advisor.model.waitknee.DEFAULT_MAX_WAIT)
 
 
 @dataclass(frozen=True)

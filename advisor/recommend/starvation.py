@@ -3,7 +3,7 @@
 One formula (:func:`starvation`), used by the partition recommendations and the monthly report:
 a job row below the recommendation loses GPU-hours x (1 - slowdown(recommended) / slowdown(its
 own cores per GPU)) at its own GPU count; the fix is (recommended x GPUs - CPUs) x its elapsed
-hours. The slowdown is the most the wait allows (:func:`advisor.waitmodel.bound_array`: the
+hours. The slowdown is the most the wait allows (:func:`advisor.model.waitmodel.bound_array`: the
 mechanism the bench measured) where the model file has a wait fit for the job's executor, else
 the fitted TTFT curve. The same is evaluated with every bootstrap refit (the curve's, which
 refit the demand too, or the wait fit's), so a group's lost GPU-hours come with a 90% interval
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from advisor import slowdown
+from advisor.model import slowdown
 from advisor.recommend.query import Workload, features_of
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ def _wait_bounds(
     wait's bound for the rows whose recommendation the wait model decides (a family the bench
     measured, an executor the wait fit covers: :func:`advisor.recommend.decision.decide`).
     ``group``: each row's index into ``pairs``, its (GPUs, platform)."""
+    from advisor.model.waitmodel import WaitFit, bound_array
     from advisor.recommend.decision import evidence_for, job_demand
-    from advisor.waitmodel import WaitFit, bound_array
 
     fit = WaitFit.from_json(params.meta.get("wait"))
     if fit is None:

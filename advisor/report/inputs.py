@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor import store
+from advisor.model.slowdown import CurveParams
 from advisor.policy import Policy, read_policy
 from advisor.pricing import PriceBook
 from advisor.recommend import PartitionRecommendation
 from advisor.report.months import ReportConfig
-from advisor.slowdown import CurveParams
 
 
 @dataclass(frozen=True)

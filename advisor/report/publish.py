@@ -298,10 +298,14 @@ def _require_data(
     today = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
     age = (today - held[-1].end).days
     stale = f"; the newest ended {age} days ago (is the ingest still running?)" if age > 45 else ""
+    span = (
+        f"{held[0].label} only"
+        if len(held) == 1
+        else f"{held[0].label} to {held[-1].label} ({len(held)} months)"
+    )
     raise NotFoundError(
-        f"no GPU allocations{where} in {month.label}: the database holds {held[0].label} to "
-        f"{held[-1].label} ({len(held)} months){stale}. Give --month YYYY-MM of one of them, or "
-        "--all-months"
+        f"no GPU allocations{where} in {month.label}: the database holds {span}{stale}. "
+        "Give --month YYYY-MM of one of them, or --all-months"
     )
 
 

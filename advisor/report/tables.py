@@ -237,13 +237,13 @@ def warnings_for(estimates: Sequence[StarvationEstimate], inputs: ReportInputs) 
 
 def assumptions_in_words(inputs: ReportInputs) -> tuple[str, ...]:
     """What the estimates assume, as an admin would explain them to a head of computing."""
-    from advisor import slowdown
+    from advisor.model import slowdown
+    from advisor.recommend.decision import enough_sentence
 
     out = [
         "A job belongs to the month it started in (UTC) and counts whole, even when it ran on.",
-        "Recommended cores per GPU: per partition and GPU type, the fewest cores that keep "
-        "time-to-first-token within 10% of what unlimited cores give, judged over every job "
-        "in the database.",
+        f"Recommended cores per GPU: per partition and GPU type, {enough_sentence()}; judged "
+        "over every job in the database.",
         f"The estimate treats every GPU job as an LLM server of a model of "
         f"{slowdown.REF_MODEL_PARAMS_B:g}B parameters taking {slowdown.REF_LOAD_RPS:g} long "
         f"requests per second of {int(slowdown.REF_PROMPT_TOKENS):,} prompt tokens.",

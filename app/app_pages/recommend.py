@@ -94,17 +94,21 @@ current = c6.number_input(
     key=f"rc_current::{gpu_type}::{gpus}::{partition}",
     help="Slurm gives one CPU per task when a job asks for none: 1/GPUs cores per GPU.",
 )
-tolerance = (
+# the control that moves the answer: enough cores = wait at most this (--max-wait)
+max_wait = (
     c7.slider(
-        "Within % of ample cores",
-        min_value=5,
+        "Max CPU wait (% of the time)",
+        min_value=1,
         max_value=50,
-        value=int(round(assumed.tolerance * 100)),
-        step=5,
-        key="rc_tol",
+        value=int(round(assumed.max_wait * 100)),
+        step=1,
+        key="rc_max_wait",
+        help="Enough cores: the engine core and the API server each wait for a CPU at most "
+        "this share of the time (--max-wait).",
     )
     / 100.0
 )
+tolerance = assumed.tolerance
 ample_ttft = c8.number_input(
     "TTFT with ample cores (ms, 0: show the slowdown)",
     min_value=0.0,
@@ -118,13 +122,14 @@ workload = recommend.Workload(
     model_params_b=model_b, load_rps=load_rps, prompt_tokens=prompt_tokens
 )
 # Every page (Overview, Who) answers under the workload chosen here.
-set_assumptions(Assumptions(workload=workload, tolerance=tolerance))
+set_assumptions(Assumptions(workload=workload, tolerance=tolerance, max_wait=max_wait))
 job = recommend.JobQuery(
     gpu_type=gpu_type,
     gpus=int(gpus),
     workload=workload,
     current_cpus_per_gpu=current,
     tolerance=tolerance,
+    max_wait=max_wait,
     ample_ttft_ms=ample_ttft or None,
     db=key[0],
     model_file=model_file(),
@@ -215,7 +220,7 @@ if off:
         + ". Trust the measurements; the model needs a refit (`advisor fit`)."
     )
 with st.expander("Assumptions behind this answer"):
-    st.markdown(f"Assumed: {Assumptions(workload, tolerance).in_words()}.")
+    st.markdown(f"Assumed: {Assumptions(workload, tolerance, max_wait).in_words()}.")
     show_table(
         rv.assumption_rows(rec.assumptions), labels={"assumption": "Assumption", "value": "Value"}
     )
@@ -242,6 +247,7 @@ else:
             end=filters.until_exclusive,
             workload=workload,
             tolerance=tolerance,
+            max_wait=max_wait,
             model_file=model_file(),
         ),
         extra=(key, model_key()),

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.calibration import COLUMNS
 from advisor.csvcells import write_csv
 from advisor.errors import InputError, NotFoundError
 from advisor.harness.records import RUN_STATUSES, SCHEMA
@@ -32,6 +31,7 @@ from advisor.harness.results.validate import (
     read_capped,
 )
 from advisor.harness.serve.waits import busy_of_run, normalised_wait, psi_of_run, wait_of_run
+from advisor.model.calibration import COLUMNS
 from advisor.progress import ProgressFn, no_progress
 
 # The calibration table's columns, in its order: the same tuple the CSV loader reads.
@@ -213,7 +213,7 @@ def renderer_workers(argv: Sequence[str]) -> int | None:
 def workload_label(run: dict[str, Any]) -> str | None:
     """The calibration points' workload: the run's, suffixed ``/rwN`` when the engine ran N
     tokenizer (renderer) workers instead of vLLM's one, because the fitted model still reads
-    renderer workers from this label (advisor.slowdown.renderer_workers_of). The series'
+    renderer workers from this label (advisor.model.slowdown.renderer_workers_of). The series'
     full identity (TP, executor, renderer workers, engine arguments) is in each point's
     ``notes`` (``series=...``, see harness.series.notes_text); runs and ``bench runs
     --by-point`` carry the plain workload and the identity beside it."""

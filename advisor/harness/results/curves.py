@@ -1,6 +1,6 @@
 """Measured curves from run files: runs grouped into series (one identity, one load), each
 series' victim TTFT samples keyed by (engine start, repeat, cores), and its knee with paired-
-bootstrap intervals (:mod:`advisor.knee`); the replication check of two stored curves.
+bootstrap intervals (:mod:`advisor.model.knee`); the replication check of two stored curves.
 
 Reads the run JSON files directly (no DuckDB), so the runner can judge its own curves on a GPU
 machine while it measures (``--budget-minutes``).
@@ -19,8 +19,8 @@ from advisor.errors import InputError
 from advisor.harness.results.series import describe, identity_of_run
 from advisor.harness.results.validate import check_wait
 from advisor.harness.serve.waits import wait_of_run
-from advisor.knee import KneeResult, measure_knee, replicates
-from advisor.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
+from advisor.model.knee import KneeResult, measure_knee, replicates
+from advisor.model.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
 
 CURVES_SCHEMA = "advisor.bench.curves/1"
 # Flags under which a run's TTFT does not describe the core effect (see metrics.run_flags).
@@ -140,7 +140,7 @@ def curves(
     bootstrap_resamples: int = 2000,
 ) -> list[Curve]:
     """The knee of every series among the runs (run files' contents, requests included), and its
-    wait knee where the runs recorded their processes' wait (:mod:`advisor.waitknee`)."""
+    wait knee where the runs recorded their processes' wait (:mod:`advisor.model.waitknee`)."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     meta: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for d in datas:
@@ -257,7 +257,7 @@ def _finite(x: float) -> float | None:
 
 def compare(old: Sequence[Curve], new: Sequence[Curve]) -> list[dict[str, Any]]:
     """For every curve in both: whether the new one agrees with the old within their intervals
-    (:func:`advisor.knee.replicates`), with both statuses and knees."""
+    (:func:`advisor.model.knee.replicates`), with both statuses and knees."""
     by_key = {c.key: c for c in old}
     rows = []
     for c in new:

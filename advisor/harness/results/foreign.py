@@ -389,8 +389,8 @@ _WHERE_CORES = {
 
 def file_points(path: Path, tool: str, ctx: ImportContext) -> list[dict[str, Any]]:
     """The calibration rows of one result file; InputError names the file and the field."""
-    from advisor.calibration import parse_row
     from advisor.gputypes import canonical_gpu_type
+    from advisor.model.calibration import parse_row
 
     source = str(path)
     doc = _read(path)

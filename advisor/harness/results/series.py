@@ -135,7 +135,7 @@ def describe(ident: Mapping[str, Any]) -> str:
 def notes_text(ident: Mapping[str, Any]) -> str:
     """The identity as calibration points carry it at the start of their ``notes``:
     ``series=<id> tp=1 executor=mp renderer_workers=1`` plus ``args=`` and ``env=`` when set
-    (read back with :func:`advisor.calibration.series.identity_of_notes`)."""
+    (read back with :func:`advisor.model.calibration.series.identity_of_notes`)."""
     parts = [
         f"series={ident.get('id')}",
         f"tp={ident.get('tp')}",

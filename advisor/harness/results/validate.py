@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from advisor.calibration.points import MAX_CORES, MAX_GPUS, MAX_MS
 from advisor.errors import InputError
+from advisor.model.calibration.points import MAX_CORES, MAX_GPUS, MAX_MS
 
 # The largest value any field may hold: well past every lent machine and every run made so far,
 # far below what would overflow a column or a sum.

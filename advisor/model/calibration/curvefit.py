@@ -3,10 +3,10 @@
 Two steps, so that the demand (what decides cores) comes from the per-process CPU the bench
 measures, which repeats far better than TTFT, and never from the published speedups:
 
-1. :func:`advisor.demand.fit_demand` on the CPU observations of the chosen series;
+1. :func:`advisor.model.demand.fit_demand` on the CPU observations of the chosen series;
 2. ``k_cpu`` and ``gpu_weight`` (how much of TTFT the CPU wait is) by weighted least squares
    on the chosen series' slowdown rows, the demand held fixed
-   (:func:`advisor.estimator.fit_values` with a mask).
+   (:func:`advisor.model.estimator.fit_values` with a mask).
 
 The bootstrap resamples whole series and repeats both steps on each resample, so the interval
 of a slowdown (and of the GPU time lost) carries the demand's uncertainty through.
@@ -20,14 +20,14 @@ from typing import Protocol
 
 import numpy as np
 
-from advisor import slowdown
-from advisor.calibration.training import TrainingSet, cpu_observations
-from advisor.demand import CpuObservation, DemandFit, fit_demand
+from advisor.model import slowdown
+from advisor.model.calibration.training import TrainingSet, cpu_observations
+from advisor.model.demand import CpuObservation, DemandFit, fit_demand
 
 
 @dataclass(frozen=True)
 class CurveFit:
-    """Parameters (:data:`advisor.slowdown.PARAM_NAMES`), their refits, the demand's sources."""
+    """Parameters (:data:`advisor.model.slowdown.PARAM_NAMES`), their refits, the demand's sources."""
 
     values: tuple[float, ...]
     bootstrap_values: tuple[tuple[float, ...], ...]
@@ -44,7 +44,7 @@ def _fit_scale(
     censored_weight: float,
     pole_exponent: float,
 ) -> tuple[float, ...]:
-    from advisor.estimator import fit_values
+    from advisor.model.estimator import fit_values
 
     start = np.asarray([*demand_values, *slowdown.PRIOR[slowdown.N_DEMAND :]], dtype=float)
     if rows.size == 0:

@@ -1,6 +1,6 @@
 """The wait model's data from calibration points: each bench phase's run-queue wait and CPU per
 process role (``wait_*_share`` and ``busy_*_cores`` points of one run), its series, and the
-series' demand at its most cores (:class:`advisor.waitmodel.WaitPhase`)."""
+series' demand at its most cores (:class:`advisor.model.waitmodel.WaitPhase`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from advisor.calibration.points import CalibrationPoint
-from advisor.calibration.series import SeriesConfig, config_of, identity_of_notes
-from advisor.waitmodel import WaitFit, WaitPhase, fit_wait
+from advisor.model.calibration.points import CalibrationPoint
+from advisor.model.calibration.series import SeriesConfig, config_of, identity_of_notes
+from advisor.model.waitmodel import WaitFit, WaitPhase, fit_wait
 
 TTFT_METRIC = "ttft_p50_ms"
 WAIT_POINT_METRICS = {

@@ -2,10 +2,10 @@
 
 How points become training targets (see docs/model.md):
 
-- a series (:mod:`advisor.calibration.series`) of ``ttft_ms``, ``ttft_p50_ms`` or
+- a series (:mod:`advisor.model.calibration.series`) of ``ttft_ms``, ``ttft_p50_ms`` or
   ``task_time_s`` at two core counts or more: each value over the geometric mean of its repeats
   at the series' largest core count (the reference the prediction is made against); its knee
-  from :mod:`advisor.knee` on its (start, repeat) blocks;
+  from :mod:`advisor.model.knee` on its (start, repeat) blocks;
 - ``speedup``: the value itself, against 8 cores per GPU (the research's best count);
 - ``timeout``: censored at the model's ``max_slowdown`` (at least that slow);
 - ``cpu_api_server_cores``, ``cpu_engine_core_cores``, ``cpu_worker_cores`` at a series'
@@ -24,21 +24,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from advisor.calibration.points import (
+from advisor.model.calibration.points import (
     CENSORED_METRICS,
     NOT_FITTED_PLATFORMS,
     SERIES_METRICS,
     SPEEDUP_METRICS,
     CalibrationPoint,
 )
-from advisor.calibration.series import (
+from advisor.model.calibration.series import (
     SeriesInfo,
     block_of,
     config_of,
     series_id,
     series_key,
 )
-from advisor.calibration.split import SplitRules
+from advisor.model.calibration.split import SplitRules
 
 WEIGHTINGS = ("series", "repeat", "ratio", "none")
 CPU_METRICS = {
@@ -83,7 +83,7 @@ class TrainingSet:
         """(X, y, weights, series labels) of slowdown and CPU rows together."""
         import numpy as np
 
-        from advisor.slowdown import FEATURES
+        from advisor.model.slowdown import FEATURES
 
         X = np.asarray(self.X + self.cpu_X, dtype=float).reshape(-1, len(FEATURES))
         y = np.asarray(self.y + self.cpu_y, dtype=float)
@@ -94,7 +94,7 @@ class TrainingSet:
         """(X, y, weights, series labels, censored) of the slowdown rows alone."""
         import numpy as np
 
-        from advisor.slowdown import FEATURES
+        from advisor.model.slowdown import FEATURES
 
         return (
             np.asarray(self.X, dtype=float).reshape(-1, len(FEATURES)),
@@ -152,7 +152,7 @@ def _geomean(values: Sequence[float]) -> float:
 
 
 def _knee(members: Sequence[CalibrationPoint], tolerance: float) -> tuple[str, int | None, str]:
-    from advisor.knee import measure_knee
+    from advisor.model.knee import measure_knee
 
     samples: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     for m in members:
@@ -174,7 +174,7 @@ def training_set(
     """The points the model is fitted on (see the module doc); each measured process's CPU
     (API server, engine core, worker) of a series weighs ``cpu_weight`` in total; ``split``
     marks the test-only series; ``tolerance`` is the measured knees'."""
-    from advisor.slowdown import feature_row, prefix_hit_of
+    from advisor.model.slowdown import feature_row, prefix_hit_of
 
     hits: dict[Any, list[float]] = defaultdict(list)
     for p in points:
@@ -354,7 +354,7 @@ def training_set(
 
 def cpu_observations(ts: TrainingSet, series: set[str] | None = None) -> list[Any]:
     """The measured CPU of each process (the demand fit's data), of ``series`` (None: all)."""
-    from advisor.demand import CpuObservation
+    from advisor.model.demand import CpuObservation
 
     out = []
     for p, label in zip(ts.cpu_points, ts.cpu_series, strict=True):

@@ -1,9 +1,9 @@
 """The TTFT-vs-cores model as a scikit-learn estimator: fitting the mechanism, its bootstrap,
 and the JSON round trip.
 
-:class:`CoreSlowdownRegressor` fits the seven parameters of :mod:`advisor.slowdown`'s mechanism
+:class:`CoreSlowdownRegressor` fits the seven parameters of :mod:`advisor.model.slowdown`'s mechanism
 (API server, engine core, busy-waiting workers, how CPU-bound a request is) on a design matrix
-of :data:`advisor.slowdown.FEATURES`. Each row's target is a slowdown of TTFT against its
+of :data:`advisor.model.slowdown.FEATURES`. Each row's target is a slowdown of TTFT against its
 reference cores, or a process's measured CPU cores (the ``target`` column), so that the
 per-process CPU the bench measures pins the demand's parts directly:
 
@@ -19,7 +19,7 @@ per-process CPU the bench measures pins the demand's parts directly:
   the interval is the spread between configurations, not between repeats of one) give the
   interval of every prediction.
 
-Predictions go through :func:`advisor.slowdown.mechanism`, the numpy-only function that the
+Predictions go through :func:`advisor.model.slowdown.mechanism`, the numpy-only function that the
 recommend path uses with the same parameters loaded from JSON (never pickle).
 """
 
@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from advisor import slowdown
+from advisor.model import slowdown
 
 _LOG_PRIOR = np.log(np.asarray(slowdown.PRIOR))
 
@@ -145,7 +145,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    alpha : ridge penalty pulling the log-parameters towards :data:`advisor.slowdown.PRIOR`.
+    alpha : ridge penalty pulling the log-parameters towards :data:`advisor.model.slowdown.PRIOR`.
     max_slowdown : slowdown targets at or above it are censored (timed-out runs); it is also
         the value drawn (flagged) in the pathological region.
     censored_weight : weight of the censored (timed-out) points (times their sample weight).
@@ -208,7 +208,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None
     ) -> CoreSlowdownRegressor:
-        """Fit on X (:data:`advisor.slowdown.FEATURES`; missing trailing columns take their
+        """Fit on X (:data:`advisor.model.slowdown.FEATURES`; missing trailing columns take their
         defaults) and y (slowdown against the reference cores, or measured CPU cores).
 
         ``sample_weight`` (optional, >= 0) weighs each row's squared log residual;
@@ -269,7 +269,7 @@ class CoreSlowdownRegressor(RegressorMixin, BaseEstimator):
         return slowdown.mechanism(self.values_, X, self.pole_exponent).pathological
 
     def to_params(self, meta: dict[str, Any] | None = None) -> slowdown.CurveParams:
-        """The fitted parameters as plain data (what :func:`advisor.slowdown.save_params`
+        """The fitted parameters as plain data (what :func:`advisor.model.slowdown.save_params`
         writes)."""
         check_is_fitted(self)
         return slowdown.CurveParams(

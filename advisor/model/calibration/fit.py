@@ -2,9 +2,9 @@
 
 One call (:func:`fit_model`) does, in order:
 
-1. load every point and the frozen test split (:mod:`advisor.calibration.split`);
+1. load every point and the frozen test split (:mod:`advisor.model.calibration.split`);
 2. validate on the training series, leaving one out at a time (curve error and decisions
-   against the baselines, :mod:`advisor.calibration.validation`);
+   against the baselines, :mod:`advisor.model.calibration.validation`);
 3. choose the utilisation target on every training series with a resolved knee, and decide
    whether the model's decisions beat 2 + N's (if not, ``recommend`` answers 2 + N and says
    why);
@@ -20,17 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.calibration.curvefit import fit_curve_with
-from advisor.calibration.decisions import (
+from advisor.errors import InputError
+from advisor.model.calibration.curvefit import fit_curve_with
+from advisor.model.calibration.decisions import (
     choose_utilisation,
     floor_cores,
     series_demand,
 )
-from advisor.calibration.points import default_calibration_dir, load_points
-from advisor.calibration.split import load_split
-from advisor.calibration.training import training_set
-from advisor.calibration.validation import SeriesScore, score_split, validate
-from advisor.errors import InputError
+from advisor.model.calibration.points import default_calibration_dir, load_points
+from advisor.model.calibration.split import load_split
+from advisor.model.calibration.training import training_set
+from advisor.model.calibration.validation import SeriesScore, score_split, validate
 from advisor.progress import ProgressFn, no_progress
 
 
@@ -82,7 +82,7 @@ class FitReport:
 
 def decision_basis(decision: dict[str, Any]) -> tuple[str, str]:
     """("capacity model" or "2 + N", the sentence why) from the held-out decision table."""
-    from advisor.calibration.decisions import better
+    from advisor.model.calibration.decisions import better
 
     model, rule = decision.get("model"), decision.get("2 + N")
     n = decision.get("series", 0)
@@ -118,8 +118,8 @@ def _demand_of(values: Any) -> Any:
     its held-out scores are those of the whole chain (fitted on each series' own measured
     demand, the engine core's held-out error was 0.028 against 0.021, the knee 0.14 cores off
     against 0)."""
-    from advisor.demand import demand_of
-    from advisor.slowdown import N_DEMAND
+    from advisor.model.demand import demand_of
+    from advisor.model.slowdown import N_DEMAND
 
     def demand(c: Any) -> dict[str, float]:
         d = demand_of(
@@ -139,8 +139,8 @@ def _demand_of(values: Any) -> Any:
 def _knee_curve_of(values: Any, cfg: FitConfig) -> Any:
     """A series' knee by the 2-parameter TTFT knee curve fitted on every series (the held-out
     wait knee is scored beside it; the curve has seen the series it is scored on)."""
-    from advisor.recommend.query import Workload, features_of
-    from advisor.slowdown import CurveParams, knee_total_cores
+    from advisor.model.load import Workload, features_of
+    from advisor.model.slowdown import CurveParams, knee_total_cores
 
     params = CurveParams(
         values=values, max_slowdown=cfg.max_slowdown, pole_exponent=cfg.pole_exponent
@@ -162,7 +162,7 @@ def _knee_curve_of(values: Any, cfg: FitConfig) -> Any:
 
 def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     """Fit, validate, test and save (see the module docstring)."""
-    from advisor.slowdown import N_DEMAND, PARAM_NAMES, PLATFORMS, CurveParams, save_params
+    from advisor.model.slowdown import N_DEMAND, PARAM_NAMES, PLATFORMS, CurveParams, save_params
 
     directory = Path(cfg.calibration_dir) if cfg.calibration_dir else default_calibration_dir()
     loaded = load_points(directory, cfg.db)
@@ -203,7 +203,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     )
     progress("fit", 1, 1)
 
-    from advisor.calibration.waits import fit_wait_points
+    from advisor.model.calibration.waits import fit_wait_points
 
     wait_fit = fit_wait_points(
         loaded.points,
@@ -272,7 +272,7 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "demand": demand,
         "families": families,
         "series": [i.as_evidence() for i in ts.series_info.values()],
-        # the wait model (advisor.waitmodel): None where no run recorded its processes' wait
+        # the wait model (advisor.model.waitmodel): None where no run recorded its processes' wait
         "wait": wait_fit.to_json_dict() if wait_fit is not None else None,
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {

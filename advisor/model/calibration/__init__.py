@@ -2,20 +2,20 @@
 
 One idea per module:
 
-- :mod:`~advisor.calibration.points`: the rows of the ``calibration`` table, from CSV and DB;
-- :mod:`~advisor.calibration.series`: what makes points one series, its family and its knee;
-- :mod:`~advisor.calibration.split`: the frozen test split;
-- :mod:`~advisor.calibration.training`: points turned into the fit's rows and CPU data;
-- :mod:`~advisor.calibration.curvefit`: the demand from CPU, then the TTFT scale, bootstrapped;
-- :mod:`~advisor.calibration.decisions`: judging core counts against knees, the target ``u``;
-- :mod:`~advisor.calibration.validation`: leave one series out, and the test split;
-- :mod:`~advisor.calibration.fit`: ``advisor fit`` from end to end.
+- :mod:`~advisor.model.calibration.points`: the rows of the ``calibration`` table, from CSV and DB;
+- :mod:`~advisor.model.calibration.series`: what makes points one series, its family and its knee;
+- :mod:`~advisor.model.calibration.split`: the frozen test split;
+- :mod:`~advisor.model.calibration.training`: points turned into the fit's rows and CPU data;
+- :mod:`~advisor.model.calibration.curvefit`: the demand from CPU, then the TTFT scale, bootstrapped;
+- :mod:`~advisor.model.calibration.decisions`: judging core counts against knees, the target ``u``;
+- :mod:`~advisor.model.calibration.validation`: leave one series out, and the test split;
+- :mod:`~advisor.model.calibration.fit`: ``advisor fit`` from end to end.
 
-The names below are re-exported so that ``from advisor.calibration import X`` keeps working.
+The names below are re-exported so that ``from advisor.model.calibration import X`` keeps working.
 """
 
-from advisor.calibration.fit import FitConfig, FitReport, fit_model
-from advisor.calibration.points import (
+from advisor.model.calibration.fit import FitConfig, FitReport, fit_model
+from advisor.model.calibration.points import (
     CALIBRATION_DIR_ENV,
     CENSORED_METRICS,
     COLUMNS,
@@ -31,8 +31,8 @@ from advisor.calibration.points import (
     read_csv,
     read_db,
 )
-from advisor.calibration.series import SeriesConfig, SeriesInfo, family, parse_workload
-from advisor.calibration.training import (
+from advisor.model.calibration.series import SeriesConfig, SeriesInfo, family, parse_workload
+from advisor.model.calibration.training import (
     CPU_METRICS,
     PREFIX_HIT_METRIC,
     SPEEDUP_REF_CORES_PER_GPU,
@@ -42,7 +42,7 @@ from advisor.calibration.training import (
     series_weights,
     training_set,
 )
-from advisor.calibration.validation import (
+from advisor.model.calibration.validation import (
     BASELINES,
     VALIDATION_METRIC,
     VALIDATION_SCHEME,

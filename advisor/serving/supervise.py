@@ -7,7 +7,7 @@ own; SIGTERM, SIGINT (Ctrl-C) and SIGHUP received by the parent are passed to th
 parent waits for the child to stop (killing it after a grace period) and then returns.
 
 A parent killed outright (``kill -9``, the out-of-memory killer) runs no handler at all, so on
-Linux the child is started through ``python -m advisor.supervise PARENT_PID -- ARGV``: that
+Linux the child is started through ``python -m advisor.serving.supervise PARENT_PID -- ARGV``: that
 asks the kernel for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``, which survives
 the ``exec``), checks that the parent is still there, and then becomes ``ARGV`` (same process).
 Where prctl is missing (not Linux) the child is started directly, as before.
@@ -44,7 +44,7 @@ def dying_with_parent(argv: Sequence[str]) -> list[str]:
     """``argv`` started so that the kernel kills it when this process dies (Linux), else as is."""
     if _prctl() is None:
         return list(argv)
-    return [sys.executable, "-m", "advisor.supervise", str(os.getpid()), "--", *argv]
+    return [sys.executable, "-m", "advisor.serving.supervise", str(os.getpid()), "--", *argv]
 
 
 def _exec_dying_with_parent(args: Sequence[str]) -> NoReturn:
@@ -52,7 +52,9 @@ def _exec_dying_with_parent(args: Sequence[str]) -> NoReturn:
     parent, sep, *argv = args
     prctl = _prctl()
     if sep != "--" or not argv or prctl is None:
-        sys.stderr.write("usage: python -m advisor.supervise PARENT_PID -- PROGRAM [ARGS...]\n")
+        sys.stderr.write(
+            "usage: python -m advisor.serving.supervise PARENT_PID -- PROGRAM [ARGS...]\n"
+        )
         raise SystemExit(2)
     if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:  # type: ignore[operator]
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")

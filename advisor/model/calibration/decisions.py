@@ -1,7 +1,7 @@
 """Judging a core count against a series' measured knee, and choosing the utilisation target.
 
 A decision is the recommended total cores for a series' configuration; it is judged against the
-series' knee from :mod:`advisor.knee` (only a knee the data resolve: ``resolved`` or ``no
+series' knee from :mod:`advisor.model.knee` (only a knee the data resolve: ``resolved`` or ``no
 effect``; ``not resolved`` series are left out and counted): **within one core**, **above**
 (more than one core more: cores paid for nothing) or **below** (more than one core fewer: a
 slower server).
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from advisor import slowdown
-from advisor.calibration.series import SeriesInfo
-from advisor.demand import capacity_cores, demand_of
+from advisor.model import slowdown
+from advisor.model.calibration.series import SeriesInfo
+from advisor.model.demand import capacity_cores, demand_of
 
 RULES: tuple[str, ...] = ("model", "2 + N", "2 + N within platform", "knee curve per platform")
 OUTCOMES: tuple[str, ...] = ("within one core", "above", "below")

@@ -3,7 +3,7 @@ paired-bootstrap interval, and the fewest cores from which the engine core and t
 wait less than ``max_wait`` beyond doubt (numpy only).
 
 A series' wait data are one value per (block, cores, role), a block being one (engine start,
-repeat) pass over the core counts with common traffic (as in :mod:`advisor.knee`). The interval
+repeat) pass over the core counts with common traffic (as in :mod:`advisor.model.knee`). The interval
 of a count's mean wait resamples whole blocks with replacement, the same blocks for every count.
 
 The wait knee is the fewest cores whose upper bound is at most ``max_wait`` for every role
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.knee import (
+from advisor.model.knee import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_INTERVAL,
     MIN_BLOCKS,

@@ -2,12 +2,12 @@
 
 This is the part of the model that the job-submit path needs, so it imports numpy and nothing
 heavier (scikit-learn's import alone costs about half a second). The scikit-learn estimator in
-:mod:`advisor.estimator` fits the parameters; the recommend path loads the same parameters from JSON
+:mod:`advisor.model.estimator` fits the parameters; the recommend path loads the same parameters from JSON
 (:func:`load_params`) and calls the same functions.
 
 The mechanism (vLLM V1's CPU critical path; docs/model.md):
 
-- CPU **demand** in cores is the sum of its parts, :mod:`advisor.demand`'s (the API server
+- CPU **demand** in cores is the sum of its parts, :mod:`advisor.model.demand`'s (the API server
   by tokens/s, an engine core per replica by executor, a busy-waiting worker per GPU with the
   multiprocess executor, which TP > 1 implies); its five parameters are fitted on measured
   per-process CPU, not on TTFT;
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor import demand as demand_model
+from advisor.model import demand as demand_model
 
 MODEL_ENV = "ADVISOR_MODEL"
 MODEL_FORMAT = "advisor-slowdown-model/5"  # 5: processor sharing above the join
@@ -97,7 +97,7 @@ TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores",
 PARAM_NAMES: tuple[str, ...] = (*demand_model.DEMAND_PARAMS, "k_cpu", "gpu_weight")
 N_DEMAND = len(demand_model.DEMAND_PARAMS)
 # The prior of every parameter (the fit's ridge pulls log-parameters towards these): the
-# demand's (advisor.demand: vLLM's 2 + N rule); a CPU-bound request's TTFT is about its CPU
+# demand's (advisor.model.demand: vLLM's 2 + N rule); a CPU-bound request's TTFT is about its CPU
 # time (k_cpu 1); prefill of an uncached 8B prompt on an H100 about as long as tokenizing it
 # (gpu_weight 1).
 PRIOR: tuple[float, ...] = (*demand_model.DEMAND_PRIOR, 1.0, 1.0)
@@ -236,7 +236,7 @@ def queue_wait(servers: np.ndarray, load: np.ndarray) -> np.ndarray:
 class Mechanism:
     """The mechanism's quantities for each row: demand, its parts, the wait, the slowdown."""
 
-    demand_cores: np.ndarray  # cores the server's processes need (advisor.demand)
+    demand_cores: np.ndarray  # cores the server's processes need (advisor.model.demand)
     api_server_cores: np.ndarray
     engine_core_cores: np.ndarray  # per engine core (one per data-parallel replica)
     worker_cores: np.ndarray  # per GPU worker (0 with the in-process executor)
@@ -522,7 +522,7 @@ def predict(params: CurveParams, X: np.ndarray) -> Prediction:
 
 def shipped_model_path() -> Path:
     """The fitted model shipped with the package (refit with ``advisor fit --output``)."""
-    return Path(__file__).resolve().parent / "data" / "model.json"
+    return Path(__file__).resolve().parent.parent / "data" / "model.json"
 
 
 def load_params(path: str | os.PathLike[str] | None = None) -> CurveParams:

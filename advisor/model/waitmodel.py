@@ -3,7 +3,7 @@ bench's measured run-queue wait (numpy only: read on the job-submit path).
 
 The form (docs/model.md, "The wait model"): every busy-waiting GPU worker holds one core as a
 fixed load; what the API server and the engine core need on average (their demand, in cores,
-from :mod:`advisor.demand`) takes more; the rest is the *headroom*
+from :mod:`advisor.model.demand`) takes more; the rest is the *headroom*
 
     h = cores - workers - (API server + engine core demand)
 

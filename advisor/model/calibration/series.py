@@ -16,7 +16,7 @@ A series' *configuration family* is what a recommendation's evidence is matched 
 engine, GPUs, TP and executor (:func:`family`). Platform, model, workload, load and prompt
 length vary within a family: they are the demand model's inputs, not its identity.
 
-The measured knee of a series is :func:`advisor.knee.measure_knee` on its phases: the value of
+The measured knee of a series is :func:`advisor.model.knee.measure_knee` on its phases: the value of
 each (engine start, repeat) block at each core count.
 """
 
@@ -27,12 +27,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.calibration.points import (
+from advisor.model.calibration.points import (
     CENSORED_METRICS,
     SPEEDUP_METRICS,
     CalibrationPoint,
 )
-from advisor.demand import family
+from advisor.model.demand import family
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ class SeriesInfo:
 
     ``slowdowns`` are the geometric means over repeats at each core count, against the
     series' reference (its largest core count; a published speedup: 8 cores per GPU).
-    ``knee_status`` is :mod:`advisor.knee`'s (``resolved``, ``no effect``, ``not resolved``).
+    ``knee_status`` is :mod:`advisor.model.knee`'s (``resolved``, ``no effect``, ``not resolved``).
     """
 
     series_id: str

@@ -7,7 +7,7 @@ below their own 2 + N, at or above it their mean there); ``2 + N within platform
 the platform's rows); ``knee curve per platform`` (:func:`fit_knee_curve` on the platform's
 rows). Each baseline's gap to the model has a 90% paired-bootstrap interval over series.
 
-Decisions (:mod:`advisor.calibration.decisions`) of every rule against each held-out series'
+Decisions (:mod:`advisor.model.calibration.decisions`) of every rule against each held-out series'
 resolved knee; the model's utilisation target is chosen on the other training series only.
 
 :func:`score_split` does the same once for the test series, every rule fitted on all the
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from advisor import slowdown
-from advisor.calibration.curvefit import fit_curve_with
-from advisor.calibration.decisions import (
+from advisor.model import slowdown
+from advisor.model.calibration.curvefit import fit_curve_with
+from advisor.model.calibration.decisions import (
     RULES,
     choose_utilisation,
     fit_knee_curve,
@@ -36,8 +36,8 @@ from advisor.calibration.decisions import (
     series_demand,
     summarise,
 )
-from advisor.calibration.training import TrainingSet
-from advisor.demand import capacity_cores
+from advisor.model.calibration.training import TrainingSet
+from advisor.model.demand import capacity_cores
 from advisor.progress import ProgressFn, no_progress
 
 BASELINES = (
@@ -258,7 +258,7 @@ def _table(scores: Sequence[SeriesScore], ape: Sequence[float], cfg: Any) -> dic
     table["decision"] = {
         "tolerance": cfg.tolerance,
         "judged": "recommended total cores against each series' resolved knee "
-        "(advisor.knee): within one core, above, below",
+        "(advisor.model.knee): within one core, above, below",
         "series": len(decided),
         "not_resolved_excluded": sum(1 for sc in scores if sc.knee_status == "not resolved"),
         **{

@@ -1,0 +1,50 @@
+"""Issue 50's slips, as an admin meets them: the console script's words on stderr and in -h."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_faults_round5 import _sacct
+
+
+def _adv(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_an_unknown_gpu_type_is_answered_with_a_warning_naming_the_known_ones(tmp_path: Path):
+    db = str(tmp_path / "none.duckdb")
+    for fmt in ("json", "table"):
+        done = _adv("recommend", "--gpu-type", "H999", "--gpus", "4", "--db", db, "--format", fmt)
+        assert done.returncode == 0, done.stderr
+        assert "Warning: --gpu-type 'H999' is no GPU type advisor knows" in done.stderr
+        assert "H100" in done.stderr and "extrapolation" in done.stderr
+    known = _adv("recommend", "--gpu-type", "h100_80gb", "--gpus", "4", "--db", db, "-f", "json")
+    assert known.returncode == 0 and "no GPU type advisor knows" not in known.stderr
+
+
+def test_a_bad_choice_is_said_without_the_validators_prefix():
+    done = _adv("ratios", "--format", "xml")
+    assert done.returncode == 2
+    assert "'xml' is not one of 'table', 'csv', 'json'" in done.stderr
+    assert "Value error" not in done.stderr
+    assert "Value error" not in _adv("ratios", "--weight", "x").stderr
+
+
+def test_usage_help_names_no_command_that_does_not_exist():
+    done = _adv("usage", "-h")
+    assert done.returncode == 0 and "advisor prices" not in done.stdout
+    assert "docs/model.md" in done.stdout
+
+
+def test_a_report_for_a_month_without_jobs_names_the_one_month_held_without_1_months(
+    tmp_path: Path,
+):
+    db = str(tmp_path / "a.duckdb")
+    assert _adv("ingest", str(_sacct(tmp_path, [(1, 1)])), "--db", db).returncode == 0
+    done = _adv("report", "--month", "2024-05", "--out", str(tmp_path / "r"), "--db", db)
+    assert done.returncode == 4, done.stderr
+    assert "the database holds 2024-03 only" in done.stderr and "(1 months)" not in done.stderr
