@@ -174,6 +174,30 @@ def freshness(
     return out
 
 
+STALE_DAYS = 2.0
+"""Days since a cluster's newest record past which every surface warns that its figures are
+that old (the dashboard's pages, the report, the CLI)."""
+
+
+def stale_sentences(
+    con: duckdb.DuckDBPyConnection, now: dt.datetime | None = None, days: float = STALE_DAYS
+) -> list[str]:
+    """One sentence per cluster whose newest record is more than ``days`` old: its age in whole
+    days from now to its newest record (submit or end), and the ingest that brings it up to
+    date. The dashboard and the CLI say the same words."""
+    out = []
+    for f in freshness(con, now):
+        if f.age_days is None or f.age_days <= days:
+            continue
+        since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
+        out.append(
+            f"{f.cluster}: the newest record is {f.age_days:,.0f} days old (last job ended "
+            f"{since}); every number here is that old. Load what came since with "
+            f"`advisor ingest --sacct --start {since}` on the cluster"
+        )
+    return out
+
+
 def gpu_type_counts(
     con: duckdb.DuckDBPyConnection, extra_known: Iterable[str] = ()
 ) -> list[GpuTypeCount]:

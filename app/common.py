@@ -8,5 +8,5 @@ The rest of what pages share lives in one module per idea: ``db`` (the connectio
 # A month (or group) with fewer jobs than this is drawn faded and named: its percentiles move
 # a lot with a handful of jobs.
 FEW_JOBS = 30
-# Data older than this (days since the newest record) gets a warning on the Data page.
-STALE_DAYS = 2.0
+# Data older than this (days since the newest record) gets a warning: the core's one number.
+from advisor.datainfo import STALE_DAYS  # noqa: E402,F401

@@ -93,7 +93,7 @@ def warn_stale(key: DbKey, clusters: Sequence[str] = ()) -> None:
     now. The same words on every page that shows such figures."""
     import datetime as dt
 
-    from app.common import STALE_DAYS
+    from advisor.datainfo import STALE_DAYS
     from app.loaders import freshness
 
     for f in guarded(lambda: freshness(key)):

@@ -48,3 +48,22 @@ def test_a_report_for_a_month_without_jobs_names_the_one_month_held_without_1_mo
     done = _adv("report", "--month", "2024-05", "--out", str(tmp_path / "r"), "--db", db)
     assert done.returncode == 4, done.stderr
     assert "the database holds 2024-03 only" in done.stderr and "(1 months)" not in done.stderr
+
+
+def test_every_command_that_answers_from_old_data_says_how_old_on_stderr(tmp_path: Path):
+    db = str(tmp_path / "a.duckdb")
+    assert _adv("ingest", str(_sacct(tmp_path, [(1, 1), (2, 4)])), "--db", db).returncode == 0
+    for args in (
+        ("ratios",),
+        ("ratios", "--format", "json"),
+        ("policy", "export", "--format", "slurm.conf"),
+        ("recommend", "--partition", "*", "--format", "json"),
+    ):
+        done = _adv(*args, "--db", db)
+        assert done.returncode == 0, (args, done.stderr)
+        warning = [x for x in done.stderr.splitlines() if "days old" in x]
+        assert len(warning) == 1 and warning[0].startswith("Warning: c: the newest record is ")
+        assert "(last job ended 2024-03-01)" in warning[0], warning
+    # the job-submit answer reads no jobs: it stays quiet
+    quiet = _adv("recommend", "--gpu-type", "H100", "--gpus", "4", "--db", db, "-f", "json")
+    assert quiet.returncode == 0 and "days old" not in quiet.stderr

@@ -86,6 +86,26 @@ def warn_unknown_gpu_type(gpu_type: str) -> None:
     )
 
 
+def warn_stale_data(db: str | os.PathLike[str] | None) -> None:
+    """One ``Warning:`` line on stderr per cluster whose newest record is older than
+    ``datainfo.STALE_DAYS`` (as the dashboard warns on every page): a command that answers from
+    the data, or writes a setting from it, says how old the data is. Nothing without a
+    database."""
+    from advisor.dbpath import resolve_db_path
+
+    path = resolve_db_path(db)
+    if not path.exists():
+        return
+    from advisor import datainfo, store
+
+    con = store.connect(path, read_only=True)
+    try:
+        for sentence in datainfo.stale_sentences(con):
+            sys.stderr.write(f"Warning: {sentence}\n")
+    finally:
+        con.close()
+
+
 def warn_missing_db(db: str | os.PathLike[str] | None, without: str) -> None:
     """One ``Warning:`` line on stderr when the database named by ``--db`` (or ``$ADVISOR_DB``)
     does not exist and the command answers without it; ``without`` says what it then lacks.

@@ -97,9 +97,10 @@ def policy_export_cmd(
 ) -> None:
     """Export min/default cores per GPU per partition and GPU type for the Lua plugins."""
     from advisor.cli._output import RichProgress
-    from advisor.cli._parse import warn_missing_db
+    from advisor.cli._parse import warn_missing_db, warn_stale_data
 
     warn_missing_db(db, "rules for every GPU family, none for a partition")
+    warn_stale_data(db)
     from advisor.policy import (
         Mode,
         PolicyConfig,

@@ -140,6 +140,9 @@ def ratios_command(
 
         con = open_dataset(parquet)
     else:
+        from advisor.cli._parse import warn_stale_data
+
+        warn_stale_data(db)
         con = store.connect(db, read_only=True)
     try:
         if excluded:

@@ -176,7 +176,10 @@ def recommend_cmd(
 
             raise UsageError("give --gpus N (a job) or --partition NAME|'*' (a partition's jobs)")
         from advisor.cli._output import RichProgress
+        from advisor.cli._parse import warn_stale_data
         from advisor.recommend import PartitionQuery, RecommendContext, recommend_by_cluster
+
+        warn_stale_data(db)
 
         query = PartitionQuery(
             db=db,
