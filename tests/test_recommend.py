@@ -952,27 +952,24 @@ def test_the_job_submit_command_with_a_node_inventory_imports_neither_pandas_nor
         f"sys.argv = {argv!r}; from advisor.cli import main; main()"
     )
     root = str(Path(__file__).resolve().parent.parent)
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
-    )
+
+    def call() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
+        )
+
+    done = call()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["max_cpus_per_gpu_source"].startswith("node inventory")
     assert done.stderr.strip().splitlines()[-1] == "['duckdb']"  # the database, nothing else
     # the inventory read is cached beside the database: the next call opens no database at all
     assert Path(f"{db_path}.nodecaps.json").exists()
-    again = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": root},
-    )
+    again = call()
     assert again.stdout == done.stdout and again.stderr.strip().splitlines()[-1] == "[]"
 
 
