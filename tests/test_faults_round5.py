@@ -451,3 +451,24 @@ def test_recommend_answers_extreme_loads_quickly_and_refuses_impossible_ones(tmp
     assert rec["knee_cores"] is None and "no core count" in rec["decision_reason"]
     done = _adv(db, "recommend", "--gpu-type", "H100", "--gpus", "4096", "--format", "json")
     assert done.returncode == 0 and json.loads(done.stdout)["gpus"] == 4096
+
+
+@pytest.mark.fault("usage errors", cases=5)
+def test_out_of_range_tolerances_and_counts_are_usage_errors_not_tracebacks(tmp_path: Path):
+    db = tmp_path / "a.duckdb"
+    runs = str(ROOT / "data" / "bench" / "h200-2026-12-01")
+    for args, says in (
+        (("bench", "curve", runs, "--tolerance", "10"), "--tolerance must be a fraction in (0, 1]"),
+        (("bench", "replicate", runs, runs, "--tolerance", "5"), "--tolerance must be a fraction"),
+        (("fit", "--tolerance", "-1", "--db", str(db)), "--tolerance must be a fraction"),
+        (("fit", "--bootstrap", "-1", "--db", str(db)), "--bootstrap"),
+        (
+            ("bench", "import", "x.json", "--model-params-b", "-8", "--db", str(db)),
+            "--model-params-b",
+        ),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.returncode == 2 and says in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr

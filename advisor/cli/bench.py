@@ -70,10 +70,18 @@ def _a_run_status(value: str | None) -> str | None:
     return value
 
 
+def _a_tolerance(value: float) -> float:
+    """A fraction in (0, 1]: 10 (meaning 10%) is a usage error, never a traceback."""
+    from advisor.recommend.query import check_tolerance
+
+    check_tolerance(value)
+    return value
+
+
 ToleranceOption = Annotated[
     float,
     typer.Option(
-        callback=_above_zero,
+        callback=_a_tolerance,
         help="A core count within this share of the most cores is enough.",
     ),
 ]

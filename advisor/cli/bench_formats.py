@@ -44,7 +44,8 @@ def import_cmd(
     engine_version: Annotated[str | None, typer.Option(help="Engine version.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name, when the file lacks it.")] = None,
     model_params_b: Annotated[
-        float | None, typer.Option(help="Model size in billions of parameters.")
+        float | None,
+        typer.Option(min=0.001, max=100_000, help="Model size in billions of parameters."),
     ] = None,
     workload: Annotated[
         str | None, typer.Option(help="Workload label (default: the tool's name).")

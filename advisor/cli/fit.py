@@ -29,6 +29,7 @@ def fit_cmd(
         typer.Option(
             "--bootstrap",
             metavar="N",
+            min=0,
             help="Bootstrap refits of resampled series for the intervals.",
         ),
     ] = 50,
@@ -74,7 +75,9 @@ def fit_cmd(
     from advisor.cli._output import RichProgress
     from advisor.cli._parse import warn_missing_db
     from advisor.model.calibration import FitConfig, fit_model
+    from advisor.recommend.query import check_tolerance
 
+    check_tolerance(tolerance)
     warn_missing_db(db, "the calibration CSVs only, no collected bench runs")
     cfg = FitConfig(
         calibration_dir=calibration_dir,
