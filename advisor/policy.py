@@ -412,9 +412,15 @@ def read_policy(path: str | os.PathLike[str]) -> Policy:
                 )
         for name in ("min_cpus_per_gpu", "default_cpus_per_gpu"):
             v = r.get(name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not v >= 0
+                or not float(v).is_integer()
+            ):
                 raise InputError(
-                    f"{v!r} is not a number of cores per GPU (0 or more)",
+                    f"{v!r} is not a whole number of cores per GPU (0 or more; Slurm's "
+                    "--cpus-per-gpu takes whole cores)",
                     source=src,
                     line=line,
                     field=f"{where}.{name}",

@@ -75,6 +75,8 @@ function M.bad_count(r, name, lo)
   if v < lo or v > M.MAX_CPUS_PER_GPU then
     return string.format("%s (%s, outside %d..%d)", name, tostring(v), lo, M.MAX_CPUS_PER_GPU)
   end
+  -- Slurm's --cpus-per-gpu is a whole number: 1.5 would silently become 1
+  if v ~= math.floor(v) then return name .. " (" .. tostring(v) .. ", not a whole number)" end
   return nil
 end
 

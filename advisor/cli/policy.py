@@ -100,7 +100,6 @@ def policy_export_cmd(
     from advisor.cli._parse import warn_missing_db, warn_stale_data
 
     warn_missing_db(db, "rules for every GPU family, none for a partition")
-    warn_stale_data(db)
     from advisor.policy import (
         Mode,
         PolicyConfig,
@@ -151,6 +150,7 @@ def policy_export_cmd(
                 )
     else:
         text = (to_lua if fmt is PolicyFormat.lua else to_json)(policies[0][1])
+    warn_stale_data(db)  # once the policy is built: an error stays one line
     if output is None:
         sys.stdout.write(text)
         return

@@ -140,9 +140,6 @@ def ratios_command(
 
         con = open_dataset(parquet)
     else:
-        from advisor.cli._parse import warn_stale_data
-
-        warn_stale_data(db)
         con = store.connect(db, read_only=True)
     try:
         if excluded:
@@ -160,6 +157,10 @@ def ratios_command(
             usage_rows = usage.ratios_with_usage(con, q)
     finally:
         con.close()
+    if parquet is None:  # once the answer stands: an error stays one line
+        from advisor.cli._parse import warn_stale_data
+
+        warn_stale_data(db)
     rows = usage_rows if with_usage else report.rows()
     if fmt is not OutputFormat.table:
         emit_rows(rows, fmt, columns=list(rows[0]) if rows else [*q.by, "jobs"])

@@ -179,8 +179,6 @@ def recommend_cmd(
         from advisor.cli._parse import warn_stale_data
         from advisor.recommend import PartitionQuery, RecommendContext, recommend_by_cluster
 
-        warn_stale_data(db)
-
         query = PartitionQuery(
             db=db,
             partition=None if partition == "*" else partition,
@@ -199,6 +197,7 @@ def recommend_cmd(
 
                 check_cluster(ctx, cluster)
             report = recommend_by_cluster(query, progress, ctx)
+        warn_stale_data(db)  # once the answer stands: an error stays one line
         for row in report.rows:
             _warn(f"{row.cluster}/{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
         if fmt is not OutputFormat.json:

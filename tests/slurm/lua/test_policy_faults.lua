@@ -132,6 +132,17 @@ test("NaN, inf, -inf and 1e12 cores per GPU are dropped, naming the rule and fie
   eq(j.cpus_per_tres, "gres:gpu:8", "cpus_per_tres")
 end)
 
+test("a fraction of a core per GPU is dropped, never rounded down", function()
+  local path = tmp .. "/fraction.lua"
+  write(path, "return { version = 1, rules = {\n"
+    .. '  { partition = "gpu", gpu_type = "*", min_cpus_per_gpu = 1, default_cpus_per_gpu = 1.5, mode = "enforce-minimum" },\n'
+    .. "  " .. GOOD_RULE .. ",\n} }\n")
+  local p = H.with_policy(path, M.policy, 1000)
+  assert(p, "the policy with one good rule loads")
+  eq(#p.rules, 1, "rules kept")
+  has(logs.error, "rule 1: bad default_cpus_per_gpu (1.5, not a whole number)", "1.5")
+end)
+
 test("after a hostile policy is replaced by a good one, jobs get the good one", function()
   local path = tmp .. "/replaced.lua"
   write(path, "while true do end")
