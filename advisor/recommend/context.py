@@ -8,6 +8,7 @@ counts and caps). :func:`core_cap` is the most cores per GPU a job can get.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
@@ -136,14 +137,16 @@ def _cached_inventory(db: Path) -> tuple[NodeGroup, ...] | None:
         return None
 
 
-def _write_cache(db: Path, inventory: tuple[NodeGroup, ...]) -> None:
-    """Best effort: a database folder this user may not write to just means no cache."""
+def _write_cache(db: Path, stamp: list[int] | None, inventory: tuple[NodeGroup, ...]) -> None:
+    """Best effort: a database folder this user may not write to just means no cache.
+    ``stamp`` is the file's, taken before the inventory was read: a write in between leaves a
+    cache that is never believed, never a new stamp on old rows."""
     import json
     import tempfile
 
-    stamp = _db_stamp(db)
-    if stamp is None:
+    if stamp is None or _db_stamp(db) != stamp:
         return
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=db.parent, prefix=f".{db.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -151,7 +154,9 @@ def _write_cache(db: Path, inventory: tuple[NodeGroup, ...]) -> None:
         os.chmod(tmp, 0o644)
         os.replace(tmp, f"{db}{CACHE_SUFFIX}")
     except OSError:
-        return
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def node_inventory(ctx: RecommendContext) -> tuple[NodeGroup, ...]:
@@ -165,6 +170,7 @@ def node_inventory(ctx: RecommendContext) -> tuple[NodeGroup, ...]:
         cached = _cached_inventory(ctx.db_path)
         if cached is not None:
             return cached
+        stamp = _db_stamp(ctx.db_path)
         con = ctx.connection()
         from advisor.store import query
 
@@ -172,7 +178,7 @@ def node_inventory(ctx: RecommendContext) -> tuple[NodeGroup, ...]:
             (str(fam), tuple(parts or ()), int(cap), int(n))
             for fam, parts, cap, n in con.execute(query("recommend/node_caps")).fetchall()
         )
-        _write_cache(ctx.db_path, found)
+        _write_cache(ctx.db_path, stamp, found)
         return found
 
     inventory: tuple[NodeGroup, ...] = ctx.remember(("node inventory",), read)

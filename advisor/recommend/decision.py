@@ -60,8 +60,9 @@ TOKENIZER_FLAG = "tokenizer-saturated"
 
 
 def enough_sentence(max_wait: float = DEFAULT_MAX_WAIT) -> str:
-    """What "enough cores" means, in the one sentence every surface (CLI, JSON, dashboard,
-    report, policy comments) shows: the wait decides, the TTFT curve is evidence."""
+    """What "enough cores" means, in the one sentence the JSON, the record's assumptions, the
+    fix plan's and the report's, and the dashboard show: the wait decides, the TTFT curve is
+    evidence."""
     return (
         "enough cores: the fewest at which the engine core and the API server are each "
         f"predicted to wait for a CPU at most {max_wait:.0%} of the time (--max-wait), "
