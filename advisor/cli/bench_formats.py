@@ -44,8 +44,7 @@ def import_cmd(
     engine_version: Annotated[str | None, typer.Option(help="Engine version.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name, when the file lacks it.")] = None,
     model_params_b: Annotated[
-        float | None,
-        typer.Option(min=0.001, max=100_000, help="Model size in billions of parameters."),
+        float | None, typer.Option(help="Model size in billions of parameters.")
     ] = None,
     workload: Annotated[
         str | None, typer.Option(help="Workload label (default: the tool's name).")
@@ -67,9 +66,14 @@ def import_cmd(
     Each FILE is a result of `vllm bench serve` (its saved JSON), a GuideLLM report or an
     NVIDIA AIPerf profile export.
     """
-    from advisor.errors import InputError
+    from advisor.errors import InputError, UsageError
     from advisor.harness.results.foreign import ImportContext, import_results
 
+    if model_params_b is not None and not 0 < model_params_b <= 100_000:
+        raise UsageError(
+            f"--model-params-b {model_params_b:g}: a model size in billions of parameters, "
+            "above 0 and at most 100,000"
+        )
     ctx = ImportContext(
         cores=cores,
         gpus=gpus,
