@@ -200,7 +200,10 @@ def test_repinned_runs_spread_repeats_over_starts_and_record_the_no_load_ttft(
         assert run["extra"]["pinning_mode"] == "repin"
         assert run["extra"]["noload"]["victims"] >= 2
         assert run["extra"]["noload"]["victim_ttft_p50_ms"] > 0
-        assert run["extra"]["flags"] == []
+        # gpu-bound compares TTFT under load with its no-load value (2 ms on the stub): the
+        # tests beside this one on a 2-core machine can raise that ratio past 4x on their own,
+        # so it says nothing about the protocol here (the rule has its own test below)
+        assert [f for f in run["extra"]["flags"] if f["flag"] != "gpu-bound"] == []
         assert run["extra"]["threads_repinned"] >= 1
     logs = sorted(p.name for p in (tmp_path / "out").glob("engine-start*.log"))
     assert logs == ["engine-start1.log", "engine-start2.log"]
