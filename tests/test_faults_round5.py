@@ -472,3 +472,20 @@ def test_out_of_range_tolerances_and_counts_are_usage_errors_not_tracebacks(tmp_
         )
         assert done.returncode == 2 and says in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.fault("bench import values", cases=3)
+def test_bench_import_refuses_a_negative_ttft_a_list_model_and_overflowing_counts(tmp_path: Path):
+    source = ROOT / "tests" / "fixtures" / "bench" / "vllm-bench-serve-c8.json"
+    good = json.loads(source.read_text())
+    cases = {
+        "p99": ({**good, "p99_ttft_ms": -1}, "p99_ttft_ms"),
+        "model": ({**good, "model_id": ["a", "b"]}, "model_id"),
+        "cores": ({**good, "cores": 1e300}, "cores"),
+    }
+    for name, (doc, field) in cases.items():
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(json.dumps(doc))
+        done = _adv(tmp_path / f"{name}.duckdb", "bench", "import", str(bad))
+        assert done.returncode == 3 and "Traceback" not in done.stderr, (name, done.stderr)
+        assert f"field {field}" in done.stderr, (name, done.stderr)

@@ -72,9 +72,13 @@ def _a_run_status(value: str | None) -> str | None:
 
 def _a_tolerance(value: float) -> float:
     """A fraction in (0, 1]: 10 (meaning 10%) is a usage error, never a traceback."""
+    from advisor.errors import AdvisorError
     from advisor.recommend.query import check_tolerance
 
-    check_tolerance(value)
+    try:
+        check_tolerance(value)
+    except AdvisorError as exc:
+        raise typer.BadParameter(str(exc)) from None
     return value
 
 

@@ -115,11 +115,16 @@ def _whole(value: Any, source: str, fieldname: str) -> int | None:
         raise InputError(
             f"{value!r} is not a whole number", source=source, field=fieldname
         ) from None
-    if not math.isfinite(num) or num != int(num) or num <= 0:
+    if not math.isfinite(num) or num != int(num) or not 0 < num <= _MAX_COUNT:
         raise InputError(
-            f"{value!r} is not a positive whole number", source=source, field=fieldname
+            f"{value!r} is not a whole number from 1 to {_MAX_COUNT:,}",
+            source=source,
+            field=fieldname,
         )
     return int(num)
+
+
+_MAX_COUNT = 2**31 - 1  # a count the calibration table's INTEGER columns hold
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -203,7 +208,8 @@ def _vllm_points(doc: dict[str, Any], source: str) -> list[_Point]:
             load_note += f", max_concurrency {doc.get('max_concurrency')}"
     completed = _num(doc.get("completed"))
     total_in = _num(doc.get("total_input_tokens"))
-    prompt = round(total_in / completed) if completed and total_in is not None else None
+    per = total_in / completed if completed and total_in is not None else None
+    prompt = round(per) if per is not None and 0 < per <= _MAX_COUNT else None
     date = None
     if isinstance(doc.get("date"), str):
         try:
@@ -429,7 +435,17 @@ def file_points(path: Path, tool: str, ctx: ImportContext) -> list[dict[str, Any
             "measured_on": p.measured_on.isoformat() if p.measured_on else None,
         }
         label = f"{p.label}:" if p.label else ""
+        if base["model"] is not None and not isinstance(base["model"], str):
+            raise InputError(
+                f"{str(base['model'])[:40]!r} is not a model name", source=source, field="model_id"
+            )
         for metric, (value, what) in p.stats.items():
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(
+                    f"{value!r} ms is no time to first token (a positive, finite number)",
+                    source=source,
+                    field=what.split(" ")[0],
+                )
             row = {
                 **base,
                 "point_id": f"{kind}:{digest}:{label}{metric}",
