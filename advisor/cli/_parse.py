@@ -63,6 +63,9 @@ def warn_tolerance(tolerance: float | None) -> float:
     moves the answer (one definition of enough: the wait, ``--max-wait``) and goes next release."""
     if tolerance is None:
         return DEFAULT_TOLERANCE
+    from advisor.recommend.query import check_tolerance
+
+    check_tolerance(tolerance)  # a bad value is one error line, with no warning before it
     sys.stderr.write(
         "Warning: --tolerance no longer moves the answer and goes in the next release: enough "
         "cores means the engine core and the API server wait at most --max-wait; --tolerance "
