@@ -108,3 +108,22 @@ def test_every_surface_says_enough_in_the_one_sentence(ctx):
 
     report_words = assumptions_in_words(SimpleNamespace(prices=None))  # type: ignore[arg-type]
     assert any(enough_sentence() in line for line in report_words)
+
+
+def test_the_json_states_no_tolerance_its_answer_is_not_held_to(tmp_path):
+    # the case: 2 GPUs at the defaults, a slowdown at the answer of 1.27x from the wait;
+    # the record states the wait definition, and the TTFT band only as the curve's evidence
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "recommend", "--gpu-type", "H100", "--gpus", "2",
+         "--format", "json", "--db", str(tmp_path / "none.duckdb")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(done.stdout)
+    assert "tolerance" not in rec and rec["ttft_curve_band"] == 0.1
+    assert rec["definition"] == enough_sentence(rec["max_wait"])
+    assert rec["answer_within_max_wait"] is True and rec["slowdown_basis"] == "wait model"

@@ -87,7 +87,10 @@ class JobRecommendation:
     current_cores_total: float
     max_cpus_per_gpu: int
     max_cpus_per_gpu_source: str
-    tolerance: float
+    # the band the TTFT curve is judged by as evidence (knee_cores, regime), never a criterion
+    # of the answer: enough cores is the wait (definition); was the JSON's "tolerance", which
+    # sat beside a slowdown_at_answer above it as if the answer broke it
+    ttft_curve_band: float
     slowdown_now: float | None
     slowdown_now_interval: tuple[float | None, float]
     slowdown_recommended: float | None
@@ -139,6 +142,11 @@ class JobRecommendation:
     slowdown_at_answer: float | None = None
     slowdown_at_answer_high: float | None = None
     slowdown_basis: str = ""  # "wait model" or "TTFT curve"
+
+    @property
+    def tolerance(self) -> float:
+        """The query's ``--tolerance``: the TTFT curve's evidence band (``ttft_curve_band``)."""
+        return self.ttft_curve_band
 
 
 def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecommendation:
@@ -375,7 +383,7 @@ def _record(
         current_cores_total=current * q.gpus,
         max_cpus_per_gpu=cap,
         max_cpus_per_gpu_source=cap_source,
-        tolerance=q.tolerance,
+        ttft_curve_band=q.tolerance,
         slowdown_now=now.slowdown,
         slowdown_now_interval=(now.low, now.high),
         slowdown_recommended=at_rec.slowdown,
