@@ -55,15 +55,13 @@ def pct(v: float | None) -> str | None:
 NO_INVENTORY = "no node inventory, so the cap is the reference instance's"
 
 
-DEFAULT_TOLERANCE = 0.10  # advisor.recommend.query.DEFAULT_TOLERANCE (not imported here)
-
-
 def warn_tolerance(tolerance: float | None) -> float:
     """``--tolerance`` as given, or its default; given, one ``Warning:`` line that it no longer
     moves the answer (one definition of enough: the wait, ``--max-wait``) and goes next release."""
+    from advisor.recommend.query import DEFAULT_TOLERANCE, check_tolerance
+
     if tolerance is None:
         return DEFAULT_TOLERANCE
-    from advisor.recommend.query import check_tolerance
 
     check_tolerance(tolerance)  # a bad value is one error line, with no warning before it
     sys.stderr.write(

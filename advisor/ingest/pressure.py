@@ -64,8 +64,6 @@ class BadField(ValueError):
 
 # control characters, and the stand-ins of bytes that were no UTF-8 (read as surrogates)
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-# a Slurm job id as sacct prints it: no sign, no leading zero (0042 would fold onto job 42)
-_JOB_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
 
 
 def _text(rec: dict[str, Any], key: str, *, required: bool, limit: int = 255) -> str:
@@ -155,7 +153,7 @@ def check_record(line: str) -> dict[str, Any]:
     if status not in STATUSES:
         raise BadField("status", f"{str(status)[:20]!r} is not ok or unavailable")
     job = _text(rec, "job_id", required=True, limit=64)
-    if not _JOB_ID.fullmatch(job):
+    if not collector.SLURM_JOB_ID.fullmatch(job):
         raise BadField("job_id", f"{job[:40]!r} is not a job id (digits, no leading zero)")
     cpus, cpu_count = _cpus(rec)
     row = {

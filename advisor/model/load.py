@@ -17,7 +17,7 @@ from advisor.model.demand import EXECUTORS, default_executor
 
 # What a query may ask: beyond these no server runs, and the model's arithmetic would only
 # overflow or run for minutes (--gpus 1000000 did); the GPUs are the calibration's own bound.
-MAX_GPUS = 4_096  # advisor.model.calibration.points.MAX_GPUS (not imported: the job-submit path)
+MAX_GPUS = 4_096  # the calibration's bound too (advisor.model.calibration.points reads it here)
 MAX_RPS = 1_000.0
 MAX_PROMPT_TOKENS = 10_000_000
 MAX_MODEL_PARAMS_B = 100_000.0

@@ -37,6 +37,8 @@ SCHEMA = "advisor.pressure/1"
 # Slurm's cgroup/v2 plugin: <root>/system.slice/[<node>_]slurmstepd.scope/job_<id>/step_<name>.
 # Names are matched whole (fullmatch: a trailing newline is no match) and in ASCII only.
 JOB_DIR = re.compile(r"job_(?P<job>[1-9][0-9]{0,18})", re.ASCII)
+# a Slurm job id as sacct prints it: no sign, no leading zero (0042 would fold onto job 42)
+SLURM_JOB_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
 STEP_DIR = re.compile(r"step_(?P<step>[A-Za-z0-9_.]{1,64})", re.ASCII)
 SCOPE_DIR = re.compile(r"(?:(?P<node>[A-Za-z0-9_.-]{1,255})_)?slurmstepd\.scope", re.ASCII)
 # what a job id taken from a custom --job-dir-pattern may be (SLUIDs are alphanumeric)

@@ -22,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ExternalToolError, InputError, UsageError
-from advisor.pressure.collector import append_records, record
+from advisor.pressure.collector import SLURM_JOB_ID, append_records, record
 
-# a Slurm job id as sacct prints it; anything else is another kind of unit (a pod, a VM)
-_JOB_ID = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
 _HOST = re.compile(r"[A-Za-z0-9_.:-]{1,255}", re.ASCII)
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*", re.ASCII)
 # a cgroup's counter never exceeds its age: ten years of seconds bounds any real one
@@ -139,7 +137,8 @@ def _sample(
         return None
     labels = item["metric"]
     job, host = labels.get(imp.job_label), labels.get(imp.host_label, "unknown")
-    if not isinstance(job, str) or not _JOB_ID.fullmatch(job):
+    # anything but a Slurm job id is another kind of unit (a pod, a VM)
+    if not isinstance(job, str) or not SLURM_JOB_ID.fullmatch(job):
         skipped.not_a_job += 1
         return None
     value = item.get("value")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError, NotFoundError, UsageError
-from advisor.harness.results.validate import read_capped
+from advisor.harness.results.validate import MAX_COUNT, read_capped
 from advisor.progress import ProgressFn, no_progress
 
 TOOLS = ("vllm", "guidellm", "aiperf")
@@ -115,16 +115,13 @@ def _whole(value: Any, source: str, fieldname: str) -> int | None:
         raise InputError(
             f"{value!r} is not a whole number", source=source, field=fieldname
         ) from None
-    if not math.isfinite(num) or num != int(num) or not 0 < num <= _MAX_COUNT:
+    if not math.isfinite(num) or num != int(num) or not 0 < num <= MAX_COUNT:
         raise InputError(
-            f"{value!r} is not a whole number from 1 to {_MAX_COUNT:,}",
+            f"{value!r} is not a whole number from 1 to {MAX_COUNT:,}",
             source=source,
             field=fieldname,
         )
     return int(num)
-
-
-_MAX_COUNT = 2**31 - 1  # a count the calibration table's INTEGER columns hold
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -209,7 +206,7 @@ def _vllm_points(doc: dict[str, Any], source: str) -> list[_Point]:
     completed = _num(doc.get("completed"))
     total_in = _num(doc.get("total_input_tokens"))
     per = total_in / completed if completed and total_in is not None else None
-    prompt = round(per) if per is not None and 0 < per <= _MAX_COUNT else None
+    prompt = round(per) if per is not None and 0 < per <= MAX_COUNT else None
     date = None
     if isinstance(doc.get("date"), str):
         try:

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import InputError, NotFoundError
+from advisor.model import load
 from advisor.resources import shipped_data
 
 # The largest values a measurement may hold (also bench run files: harness/results/validate.py):
 # well past every lent machine and every run made so far, far below an overflow.
 MAX_CORES = 65_536
-MAX_GPUS = 4_096
+MAX_GPUS = load.MAX_GPUS  # the most GPUs a load may have (advisor.model.load)
 MAX_MS = 7 * 86_400_000.0  # a week: a phase that long is not a TTFT measurement
 
 COLUMNS: tuple[str, ...] = (
