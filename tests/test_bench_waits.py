@@ -342,10 +342,11 @@ def _held_out(
     prompt_tokens: int,
     executor: str = "mp",
     workload: str = "tokenize-heavy",
-) -> tuple[float, int, int]:
+) -> tuple[float, int, int, int]:
     """The shipped wait model against runs it was not fitted on, as ``recommend`` predicts them
     (the demand model's demand for the configuration, then the wait curve): the engine core's
-    mean absolute error at 2, 3 and 4 cores, the points inside their 90% interval, and all."""
+    mean absolute error at 2, 3 and 4 cores, the points inside their 90% interval, all of
+    them, and those measured above their interval (the model short of cores)."""
     import statistics
 
     from advisor.harness.results.curves import read_runs
@@ -358,7 +359,7 @@ def _held_out(
     params = slowdown.load_params()
     fit = WaitFit.from_json(params.meta["wait"])
     assert fit is not None
-    errors, inside = [], 0
+    errors, inside, under = [], 0, 0
     for rps in rates:
         mine = [r for r in runs if r["attacker_rps"] == rps and r["status"] == "ok"]
         w = Workload(
@@ -379,13 +380,18 @@ def _held_out(
             )
             errors.append(abs(p.wait - measured))
             inside += p.low <= measured <= p.high
-    return statistics.mean(errors), inside, len(errors)
+            under += measured > p.high
+    return statistics.mean(errors), inside, len(errors), under
 
 
 def test_the_shipped_wait_model_predicts_the_held_out_rerun_within_its_intervals(tmp_path: Path):
-    mae, inside, points = _held_out(_h100_runs(tmp_path) / "rerun-mp", (1.0, 2.8, 6.0), 30050)
-    # the whole chain (demand model, then wait model) on a machine it never saw: 0.04 then
-    assert mae < 0.05 and inside == points == 9
+    mae, inside, points, under = _held_out(
+        _h100_runs(tmp_path) / "rerun-mp", (1.0, 2.8, 6.0), 30050
+    )
+    # the whole chain (demand model, then wait model) on a machine it never saw: 0.04, 9 of 9
+    # inside before the H200 run joined the fit; since, its intervals are narrower and 4 cores
+    # at 1/s (measured 0.014) sits a hair under its interval (0.014-0.055): over-predicted
+    assert mae < 0.05 and points == 9 and inside >= 8 and under == 0
 
 
 def test_the_shipped_wait_model_predicts_a_prompt_length_it_never_saw(tmp_path: Path):
@@ -394,8 +400,8 @@ def test_the_shipped_wait_model_predicts_a_prompt_length_it_never_saw(tmp_path: 
     wait knees are 3, 3 and 4 cores; recommend answers 3 for all three, one core short at 6/s,
     where 3 cores measured 0.159 against the 0.15 threshold (predicted 0.113 [0.052-0.212])."""
     folder = _h100_runs(tmp_path, ("prompt12k.tgz",)) / "prompt12k"
-    mae, inside, points = _held_out(folder, (1.0, 3.0, 6.0), 12050)
-    assert mae < 0.05 and inside == points == 9
+    mae, inside, points, under = _held_out(folder, (1.0, 3.0, 6.0), 12050)
+    assert mae < 0.05 and inside == points == 9 and under == 0
     assert _wait_knees(folder) == {
         "tp1 mp rw1 tokenize-heavy 1/s (light)": (RESOLVED, 3),
         "tp1 mp rw1 tokenize-heavy 3/s (medium)": (RESOLVED, 3),
@@ -409,8 +415,8 @@ def test_the_shipped_uni_wait_model_predicts_a_prompt_length_it_never_saw(tmp_pa
     0.13 at 2 cores under the 0.15 threshold), 3 and 3; recommend answers 3, 3, 3 (2 + N, the
     floor below which it never goes)."""
     folder = _h100_runs(tmp_path, ("prompt12k-uni.tgz",)) / "prompt12k-uni"
-    mae, inside, points = _held_out(folder, (1.0, 3.0, 6.0), 12050, executor="uni")
-    assert mae < 0.04 and inside == points == 9
+    mae, inside, points, under = _held_out(folder, (1.0, 3.0, 6.0), 12050, executor="uni")
+    assert mae < 0.04 and inside == points == 9 and under == 0
     assert _wait_knees(folder) == {
         "tp1 uni rw1 tokenize-heavy 1/s (light)": (NO_EFFECT, 2),
         "tp1 uni rw1 tokenize-heavy 3/s (medium)": (RESOLVED, 3),
@@ -420,13 +426,17 @@ def test_the_shipped_uni_wait_model_predicts_a_prompt_length_it_never_saw(tmp_pa
 
 def test_the_shipped_wait_model_on_unique_prompts_at_loads_it_never_saw(tmp_path: Path):
     """Unique prompts (1-3k tokens) at 3, 12 and 24 req/s on an H100 (2026-12-06; the fitted
-    unique series has 6 req/s only): engine-core MAE 0.052, 7 of 9 inside, the two outside
-    over-predicted at 4 cores (0.026 and 0.030 against under 0.01: on the safe side). Measured
+    unique series has 6 req/s only): engine-core MAE 0.052, 7 of 9 inside with the H100-only
+    fit, 0.050 and 5 of 9 with the H200 run in it, every point outside over-predicted (at 4
+    cores 0.027-0.031 against under 0.013: on the safe side). Measured
     wait knees: 3 cores at 12 and 24 req/s, not resolved at 3 req/s (2 cores measured 0.17 and
     0.15 against the 0.15 threshold); recommend answers 3 for all three."""
     folder = _h100_runs(tmp_path, ("unique-rates.tgz",)) / "unique-rates"
-    mae, inside, points = _held_out(folder, (3.0, 12.0, 24.0), 2000, workload="unique")
-    assert mae < 0.06 and inside == 7 and points == 9
+    mae, inside, points, under = _held_out(folder, (3.0, 12.0, 24.0), 2000, workload="unique")
+    # since the H200 run joined the fit (MAE 0.050), 5 of 9 inside: the four outside are all
+    # over-predicted (3 cores at 24/s, 4 cores at all three rates), the intervals too narrow for
+    # rates the fit never saw but on the side of more cores
+    assert mae < 0.06 and points == 9 and inside == 5 and under == 0
     assert _wait_knees(folder) == {
         "tp1 mp rw1 unique 3/s": (NOT_RESOLVED, None),
         "tp1 mp rw1 unique 12/s": (RESOLVED, 3),
