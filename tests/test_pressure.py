@@ -435,14 +435,17 @@ def test_the_shipped_synthetic_pressure_joins_the_sample_and_falls_with_cores_pe
     out = json.loads(_adv(db, "pressure", "summary", "--by", "cores_per_gpu_bin", "--format",
                           "json").stdout)  # fmt: skip
     total = out["total"]
-    # every record found its job (one per node of about a fifth of the GPU jobs)
-    assert 0.15 < total["jobs_measured"] / total["jobs"] < 0.25
-    shares = [g["some_share"] for g in out["groups"]]
-    assert shares == sorted(shares, reverse=True) and shares[0] > 0.3 > 0.01 > shares[-1]
-    # the generator writes the same file again from the same jobs and seed
+    # every record found its job (one per node of about three fifths of the GPU jobs)
+    assert 0.55 < total["jobs_measured"] / total["jobs"] < 0.65
+    shares = {g["cores_per_gpu_bin"]: g["some_share"] for g in out["groups"]}
+    # the mechanism's knee: starved at one core per GPU, at the machine's floor from 4 on
+    assert shares[1] > 0.3 and shares[1] > shares[2] > max(shares[b] for b in (4, 8, 16))
+    assert all(shares[b] < 0.01 for b in (4, 8, 16))
+    # the generator writes the same file again from the same jobs, seed and shipped model (a
+    # refit of the model changes it: regenerate the sample then)
     again = tmp_path / "again.jsonl"
     assert (
-        _adv(sample_db, "pressure", "synth", "--out", str(again), "--share", "0.2").returncode == 0
+        _adv(sample_db, "pressure", "synth", "--out", str(again), "--share", "0.6").returncode == 0
     )
     import gzip
 

@@ -39,6 +39,14 @@ FormatOption = Annotated[
         help="Output: a table for people, csv or json for programs.",
     ),
 ]
+StarvedPsiOption = Annotated[
+    float,
+    typer.Option(
+        help="Where a job's CPU pressure was measured: the share of its time its tasks stalled "
+        "for a CPU (PSI some, 0-1) from which it is starved. Default: --max-wait's 0.15 "
+        "through the measured link (advisor pressure link).",
+    ),
+]
 DbOption = Annotated[
     str | None,
     typer.Option(

@@ -11,11 +11,21 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+from advisor.cli._output import (
+    DbOption,
+    FormatOption,
+    OutputFormat,
+    StarvedPsiOption,
+    emit_json,
+    emit_rows,
+)
 from advisor.cli._parse import csv_list, pct
+from advisor.model.psilink import STARVED_PSI_DEFAULT
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
 
 pressure_app = typer.Typer(
-    help="CPU pressure (PSI) of jobs' cgroups: collect, import, summarise.", no_args_is_help=True
+    help="CPU pressure (PSI) of jobs' cgroups: collect, import, summarise, link to the wait.",
+    no_args_is_help=True,
 )
 _TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -119,9 +129,7 @@ def summary_cmd(
             "account, user, month, gpu_count. Empty: overall."
         ),
     ] = "gpu_type,cores_per_gpu_bin",
-    starved_psi: Annotated[
-        float, typer.Option(help="Stall share (PSI some, 0-1) from which a job counts as stalled.")
-    ] = 0.10,
+    starved_psi: StarvedPsiOption = STARVED_PSI_DEFAULT,
     start: Annotated[
         dt.datetime | None,
         typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
@@ -181,15 +189,149 @@ def summary_cmd(
     )
 
 
+@pressure_app.command("curve")
+def curve_cmd(
+    by: Annotated[
+        str,
+        typer.Option(
+            help="Group by, comma-separated: cluster, partition, gpu_type, gpu_count, account, "
+            "user, month. The model's prediction needs gpu_count."
+        ),
+    ] = "cluster,partition,gpu_type,gpu_count",
+    max_wait: Annotated[
+        float,
+        typer.Option(
+            help="The wait share that defines enough cores; the stall threshold is "
+            "this through the measured link."
+        ),
+    ] = DEFAULT_MAX_WAIT,
+    rps: Annotated[
+        float | None,
+        typer.Option(help="The load the model's prediction assumes (default: its reference)."),
+    ] = None,
+    prompt_tokens: Annotated[
+        int | None, typer.Option(help="Prompt tokens the prediction assumes (default: 16384).")
+    ] = None,
+    start: Annotated[
+        dt.datetime | None,
+        typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
+    ] = None,
+    end: Annotated[
+        dt.datetime | None,
+        typer.Option(formats=_TIME_FORMATS, help="Jobs that started before this time (UTC)."),
+    ] = None,
+    cluster: Annotated[list[str] | None, typer.Option(help="Only these clusters.")] = None,
+    partition: Annotated[list[str] | None, typer.Option(help="Only these partitions.")] = None,
+    gpu_type: Annotated[list[str] | None, typer.Option(help="Only these GPU types.")] = None,
+    fmt: FormatOption = OutputFormat.table,
+    db: DbOption = None,
+) -> None:
+    """The measured stall curve: per group and whole cores per GPU, the GPU-hour weighted PSI
+    some share of the measured jobs with its 90% interval (jobs resampled), how many jobs
+    measured it, its verdict against the threshold, the model's prediction beside it, and the
+    fewest cores per GPU the measurement shows enough (docs/pressure.md)."""
+    from advisor.pressure.curve import CurveQuery
+    from advisor.recommend.measured import curve_report
+
+    q = CurveQuery(
+        by=csv_list([by]),
+        start=start,
+        end=end,
+        clusters=csv_list(cluster),
+        partitions=csv_list(partition),
+        gpu_types=csv_list(gpu_type),
+    )
+    rep = curve_report(db, max_wait=max_wait, query=q, load_rps=rps, prompt_tokens=prompt_tokens)
+    if fmt is OutputFormat.json:
+        emit_json(rep)
+        return
+    keys = rep["by"]
+    flat = [
+        {**{k: g[k] for k in keys}, "measured_cpus_per_gpu": g["measured_cpus_per_gpu"], **c}
+        for g in rep["groups"]
+        for c in g["cells"]
+    ]
+    if fmt is OutputFormat.csv:
+        emit_rows(flat, fmt, columns=list(flat[0]) if flat else [*keys, "cores_per_gpu"])
+        return
+    table = [
+        {
+            **{k: r[k] for k in keys},
+            "cores/GPU": "<1" if r["cores_per_gpu"] < 1 else r["cores_per_gpu"],
+            "jobs": r["jobs"],
+            "stall some [90%]": f"{r['measured']:.3f} [{r['measured_low']:.3f}-"
+            f"{r['measured_high']:.3f}]",
+            "verdict": r["verdict"],
+            "model": None if r["predicted"] is None else f"{r['predicted']:.3f}",
+            "model vs measured": r["model_vs_measured"],
+        }
+        for r in flat
+    ]
+    emit_rows(
+        table, fmt, title=f"Measured stall by cores per GPU (threshold {rep['threshold']:.3f})"
+    )
+    decided = [g for g in rep["groups"] if g["measured_cpus_per_gpu"] is not None]
+    sys.stderr.write(
+        f"threshold {rep['threshold']:.3f}: {rep['threshold_basis']} (--max-wait {max_wait:.2f}); "
+        f"{len(decided)} of {len(rep['groups'])} groups measured enough to answer "
+        "DefCpuPerGPU (advisor recommend --partition uses it)\n"
+    )
+
+
+@pressure_app.command("link")
+def link_cmd(
+    max_wait: Annotated[
+        float,
+        typer.Option(help="The wait share that defines enough cores (recommend's --max-wait)."),
+    ] = DEFAULT_MAX_WAIT,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """The measured link between a job's CPU pressure (PSI) and the engine's run-queue wait:
+    per role, executor and PSI scope the fit, the PSI share at --max-wait with its 90%
+    interval, and the --starved-psi that --max-wait implies (docs/pressure.md)."""
+    from advisor.model.psilink import link_report
+
+    rep = link_report(max_wait)
+    if fmt is OutputFormat.json:
+        emit_json(rep)
+        return
+    if fmt is OutputFormat.csv:
+        emit_rows(rep["links"], fmt, columns=list(rep["links"][0]) if rep["links"] else ["link"])
+        return
+    table = [
+        {
+            "role": r["role"],
+            "executor": r["executor"],
+            "PSI": f"{r['scope']} {r['kind']}",
+            "phases": r["phases"],
+            "series": r["series"],
+            "slope": f"{r['b']:.2f}",
+            f"PSI at wait {max_wait:.0%}": f"{r['psi_at_max_wait']:.3f} "
+            f"({r['psi_low']:.3f}-{r['psi_high']:.3f})",
+        }
+        for r in rep["links"]
+    ]
+    emit_rows(table, fmt, title="CPU pressure against the engine's wait (bench phases)")
+    if rep["starved_psi"] is None:
+        sys.stderr.write("no link measured: --starved-psi keeps its default\n")
+        return
+    sys.stderr.write(
+        f"--max-wait {max_wait:.2f} -> --starved-psi {rep['starved_psi']:.3f} "
+        f"(90% {rep['starved_psi_low']:.3f}-{rep['starved_psi_high']:.3f}, {rep['basis']}); "
+        f"the default is {rep['starved_psi_default']}\n"
+    )
+
+
 @pressure_app.command("synth")
 def synth_cmd(
     out: Annotated[str, typer.Option(metavar="FILE", help="Spool file to append records to.")],
-    share: Annotated[float, typer.Option(help="Share of GPU jobs (0-1) that get records.")] = 0.3,
+    share: Annotated[float, typer.Option(help="Share of GPU jobs (0-1) that get records.")] = 0.6,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 7,
     db: DbOption = None,
 ) -> None:
     """Synthetic pressure records for the GPU jobs in the database (their ids, nodes and times),
-    stall shares falling with cores per GPU as the bench measured: the sample's demo data."""
+    each job's stall drawn from the measured mechanism (demand, wait model, PSI link) at its
+    cores and GPUs: the sample's demo data."""
     from advisor.errors import UsageError
     from advisor.pressure.synth import synth_pressure
 

@@ -23,16 +23,27 @@ from advisor.cli._curve_options import (
 from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; re-exported
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
 
-PARTITION_FIRST = (
-    "cluster",
-    "partition",
-    "gpu_type",
-    "def_cpu_per_gpu",
-    "p50_cores_per_gpu",
-    "share_jobs_below",
-    "gpu_hours_lost_per_month",
-    "jobs",
-)
+
+def partition_table_row(r: Any) -> dict[str, Any]:
+    """What an admin reads first of a partition's answer (csv and json carry every field):
+    the answer, what decided it and the other evidence beside it, then what it changes."""
+    lo, hi = r.gpu_hours_lost_per_month_interval
+    per = "/ month" if r.per_month else f"in {r.span_hours / 24:.0f} days"
+    measured = r.measured_def_cpu_per_gpu
+    return {
+        "cluster": r.cluster,
+        "partition": r.partition,
+        "gpu_type": r.gpu_type,
+        "DefCpuPerGPU": r.def_cpu_per_gpu,
+        "basis": r.basis,
+        "model": r.model_def_cpu_per_gpu,
+        "measured (jobs)": f"{measured if measured is not None else '-'} ({r.measured_jobs:,})",
+        "model vs measured": r.model_vs_measured,
+        "P50 cores/GPU": r.p50_cores_per_gpu,
+        "jobs below": f"{r.jobs_below:,} of {r.jobs:,}",
+        f"GPU-h lost {per} [90%]": f"{r.gpu_hours_lost_per_month:,.0f} [{lo:,.0f}-{hi:,.0f}]",
+        "fix $ / month": round(r.fix_usd_per_month, 2),
+    }
 
 
 def recommend_cmd(
@@ -211,16 +222,13 @@ def recommend_cmd(
                 }
             )
             return
-        # the table leaves out what the Warning lines above already say
-        hidden = {"warnings", "cost_reason"} if fmt is OutputFormat.table else {"warnings"}
-        rows = [
-            {"cluster": r.cluster, **{k: v for k, v in r.__dict__.items() if k not in hidden}}
-            for r in report.rows
-        ]
-        if fmt is OutputFormat.table and rows:
-            # the answer and what it changes first: a narrow terminal keeps these columns
-            first = [c for c in PARTITION_FIRST if c in rows[0]]
-            rows = [{**{c: r[c] for c in first}, **r} for r in rows]
+        if fmt is OutputFormat.table:
+            rows = [partition_table_row(r) for r in report.rows]
+        else:
+            rows = [
+                {"cluster": r.cluster, **{k: v for k, v in r.__dict__.items() if k != "warnings"}}
+                for r in report.rows
+            ]
         emit_rows(rows, fmt, title="DefCpuPerGPU by partition and GPU type")
         return
     if gpu_type is None:

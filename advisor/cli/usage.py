@@ -12,8 +12,16 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+from advisor.cli._output import (
+    DbOption,
+    FormatOption,
+    OutputFormat,
+    StarvedPsiOption,
+    emit_json,
+    emit_rows,
+)
 from advisor.cli._parse import csv_list, pct
+from advisor.model.psilink import STARVED_PSI_DEFAULT
 
 _TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -51,13 +59,7 @@ def usage_command(
     idle_cores_per_gpu: Annotated[
         float, typer.Option(help="Idle cores per GPU from which a job is over-provisioned.")
     ] = 8.0,
-    starved_psi: Annotated[
-        float,
-        typer.Option(
-            help="Where a job's CPU pressure was measured: the share of its time its tasks "
-            "stalled for a CPU (PSI some, 0-1) from which it is starved."
-        ),
-    ] = 0.10,
+    starved_psi: StarvedPsiOption = STARVED_PSI_DEFAULT,
     min_elapsed: Annotated[
         int, typer.Option(help="Jobs shorter than this (seconds) get no verdict.")
     ] = 600,

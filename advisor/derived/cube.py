@@ -25,7 +25,7 @@ from advisor.derived.usage_months import refresh_usage_months
 from advisor.errors import StoreError
 from advisor.store import query, render
 
-CUBE_RULES_VERSION = 11
+CUBE_RULES_VERSION = 12
 """Bumped whenever the rules or the schema the cubes are built with change: the derived tables
 are then dropped and recreated (:func:`ensure_cube_schema`) and read stale until rebuilt."""
 

@@ -16,6 +16,7 @@ import duckdb
 
 from advisor.errors import UsageError
 from advisor.filters import JobFilters, jobs_where, query_params
+from advisor.model.psilink import STARVED_PSI_DEFAULT
 from advisor.store import render
 
 
@@ -38,8 +39,8 @@ class UsageThresholds:
     min_elapsed_s: int = 600
     trust_coverage: float = 0.5
     # share of a job's time its tasks stalled for a CPU (cgroup PSI some) from which a job with
-    # measured pressure is starved (docs/pressure.md says what it rests on)
-    starved_psi_some: float = 0.10
+    # measured pressure is starved: --max-wait's default through the measured link
+    starved_psi_some: float = STARVED_PSI_DEFAULT
 
     def check(self) -> None:
         if not 0 < self.starved_cpu_eff <= 1:
@@ -51,7 +52,7 @@ class UsageThresholds:
         if self.min_elapsed_s < 0:
             raise UsageError("--min-elapsed must be 0 or more seconds")
         if not 0 < self.starved_psi_some <= 1:
-            raise UsageError("--starved-psi must be a share of time in (0, 1] (e.g. 0.1)")
+            raise UsageError("--starved-psi must be a share of time in (0, 1] (e.g. 0.075)")
         if not 0 < self.trust_coverage <= 1:
             raise UsageError("trust coverage must be in (0, 1]")
 

@@ -22,7 +22,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,8 +37,12 @@ from advisor.recommend.context import (
     check_partition,
 )
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
+from advisor.recommend.measured import MeasuredAnswer, agreement, decide_default, measured_answer
 from advisor.recommend.query import Workload, canonical_platform, check_tolerance
 from advisor.recommend.starvation import starvation
+
+if TYPE_CHECKING:
+    from advisor.pressure.curve import PressureCurve
 
 DAYS_PER_MONTH = 30.4375
 
@@ -99,6 +103,13 @@ class PartitionRecommendation:
     calibrated: bool = True  # the curve was fitted on this GPU type's own measurements
     extrapolated_from: tuple[str, ...] = ()  # else: the calibrated platforms it comes from
     cluster: str | None = None  # set by recommend_by_cluster; None: the query's clusters pooled
+    # what decided def_cpu_per_gpu: the group's measured curve ("measured") or the model
+    basis: str = "model"
+    model_def_cpu_per_gpu: int | None = None  # the model's answer, shown beside a measured one
+    measured_def_cpu_per_gpu: int | None = None
+    measured_jobs: int = 0  # measured jobs at the typical GPU count
+    measured_reason: str | None = None  # why the measurement answers what it does, or cannot
+    model_vs_measured: str | None = None  # agree, model asks more / fewer; None: nothing to compare
 
     @property
     def per_month(self) -> bool:
@@ -136,6 +147,44 @@ def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
             "end": utc_naive(q.end),
         },
     )
+
+
+def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve | None:
+    """The query's measured pressure curve per (partition, GPU family, GPUs per job), against
+    the stall that ``q.max_wait`` means through the measured link; None where no pressure
+    record was loaded (a database without them reads no job for it)."""
+    from advisor.filters import utc_naive
+    from advisor.model.psilink import STARVED_PSI_DEFAULT, links_from_json, starved_psi_for
+    from advisor.pressure.curve import CurveQuery, curve_of
+    from advisor.pressure.summary import any_records
+
+    if not any_records(con):
+        return None
+    implied = starved_psi_for(q.max_wait, links_from_json(params.meta.get("psi_link")))
+    return curve_of(
+        con,
+        CurveQuery(
+            by=("partition", "gpu_type", "gpu_count"),
+            threshold=implied[0] if implied else STARVED_PSI_DEFAULT,
+            clusters=q.clusters,
+            partitions=(q.partition,) if q.partition else (),
+            gpu_types=(q.gpu_type,) if q.gpu_type else (),
+            start=utc_naive(q.start),
+            end=utc_naive(q.end),
+        ),
+    )
+
+
+def _measured_fields(model_dflt: int, answer: MeasuredAnswer | None) -> dict[str, Any]:
+    dflt, basis = decide_default(model_dflt, answer)
+    return {
+        "basis": basis,
+        "model_def_cpu_per_gpu": model_dflt,
+        "measured_def_cpu_per_gpu": answer.cores_per_gpu if answer else None,
+        "measured_jobs": answer.jobs if answer else 0,
+        "measured_reason": answer.reason if answer else None,
+        "model_vs_measured": agreement(model_dflt, answer) if answer else None,
+    }
 
 
 def recommend_partitions(
@@ -212,13 +261,19 @@ def recommend_partitions(
 
     plans = {}
     group_basis: dict[tuple[str | None, str], str] = {}  # what decided each group's answer
+    curve = measured_curves(con, q, params)
+    measured: dict[tuple[str | None, str], tuple[int, MeasuredAnswer | None]] = {}
     for n, (key, rows) in enumerate(buckets.items()):
         partition, gpu_type = key
         gpus_typ = int(_weighted_median([r[4] for r in rows], [r[7] for r in rows]))
         cap_row = caps.get((partition, gpu_type))
         cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
         platform = None if gpu_type == "(untyped)" else canonical_platform(gpu_type)
-        dflt, reached, group_basis[key] = default(gpus_typ, platform, max(cap, 1))
+        model_dflt, reached, group_basis[key] = default(gpus_typ, platform, max(cap, 1))
+        cells = curve.groups.get((partition, gpu_type, gpus_typ), ()) if curve else ()
+        answer = measured_answer(cells, curve.threshold) if curve and cells else None
+        dflt, _ = decide_default(model_dflt, answer)
+        measured[key] = (model_dflt, answer)
         mn = minimum(gpus_typ, platform, max(cap, 1))
         plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
         progress("partitions", n + 1, len(buckets))
@@ -317,6 +372,7 @@ def recommend_partitions(
                 share_gpu_hours_lost=lost / gpu_hours if gpu_hours else 0.0,
                 calibrated=calibration.calibrated,
                 extrapolated_from=calibration.extrapolated_from,
+                **_measured_fields(*measured[key]),
             )
         )
     vcpu = book.vcpu

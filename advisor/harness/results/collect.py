@@ -355,6 +355,13 @@ def calibration_points(
                 "fraction",
                 f"machine CPU pressure ({kind}) over the phase",
             )
+            # the engine's own cgroup, where the bench made one: what the node collector reads
+            add(
+                f"psi_cgroup_{kind}_share",
+                psi_of_run(run, "cgroup", kind),
+                "fraction",
+                f"the engine cgroup's CPU pressure ({kind}) over the phase",
+            )
     if flags & NOT_FITTED:
         return out  # TTFT did not measure the core effect (advisor.harness.metrics.run_flags)
     if status == "ok" and "timeouts" in flags:

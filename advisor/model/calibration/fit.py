@@ -203,7 +203,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     )
     progress("fit", 1, 1)
 
-    from advisor.model.calibration.waits import fit_wait_points
+    from advisor.model.calibration.waits import fit_wait_points, link_cells
+    from advisor.model.psilink import fit_links, links_to_json
 
     wait_fit = fit_wait_points(
         loaded.points,
@@ -274,6 +275,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "series": [i.as_evidence() for i in ts.series_info.values()],
         # the wait model (advisor.model.waitmodel): None where no run recorded its processes' wait
         "wait": wait_fit.to_json_dict() if wait_fit is not None else None,
+        # a job's CPU pressure against that wait (advisor.model.psilink): what --starved-psi reads
+        "psi_link": links_to_json(fit_links(link_cells(loaded.points), seed=cfg.random_state)),
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {
             "alpha": cfg.alpha,

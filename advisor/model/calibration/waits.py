@@ -10,6 +10,8 @@ from typing import Any
 
 from advisor.model.calibration.points import CalibrationPoint
 from advisor.model.calibration.series import SeriesConfig, config_of, identity_of_notes
+from advisor.model.psilink import PSI_METRICS, LinkCell
+from advisor.model.psilink import WAIT_METRICS as LINK_WAIT_METRICS
 from advisor.model.waitmodel import WaitFit, WaitPhase, fit_wait
 
 TTFT_METRIC = "ttft_p50_ms"
@@ -22,7 +24,8 @@ WAIT_POINT_METRICS = {
 }
 
 
-def _series_name(p: CalibrationPoint) -> tuple[str, SeriesConfig]:
+def series_name(p: CalibrationPoint) -> tuple[str, SeriesConfig]:
+    """The series a wait point belongs to (one curve of one campaign), and its configuration."""
     c = config_of(p)
     ident = identity_of_notes(p.notes).get("series") or ""
     series = "|".join(
@@ -35,7 +38,7 @@ def _series_name(p: CalibrationPoint) -> tuple[str, SeriesConfig]:
 
 def series_configs(points: Sequence[CalibrationPoint]) -> dict[str, SeriesConfig]:
     """The configuration of each series :func:`wait_phases` names."""
-    return dict(_series_name(p) for p in points if p.metric in WAIT_POINT_METRICS)
+    return dict(series_name(p) for p in points if p.metric in WAIT_POINT_METRICS)
 
 
 DemandFn = Callable[[SeriesConfig], Mapping[str, float]]
@@ -56,7 +59,7 @@ def wait_phases(
         kind = WAIT_POINT_METRICS.get(p.metric)
         if kind is None or p.value is None or p.cores is None:
             continue
-        series, c = _series_name(p)
+        series, c = series_name(p)
         r = runs[p.source]
         r.update(
             series=series, config=c, executor=c.executor, cores=int(p.cores), gpus=c.gpus,
@@ -114,3 +117,26 @@ def fit_wait_points(
     if baseline is not None:
         knees = {s: baseline(c) for s, c in series_configs(points).items()}
     return fit_wait(phases, seed=seed, baseline_knees=knees)
+
+
+def link_cells(points: Sequence[CalibrationPoint]) -> list[LinkCell]:
+    """One cell per bench phase (the points sharing a ``source``) that recorded both a wait
+    and a PSI share (:mod:`advisor.model.psilink`)."""
+    runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "psi": {}})
+    for p in points:
+        role = LINK_WAIT_METRICS.get(p.metric)
+        scope_kind = PSI_METRICS.get(p.metric)
+        if p.value is None or p.cores is None or (role is None and scope_kind is None):
+            continue
+        r = runs[p.source]
+        series, config = series_name(p)
+        r.update(series=series, executor=config.executor, cores=int(p.cores))
+        if role is not None:
+            r["wait"][role] = float(p.value)
+        elif scope_kind is not None:
+            r["psi"]["/".join(scope_kind)] = float(p.value)
+    return [
+        LinkCell(r["series"], r["executor"], r["cores"], dict(r["wait"]), dict(r["psi"]))
+        for _, r in sorted(runs.items())
+        if r["wait"] and r["psi"]
+    ]
