@@ -980,3 +980,58 @@ def pressure_chart(rows: pd.DataFrame, *, width: int = 620, height: int = 280) -
         )
         .properties(width=width, height=height)
     )
+
+
+def measured_curve_chart(
+    cells: pd.DataFrame, threshold: float, *, width: int = 620, height: int = 280
+) -> AnyChart:
+    """One group's measured stall (PSI some, GPU-hour weighted) by whole cores per GPU with
+    its 90% interval, the model's prediction for the same group beside it, and the threshold
+    that ``--max-wait`` means through the measured link (``advisor pressure curve`` cells:
+    ``cores_per_gpu``, ``measured``, ``measured_low``/``_high``, ``predicted``, ``jobs``,
+    ``verdict``). Cells of too few jobs are drawn faded: they decide nothing."""
+    data = cells.copy()
+    data["x"] = data["cores_per_gpu"].clip(lower=0.5)  # "<1" drawn at half a core
+    data["decides"] = data["verdict"].ne("too few")
+    x = alt.X("x:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
+    y_title = "stalled for a CPU (PSI some)"
+    tips = [
+        alt.Tooltip("cores_per_gpu:Q", title="cores/GPU (whole; 0: below one)"),
+        alt.Tooltip("measured:Q", format=".1%", title="measured"),
+        alt.Tooltip("measured_low:Q", format=".1%", title="90% low"),
+        alt.Tooltip("measured_high:Q", format=".1%", title="90% high"),
+        alt.Tooltip("predicted:Q", format=".1%", title="model"),
+        alt.Tooltip("jobs:Q", format=",", title="jobs measured"),
+        alt.Tooltip("verdict:N", title="against the threshold"),
+    ]
+    base = alt.Chart(data)
+    bars = base.mark_rule().encode(
+        x=x, y=alt.Y("measured_low:Q", title=y_title, axis=alt.Axis(format="%")),
+        y2="measured_high:Q", opacity=alt.condition("datum.decides", alt.value(1), alt.value(0.3)),
+    )  # fmt: skip
+    points = base.mark_point(filled=True, size=60).encode(
+        x=x,
+        y="measured:Q",
+        color=alt.Color(
+            "verdict:N",
+            scale=alt.Scale(
+                domain=["over", "unresolved", "under", "too few"],
+                range=["#c0392b", "#e6a23c", "#2e7d32", "#9e9e9e"],
+            ),
+            legend=_legend("measured, against the threshold"),
+        ),
+        tooltip=tips,
+    )
+    layers: list[Any] = [bars, points]
+    if data["predicted"].notna().any():
+        layers.append(
+            base.mark_line(strokeDash=[4, 3], color="#555")
+            .encode(x=x, y="predicted:Q", tooltip=tips)
+            .transform_filter("isValid(datum.predicted)")
+        )
+    rule = (
+        alt.Chart(pd.DataFrame({"threshold": [threshold]}))
+        .mark_rule(color="#c0392b")
+        .encode(y="threshold:Q")
+    )
+    return alt.layer(*layers, rule).properties(width=width, height=height)

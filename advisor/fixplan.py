@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.headline import (
     DataAge,
     Headline,
+    MeasuredEvidence,
     UsageEvidence,
     data_age_of,
     headline_of,
@@ -78,6 +79,15 @@ class FixRow:
     gpu_hours_lost_per_month_interval: tuple[float, float] = (0.0, 0.0)  # 5-95% over refits
     lost_usd_per_month_interval: tuple[float, float] | None = None  # None: not priced
     decision_basis: str = "2 + N"
+    basis: str = "model"  # what set def_cpu_per_gpu: the measured curve or the model
+    gpu_hours_measured: float = 0.0  # the span's GPU-hours in jobs with measured pressure
+    gpu_hours_lost_measured: tuple[float, float] = (0.0, 0.0)  # their loss, full to some, span
+    loss_disagreement: str | None = None
+
+    @property
+    def months(self) -> float:
+        """The months the span's totals are divided by (at least one)."""
+        return max(self.span_hours / HOURS_PER_MONTH, 1.0)
 
     @property
     def gpu_hours_per_month(self) -> float:
@@ -132,6 +142,20 @@ class FixPlan:
             data_age=data_age,
             usage=usage,
             model_error=self.model_error,
+            measured=self.measured_evidence(),
+        )
+
+    def measured_evidence(self) -> MeasuredEvidence:
+        """The rows' measured share and the loss their measured jobs held, per the plan's
+        period (:class:`advisor.headline.MeasuredEvidence`)."""
+        gpu_hours = sum(r.gpu_hours_per_month for r in self.rows)
+        measured = sum(r.gpu_hours_measured / r.months for r in self.rows)
+        return MeasuredEvidence(
+            share_gpu_hours_measured=measured / gpu_hours if gpu_hours else 0.0,
+            held_low=sum(r.gpu_hours_lost_measured[0] / r.months for r in self.rows),
+            held_high=sum(r.gpu_hours_lost_measured[1] / r.months for r in self.rows),
+            groups=sum(1 for r in self.rows if r.gpu_hours_measured > 0),
+            groups_apart=sum(1 for r in self.rows if r.loss_disagreement),
         )
 
     @property
@@ -287,6 +311,10 @@ def fix_plan(q: FixQuery, con: Any = None) -> FixPlan:
                 gpu_hours_lost_per_month_interval=r.gpu_hours_lost_per_month_interval,
                 lost_usd_per_month_interval=r.lost_usd_per_month_interval,
                 decision_basis=r.decision_basis,
+                basis=r.basis,
+                gpu_hours_measured=r.gpu_hours_measured,
+                gpu_hours_lost_measured=r.gpu_hours_lost_measured,
+                loss_disagreement=r.loss_disagreement,
             )
             for r in recs
         )

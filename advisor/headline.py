@@ -136,10 +136,15 @@ class UsageEvidence:
     trust: str  # 'usage' | 'allocation' (advisor.usage.advice)
     gpu_hours_lost_starved: float | None = None  # the part of the loss in those jobs, if known
 
-    def words(self, gpu_hours_lost: float, period: str) -> str:
-        """The loss split into the jobs whose usage looks starved and the rest, as a sentence."""
+    def words(self, gpu_hours_lost: float, period: str, measured: bool = False) -> str:
+        """The loss split into the jobs whose usage looks starved and the rest, as a sentence;
+        ``measured``: part of the loss rests on measured CPU pressure (said beside)."""
         if self.share_gpu_hours_with_usage <= 0:
-            return "No job's own usage is loaded: the loss rests on the model alone."
+            return (
+                "No job's own usage (CPU efficiency, GPU utilisation) is loaded."
+                if measured
+                else "No job's own usage is loaded: the loss rests on the model alone."
+            )
         d = 0 if max(gpu_hours_lost, self.gpu_hours_starved) >= 10 else 1
         if self.gpu_hours_lost_starved is None:
             return (
@@ -155,6 +160,37 @@ class UsageEvidence:
             f"run), where it rests on evidence; the other {rest:,.{d}f} GPU-h are the model's "
             "upper bound."
         )
+
+
+@dataclass(frozen=True)
+class MeasuredEvidence:
+    """How much of the GPU time behind the loss was measured (each job's cgroup CPU pressure),
+    what its CPU waiting held (``held_low`` full to ``held_high`` some, the loss of those jobs),
+    and in how many groups the model's loss for the measured jobs lies outside that range."""
+
+    share_gpu_hours_measured: float  # 0-1
+    held_low: float
+    held_high: float
+    groups: int
+    groups_apart: int
+
+    def words(self, period: str) -> str:
+        if self.share_gpu_hours_measured <= 0:
+            return "No job's CPU pressure is measured: the loss rests on the model alone."
+        d = 0 if self.held_high >= 10 else 1
+        text = (
+            f"{self.share_gpu_hours_measured:.0%} of the GPU time {period} ran in jobs whose CPU "
+            f"pressure was measured: their part of the loss, {self.held_low:,.{d}f} to "
+            f"{self.held_high:,.{d}f} GPU-h, is what their own CPU waiting held (PSI full to "
+            "some); the model's estimate speaks for the rest."
+        )
+        if self.groups_apart:
+            text += (
+                f" In {self.groups_apart} of {self.groups} groups the model's loss for the "
+                "measured jobs lies outside what they measured (advisor recommend --partition "
+                "names them)."
+            )
+        return text
 
 
 def _digits(value: float) -> int:
@@ -180,6 +216,7 @@ class Headline:
     data_age: DataAge
     usage: UsageEvidence | None = None
     upper_bound: bool = True  # the loss assumes every GPU job is an LLM server
+    measured: MeasuredEvidence | None = None  # None: nobody asked (no plan rows to read it from)
     interval_pct: int = INTERVAL_PCT
     # the model's held-out relative error (0.48: +-48%), as Recommend states it; the interval
     # shown carries it on top of the fit's own spread
@@ -259,9 +296,16 @@ class Headline:
             f"{self._interval(low, high, '$')} at the reference cloud price per GPU-hour"
         )
 
+    def measured_words(self) -> str:
+        """How much of the loss rests on measurement, or "" when nobody asked."""
+        return "" if self.measured is None else self.measured.words(self.period)
+
     def usage_words(self) -> str:
         """What the jobs' own usage says about the loss, or "" when nobody asked."""
-        return "" if self.usage is None else self.usage.words(self.gpu_hours_lost, self.period)
+        if self.usage is None:
+            return ""
+        measured = self.measured is not None and self.measured.share_gpu_hours_measured > 0
+        return self.usage.words(self.gpu_hours_lost, self.period, measured)
 
     def calibration_words(self) -> str:
         """Which GPU types are extrapolated and from what, or that all are calibrated."""
@@ -287,6 +331,7 @@ def headline_of(
     data_age: DataAge,
     usage: UsageEvidence | None = None,
     model_error: float | None = None,
+    measured: MeasuredEvidence | None = None,
 ) -> Headline:
     """A :class:`Headline` from the figures of a plan or a report."""
     return Headline(
@@ -303,6 +348,7 @@ def headline_of(
         data_age=data_age,
         usage=usage,
         model_error=model_error,
+        measured=measured,
     )
 
 

@@ -76,6 +76,49 @@ def _show_pressure(key: DbKey, filters: Filters) -> None:
         "of its tasks waited for a CPU; the GPU-hours held lie between GPU-hours x full and x "
         "some. Per group: `advisor pressure summary`."
     )
+    _show_measured_curve(key, filters)
+
+
+def _show_measured_curve(key: DbKey, filters: Filters) -> None:
+    """One group's measured stall by cores per GPU against the threshold, with the model's
+    prediction beside it and what the measurement answers (``advisor pressure curve``)."""
+    from advisor.model.waitknee import DEFAULT_MAX_WAIT
+    from advisor.pressure.curve import CurveQuery
+    from app.chart_view import show_chart
+
+    q = CurveQuery(
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+    )
+    rep = guarded(lambda: cached_core("pressure_curve", key, _curve_report, q, DEFAULT_MAX_WAIT))
+    groups = [g for g in rep["groups"] if any(c["enough"] for c in g["cells"])]
+    if not groups:
+        return
+    st.markdown("**Measured stall by cores per GPU, beside the model**")
+
+    def label(g: dict[str, Any]) -> str:
+        return f"{g['cluster']} / {g['partition']} / {g['gpu_type']} / {g['gpu_count']} GPU"
+
+    groups.sort(key=lambda g: -g["jobs_measured"])
+    g = st.selectbox("Group", groups, format_func=label, key="measured_curve_group")
+    show_chart("measured_curve_chart", pd.DataFrame(g["cells"]), rep["threshold"])
+    answer = g["measured_cpus_per_gpu"]
+    st.caption(
+        (f"Measured answer: **{answer} cores per GPU**; " if answer is not None else "")
+        + f"{g['reason']}. Threshold {rep['threshold']:.1%}: --max-wait "
+        f"{rep['max_wait']:.0%} through the measured link. Dashed: the model's prediction for "
+        f"{g['gpu_count']} GPU at {rep['load_rps']:g} req/s of {rep['prompt_tokens']:,.0f} "
+        "tokens. Faded: too few measured jobs to decide. Every group: `advisor pressure curve`."
+    )
+
+
+def _curve_report(con: Any, q: Any, max_wait: float) -> dict[str, Any]:
+    from advisor.recommend.measured import curve_report
+
+    return curve_report(con, max_wait=max_wait, query=q)
 
 
 def _show_usage(key: DbKey, filters: Filters, by: str) -> None:

@@ -174,6 +174,33 @@ def test_top_bar_chart_keeps_the_largest_rows_only():
     assert sorted(names) == ["a", "c", "e"]
 
 
+MEASURED_CELLS = pd.DataFrame(
+    {
+        "cores_per_gpu": [0, 1, 2, 4],
+        "measured": [0.5, 0.3, 0.05, 0.002],
+        "measured_low": [0.45, 0.25, 0.03, 0.001],
+        "measured_high": [0.55, 0.35, 0.07, 0.003],
+        "predicted": [0.52, 0.38, 0.07, None],
+        "jobs": [40, 30, 12, 60],
+        "verdict": ["over", "over", "too few", "under"],
+    }
+)
+
+
+def test_the_measured_curve_draws_every_cell_the_threshold_and_the_model_beside():
+    spec = _spec(charts.measured_curve_chart(MEASURED_CELLS, 0.075))
+    rows = [r for d in _datasets(spec) for r in d]
+    cells = [r for r in rows if "measured" in r]
+    assert sorted(r["cores_per_gpu"] for r in cells) == [0, 1, 2, 4]
+    # below one core per GPU is drawn at half a core on the log axis; too few jobs: faded
+    assert {r["cores_per_gpu"]: r["x"] for r in cells}[0] == 0.5
+    assert [r["decides"] for r in sorted(cells, key=lambda r: r["cores_per_gpu"])] == [
+        True, True, False, True,
+    ]  # fmt: skip
+    assert [r["threshold"] for r in rows if "threshold" in r] == [0.075]
+    assert "isValid(datum.predicted)" in json.dumps(spec)
+
+
 def test_every_builder_renders_to_svg_with_vl_convert():
     vlc = pytest.importorskip("vl_convert", reason="vl-convert-python is a declared dependency")
     curve = pd.DataFrame({"cores_per_gpu": [1.0, 2.0], "ttft_ms": [900.0, 400.0]})
@@ -183,6 +210,7 @@ def test_every_builder_renders_to_svg_with_vl_convert():
         charts.ratio_ecdf(DIST),
         charts.ttft_curve_chart(curve),
         charts.bench_curves_chart(runs, runs),
+        charts.measured_curve_chart(MEASURED_CELLS, 0.075),
     ):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and "<path" in svg

@@ -216,3 +216,72 @@ def test_pressure_curve_on_the_command_line(measured_db: Path):
 def test_a_database_without_pressure_has_an_empty_curve(jobs_db: Path):
     curve = pressure_curve(jobs_db, replace(CurveQuery(), threshold=0.1))
     assert curve.cells == () and curve.groups == {}
+
+
+def test_the_loss_of_measured_jobs_is_their_own_stall_and_the_headline_says_how_much(
+    jobs_db: Path, measured_db: Path
+):
+    from advisor.fixplan import FixQuery, fix_plan, plan_headline
+    from advisor.store import connect
+
+    def rows(db: Path) -> dict:
+        done = _adv(db, "recommend", "--partition", "*", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        return {(r["cluster"], r["partition"]): r for r in json.loads(done.stdout)["partitions"]}
+
+    model_only, measured = rows(jobs_db), rows(measured_db)
+    con = duckdb.connect(str(measured_db), read_only=True)
+    try:
+        by_group = dict(
+            ((r[0], r[1]), r[2:])
+            for r in con.execute(
+                "SELECT cluster, partition, sum(gpus * elapsed_s) / 3600,"
+                " sum(gpus * elapsed_s / 3600 * least(psi_full_s / psi_covered_s, 1)),"
+                " sum(gpus * elapsed_s / 3600 * least(psi_some_s / psi_covered_s, 1))"
+                " FROM jobs WHERE psi_status = 'measured' AND gpus > 0 AND cpus > 0"
+                " AND elapsed_s > 0 AND start IS NOT NULL AND cpus / gpus < ? GROUP BY ALL",
+                [2],  # every group's answer on the sample is 2 cores per GPU (checked below)
+            ).fetchall()
+        )
+        measured_gh = dict(
+            ((r[0], r[1]), r[2])
+            for r in con.execute(
+                "SELECT cluster, partition, sum(gpus * elapsed_s) / 3600 FROM jobs"
+                " WHERE psi_status = 'measured' AND gpus > 0 AND cpus > 0 AND elapsed_s > 0"
+                " AND start IS NOT NULL GROUP BY ALL"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    for key, r in measured.items():
+        base = model_only[key]
+        assert r["def_cpu_per_gpu"] == 2
+        assert r["gpu_hours_measured"] == pytest.approx(measured_gh[key], rel=1e-9)
+        _, full, some = by_group[key]
+        assert r["gpu_hours_lost_measured"] == pytest.approx([full, some], rel=1e-9)
+        # the rest of the loss is the model's for the unmeasured jobs only: less than all of it
+        assert r["gpu_hours_lost_model"] < base["gpu_hours_lost"]
+        assert r["gpu_hours_lost"] == pytest.approx(r["gpu_hours_lost_model"] + some, rel=1e-9)
+        lo, hi = r["gpu_hours_lost_interval"]
+        assert lo <= r["gpu_hours_lost"] <= hi
+        # the sample's stall comes from PSI; the model's loss from the TTFT bound: the flag says
+        # where they part, and a warning carries it
+        if r["loss_disagreement"]:
+            assert r["loss_disagreement"] in r["warnings"]
+    q = FixQuery(db=str(measured_db))
+    plan = fix_plan(q)
+    con = connect(measured_db, read_only=True)
+    try:
+        head = plan_headline(con, plan, q)
+    finally:
+        con.close()
+    assert head.measured is not None
+    share = sum(measured_gh.values()) / sum(r["gpu_hours"] for r in measured.values())
+    # per month, each row over its own span (12.01-12.02 months on the sample)
+    assert head.measured.share_gpu_hours_measured == pytest.approx(share, rel=1e-4)
+    words = head.measured_words()
+    assert f"{share:.0%} of the GPU time {head.period}" in words
+    assert "rests on the model alone" not in head.usage_words()
+    plain = fix_plan(FixQuery(db=str(jobs_db)))
+    assert plain.measured_evidence().share_gpu_hours_measured == 0
+    assert "rests on the model alone" in plain.measured_evidence().words("per month")

@@ -486,6 +486,17 @@ def test_the_dashboard_overview_shows_what_the_jobs_waited_for(monkeypatch, pres
     held = f"{head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}"
     assert metrics["GPU-hours held by CPU waiting"] == held
     assert any(f"{head['jobs_measured']:,} of " in c.value for c in at.caption)
+    # the measured curve of the group with the most measured jobs, against the threshold, the
+    # model beside it (issue 49); and the headline says how much of the loss rests on measurement
+    (group,) = [s for s in at.selectbox if s.label == "Group"]
+    g = group.value
+    assert (
+        group.options[0]
+        == f"{g['cluster']} / {g['partition']} / {g['gpu_type']} / {g['gpu_count']} GPU"
+        and g["jobs_measured"] > 100
+    )
+    assert any("through the measured link" in c.value for c in at.caption)
+    assert any("ran in jobs whose CPU pressure was measured" in c.value for c in at.caption)
 
 
 def test_a_database_without_pressure_records_shows_no_pressure_section(monkeypatch, sample_db):

@@ -241,7 +241,15 @@ def curve_cmd(
         partitions=csv_list(partition),
         gpu_types=csv_list(gpu_type),
     )
-    rep = curve_report(db, max_wait=max_wait, query=q, load_rps=rps, prompt_tokens=prompt_tokens)
+    from advisor.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        rep = curve_report(
+            con, max_wait=max_wait, query=q, load_rps=rps, prompt_tokens=prompt_tokens
+        )
+    finally:
+        con.close()
     if fmt is OutputFormat.json:
         emit_json(rep)
         return

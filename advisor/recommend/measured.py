@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 from advisor.model.psilink import predicted_stall
 
 if TYPE_CHECKING:  # the job-submit path imports this module and never DuckDB
+    import numpy as np
+
     from advisor.pressure.curve import CurveCell
+    from advisor.recommend.starvation import Starvation
 
 MEASURED = "measured"
 MODEL = "model"
@@ -142,7 +145,7 @@ def compare(
 
 
 def curve_report(
-    db: str | None,
+    con: Any,
     *,
     max_wait: float,
     query: Any = None,
@@ -150,7 +153,8 @@ def curve_report(
     prompt_tokens: float | None = None,
     model_file: str | None = None,
 ) -> dict[str, Any]:
-    """``advisor pressure curve``: the measured curve of every group against the stall that
+    """``advisor pressure curve`` (``con``: a DuckDB connection): the measured curve of every
+    group against the stall that
     ``max_wait`` means through the measured link, each cell beside the model's prediction for
     the group's GPUs (where the grouping has them) at the given load (the model's reference
     by default), and each group's measured answer."""
@@ -159,7 +163,7 @@ def curve_report(
     from advisor.errors import UsageError
     from advisor.model.psilink import STARVED_PSI_DEFAULT, links_from_json, starved_psi_for
     from advisor.model.slowdown import REF_LOAD_RPS, REF_PROMPT_TOKENS, load_params
-    from advisor.pressure.curve import CurveQuery, pressure_curve
+    from advisor.pressure.curve import CurveQuery, curve_of
 
     if not 0 < max_wait < 1:
         raise UsageError(f"--max-wait {max_wait}: a share of time in (0, 1), e.g. 0.15")
@@ -167,7 +171,7 @@ def curve_report(
     implied = starved_psi_for(max_wait, links_from_json(params.meta.get("psi_link")))
     threshold = implied[0] if implied else STARVED_PSI_DEFAULT
     q = replace(query or CurveQuery(), threshold=threshold)
-    curve = pressure_curve(db, q)
+    curve = curve_of(con, q)
     rps = load_rps or REF_LOAD_RPS
     tokens = prompt_tokens or REF_PROMPT_TOKENS
     groups = []
@@ -204,3 +208,65 @@ def curve_report(
         "by": list(q.by),
         "groups": groups,
     }
+
+
+@dataclass(frozen=True)
+class LossSplit:
+    """The loss of a group's job rows, each row's measured jobs from their own stall and the
+    rest from the model: per row the GPU-hours measured, the GPU time their CPU waiting held
+    (``held_full`` to ``held_some``, only on rows below the recommendation), and the model's
+    loss for the unmeasured rest (``model``) and for the measured jobs (``model_measured``, to
+    compare)."""
+
+    gpu_hours_measured: np.ndarray
+    held_full: np.ndarray
+    held_some: np.ndarray
+    model: Starvation
+    model_measured: Starvation
+
+
+def loss_split(
+    measured_mix: dict[tuple[Any, ...], tuple[float, float, float]],
+    keys: Sequence[tuple[Any, ...]],
+    gpu_hours: Sequence[float],
+    starved: Starvation,
+) -> LossSplit:
+    """:class:`LossSplit` of the job rows ``keys`` ((partition, GPU family, CPUs, GPUs), with
+    their GPU-hours) from ``measured_mix`` (``recommend/measured_mix.sql``: per row key the
+    measured GPU-hours and their stall-weighted sums) and the model's ``starved``."""
+    import numpy as np
+
+    got = np.array([measured_mix.get(tuple(k), (0.0, 0.0, 0.0)) for k in keys], dtype=float)
+    got = got.reshape(len(keys), 3)
+    gh = np.asarray(gpu_hours, dtype=float)
+    share = np.clip(np.divide(got[:, 0], gh, out=np.zeros_like(gh), where=gh > 0), 0.0, 1.0)
+    below = starved.below.astype(float)
+    return LossSplit(
+        got[:, 0],
+        got[:, 2] * below,
+        got[:, 1] * below,
+        starved.weighted(1.0 - share),
+        starved.weighted(share),
+    )
+
+
+def disagreement(
+    model: tuple[float, float], measured: tuple[float, float], gpu_hours_measured: float
+) -> str | None:
+    """Where the model's loss for the measured jobs (its interval) and what they measured
+    (``full`` to ``some``) do not overlap, in words; None where they do or nothing was
+    measured."""
+    if gpu_hours_measured <= 0:
+        return None
+    (m_lo, m_hi), (full, some) = model, measured
+    if m_lo > some:
+        return (
+            f"the model puts {m_lo:,.0f}-{m_hi:,.0f} GPU-h of loss on the measured jobs, above "
+            f"the {full:,.0f}-{some:,.0f} their own CPU pressure held"
+        )
+    if m_hi < full:
+        return (
+            f"the model puts {m_lo:,.0f}-{m_hi:,.0f} GPU-h of loss on the measured jobs, below "
+            f"the {full:,.0f}-{some:,.0f} their own CPU pressure held"
+        )
+    return None

@@ -37,7 +37,14 @@ from advisor.recommend.context import (
     check_partition,
 )
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
-from advisor.recommend.measured import MeasuredAnswer, agreement, decide_default, measured_answer
+from advisor.recommend.measured import (
+    MeasuredAnswer,
+    agreement,
+    decide_default,
+    disagreement,
+    loss_split,
+    measured_answer,
+)
 from advisor.recommend.query import Workload, canonical_platform, check_tolerance
 from advisor.recommend.starvation import starvation
 
@@ -110,6 +117,15 @@ class PartitionRecommendation:
     measured_jobs: int = 0  # measured jobs at the typical GPU count
     measured_reason: str | None = None  # why the measurement answers what it does, or cannot
     model_vs_measured: str | None = None  # agree, model asks more / fewer; None: nothing to compare
+    # the loss split: measured jobs from their own stall, the rest from the model
+    gpu_hours_measured: float = 0.0  # GPU-hours of the group's jobs with measured pressure
+    gpu_hours_lost_measured: tuple[float, float] = (0.0, 0.0)  # full..some of those below, span
+    gpu_hours_lost_model: float = 0.0  # the model's loss of the unmeasured jobs, span
+    loss_disagreement: str | None = None  # model and measurement apart beyond their intervals
+
+    @property
+    def share_gpu_hours_measured(self) -> float:
+        return self.gpu_hours_measured / self.gpu_hours if self.gpu_hours else 0.0
 
     @property
     def per_month(self) -> bool:
@@ -173,6 +189,27 @@ def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve |
             end=utc_naive(q.end),
         ),
     )
+
+
+def _measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[float, float, float]]:
+    """recommend/measured_mix per job-mix row key: GPU-hours measured, and held (some, full)."""
+    from advisor.filters import utc_naive
+    from advisor.pressure.summary import any_records
+    from advisor.store import query
+
+    if not any_records(con):
+        return {}
+    rows = con.execute(
+        query("recommend/measured_mix"),
+        {
+            "partition": q.partition,
+            "gpu_type": q.gpu_type,
+            "clusters": list(q.clusters),
+            "start": utc_naive(q.start),
+            "end": utc_naive(q.end),
+        },
+    ).fetchall()
+    return {(r[0], r[1], r[2], r[3]): (float(r[4]), float(r[5]), float(r[6])) for r in rows}
 
 
 def _measured_fields(model_dflt: int, answer: MeasuredAnswer | None) -> dict[str, Any]:
@@ -290,6 +327,12 @@ def recommend_partitions(
         platform=[p for _, _, p in every],
         workload=q.workload,
     )
+    split = loss_split(
+        _measured_mix(con, q),
+        [(r[0], r[1], r[3], r[4]) for r, _, _ in every],
+        [float(r[7]) for r, _, _ in every],
+        starved_all,
+    )
     # every group's P25 and P50 cores per GPU (job-weighted), in one pass
     pct = job_percentiles_by_group(
         [r[3] / r[4] for r, _, _ in every],
@@ -316,8 +359,16 @@ def recommend_partitions(
             )
         gpu_h = np.array([float(r[7]) for r in rows])
         below = starved_all.below[part]
-        lost = float(np.sum(starved_all.lost_rows[part]))
-        lost_lo, lost_hi = starved_all.gpu_hours_lost_interval(part)
+        # measured jobs lose what their own stall held (full to some), the rest the model's
+        held = (float(np.sum(split.held_full[part])), float(np.sum(split.held_some[part])))
+        model_lost = float(np.sum(split.model.lost_rows[part]))
+        model_lo, model_hi = split.model.gpu_hours_lost_interval(part)
+        lost = model_lost + held[1]
+        lost_lo, lost_hi = model_lo + held[0], model_hi + held[1]
+        gh_measured = float(np.sum(split.gpu_hours_measured[part]))
+        apart = disagreement(split.model_measured.gpu_hours_lost_interval(part), held, gh_measured)
+        if apart:
+            warnings.append(apart)
         fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
         first = min(r[8] for r in rows)
         last = max(r[9] for r in rows)
@@ -373,6 +424,10 @@ def recommend_partitions(
                 calibrated=calibration.calibrated,
                 extrapolated_from=calibration.extrapolated_from,
                 **_measured_fields(*measured[key]),
+                gpu_hours_measured=gh_measured,
+                gpu_hours_lost_measured=held,
+                gpu_hours_lost_model=model_lost,
+                loss_disagreement=apart,
             )
         )
     vcpu = book.vcpu
@@ -383,7 +438,9 @@ def recommend_partitions(
         "(capacity model or 2 + N, see decision_basis)",
         "min_cpus_per_gpu": f"TTFT within {q.min_tolerance:.0%} of ample cores",
         "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
-        "gpu_time_lost": "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
+        "gpu_time_lost": "for a job whose cgroup CPU pressure was measured, its GPU-hours x its "
+        "stall share (between PSI full and some; the point is some); for the others, "
+        "GPU-hours x (1 - slowdown(recommended) / slowdown(job's cores)) for "
         "jobs below the recommendation, as if every GPU job were an LLM server "
         "bound by TTFT (an upper bound for training and batch jobs); the slowdown: the most the "
         "predicted wait allows where the wait model decides, else the fitted TTFT curve; the "

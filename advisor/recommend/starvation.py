@@ -13,7 +13,7 @@ refit the demand too, or the wait fit's), so a group's lost GPU-hours come with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +43,13 @@ class Starvation:
     @property
     def fix_vcpu_hours(self) -> float:  # the missing cores x elapsed hours of the rows below
         return float(np.sum(self.fix_rows))
+
+    def weighted(self, w: np.ndarray) -> Starvation:
+        """The same with each row's loss scaled by ``w`` (e.g. the share of its GPU-hours the
+        model still speaks for)."""
+        return replace(
+            self, lost_rows=self.lost_rows * w, lost_rows_refits=self.lost_rows_refits * w
+        )
 
     def gpu_hours_lost_interval(
         self, rows: slice | np.ndarray | None = None
