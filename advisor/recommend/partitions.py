@@ -38,6 +38,7 @@ from advisor.recommend.context import (
 )
 from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
 from advisor.recommend.measured import (
+    LossSplit,
     MeasuredAnswer,
     agreement,
     decide_default,
@@ -46,7 +47,7 @@ from advisor.recommend.measured import (
     measured_answer,
 )
 from advisor.recommend.query import Workload, canonical_platform, check_tolerance
-from advisor.recommend.starvation import starvation
+from advisor.recommend.starvation import Starvation, starvation
 
 if TYPE_CHECKING:
     from advisor.pressure.curve import PressureCurve
@@ -224,61 +225,60 @@ def _measured_fields(model_dflt: int, answer: MeasuredAnswer | None) -> dict[str
     }
 
 
-def recommend_partitions(
-    q: PartitionQuery,
-    progress: ProgressFn = no_progress,
-    ctx: RecommendContext | None = None,
-) -> PartitionReport:
-    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect. Without
-    ``ctx``, the query's own files are loaded for this one call."""
-    from advisor.errors import NotFoundError
-    from advisor.store import query
+@dataclass(frozen=True)
+class _Plan:
+    """One group's answer before what it changes is counted."""
 
-    check_tolerance(q.tolerance)
-    check_tolerance(q.min_tolerance, "--min-tolerance")
-    if ctx is None:
-        path = resolve_db_path(q.db)
-        if not path.exists():  # before loading the curve, as the message is about the jobs
-            raise NotFoundError(
-                f"{path}: no such database; a partition recommendation needs "
-                f"the observed jobs: load them first with `advisor ingest FILE "
-                f"--db {path}`"
-            )
-        with RecommendContext.open(
-            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
-        ) as own:
-            return recommend_partitions(q, progress, own)
-    path = ctx.db_path
+    gpus: int  # typical GPUs per job
+    cap_row: tuple[int, int] | None  # the node inventory's (max cores per GPU, ...), if any
+    platform: str | None
+    default: int  # DefCpuPerGPU (measured or model)
+    minimum: int
+    reached: bool
+    basis: str  # what decided the model's answer (wait model, capacity, 2 + N)
+    model_default: int
+    measured: MeasuredAnswer | None
+
+
+def _checked_connection(q: PartitionQuery, ctx: RecommendContext) -> Any:
+    from advisor.errors import NotFoundError
+
     con = ctx.connection()
     if con is None:
+        path = ctx.db_path
         raise NotFoundError(
             f"{path}: no such database; a partition recommendation needs the "
             f"observed jobs: load them first with `advisor ingest FILE --db {path}`"
         )
     if q.partition is not None:
         check_partition(ctx, q.partition)
-    params, book = ctx.params, ctx.book
-    basis = capacity_settings(params)[1]
-    mix = _job_mix(con, q)
+    return con
+
+
+def _plan_groups(
+    q: PartitionQuery,
+    ctx: RecommendContext,
+    con: Any,
+    buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]],
+    progress: ProgressFn,
+) -> dict[tuple[str | None, str], _Plan]:
+    """Each group's answer at its typical GPU count: the model's (remembered across calls of
+    one context), then the measured curve's where it decides."""
+    from advisor.store import query
+
+    params = ctx.params
     caps = {
         (r[0], r[1]): (int(r[2]), int(r[3]))
         for r in con.execute(query("recommend/partition_caps")).fetchall()
     }
-    buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
-    for r in mix:
-        buckets[(r[0], r[1])].append(r)
+    curve = measured_curves(con, q, params)
 
-    # The recommendation of each group (at its typical GPU count), then what it changes.
     def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool, str]:
         def compute() -> tuple[int, bool, str]:
             s = sufficient_cores(
-                params,
-                gpus=gpus,
-                platform=platform,
-                workload=q.workload,
-                cap=cap,
+                params, gpus=gpus, platform=platform, workload=q.workload, cap=cap,
                 max_wait=q.max_wait,
-            )
+            )  # fmt: skip
             return s.cpus_per_gpu, s.reached, s.basis
 
         return ctx.remember(("default", gpus, platform, q.workload, cap, q.max_wait), compute)
@@ -293,149 +293,134 @@ def recommend_partitions(
                 workload=q.workload,
                 tolerance=q.min_tolerance,
                 cap=cap,
-            ),
+            ),  # fmt: skip
         )
 
     plans = {}
-    group_basis: dict[tuple[str | None, str], str] = {}  # what decided each group's answer
-    curve = measured_curves(con, q, params)
-    measured: dict[tuple[str | None, str], tuple[int, MeasuredAnswer | None]] = {}
     for n, (key, rows) in enumerate(buckets.items()):
         partition, gpu_type = key
         gpus_typ = int(_weighted_median([r[4] for r in rows], [r[7] for r in rows]))
         cap_row = caps.get((partition, gpu_type))
-        cap = cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU
+        cap = max(cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU, 1)
         platform = None if gpu_type == "(untyped)" else canonical_platform(gpu_type)
-        model_dflt, reached, group_basis[key] = default(gpus_typ, platform, max(cap, 1))
+        model_dflt, reached, basis = default(gpus_typ, platform, cap)
         cells = curve.groups.get((partition, gpu_type, gpus_typ), ()) if curve else ()
         answer = measured_answer(cells, curve.threshold) if curve and cells else None
         dflt, _ = decide_default(model_dflt, answer)
-        measured[key] = (model_dflt, answer)
-        mn = minimum(gpus_typ, platform, max(cap, 1))
-        plans[key] = (gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached)
-        progress("partitions", n + 1, len(buckets))
-
-    # every group's rows against its recommendation, in one evaluation of the curve
-    every = [(r, plans[key][3], plans[key][2]) for key, rows in buckets.items() for r in rows]
-    starved_all = starvation(
-        params,
-        cpus=[r[3] for r, _, _ in every],
-        gpus=[r[4] for r, _, _ in every],
-        gpu_hours=[float(r[7]) for r, _, _ in every],
-        elapsed_s=[r[6] for r, _, _ in every],
-        recommended_cores_per_gpu=[d for _, d, _ in every],
-        platform=[p for _, _, p in every],
-        workload=q.workload,
-    )
-    split = loss_split(
-        _measured_mix(con, q),
-        [(r[0], r[1], r[3], r[4]) for r, _, _ in every],
-        [float(r[7]) for r, _, _ in every],
-        starved_all,
-    )
-    # every group's P25 and P50 cores per GPU (job-weighted), in one pass
-    pct = job_percentiles_by_group(
-        [r[3] / r[4] for r, _, _ in every],
-        [int(r[5]) for r, _, _ in every],
-        np.repeat(np.arange(len(buckets)), [len(rows) for rows in buckets.values()]),
-        (0.25, 0.50),
-    )
-    out = []
-    first_row = 0
-    for n, (key, rows) in enumerate(buckets.items()):
-        partition, gpu_type = key
-        gpus_typ, cap_row, platform, dflt, mn, reached = plans[key]
-        part = slice(first_row, first_row + len(rows))
-        first_row += len(rows)
-        warnings = slowdown.coverage_warnings(params, platform=platform, gpus=gpus_typ)
-        if not reached:
-            warnings.append(
-                f"the node maximum ({dflt} cores per GPU) is below what the demand asks for"
-            )
-        if cap_row is None:
-            warnings.append(
-                "no node inventory for this partition and GPU type; "
-                f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU"
-            )
-        gpu_h = np.array([float(r[7]) for r in rows])
-        below = starved_all.below[part]
-        # measured jobs lose what their own stall held (full to some), the rest the model's
-        held = (float(np.sum(split.held_full[part])), float(np.sum(split.held_some[part])))
-        model_lost = float(np.sum(split.model.lost_rows[part]))
-        model_lo, model_hi = split.model.gpu_hours_lost_interval(part)
-        lost = model_lost + held[1]
-        lost_lo, lost_hi = model_lo + held[0], model_hi + held[1]
-        gh_measured = float(np.sum(split.gpu_hours_measured[part]))
-        apart = disagreement(split.model_measured.gpu_hours_lost_interval(part), held, gh_measured)
-        if apart:
-            warnings.append(apart)
-        fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
-        first = min(r[8] for r in rows)
-        last = max(r[9] for r in rows)
-        span_h = max((last - first).total_seconds() / 3600.0, 0.0)
-        months_seen = span_h / 24.0 / DAYS_PER_MONTH
-        # A rate scaled up from less than a month would claim more than the data holds.
-        months = max(months_seen, 1.0)
-        instance = book.find_instance(platform or "")
-        usd_gpu_h = None if instance is None else instance.usd_per_gpu_hour
-        cost_reason = None if instance is not None else book.no_price_reason(gpu_type)
-        if cost_reason is not None:
-            warnings.append(f"lost GPU time not priced: {cost_reason}")
-        jobs = sum(int(r[5]) for r in rows)
-        gpu_hours = float(gpu_h.sum())
-        jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
-        gh_below = float(gpu_h[below].sum())
-        calibration = calibration_of(gpu_type, params.meta.get("platforms_seen") or ())
-        out.append(
-            PartitionRecommendation(
-                partition=partition,
-                gpu_type=gpu_type,
-                gres_type=next((r[2] for r in rows if r[2]), None),
-                jobs=jobs,
-                gpu_hours=gpu_hours,
-                p25_cores_per_gpu=float(pct[n, 0]),
-                p50_cores_per_gpu=float(pct[n, 1]),
-                typical_gpus=gpus_typ,
-                node_max_cpus_per_gpu=cap_row[0] if cap_row else None,
-                def_cpu_per_gpu=dflt,
-                min_cpus_per_gpu=mn,
-                jobs_below=jobs_below,
-                share_jobs_below=jobs_below / jobs,
-                gpu_hours_below=gh_below,
-                share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
-                gpu_hours_lost=lost,
-                gpu_hours_lost_interval=(lost_lo, lost_hi),
-                months_observed=months_seen,
-                gpu_hours_lost_per_month=lost / months,
-                lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
-                fix_vcpu_hours_per_month=fix_vcpu_h / months,
-                fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
-                warnings=tuple(warnings),
-                gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
-                decision_basis=group_basis[key],
-                cost_reason=cost_reason,
-                span_hours=span_h,
-                fix_vcpu_hours=fix_vcpu_h,
-                usd_per_gpu_hour=usd_gpu_h,
-                lost_usd_per_month_interval=None
-                if usd_gpu_h is None
-                else (lost_lo / months * usd_gpu_h, lost_hi / months * usd_gpu_h),
-                share_gpu_hours_lost=lost / gpu_hours if gpu_hours else 0.0,
-                calibrated=calibration.calibrated,
-                extrapolated_from=calibration.extrapolated_from,
-                **_measured_fields(*measured[key]),
-                gpu_hours_measured=gh_measured,
-                gpu_hours_lost_measured=held,
-                gpu_hours_lost_model=model_lost,
-                loss_disagreement=apart,
-            )
+        mn = minimum(gpus_typ, platform, cap)
+        plans[key] = _Plan(
+            gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached, basis, model_dflt, answer
         )
-    vcpu = book.vcpu
+        progress("partitions", n + 1, len(buckets))
+    return plans
+
+
+def _group_row(
+    key: tuple[str | None, str],
+    rows: list[tuple[Any, ...]],
+    plan: _Plan,
+    part: slice,
+    evaluated: tuple[Starvation, LossSplit, np.ndarray],
+    ctx: RecommendContext,
+) -> PartitionRecommendation:
+    """One group's recommendation and what it changes, from its rows' slice of the shared
+    evaluation (the model's loss, its split against measurement, the P25 and P50)."""
+    partition, gpu_type = key
+    starved_all, split, pct = evaluated
+    params, book = ctx.params, ctx.book
+    dflt = plan.default
+    warnings = slowdown.coverage_warnings(params, platform=plan.platform, gpus=plan.gpus)
+    if not plan.reached:
+        warnings.append(
+            f"the node maximum ({dflt} cores per GPU) is below what the demand asks for"
+        )
+    if plan.cap_row is None:
+        warnings.append(
+            "no node inventory for this partition and GPU type; "
+            f"capped at {DEFAULT_MAX_CPUS_PER_GPU} cores per GPU"
+        )
+    gpu_h = np.array([float(r[7]) for r in rows])
+    below = starved_all.below[part]
+    # measured jobs lose what their own stall held (full to some), the rest the model's
+    held = (float(np.sum(split.held_full[part])), float(np.sum(split.held_some[part])))
+    model_lost = float(np.sum(split.model.lost_rows[part]))
+    model_lo, model_hi = split.model.gpu_hours_lost_interval(part)
+    lost = model_lost + held[1]
+    lost_lo, lost_hi = model_lo + held[0], model_hi + held[1]
+    gh_measured = float(np.sum(split.gpu_hours_measured[part]))
+    apart = disagreement(split.model_measured.gpu_hours_lost_interval(part), held, gh_measured)
+    if apart:
+        warnings.append(apart)
+    fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
+    span_h = max((max(r[9] for r in rows) - min(r[8] for r in rows)).total_seconds() / 3600, 0.0)
+    months_seen = span_h / 24.0 / DAYS_PER_MONTH
+    # A rate scaled up from less than a month would claim more than the data holds.
+    months = max(months_seen, 1.0)
+    instance = book.find_instance(plan.platform or "")
+    usd_gpu_h = None if instance is None else instance.usd_per_gpu_hour
+    cost_reason = None if instance is not None else book.no_price_reason(gpu_type)
+    if cost_reason is not None:
+        warnings.append(f"lost GPU time not priced: {cost_reason}")
+    jobs = sum(int(r[5]) for r in rows)
+    gpu_hours = float(gpu_h.sum())
+    jobs_below = sum(int(r[5]) for r, b in zip(rows, below, strict=True) if b)
+    gh_below = float(gpu_h[below].sum())
+    calibration = calibration_of(gpu_type, params.meta.get("platforms_seen") or ())
+    return PartitionRecommendation(
+        partition=partition,
+        gpu_type=gpu_type,
+        gres_type=next((r[2] for r in rows if r[2]), None),
+        jobs=jobs,
+        gpu_hours=gpu_hours,
+        p25_cores_per_gpu=float(pct[0]),
+        p50_cores_per_gpu=float(pct[1]),
+        typical_gpus=plan.gpus,
+        node_max_cpus_per_gpu=plan.cap_row[0] if plan.cap_row else None,
+        def_cpu_per_gpu=dflt,
+        min_cpus_per_gpu=plan.minimum,
+        jobs_below=jobs_below,
+        share_jobs_below=jobs_below / jobs,
+        gpu_hours_below=gh_below,
+        share_gpu_hours_below=gh_below / gpu_hours if gpu_hours else 0.0,
+        gpu_hours_lost=lost,
+        gpu_hours_lost_interval=(lost_lo, lost_hi),
+        months_observed=months_seen,
+        gpu_hours_lost_per_month=lost / months,
+        lost_usd_per_month=(lost / months * usd_gpu_h) if usd_gpu_h is not None else None,
+        fix_vcpu_hours_per_month=fix_vcpu_h / months,
+        fix_usd_per_month=fix_vcpu_h / months * book.vcpu.usd_per_vcpu_hour,
+        warnings=tuple(warnings),
+        gpu_hours_lost_per_month_interval=(lost_lo / months, lost_hi / months),
+        decision_basis=plan.basis,
+        cost_reason=cost_reason,
+        span_hours=span_h,
+        fix_vcpu_hours=fix_vcpu_h,
+        usd_per_gpu_hour=usd_gpu_h,
+        lost_usd_per_month_interval=None
+        if usd_gpu_h is None
+        else (lost_lo / months * usd_gpu_h, lost_hi / months * usd_gpu_h),
+        share_gpu_hours_lost=lost / gpu_hours if gpu_hours else 0.0,
+        calibrated=calibration.calibrated,
+        extrapolated_from=calibration.extrapolated_from,
+        **_measured_fields(plan.model_default, plan.measured),
+        gpu_hours_measured=gh_measured,
+        gpu_hours_lost_measured=held,
+        gpu_hours_lost_model=model_lost,
+        loss_disagreement=apart,
+    )
+
+
+def _assumptions(
+    q: PartitionQuery, ctx: RecommendContext, group_basis: Sequence[str]
+) -> dict[str, Any]:
+    params, vcpu = ctx.params, ctx.book.vcpu
+    basis = capacity_settings(params)[1]
     # the basis the groups' answers rest on (most of them, where they differ)
-    shown = Counter(group_basis.values()).most_common(1)[0][0] if group_basis else basis
-    assumptions = {
+    shown = Counter(group_basis).most_common(1)[0][0] if group_basis else basis
+    return {
         "default_cpus_per_gpu": "the job recommendation's cores at the group's typical GPUs "
-        "(capacity model or 2 + N, see decision_basis)",
+        "(capacity model or 2 + N, see decision_basis), or where the group's measured CPU "
+        "pressure answers, the measured curve's (see basis)",
         "min_cpus_per_gpu": f"TTFT within {q.min_tolerance:.0%} of ample cores",
         "prediction_gpus": "GPU-hour weighted median GPUs per job of the group",
         "gpu_time_lost": "for a job whose cgroup CPU pressure was measured, its GPU-hours x its "
@@ -460,7 +445,68 @@ def recommend_partitions(
         "calibrated_platforms": list(params.meta.get("platforms_seen") or []),
         "basis_sentence": basis_sentence(shown),
     }
-    return PartitionReport(tuple(out), assumptions)
+
+
+def recommend_partitions(
+    q: PartitionQuery,
+    progress: ProgressFn = no_progress,
+    ctx: RecommendContext | None = None,
+) -> PartitionReport:
+    """Per (partition, GPU family) of the observed jobs: DefCpuPerGPU and its effect. Without
+    ``ctx``, the query's own files are loaded for this one call."""
+    from advisor.errors import NotFoundError
+
+    check_tolerance(q.tolerance)
+    check_tolerance(q.min_tolerance, "--min-tolerance")
+    if ctx is None:
+        path = resolve_db_path(q.db)
+        if not path.exists():  # before loading the curve, as the message is about the jobs
+            raise NotFoundError(
+                f"{path}: no such database; a partition recommendation needs "
+                f"the observed jobs: load them first with `advisor ingest FILE "
+                f"--db {path}`"
+            )
+        with RecommendContext.open(
+            db=q.db, fit_file=q.model_file, pricing_file=q.pricing_file
+        ) as own:
+            return recommend_partitions(q, progress, own)
+    con = _checked_connection(q, ctx)
+    buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
+    for r in _job_mix(con, q):
+        buckets[(r[0], r[1])].append(r)
+    plans = _plan_groups(q, ctx, con, buckets, progress)
+    # every group's rows against its recommendation, in one evaluation of the curve
+    every = [(r, plans[key]) for key, rows in buckets.items() for r in rows]
+    starved_all = starvation(
+        ctx.params,
+        cpus=[r[3] for r, _ in every],
+        gpus=[r[4] for r, _ in every],
+        gpu_hours=[float(r[7]) for r, _ in every],
+        elapsed_s=[r[6] for r, _ in every],
+        recommended_cores_per_gpu=[p.default for _, p in every],
+        platform=[p.platform for _, p in every],
+        workload=q.workload,
+    )
+    split = loss_split(
+        _measured_mix(con, q),
+        [(r[0], r[1], r[3], r[4]) for r, _ in every],
+        [float(r[7]) for r, _ in every],
+        starved_all,
+    )
+    # every group's P25 and P50 cores per GPU (job-weighted), in one pass
+    pct = job_percentiles_by_group(
+        [r[3] / r[4] for r, _ in every],
+        [int(r[5]) for r, _ in every],
+        np.repeat(np.arange(len(buckets)), [len(rows) for rows in buckets.values()]),
+        (0.25, 0.50),
+    )
+    out = []
+    first_row = 0
+    for n, (key, rows) in enumerate(buckets.items()):
+        part = slice(first_row, first_row + len(rows))
+        first_row += len(rows)
+        out.append(_group_row(key, rows, plans[key], part, (starved_all, split, pct[n]), ctx))
+    return PartitionReport(tuple(out), _assumptions(q, ctx, [p.basis for p in plans.values()]))
 
 
 def recommend_by_cluster(
