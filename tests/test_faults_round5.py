@@ -489,3 +489,76 @@ def test_bench_import_refuses_a_negative_ttft_a_list_model_and_overflowing_count
         done = _adv(tmp_path / f"{name}.duckdb", "bench", "import", str(bad))
         assert done.returncode == 3 and "Traceback" not in done.stderr, (name, done.stderr)
         assert f"field {field}" in done.stderr, (name, done.stderr)
+
+
+def _ingest_json(tmp_path: Path, doc: dict) -> tuple[dict, Path]:
+    path = tmp_path / "sacct.json"
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "a.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "ingest", str(path), "--db", str(db), "--format", "json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    return s, db
+
+
+@pytest.mark.fault("NUL through sacct JSON", cases=2)
+def test_a_nul_in_a_json_gpu_type_or_submit_line_rejects_that_job_alone(tmp_path: Path):
+    doc = json.loads((ROOT / "data/sample/synth-sacct-v0.0.40.json").read_text())
+    gpu_jobs = [j for j in doc["jobs"] if any(t["type"] == "gres" for t in j["tres"]["allocated"])]
+    bad_type, bad_line = gpu_jobs[0], gpu_jobs[1]
+    for t in bad_type["tres"]["allocated"]:
+        if t["type"] == "gres":
+            t["name"] = "gpu:h\x00100"
+    bad_line["submit_line"] = "sbatch --gpus 1\x00 x.sh"
+    s, db = _ingest_json(tmp_path, doc)
+    assert s["rejected"] == 2 and s["inserted"] == len(doc["jobs"]) - 2
+    fields = sorted(r.split("field ", 1)[1].split(":", 1)[0] for r in s["first_reasons"])
+    assert fields == ["AllocTRES", "SubmitLine"]
+    assert all("holds a NUL byte" in r for r in s["first_reasons"])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (nul,) = con.execute(
+            "SELECT count(*) FROM jobs WHERE contains(coalesce(gpu_type_raw, ''), chr(0))"
+            " OR contains(coalesce(submit_line, ''), chr(0))"
+        ).fetchone()
+        ids = {r[0] for r in con.execute("SELECT job_id_raw FROM jobs").fetchall()}
+    finally:
+        con.close()
+    assert nul == 0 and bad_type["job_id"] not in ids and bad_line["job_id"] not in ids
+
+
+@pytest.mark.fault("CPUTimeRAW beyond Elapsed x CPUs", cases=1)
+def test_a_cputimeraw_of_2_63_keeps_the_job_without_it_and_names_the_field(tmp_path: Path):
+    header = (
+        "JobID|JobIDRaw|Cluster|Partition|Account|User|Submit|Start|End|Elapsed|State|NCPUS|"
+        "AllocTRES|CPUTimeRAW"
+    )
+    row = (
+        "{j}|{j}|c|gpu|lab|alice|2024-01-01T01:00:00|2024-01-01T01:00:10|2024-01-01T02:00:10|"
+        "01:00:00|COMPLETED|8|billing=8,cpu=8,gres/gpu=1,mem=32G,node=1|{cpu}"
+    )
+    text = tmp_path / "sacct.txt"
+    text.write_text(
+        "\n".join([header, row.format(j=1, cpu=28800), row.format(j=2, cpu=2**63 - 1)]) + "\n"
+    )
+    db = tmp_path / "a.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "advisor", "ingest", str(text), "--db", str(db), "-f", "json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    (s,) = json.loads(done.stdout)
+    assert s["inserted"] == 2  # the job is kept: what it held is known, what it used is not
+    assert any(
+        "field CPUTimeRAW: not a plausible usage: CPUTimeRAW 9223372036854775807 is more than" in r
+        for r in s["first_reasons"]
+    ), s["first_reasons"]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        got = dict(con.execute("SELECT job_id_raw, cpu_time_alloc_s FROM jobs").fetchall())
+    finally:
+        con.close()
+    assert got == {1: 28800, 2: None}

@@ -161,6 +161,11 @@ WITH a0 AS (
             WHEN contains("group", chr(0)) THEN 'Group'
             WHEN contains(qos, chr(0)) THEN 'QOS'
             WHEN contains(cluster, chr(0)) THEN 'Cluster'
+            -- the GPU type comes from these; the submit line is shown and exported as text
+            WHEN contains(alloctres, chr(0)) THEN 'AllocTRES'
+            WHEN contains(reqtres, chr(0)) THEN 'ReqTRES'
+            WHEN contains(allocgres, chr(0)) THEN 'AllocGRES'
+            WHEN contains(submitline, chr(0)) THEN 'SubmitLine'
             -- (a CASE: the comparison runs only where both times are known)
             WHEN CASE WHEN end_ts IS NULL OR start_ts IS NULL THEN FALSE ELSE end_ts < start_ts END
                  THEN 'End'
@@ -174,7 +179,9 @@ WITH a0 AS (
         CASE WHEN step IS NOT NULL THEN NULL
             WHEN totalcpu IS NOT NULL AND (ing_cpu_bad(totalcpu, cpu_v) OR cpu_v > cpu_most)
                  THEN 'TotalCPU'
-            WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw) AND ing_uint(cputimeraw) IS NULL
+            -- CPUTimeRAW is Elapsed x CPUs by definition: more than cpu_most is no such time
+            WHEN cputimeraw IS NOT NULL AND NOT ing_blank(cputimeraw)
+                 AND (ing_uint(cputimeraw) IS NULL OR ing_uint(cputimeraw) > cpu_most)
                  THEN 'CPUTimeRAW'
             WHEN CASE WHEN tutil_t IS NULL THEN FALSE ELSE tutil_v IS NULL OR tutil_v > 100.0 * greatest(gpus_v, 1) END
                  THEN 'TRESUsageInTot'
@@ -236,7 +243,8 @@ SELECT
     -- usage: what the job used (issue 23); fold.sql adds its steps' and derives the mean
     -- (the bounds are the allocation's: steps are folded, usage_fault judges their sum's line)
     coalesce(CASE WHEN step IS NOT NULL OR cpu_v <= cpu_most THEN cpu_v END, js[1]) AS cpu_used_s,
-    ing_uint(cputimeraw) AS cpu_time_alloc_s,
+    CASE WHEN step IS NOT NULL OR cpu_most IS NULL OR ing_uint(cputimeraw) <= cpu_most
+         THEN ing_uint(cputimeraw) END AS cpu_time_alloc_s,
     -- (each implausible usage value NULL on its own: usage_fault names the first)
     CASE WHEN NOT ing_mem_odd(umem_v) THEN umem_v END AS mem_used_max_mb,
     CASE WHEN step IS NOT NULL OR tutil_v <= 100.0 * greatest(gpus_v, 1) THEN tutil_v END AS gpu_util_tot_pct,
@@ -258,6 +266,8 @@ SELECT
         x -> x IS NOT NULL), '; ')
          WHEN usage_fault = 'TotalCPU' AND cpu_v IS NOT NULL
          THEN 'TotalCPU ' || totalcpu || ' is more than its CPUs could use in its Elapsed (1.5 x (Elapsed + 1 min) x CPUs)'
+         WHEN usage_fault = 'CPUTimeRAW' AND ing_uint(cputimeraw) IS NOT NULL
+         THEN 'CPUTimeRAW ' || cputimeraw || ' is more than its CPUs have in its Elapsed (1.5 x (Elapsed + 1 min) x CPUs)'
          WHEN usage_fault = 'TRESUsageInTot' AND tutil_v IS NOT NULL
          THEN 'gres/gpuutil ' || tutil_t || ' is not a percent of at most 100 per GPU' END AS usage_why,
     CASE WHEN bad_field IS NOT NULL OR usage_fault IS NOT NULL THEN {{raw_text}} END AS raw_text

@@ -2,7 +2,10 @@
 -- as (line_no, field, reason, raw_text, kept): kept is TRUE for a usage fault, whose job is
 -- stored all the same.
 SELECT line_no, bad_field AS field,
-    CASE WHEN bad_field IN ('User', 'Account', 'Partition', 'Group', 'QOS', 'Cluster')
+    CASE WHEN bad_field IN ('User', 'Account', 'Partition', 'Group', 'QOS', 'Cluster',
+                            'AllocGRES', 'SubmitLine')
+              OR (bad_field IN ('AllocTRES', 'ReqTRES')
+                  AND contains(CASE bad_field WHEN 'AllocTRES' THEN alloc_tres ELSE req_tres END, chr(0)))
          THEN 'holds a NUL byte (a binary or cut line)' ELSE
     CASE bad_field
         WHEN 'JobID' THEN 'not a job id (123, 123_4, 123+1, 123.batch)'
