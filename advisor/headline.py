@@ -228,6 +228,12 @@ class Headline:
     def __post_init__(self) -> None:
         lost = self._widen(self.gpu_hours_lost, self.gpu_hours_lost_low, self.gpu_hours_lost_high)
         usd = self._widen(self.lost_usd, self.lost_usd_low, self.lost_usd_high)
+        if self.gpu_hours > 0 and lost[1] > self.gpu_hours:
+            # no part can exceed the whole: the loss's top is the GPU time itself, and the
+            # dollars' top falls in proportion
+            cut = max(self.gpu_hours, self.gpu_hours_lost) / lost[1]
+            lost = (min(lost[0], self.gpu_hours), lost[1] * cut)
+            usd = (usd[0], max(usd[1] * cut, self.lost_usd))
         object.__setattr__(self, "gpu_hours_lost_range", lost)
         object.__setattr__(self, "lost_usd_range", usd)
 

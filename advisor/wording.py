@@ -28,3 +28,12 @@ def range_text(low: float, high: float, digits: int = 2, unit: str = "x", prefix
     when both ends are the same once rounded (never "4.45x to 4.45x")."""
     lo, hi = f"{prefix}{low:,.{digits}f}{unit}", f"{prefix}{high:,.{digits}f}{unit}"
     return lo if lo == hi else f"{lo} to {hi}"
+
+
+def gpu_hours_range_text(low: float, high: float) -> str:
+    """GPU-hours between two bounds as a person reads them: "1,370 to 6,702 GPU-h",
+    "0.42 to 3.1 GPU-h", "< 0.01 GPU-h" (never "3.89e-06 to 3.22e-05" or "0-0")."""
+    if high < 0.005:
+        return "< 0.01 GPU-h"
+    digits = 0 if high >= 10 else 1 if high >= 1 else 2
+    return f"{range_text(low, high, digits, '')} GPU-h"

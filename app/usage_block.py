@@ -62,7 +62,7 @@ def _show_pressure(key: DbKey, filters: Filters) -> None:
         return
     st.subheader("What the jobs waited for (CPU pressure)")
     c1, c2, c3 = st.columns(3)
-    c1.metric("GPU-hours measured", _pct(head["share_measured"]))
+    c1.metric("Share of GPU-hours measured", _pct(head["share_measured"]))
     some = sum(r["some_share"] * r["gpu_hours_measured"] for r in rows if r["jobs_measured"])
     c2.metric("Stalled for a CPU (some)", _pct(some / head["gpu_hours_measured"]))
     c3.metric(

@@ -326,3 +326,26 @@ def test_the_starved_jobs_loss_grouped_by_shape_is_the_sum_over_each_job(tmp_pat
         platform=[j["gpu_type"] for j in jobs],
     ).gpu_hours_lost
     assert got > 0 and got == pytest.approx(one_by_one, rel=1e-9)
+
+
+def test_no_interval_exceeds_the_gpu_time_it_is_a_part_of():
+    # issue 50 item 1: one job of 1 GPU-hour, 0.96 lost, the model's +-48% on top
+    from advisor.headline import DataAge, headline_of
+
+    h = headline_of(
+        gpu_hours_lost=0.96,
+        gpu_hours_lost_interval=(0.9, 0.97),
+        gpu_hours=1.0,
+        lost_usd=6.6,
+        lost_usd_interval=(6.2, 6.7),
+        period="per month",
+        decision_basis="wait model",
+        gpu_types=["H100"],
+        platforms_seen=["H100"],
+        data_age=DataAge(None, None),
+        model_error=0.48,
+    )
+    low, high = h.gpu_hours_lost_range
+    assert high == 1.0 and low <= 0.96 <= high
+    assert h.lost_usd_range[1] >= 6.6 and h.lost_usd_range[1] < 6.7 * 1.48
+    assert "to 1.4" not in h.lost_words() and "to 1.0" in h.lost_words()

@@ -482,7 +482,7 @@ def test_the_dashboard_overview_shows_what_the_jobs_waited_for(monkeypatch, pres
         assert any_records(con) is True
     finally:
         con.close()
-    assert metrics["GPU-hours measured"] == f"{100 * head['share_measured']:.0f}%"
+    assert metrics["Share of GPU-hours measured"] == f"{100 * head['share_measured']:.0f}%"
     held = f"{head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}"
     assert metrics["GPU-hours held by CPU waiting"] == held
     assert any(f"{head['jobs_measured']:,} of " in c.value for c in at.caption)

@@ -165,27 +165,33 @@ def summary_cmd(
     if fmt is OutputFormat.csv:
         emit_rows(rows, fmt, columns=list(rows[0]) if rows else [*q.by, "jobs"])
         return
+    from advisor.pressure.curve import MIN_JOBS
+    from advisor.wording import gpu_hours_range_text
+
     table = []
     for r in rows:
+        few = " (few jobs)" if 0 < r["jobs_measured"] < MIN_JOBS else ""
         t = {k: r[k] for k in q.by}
-        t["jobs"] = r["jobs"]
-        t["measured"] = r["jobs_measured"]
-        t["GPU-h measured"] = pct(r["share_measured"])
-        t["stall some"] = pct(r["some_share"])
-        t["stall full"] = pct(r["full_share"])
-        t["some p90"] = pct(r["some_share_p90"])
-        t["held GPU-h"] = (
-            f"{r['held_gpu_hours_low']:,.0f}-{r['held_gpu_hours_high']:,.0f}"
+        # the stall and what it held first: a narrow terminal keeps them
+        t["stalled (some)"] = f"{pct(r['some_share'])}{few}" if r["jobs_measured"] else None
+        t["GPU-h held by CPU waiting"] = (
+            gpu_hours_range_text(r["held_gpu_hours_low"], r["held_gpu_hours_high"])
             if r["jobs_measured"]
             else None
         )
+        t["stalled (full)"] = pct(r["full_share"])
+        t["jobs measured"] = f"{r['jobs_measured']:,} of {r['jobs']:,}"
+        t["share of GPU-h measured"] = pct(r["share_measured"])
+        t["P90 job (some)"] = pct(r["some_share_p90"])
         table.append(t)
     emit_rows(table, fmt, title="CPU pressure of GPU jobs (GPU-hour weighted)")
     share = head["share_measured"]
     sys.stderr.write(
         f"{head['jobs_measured']:,} of {head['jobs']:,} GPU jobs measured "
         f"({pct(share) or '0%'} of GPU-hours); GPU-hours held by CPU waiting, measured jobs "
-        f"only: {head['held_gpu_hours_low']:,.0f} to {head['held_gpu_hours_high']:,.0f}\n"
+        f"only: {gpu_hours_range_text(head['held_gpu_hours_low'], head['held_gpu_hours_high'])}"
+        f"; stalled: --starved-psi {starved_psi:g} counts a job as starved; (few jobs): fewer "
+        f"than {MIN_JOBS} measured, no figure to decide from\n"
     )
 
 

@@ -17,8 +17,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from advisor.pressure.curve import MIN_JOBS
 from advisor.report.records import BelowRecommendation, MonthlyReport
-from advisor.wording import cores_text
+from advisor.wording import cores_text, gpu_hours_range_text
 
 # --------------------------------------------------------------------------------------------
 # Charts
@@ -278,6 +279,7 @@ def _template(name: str = "report.html.j2") -> Any:
     text = resources.files("advisor").joinpath("report_templates", name).read_text(encoding="utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = _num
+    env.filters["gpu_hours_range"] = lambda lo, hi: gpu_hours_range_text(float(lo), float(hi))
     env.filters["raw"] = _raw
     env.filters["share"] = _share
     env.filters["fmt"] = _fmt
@@ -328,7 +330,9 @@ def _usage_html(report: MonthlyReport) -> Any:
     if report.usage is None:
         return ""
     return markupsafe.Markup(
-        _template("usage_section.html.j2").render(u=report.usage, pressure=report.pressure)
+        _template("usage_section.html.j2").render(
+            u=report.usage, pressure=report.pressure, min_jobs=MIN_JOBS
+        )
     )
 
 
