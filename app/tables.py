@@ -29,6 +29,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "lost_usd_per_month": ("Lost $ / month", "usd"),
     "fix_usd_per_month": ("Fix $ / month", "usd"),
     "def_cpu_per_gpu": ("Set DefCpuPerGPU", "int"),
+    "basis": ("Decided by", "text"),
+    "model_def_cpu_per_gpu": ("Model's answer", "int"),
+    "measured_def_cpu_per_gpu": ("Measured answer", "int"),
+    "measured_jobs": ("Jobs measured", "int"),
+    "model_vs_measured": ("Model vs measured", "text"),
     "min_cpus_per_gpu": ("Minimum cores / GPU", "int"),
     "typical_gpus": ("Typical GPUs / job", "int"),
     "node_max_cpus_per_gpu": ("Node max cores / GPU", "int"),
@@ -202,11 +207,19 @@ LOSS_COLUMNS: tuple[str, ...] = (
     "partition",
     "gpu_type",
     "def_cpu_per_gpu",
+    "basis",
     "gpu_hours_lost_per_month",
     "lost_usd_per_month",
     "fix_usd_per_month",
     "p50_cores_per_gpu",
     "share_gpu_hours_below",
+)
+# where the cluster measured, the measurement beside the model (issue 49): the standing check
+MEASURED_COLUMNS: tuple[str, ...] = (
+    "model_def_cpu_per_gpu",
+    "measured_def_cpu_per_gpu",
+    "measured_jobs",
+    "model_vs_measured",
 )
 
 

@@ -285,3 +285,18 @@ def test_the_loss_of_measured_jobs_is_their_own_stall_and_the_headline_says_how_
     plain = fix_plan(FixQuery(db=str(jobs_db)))
     assert plain.measured_evidence().share_gpu_hours_measured == 0
     assert "rests on the model alone" in plain.measured_evidence().words("per month")
+
+
+def test_the_report_shows_the_measured_answer_beside_the_models(tmp_path: Path, measured_db: Path):
+    import re
+
+    done = _adv(measured_db, "report", "--month", "2024-12", "--out", str(tmp_path / "rep"))
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "rep" / "2024-12" / "report.html").read_text()
+    got = dict(re.findall(r'data-key="measured_vs_model\.(\d+\.basis)" data-value="([^"]*)"', html))
+    rows = json.loads(
+        _adv(measured_db, "recommend", "--partition", "*", "--format", "json").stdout
+    )["partitions"]
+    # the report's recommendations pool the clusters: every group with measured jobs is a row
+    assert len(got) >= 1 and set(got.values()) <= {MEASURED, MODEL}
+    assert MEASURED in got.values() and {r["basis"] for r in rows} == {MEASURED, MODEL}

@@ -188,6 +188,7 @@ def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve |
             gpu_types=(q.gpu_type,) if q.gpu_type else (),
             start=utc_naive(q.start),
             end=utc_naive(q.end),
+            full_interval=False,
         ),
     )
 

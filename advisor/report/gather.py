@@ -125,4 +125,21 @@ def build_report(
         small_sample=small,
         usage=usage,
         pressure=pressure_section(con, month, cluster),
+        measured_vs_model=tuple(
+            {
+                "cluster": r.cluster,
+                "partition": r.partition,
+                "gpu_type": r.gpu_type,
+                "typical_gpus": r.typical_gpus,
+                "def_cpu_per_gpu": r.def_cpu_per_gpu,
+                "basis": r.basis,
+                "model": r.model_def_cpu_per_gpu,
+                "measured": r.measured_def_cpu_per_gpu,
+                "measured_jobs": r.measured_jobs,
+                "relation": r.model_vs_measured,
+                "reason": r.measured_reason,
+            }
+            for r in inputs.recommendations
+            if r.measured_jobs and (cluster is None or r.cluster in (None, cluster))
+        ),
     )

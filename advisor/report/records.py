@@ -215,6 +215,8 @@ class MonthlyReport:
     # measured CPU pressure per GPU type and cores-per-GPU bin (issue 37, docs/pressure.md);
     # empty where no job of the month was measured
     pressure: tuple[dict[str, Any], ...] = ()
+    # where the cluster measured, its answer beside the model's per partition (issue 49)
+    measured_vs_model: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -331,7 +331,10 @@ def _usage_html(report: MonthlyReport) -> Any:
         return ""
     return markupsafe.Markup(
         _template("usage_section.html.j2").render(
-            u=report.usage, pressure=report.pressure, min_jobs=MIN_JOBS
+            u=report.usage,
+            pressure=report.pressure,
+            min_jobs=MIN_JOBS,
+            validation=report.measured_vs_model,
         )
     )
 

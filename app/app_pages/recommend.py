@@ -26,7 +26,7 @@ from app.model_calls import (
     partition_recommendations,
 )
 from app.sidebar import warn_stale
-from app.tables import LOSS_COLUMNS, period_labels, show_table
+from app.tables import LOSS_COLUMNS, MEASURED_COLUMNS, period_labels, show_table
 
 st.title("Recommend cores per GPU")
 key = db_key()
@@ -256,9 +256,10 @@ else:
     if rows.empty:
         st.info("No GPU job matches the partition and GPU type chosen in the sidebar.")
     else:
+        measured = bool(rows["measured_jobs"].sum())
         show_table(
             rows,
-            ["cluster", *LOSS_COLUMNS],
+            ["cluster", *LOSS_COLUMNS, *(MEASURED_COLUMNS if measured else ())],
             labels=period_labels(fixplan.period_words(max(r.span_hours for r in report.rows))),
         )
         same = next(
@@ -273,7 +274,10 @@ else:
             st.markdown(rv.job_and_partition(rec, same))
         st.caption(
             "DefCpuPerGPU is the value to set per partition (export it with "
-            "`advisor policy export`); GPU-hours lost assume every GPU job is an LLM server. "
+            "`advisor policy export`); where enough of a group's jobs had their CPU pressure "
+            "measured, the measured curve decides it (Decided by: measured) and the model's "
+            "answer stands beside it; GPU-hours lost assume every GPU job is an LLM server, "
+            "except measured jobs, which lose what their own CPU waiting held. "
             "Computed over the jobs of the clusters and months chosen in the sidebar, for the "
             "partition and GPU type chosen there when only one is."
         )
