@@ -1035,3 +1035,63 @@ def measured_curve_chart(
         .encode(y="threshold:Q")
     )
     return alt.layer(*layers, rule).properties(width=width, height=height)
+
+
+def wait_curve_frame(wait_curve: Sequence[dict[str, Any]], gpus: int) -> pd.DataFrame:
+    """A recommendation's ``wait_curve`` (one row per total core count, one entry per role)
+    as long rows: role, cores per GPU, predicted wait share and its 90% interval."""
+    rows = []
+    for row in wait_curve:
+        for role in ("engine_core", "api_server"):
+            p = row.get(role)
+            if p:
+                rows.append(
+                    {
+                        "role": role.replace("_", " "),
+                        "cores": row["cores"],
+                        "cores_per_gpu": row["cores"] / max(gpus, 1),
+                        "wait": p["wait"],
+                        "low": p["low"],
+                        "high": p["high"],
+                    }
+                )
+    return pd.DataFrame(rows, columns=["role", "cores", "cores_per_gpu", "wait", "low", "high"])
+
+
+def wait_curve_chart(
+    frame: pd.DataFrame,
+    max_wait: float,
+    *,
+    recommended_cores_per_gpu: float | None = None,
+    width: int = 620,
+    height: int = 280,
+) -> AnyChart:
+    """The mechanism that decides the answer: each role's predicted CPU wait (share of the
+    time) against cores per GPU with its 90% band, the ``--max-wait`` rule, and the answer."""
+    x = alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
+    colour = alt.Color("role:N", legend=_legend("process"))
+    base = alt.Chart(frame)
+    band = base.mark_area(opacity=0.2).encode(x=x, y="low:Q", y2="high:Q", color=colour)
+    line = base.mark_line(point=True).encode(
+        x=x,
+        y=alt.Y("wait:Q", title="predicted wait for a CPU", axis=alt.Axis(format="%")),
+        color=colour,
+        tooltip=[
+            alt.Tooltip("role:N", title="process"),
+            alt.Tooltip("cores:Q", title="cores in all"),
+            alt.Tooltip("cores_per_gpu:Q", format=".2~f", title="cores / GPU"),
+            alt.Tooltip("wait:Q", format=".1%", title="wait"),
+            alt.Tooltip("low:Q", format=".1%", title="90% low"),
+            alt.Tooltip("high:Q", format=".1%", title="90% high"),
+        ],
+    )
+    rules = pd.DataFrame({"max_wait": [max_wait]})
+    layers: list[Any] = [
+        band,
+        line,
+        alt.Chart(rules).mark_rule(color="#c0392b", strokeDash=[4, 3]).encode(y="max_wait:Q"),
+    ]
+    if recommended_cores_per_gpu is not None:
+        answer = pd.DataFrame({"answer": [float(recommended_cores_per_gpu)]})
+        layers.append(alt.Chart(answer).mark_rule(color="#2e7d32").encode(x="answer:Q"))
+    return alt.layer(*layers).properties(width=width, height=height)

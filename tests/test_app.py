@@ -467,7 +467,23 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
             assert loo in effect.delta  # the validated error beside the prediction
     else:
         assert "Already enough cores" in metrics
-    spec = json.loads(_charts(at)[0].proto.spec)
+    # first what decides: each process's predicted wait, the --max-wait rule and the answer
+    (wait_chart, ttft_chart, *_) = _charts(at)
+    wait_spec = json.loads(wait_chart.proto.spec)
+    assert [layer["mark"]["type"] for layer in wait_spec["layer"]] == [
+        "area",
+        "line",
+        "rule",
+        "rule",
+    ]
+    waits = chart_rows(wait_chart)
+    assert {r["max_wait"] for r in waits if "max_wait" in r} == {expected.max_wait}
+    assert {r["answer"] for r in waits if "answer" in r} == {expected.cpus_per_gpu}
+    at_answer = [
+        r["wait"] for r in waits if r.get("cores") == expected.cpus_per_gpu * expected.gpus
+    ]
+    assert at_answer and max(at_answer) <= expected.max_wait  # both roles under the rule
+    spec = json.loads(ttft_chart.proto.spec)
     assert [layer["mark"]["type"] for layer in spec["layer"]] == [
         "area",
         "line",
@@ -478,7 +494,7 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
         "text",
     ]
     assert spec["layer"][1]["encoding"]["y"]["field"] == "slowdown"
-    labels = {r["label"] for r in chart_rows(_charts(at)[0]) if "label" in r}
+    labels = {r["label"] for r in chart_rows(ttft_chart) if "label" in r}
     assert labels == {
         f"recommended: {expected.cpus_per_gpu}",
         f"now: {expected.current_cpus_per_gpu:g}",
@@ -549,8 +565,10 @@ def test_recommend_draws_milliseconds_when_the_ample_ttft_is_given(monkeypatch, 
     _open(at, "recommend")
     at.number_input(key="rc_ample").set_value(200.0).run()
     _no_exception(at, "recommend")
-    spec = json.loads(_charts(at)[0].proto.spec)
-    assert spec["layer"][1]["encoding"]["y"]["field"] == "ttft_ms"
+    # the wait chart first (what decides), the TTFT curve after it in milliseconds
+    specs = [json.loads(c.proto.spec) for c in _charts(at)]
+    assert specs[0]["layer"][1]["encoding"]["y"]["field"] == "wait"
+    assert specs[1]["layer"][1]["encoding"]["y"]["field"] == "ttft_ms"
 
 
 def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, dbs):
@@ -615,8 +633,8 @@ def test_an_empty_database_gets_a_message_on_every_page(monkeypatch, dbs, page):
     _no_exception(at, page)
     phrase = "no benchmark runs" if page == "benchmarks" else "no jobs"
     assert any(phrase in i.value.lower() for i in at.info), [i.value for i in at.info]
-    # the model's curve needs no jobs; every chart of the jobs is absent
-    assert len(_charts(at)) == (1 if page == "recommend" else 0)
+    # the model's wait and TTFT curves need no jobs; every chart of the jobs is absent
+    assert len(_charts(at)) == (2 if page == "recommend" else 0)
 
 
 @pytest.mark.parametrize("page", ("overview", "trends", "who"))

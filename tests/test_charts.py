@@ -556,3 +556,20 @@ def test_a_slowdown_axis_shows_one():
     )
     spec = _spec(charts.ttft_curve_chart(curve, value="slowdown", low="low", high="high"))
     assert 1 in spec["layer"][1]["encoding"]["y"]["axis"]["values"]
+
+
+def test_the_wait_curve_has_each_role_its_band_the_max_wait_rule_and_the_answer():
+    curve = [
+        {"cores": 3, "engine_core": {"wait": 0.4, "low": 0.3, "high": 0.5},
+         "api_server": {"wait": 0.2, "low": 0.1, "high": 0.3}},
+        {"cores": 4, "engine_core": {"wait": 0.1, "low": 0.05, "high": 0.2},
+         "api_server": {"wait": 0.05, "low": 0.02, "high": 0.1}},
+    ]  # fmt: skip
+    frame = charts.wait_curve_frame(curve, gpus=2)
+    assert list(frame["cores_per_gpu"]) == [1.5, 1.5, 2.0, 2.0]
+    assert list(frame["role"]) == ["engine core", "api server"] * 2
+    spec = _spec(charts.wait_curve_chart(frame, 0.15, recommended_cores_per_gpu=2))
+    rows = [r for d in _datasets(spec) for r in d]
+    assert [r["max_wait"] for r in rows if "max_wait" in r] == [0.15]
+    assert [r["answer"] for r in rows if "answer" in r] == [2.0]
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["area", "line", "rule", "rule"]

@@ -162,6 +162,22 @@ for w in rec.warnings:
         continue  # said in words above
     st.warning(w)
 
+if rec.wait_curve:
+    st.subheader("Predicted CPU wait against cores per GPU: what decides the answer")
+    show_chart(
+        "wait_curve_chart",
+        charts.wait_curve_frame(rec.wait_curve, int(gpus)),
+        max_wait,
+        recommended_cores_per_gpu=rec.cpus_per_gpu,
+    )
+    st.caption(
+        "Each process's predicted share of the time it waits for a CPU (the wait model, fitted "
+        "on the bench's measured run-queue waits; band: 90% interval). Red dashed rule: "
+        f"--max-wait {max_wait:.0%}, the most either may wait; green rule: the answer, the "
+        "fewest cores per GPU at which both are under it (never below 2 + N). The TTFT curve "
+        "below is evidence beside it."
+    )
+
 curve = charts.model_curve_frame(
     params,
     gpus=int(gpus),
