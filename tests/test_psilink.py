@@ -72,18 +72,29 @@ def test_phases_below_the_wait_floor_and_too_few_series_fit_nothing():
 
 def test_the_shipped_bench_phases_link_pressure_to_the_wait():
     points = []
-    for f in ("h100-vllm-0.26.0-2026-12-06-wait.csv", "h200-vllm-0.26.0-2026-12-07-wait.csv"):
+    for f in (
+        "h100-vllm-0.26.0-2026-12-06-wait.csv",
+        "h200-vllm-0.26.0-2026-12-07-wait.csv",
+        "h100-vllm-0.26.0-2026-12-07-psi.csv",
+    ):
         loaded = read_csv(ROOT / "data" / "calibration" / f)
         points += list(loaded[0] if isinstance(loaded, tuple) else loaded)
     cells = link_cells(points)
     assert {c.executor for c in cells} == {"mp", "uni"}
     links = fit_links(cells)
+    # the engine's own cgroup (the 2026-12-07 H100 run) is preferred where measured
     mp = best_link(links, "worst", "mp")
-    assert mp is not None and mp.scope == "machine"  # no cgroup phase in these runs
+    machine = links["worst/mp/machine/some"]
+    assert mp is not None and mp.scope == "cgroup" and mp.series == 3
     # pressure rises with the wait, about in proportion, and below it (PSI is one stall
     # flag per wall second, the wait sums every waiting thread)
     assert 0.8 < mp.b < 1.25
     assert 0.3 < mp.psi_at(0.15)[0] / 0.15 < 0.7
+    # and the cgroup's line is the machine's: what the collector reads is what the bench fitted
+    assert abs(mp.psi_at(0.15)[0] - machine.psi_at(0.15)[0]) < 0.005
+    # a busy-waiting worker always runs: the cgroup's full share stays near zero
+    full = links["worst/mp/cgroup/full"]
+    assert full.psi_at(0.4)[0] < 0.005 and full.b < 0
     # the fit stored with the shipped model is this one
     assert shipped_links()[mp.key].a == pytest.approx(mp.a, abs=1e-9)
 
