@@ -6,6 +6,7 @@ array of objects (or one object for single results), so programs can read every 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import sys
@@ -38,6 +39,15 @@ FormatOption = Annotated[
         metavar="[table|csv|json]",
         help="Output: a table for people, csv or json for programs.",
     ),
+]
+TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
+StartOption = Annotated[
+    dt.datetime | None,
+    typer.Option(formats=TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
+]
+EndOption = Annotated[
+    dt.datetime | None,
+    typer.Option(formats=TIME_FORMATS, help="Jobs that started before this time (UTC)."),
 ]
 StarvedPsiOption = Annotated[
     float,

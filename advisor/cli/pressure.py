@@ -12,9 +12,12 @@ from typing import Annotated
 import typer
 
 from advisor.cli._output import (
+    TIME_FORMATS,
     DbOption,
+    EndOption,
     FormatOption,
     OutputFormat,
+    StartOption,
     StarvedPsiOption,
     emit_json,
     emit_rows,
@@ -27,7 +30,6 @@ pressure_app = typer.Typer(
     help="CPU pressure (PSI) of jobs' cgroups: collect, import, summarise, link to the wait.",
     no_args_is_help=True,
 )
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
 
 @pressure_app.command(
@@ -59,8 +61,8 @@ def import_prometheus_cmd(
     url: Annotated[
         str, typer.Option(metavar="URL", help="The Prometheus server, http://HOST:PORT.")
     ],
-    start: Annotated[dt.datetime, typer.Option(formats=_TIME_FORMATS, help="Period start (UTC).")],
-    end: Annotated[dt.datetime, typer.Option(formats=_TIME_FORMATS, help="Period end (UTC).")],
+    start: Annotated[dt.datetime, typer.Option(formats=TIME_FORMATS, help="Period start (UTC).")],
+    end: Annotated[dt.datetime, typer.Option(formats=TIME_FORMATS, help="Period end (UTC).")],
     out: Annotated[str, typer.Option(metavar="FILE", help="Spool file to append records to.")],
     some_metric: Annotated[
         str, typer.Option(metavar="NAME", help="Counter of PSI 'some' stall seconds per job.")
@@ -130,14 +132,8 @@ def summary_cmd(
         ),
     ] = "gpu_type,cores_per_gpu_bin",
     starved_psi: StarvedPsiOption = STARVED_PSI_DEFAULT,
-    start: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
-    ] = None,
-    end: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started before this time (UTC)."),
-    ] = None,
+    start: StartOption = None,
+    end: EndOption = None,
     cluster: Annotated[list[str] | None, typer.Option(help="Only these clusters.")] = None,
     gpu_type: Annotated[list[str] | None, typer.Option(help="Only these GPU types.")] = None,
     fmt: FormatOption = OutputFormat.table,
@@ -218,14 +214,8 @@ def curve_cmd(
     prompt_tokens: Annotated[
         int | None, typer.Option(help="Prompt tokens the prediction assumes (default: 16384).")
     ] = None,
-    start: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
-    ] = None,
-    end: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started before this time (UTC)."),
-    ] = None,
+    start: StartOption = None,
+    end: EndOption = None,
     cluster: Annotated[list[str] | None, typer.Option(help="Only these clusters.")] = None,
     partition: Annotated[list[str] | None, typer.Option(help="Only these partitions.")] = None,
     gpu_type: Annotated[list[str] | None, typer.Option(help="Only these GPU types.")] = None,

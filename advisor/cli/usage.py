@@ -6,7 +6,6 @@ for a fast cold start) and formats the result.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from typing import Annotated
 
@@ -14,16 +13,16 @@ import typer
 
 from advisor.cli._output import (
     DbOption,
+    EndOption,
     FormatOption,
     OutputFormat,
+    StartOption,
     StarvedPsiOption,
     emit_json,
     emit_rows,
 )
 from advisor.cli._parse import csv_list, pct
 from advisor.model.psilink import STARVED_PSI_DEFAULT
-
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
 
 def usage_command(
@@ -63,14 +62,8 @@ def usage_command(
     min_elapsed: Annotated[
         int, typer.Option(help="Jobs shorter than this (seconds) get no verdict.")
     ] = 600,
-    start: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started at or after this time (UTC)."),
-    ] = None,
-    end: Annotated[
-        dt.datetime | None,
-        typer.Option(formats=_TIME_FORMATS, help="Jobs that started before this time (UTC)."),
-    ] = None,
+    start: StartOption = None,
+    end: EndOption = None,
     cluster: Annotated[list[str] | None, typer.Option(help="Only these clusters.")] = None,
     partition: Annotated[list[str] | None, typer.Option(help="Only these partitions.")] = None,
     gpu_type: Annotated[list[str] | None, typer.Option(help="Only these GPU types.")] = None,
