@@ -176,7 +176,7 @@ class MeasuredEvidence:
 
     def words(self, period: str) -> str:
         if self.share_gpu_hours_measured <= 0:
-            return "No job's CPU pressure is measured: the loss rests on the model alone."
+            return ""  # the usage sentence says the loss rests on the model alone
         d = 0 if self.held_high >= 10 else 1
         text = (
             f"{self.share_gpu_hours_measured:.0%} of the GPU time {period} ran in jobs whose CPU "

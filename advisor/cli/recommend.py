@@ -26,9 +26,9 @@ from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json,
 
 def partition_table_row(r: Any) -> dict[str, Any]:
     """What an admin reads first of a partition's answer (csv and json carry every field):
-    the answer, what decided it and the other evidence beside it, then what it changes."""
+    the answer, what decided it and what it is worth, then the evidence beside it."""
     lo, hi = r.gpu_hours_lost_per_month_interval
-    per = "/ month" if r.per_month else f"in {r.span_hours / 24:.0f} days"
+    per = "/mo" if r.per_month else f" in {r.span_hours / 24:.0f} d"
     measured = r.measured_def_cpu_per_gpu
     return {
         "cluster": r.cluster,
@@ -36,13 +36,14 @@ def partition_table_row(r: Any) -> dict[str, Any]:
         "gpu_type": r.gpu_type,
         "DefCpuPerGPU": r.def_cpu_per_gpu,
         "basis": r.basis,
+        f"GPU-h lost{per}": f"{r.gpu_hours_lost_per_month:,.0f}",
+        f"fix ${per}": round(r.fix_usd_per_month, 2),
+        "lost, 90%": f"{lo:,.0f}-{hi:,.0f}",
         "model": r.model_def_cpu_per_gpu,
         "measured (jobs)": f"{measured if measured is not None else '-'} ({r.measured_jobs:,})",
         "model vs measured": r.model_vs_measured,
         "P50 cores/GPU": r.p50_cores_per_gpu,
         "jobs below": f"{r.jobs_below:,} of {r.jobs:,}",
-        f"GPU-h lost {per} [90%]": f"{r.gpu_hours_lost_per_month:,.0f} [{lo:,.0f}-{hi:,.0f}]",
-        "fix $ / month": round(r.fix_usd_per_month, 2),
     }
 
 

@@ -9,10 +9,12 @@ machine the engine is nearly all that runs). Per executor, scope and PSI kind th
     log(psi share) = a + b x log(wait share)
 
 on the phases whose wait is at least :data:`MIN_WAIT` (below it, the median PSI of those
-phases is the link's floor: what the other tasks show when nothing waits), once per role (engine core, API server)
-and for the worse of the two (``worst``, the role the definition of enough cores bounds), with
-intervals from refits over series resampled with replacement. ``--starved-psi``'s default is
-this link read at ``--max-wait``'s (docs/pressure.md, "The link").
+phases is the link's floor: what the other tasks show when nothing waits), once per role
+(engine core, API server) and for the worse of the two (``worst``, the role the definition of
+enough cores bounds), with intervals from refits over series resampled with replacement.
+``--starved-psi``'s default is this link read at ``--max-wait``'s (docs/pressure.md, "The
+link"); :func:`predicted_stall` reads it after the demand and wait models, so the model's
+answer can be set beside a cluster's measured curve.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ else:
     st.caption(
         f"Basis: {h.basis_sentence} {h.data_age.words().capitalize()}."
         + (f" {h.usage_words()}" if h.usage else "")
-        + (f" {h.measured_words()}" if h.measured else "")
+        + (f" {h.measured_words()}" if h.measured_words() else "")
     )
     top = plan.rows[0]
     st.markdown(
