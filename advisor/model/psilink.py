@@ -300,12 +300,6 @@ class StallPrediction:
     high: float
 
 
-def default_executor(gpus: int) -> str:
-    """vLLM's executor for a job that serves on all its GPUs: in-process for one, one worker
-    process per GPU (``mp``) beyond."""
-    return "mp" if gpus > 1 else "uni"
-
-
 def predicted_stall(
     params: Any,
     *,
@@ -321,7 +315,7 @@ def predicted_stall(
     model, then the link: one mechanism from the bench to the cluster's counter), or None
     where the model file has no wait fit or no link for the executor. A share below one core
     per GPU is read at that many cores in all, at least one."""
-    from advisor.model.demand import demand_of
+    from advisor.model.demand import default_executor, demand_of
     from advisor.model.slowdown import N_DEMAND
     from advisor.model.waitmodel import WaitFit, wait_curve
 

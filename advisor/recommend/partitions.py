@@ -152,31 +152,30 @@ def _job_mix(con: Any, q: PartitionQuery) -> list[tuple[Any, ...]]:
     """The observed jobs grouped by partition, GPU family, GRES, CPUs and GPUs (with jobs,
     elapsed seconds, GPU-hours, first start and last end) under the query's filters."""
     from advisor.derived.cube import job_mix
+
+    return job_mix(con, _mix_params(q))
+
+
+def _mix_params(q: PartitionQuery) -> dict[str, Any]:
+    """The parameters of recommend/job_mix and recommend/measured_mix: the query's filters."""
     from advisor.filters import utc_naive
 
-    return job_mix(
-        con,
-        {
-            "partition": q.partition,
-            "gpu_type": q.gpu_type,
-            "clusters": list(q.clusters),
-            "start": utc_naive(q.start),
-            "end": utc_naive(q.end),
-        },
-    )
+    return {
+        "partition": q.partition,
+        "gpu_type": q.gpu_type,
+        "clusters": list(q.clusters),
+        "start": utc_naive(q.start),
+        "end": utc_naive(q.end),
+    }
 
 
-def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve | None:
+def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve:
     """The query's measured pressure curve per (partition, GPU family, GPUs per job), against
-    the stall that ``q.max_wait`` means through the measured link; None where no pressure
-    record was loaded (a database without them reads no job for it)."""
+    the stall that ``q.max_wait`` means through the measured link."""
     from advisor.filters import utc_naive
     from advisor.model.psilink import STARVED_PSI_DEFAULT, links_from_json, starved_psi_for
     from advisor.pressure.curve import CurveQuery, curve_of
-    from advisor.pressure.summary import any_records
 
-    if not any_records(con):
-        return None
     implied = starved_psi_for(q.max_wait, links_from_json(params.meta.get("psi_link")))
     return curve_of(
         con,
@@ -195,22 +194,9 @@ def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve |
 
 def _measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[float, float, float]]:
     """recommend/measured_mix per job-mix row key: GPU-hours measured, and held (some, full)."""
-    from advisor.filters import utc_naive
-    from advisor.pressure.summary import any_records
     from advisor.store import query
 
-    if not any_records(con):
-        return {}
-    rows = con.execute(
-        query("recommend/measured_mix"),
-        {
-            "partition": q.partition,
-            "gpu_type": q.gpu_type,
-            "clusters": list(q.clusters),
-            "start": utc_naive(q.start),
-            "end": utc_naive(q.end),
-        },
-    ).fetchall()
+    rows = con.execute(query("recommend/measured_mix"), _mix_params(q)).fetchall()
     return {(r[0], r[1], r[2], r[3]): (float(r[4]), float(r[5]), float(r[6])) for r in rows}
 
 
@@ -262,6 +248,7 @@ def _plan_groups(
     con: Any,
     buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]],
     progress: ProgressFn,
+    measured: bool,
 ) -> dict[tuple[str | None, str], _Plan]:
     """Each group's answer at its typical GPU count: the model's (remembered across calls of
     one context), then the measured curve's where it decides."""
@@ -272,7 +259,8 @@ def _plan_groups(
         (r[0], r[1]): (int(r[2]), int(r[3]))
         for r in con.execute(query("recommend/partition_caps")).fetchall()
     }
-    curve = measured_curves(con, q, params)
+    # a database without pressure records has no measured job for any group
+    curve = measured_curves(con, q, params) if measured else None
 
     def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool, str]:
         def compute() -> tuple[int, bool, str]:
@@ -475,7 +463,10 @@ def recommend_partitions(
     buckets: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in _job_mix(con, q):
         buckets[(r[0], r[1])].append(r)
-    plans = _plan_groups(q, ctx, con, buckets, progress)
+    from advisor.pressure.summary import any_records
+
+    measured = any_records(con)
+    plans = _plan_groups(q, ctx, con, buckets, progress, measured)
     # every group's rows against its recommendation, in one evaluation of the curve
     every = [(r, plans[key]) for key, rows in buckets.items() for r in rows]
     starved_all = starvation(
@@ -489,7 +480,7 @@ def recommend_partitions(
         workload=q.workload,
     )
     split = loss_split(
-        _measured_mix(con, q),
+        _measured_mix(con, q) if measured else {},
         [(r[0], r[1], r[3], r[4]) for r, _ in every],
         [float(r[7]) for r, _ in every],
         starved_all,
