@@ -362,8 +362,16 @@ def _held_out(
     errors, inside, under = [], 0, 0
     for rps in rates:
         mine = [r for r in runs if r["attacker_rps"] == rps and r["status"] == "ok"]
+        # the load's GPU busy share as measured at the most cores (recommend's default, a GPU
+        # always busy, only asks for more: the under-prediction counts stay 0 either way)
+        most = max(r["cores"] for r in mine)
+        busy = statistics.mean(r["gpu_util_percent"] / 100 for r in mine if r["cores"] == most)
         w = Workload(
-            load_rps=rps, prompt_tokens=prompt_tokens, workload=workload, executor=executor
+            load_rps=rps,
+            prompt_tokens=prompt_tokens,
+            workload=workload,
+            executor=executor,
+            gpu_busy=busy,
         )
         parts = job_demand(params, features_of("H100", 1, w)).parts
         curve = wait_curve(

@@ -15,28 +15,35 @@ from advisor.model.demand import (
     fit_demand,
 )
 
-TRUE = (0.2, 0.35, 0.42, 0.6, 1.04)  # api_base, per 100k tok/s, engine uni, engine mp, spin
+# api_base, per 100k tok/s, engine uni, engine mp (busy GPU), spin, the mp engine's idle share
+TRUE = (0.2, 0.35, 0.42, 0.9, 1.04, 0.25)
 
 
 def _obs(seed: int = 0, noise: float = 0.02, mp: bool = True) -> list[CpuObservation]:
-    """Per-process CPU of four uni series at three loads and one mp series, two phases each."""
+    """Per-process CPU of three uni series at three loads (and GPU busy shares) and two mp
+    series at two GPU busy shares, two phases each."""
     rng = np.random.default_rng(seed)
     out = []
-    configs = [("uni-2", 60_000.0, "uni"), ("uni-3", 102_000.0, "uni"), ("uni-5", 150_000.0, "uni")]
+    configs = [
+        ("uni-2", 60_000.0, "uni", 0.3),
+        ("uni-3", 102_000.0, "uni", 0.6),
+        ("uni-5", 150_000.0, "uni", 0.9),
+    ]
     if mp:
-        configs.append(("mp-3", 102_000.0, "mp"))
-    for series, tok, ex in configs:
+        configs += [("mp-3", 102_000.0, "mp", 0.4), ("mp-5", 150_000.0, "mp", 0.9)]
+    for series, tok, ex, busy in configs:
         for block in ("1/1", "1/2"):
+            mp_engine = TRUE[3] * (TRUE[5] + (1 - TRUE[5]) * busy)
             parts = {
                 "api_server": TRUE[0] + TRUE[1] * tok / 1e5,
-                "engine_core": TRUE[3] if ex == "mp" else TRUE[2],
+                "engine_core": mp_engine if ex == "mp" else TRUE[2],
             }
             if ex == "mp":
                 parts["gpu_worker"] = TRUE[4]
             for proc, v in parts.items():
                 out.append(
                     CpuObservation(
-                        series, block, proc, v * (1 + rng.normal(0, noise)), tok, 1, 1, ex
+                        series, block, proc, v * (1 + rng.normal(0, noise)), tok, 1, 1, ex, busy
                     )
                 )
     return out
@@ -56,6 +63,8 @@ def test_a_part_no_series_measured_keeps_its_prior_and_says_so():
     i_spin, i_mp = DEMAND_PARAMS.index("worker_busy"), DEMAND_PARAMS.index("engine_core_mp")
     assert fit.values[i_spin] == DEMAND_PRIOR[i_spin]
     assert fit.values[i_mp] == DEMAND_PRIOR[i_mp]
+    i_idle = DEMAND_PARAMS.index("engine_idle_share")
+    assert fit.values[i_idle] == DEMAND_PRIOR[i_idle] and fit.sources[i_idle].startswith("prior")
     assert fit.sources[i_spin].startswith("prior")
     assert fit.interval()["worker_busy"] == (DEMAND_PRIOR[i_spin], DEMAND_PRIOR[i_spin])
 
@@ -72,11 +81,11 @@ def test_the_demand_of_a_configuration_is_the_sum_of_its_processes():
     assert one_uni.gpu_worker_cores == 0.0
     assert one_uni.demand_cores == pytest.approx(api + 0.42)
     one_mp = demand_of(TRUE, load_rps=3.4, prompt_tokens=30_000, gpus=1, tp=1, executor="mp")
-    assert one_mp.demand_cores == pytest.approx(api + 0.6 + 1.04)
+    assert one_mp.demand_cores == pytest.approx(api + 0.9 + 1.04)
     # TP = 4: one engine core, four busy-waiting workers (mp whatever was asked)
     tp4 = demand_of(TRUE, load_rps=3.4, prompt_tokens=30_000, gpus=4, tp=4, executor="uni")
     assert tp4.gpu_worker_cores == pytest.approx(4 * 1.04)
-    assert tp4.engine_core_cores == pytest.approx(0.6)
+    assert tp4.engine_core_cores == pytest.approx(0.9)
     # 2 GPUs without TP: two engines (data-parallel replicas), no worker processes
     dp = demand_of(TRUE, load_rps=3.4, prompt_tokens=30_000, gpus=2, tp=1, executor="uni")
     assert dp.engine_core_cores == pytest.approx(2 * 0.42) and dp.gpu_worker_cores == 0.0
@@ -85,6 +94,23 @@ def test_the_demand_of_a_configuration_is_the_sum_of_its_processes():
         TRUE, load_rps=5, prompt_tokens=30_000, gpus=1, tp=1, executor="uni", renderer_workers=4
     )
     assert rw4.tokenizer_utilisation == pytest.approx(0.35 * 1.5 / 4)
+
+
+def test_the_multiprocess_engine_core_follows_its_gpus_busy_share_and_the_in_process_does_not():
+    def engine(executor: str, busy: float) -> float:
+        return demand_of(
+            TRUE, load_rps=3, prompt_tokens=30_000, gpus=1, tp=1, executor=executor, gpu_busy=busy
+        ).engine_core_cores
+
+    assert engine("mp", 1.0) == pytest.approx(0.9)  # the default: a serving job's busy GPU
+    assert engine("mp", 0.0) == pytest.approx(0.9 * 0.25)
+    assert engine("mp", 0.5) == pytest.approx(0.9 * (0.25 + 0.75 * 0.5))
+    assert engine("uni", 0.2) == engine("uni", 1.0) == pytest.approx(0.42)
+    # the fit recovers the idle share from series at different busy shares, and says it measured
+    fit = fit_demand(_obs(noise=0.0), n_bootstrap=0)
+    i = DEMAND_PARAMS.index("engine_idle_share")
+    assert fit.values[i] == pytest.approx(0.25, abs=0.011)
+    assert fit.sources[i] == "measured: 2 series"
 
 
 @pytest.mark.parametrize(

@@ -4,16 +4,25 @@ The demand in cores of one server (docs/model.md, "The capacity model"):
 
     tokens/s    = requests/s x prompt tokens             (every prompt token is tokenized)
     API server  = api_base + api_per_100k_tok_s x tokens/s / 1e5
-    engine core = engine_core (default executor) or engine_core_mp (multiprocess executor),
-                  once per data-parallel replica (GPUs / TP)
+    engine core = engine_core (default executor) or engine_core_mp x (idle + (1 - idle) x GPU
+                  busy) (multiprocess executor), once per data-parallel replica (GPUs / TP)
     GPU workers = worker_busy per GPU with the multiprocess executor (always when TP > 1): each
                   worker busy-waits on its shared-memory queue
     demand      = API server + engine cores + GPU workers
 
+With the multiprocess executor the engine core steps while its GPU has work and blocks on its
+input queue when it has none: its CPU follows the GPU's busy share (nvidia-smi utilisation;
+r = 0.94 over 73 bench phases of two hosts, where it differed by 40% between hosts at the same
+tokens/s, docs/model.md). ``engine_core_mp`` is its cores with the GPU always busy (how a
+serving job is sized: the default), ``engine_idle_share`` the share left on an idle GPU. The
+in-process engine core (which also launches the GPU's work) showed no such relation between
+hosts (docs/model.md): a constant.
+
 Its parameters come from the CPU the bench measures per process at a series' most cores (where
 no process waits for a core, so what it uses is what it needs): :func:`fit_demand` averages
 each series' repeats, fits the API server's line over tokens/s with every series weighing 1,
-and resamples whole series (and the repeats within them) for intervals. A parameter no series
+the engine core's line over the GPU's busy share, and resamples whole series (and the repeats
+within them) for intervals. A parameter no series
 measures keeps its prior (vLLM's guidance: an API server and an engine core of about a core,
 one core per busy-waiting worker: the 2 + N rule), and says so.
 
@@ -38,11 +47,12 @@ DEMAND_PARAMS: tuple[str, ...] = (
     "engine_core",
     "engine_core_mp",
     "worker_busy",
+    "engine_idle_share",
 )
 # vLLM's guidance (at least 2 + N physical cores for N GPUs: an API server and an engine core
 # of about a core together, one core per busy-waiting worker) and about 300k tokens/s per core
-# for a fast BPE tokenizer.
-DEMAND_PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0)
+# for a fast BPE tokenizer; an engine core whose CPU does not depend on its GPU's work (share 1).
+DEMAND_PRIOR: tuple[float, ...] = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0)
 PROCESSES: tuple[str, ...] = ("api_server", "engine_core", "gpu_worker")
 EXECUTORS: tuple[str, ...] = ("uni", "mp")
 # The tokenizer thread's utilisation from which its own queue (not the cores) sets TTFT: at 50%
@@ -89,16 +99,18 @@ def demand_arrays(
     tp: np.ndarray | float,
     mp: np.ndarray | bool,
     renderer_workers: np.ndarray | float = 1.0,
+    gpu_busy: np.ndarray | float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(API server, engine cores in all, one worker's spin, workers, demand, tokenizer
     utilisation per renderer worker), elementwise; ``values`` in :data:`DEMAND_PARAMS` order."""
-    a0, at, e_uni, e_mp, w = (float(v) for v in values)
+    a0, at, e_uni, e_mp, w, idle = (float(v) for v in values)
     tok = np.asarray(tokens_per_s, dtype=float) / 1e5
     gpus_a = np.asarray(gpus, dtype=float)
     mp_a = np.asarray(mp, dtype=bool) | (np.asarray(tp, dtype=float) > 1)
     replicas = np.maximum(np.floor(gpus_a / np.maximum(np.asarray(tp, dtype=float), 1.0)), 1.0)
     api = a0 + at * tok
-    engine = np.where(mp_a, e_mp, e_uni) * replicas
+    busy = np.clip(np.asarray(gpu_busy, dtype=float), 0.0, 1.0)
+    engine = np.where(mp_a, e_mp * engine_activity(idle, busy), e_uni) * replicas
     spin = np.where(mp_a, w, 0.0)
     workers = np.where(mp_a, gpus_a, 0.0)
     demand = api + engine + spin * workers
@@ -115,6 +127,7 @@ def demand_of(
     tp: int,
     executor: str,
     renderer_workers: int = 1,
+    gpu_busy: float = 1.0,
 ) -> DemandParts:
     """The demand of one server configuration (see the module docstring)."""
     api, engine, spin, workers, demand, tok = demand_arrays(
@@ -124,6 +137,7 @@ def demand_of(
         tp=tp,
         mp=executor == "mp",
         renderer_workers=renderer_workers,
+        gpu_busy=gpu_busy,
     )
     return DemandParts(
         float(api),
@@ -132,6 +146,11 @@ def demand_of(
         float(demand),
         float(tok),
     )
+
+
+def engine_activity(idle_share: float, gpu_busy: np.ndarray | float) -> np.ndarray:
+    """The share of its busy-GPU CPU an engine core uses at a GPU busy share."""
+    return idle_share + (1.0 - idle_share) * np.asarray(gpu_busy, dtype=float)
 
 
 def capacity_cores(demand_cores: float, utilisation_target: float, floor_cores: int) -> int:
@@ -155,6 +174,7 @@ class CpuObservation:
     gpus: int
     tp: int
     executor: str
+    gpu_busy: float = 1.0  # the series' GPU busy share at its most cores (1: not measured)
 
 
 @dataclass(frozen=True)
@@ -190,6 +210,33 @@ def _series_means(obs: Sequence[CpuObservation]) -> dict[tuple[str, str], tuple[
     }
 
 
+IDLE_GRID = np.linspace(0.0, 1.0, 101)
+
+
+def _engine_fit(
+    e_uni: Sequence[tuple[float, float]],
+    e_mp: Sequence[tuple[float, float]],
+    prior: Sequence[float],
+) -> tuple[float, tuple[float, float], int]:
+    """The multiprocess engine core's idle share and busy-GPU cores, least squares of
+    ``cores = full x (idle + (1 - idle) x busy)`` (the idle share is the prior's unless the
+    series' busy shares differ), and the in-process engine core's mean."""
+    measured = len({round(b, 3) for _, b in e_mp}) >= 2
+    grid = IDLE_GRID if measured else np.array([float(prior[5])])
+    c = np.array([v for v, _ in e_mp])
+    busy = np.array([b for _, b in e_mp])
+
+    def full_sse(idle: float) -> tuple[float, float]:
+        h = engine_activity(idle, busy)
+        full = float(np.sum(c * h) / max(float(np.sum(h * h)), 1e-12))
+        return full, float(np.sum((c - full * h) ** 2))
+
+    idle = float(min(grid, key=lambda i: full_sse(float(i))[1])) if e_mp else float(prior[5])
+    full_mp = full_sse(idle)[0] if e_mp else float(prior[3])
+    uni = float(np.mean([v for v, _ in e_uni])) if e_uni else float(prior[2])
+    return idle, (uni, full_mp), len(e_mp) if measured else 0
+
+
 def _fit_once(
     obs: Sequence[CpuObservation], prior: Sequence[float]
 ) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -212,29 +259,32 @@ def _fit_once(
         t, c = api[0][0], float(np.mean([c for _, c in api]))
         a0 = max(c - at * t / 1e5, 0.0)
 
-    def engine(mp: bool) -> list[float]:
+    def engine(mp: bool) -> list[tuple[float, float]]:
+        """(cores per replica, GPU busy share) of each series of the executor."""
         out = []
         for (s, p), (c, _) in means.items():
             o = by_series[s]
             is_mp = o.executor == "mp" or o.tp > 1
             if p == "engine_core" and is_mp == mp:
                 replicas = max(o.gpus // max(o.tp, 1), 1)
-                out.append(c / replicas)
+                out.append((c / replicas, o.gpu_busy))
         return out
 
     e_uni, e_mp = engine(False), engine(True)
+    idle, (full_uni, full_mp), idle_n = _engine_fit(e_uni, e_mp, prior)
     spin = [c for (s, p), (c, _) in means.items() if p == "gpu_worker"]
     raw = (
         a0,
         at,
-        float(np.mean(e_uni)) if e_uni else prior[2],
-        float(np.mean(e_mp)) if e_mp else prior[3],
+        full_uni,
+        full_mp,
         float(np.mean(spin)) if spin else prior[4],
+        idle,
     )
     # every part is a positive quantity (the fit works on log-parameters)
     values = tuple(max(v, MIN_PART_CORES) for v in raw)
     api_n = len(api) if len({round(t, 6) for t, _ in api}) >= 2 else min(len(api), 1)
-    return values, (api_n, api_n, len(e_uni), len(e_mp), len(spin))
+    return values, (api_n, api_n, len(e_uni), len(e_mp), len(spin), idle_n)
 
 
 def fit_demand(
@@ -273,6 +323,7 @@ def fit_demand(
                         o.gpus,
                         o.tp,
                         o.executor,
+                        o.gpu_busy,
                     )
                     for o in blocks[names[int(b)]]
                 )

@@ -37,6 +37,8 @@ class Workload:
     it, the named ``workload`` (``tokenize-heavy``, ``unique``, ``shared-prefix``) gives it, else
     0 (unique prompts). ``renderer_workers`` are the API server's tokenizer threads (vLLM's
     default: 1). ``executor``: ``mp`` or ``uni`` (None: vLLM's default for the TP).
+    ``gpu_busy`` (0..1): the share of time the GPUs compute (nvidia-smi utilisation) at this
+    load; the engine core's CPU follows it (None: always busy, how a serving job is sized).
     """
 
     model_params_b: float | None = None
@@ -47,6 +49,7 @@ class Workload:
     renderer_workers: int | None = None
     engine_version: str | None = None
     executor: str | None = None
+    gpu_busy: float | None = None
 
     def hit(self) -> float:
         return slowdown.prefix_hit_of(self.workload, self.prefix_hit)
@@ -65,11 +68,14 @@ class Workload:
             ("--prompt-tokens", self.prompt_tokens),
             ("--prefix-hit", self.prefix_hit),
             ("--model-size", self.model_params_b),
+            ("--gpu-busy", self.gpu_busy),
         ):
             if v is not None and not math.isfinite(float(v)):
                 raise InputError(f"{v!r} is not a finite number", field=name)
         if self.prefix_hit is not None and not 0.0 <= self.prefix_hit <= 1.0:
             raise UsageError(f"--prefix-hit must be between 0 and 1, got {self.prefix_hit}")
+        if self.gpu_busy is not None and not 0.0 <= self.gpu_busy <= 1.0:
+            raise UsageError(f"--gpu-busy must be between 0 and 1, got {self.gpu_busy}")
         if (
             self.workload is not None
             and self.workload.split("/")[0] not in slowdown.WORKLOAD_PREFIX_HIT
@@ -109,6 +115,7 @@ class JobFeatures:
     prefix_hit_source: str
     renderer_workers: int
     engine_version: str | None
+    gpu_busy: float  # 1: always busy (the sizing default)
     template: tuple[float, ...]  # the curve's design-matrix row at 1 core per GPU
 
     @property
@@ -141,6 +148,7 @@ def features_of(platform: str | None, gpus: int, w: Workload, tp: int | None = N
         prefix_hit=w.hit(),
         renderer_workers=renderers,
         executor=executor,
+        gpu_busy=w.gpu_busy,
     )
     hit_source = (
         "given"
@@ -161,6 +169,7 @@ def features_of(platform: str | None, gpus: int, w: Workload, tp: int | None = N
         prefix_hit_source=hit_source,
         renderer_workers=renderers,
         engine_version=w.engine_version,
+        gpu_busy=1.0 if w.gpu_busy is None else float(w.gpu_busy),
         template=tuple(template),
     )
 

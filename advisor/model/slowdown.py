@@ -34,7 +34,8 @@ The mechanism (vLLM V1's CPU critical path; docs/model.md):
 Design-matrix column 0 is cores per GPU, column 1 the cores per GPU the slowdown is measured
 against (0: ample), then the covariates (:data:`FEATURES`; ``executor_mp``: 1 multiprocess,
 0 in-process, -1 vLLM's default for the TP), and a last column that says what a row's target
-is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores).
+is (:data:`TARGETS`: a slowdown, or a process's measured CPU cores), then the GPUs' busy
+share (1: always busy, how a serving job is sized; a bench series' own where it measured it).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ FEATURES: tuple[str, ...] = (
     "gpu_speed",
     "executor_mp",
     "target",
+    "gpu_busy",
 )
 TARGETS: tuple[str, ...] = ("slowdown", "api_server_cores", "engine_core_cores", "worker_cores")
 PARAM_NAMES: tuple[str, ...] = (*demand_model.DEMAND_PARAMS, "k_cpu", "gpu_weight")
@@ -114,6 +116,7 @@ _DEFAULTS = (
     1.0,
     -1.0,
     0.0,
+    1.0,
 )
 DEFAULT_POLE_EXPONENT = 1.0
 DISPLAY_CAP = 25.0  # what charts draw in the pathological region (never reported as a number)
@@ -162,10 +165,11 @@ def feature_row(
     ref_cores_per_gpu: float | None = None,
     target: str = "slowdown",
     executor: str | None = None,
+    gpu_busy: float | None = None,
 ) -> list[float]:
     """One design-matrix row (see :data:`FEATURES`); unknown covariates take their reference
     (tp: the GPUs; prefix hit: 0; renderer workers: 1; reference cores: ample; executor:
-    vLLM's default for the TP)."""
+    vLLM's default for the TP; GPU busy: always, as a serving job is sized)."""
 
     def known(v: float | None, ref: float) -> float:
         if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
@@ -186,6 +190,7 @@ def feature_row(
         platform_speed(platform),
         -1.0 if executor is None else 1.0 if executor == "mp" else 0.0,
         float(TARGETS.index(target)),
+        1.0 if gpu_busy is None or math.isnan(gpu_busy) else min(max(float(gpu_busy), 0.0), 1.0),
     ]
 
 
@@ -217,6 +222,7 @@ def _columns(X: np.ndarray) -> dict[str, np.ndarray]:
         "renderers": np.clip(c["renderer_workers"], 1.0, 1e3),
         "speed": np.clip(c["gpu_speed"], 0.01, 100.0),
         "target": np.clip(np.rint(np.nan_to_num(c["target"])), 0, len(TARGETS) - 1).astype(int),
+        "busy": np.clip(np.nan_to_num(c["gpu_busy"], nan=1.0), 0.0, 1.0),
     }
 
 
@@ -292,6 +298,7 @@ def mechanism(
         tp=c["tp"],
         mp=c["mp"],
         renderer_workers=c["renderers"],
+        gpu_busy=c["busy"],
     )
     replicas = np.maximum(np.floor(c["gpus"] / c["tp"]), 1.0)
     share = 1.0 / (

@@ -140,6 +140,7 @@ def job_demand(params: slowdown.CurveParams, f: JobFeatures) -> JobDemand:
         tp=f.tp,
         executor=f.executor,
         renderer_workers=f.renderer_workers,
+        gpu_busy=f.gpu_busy,
     )
     boots = [b[:nd] for b in params.bootstrap_values] or [values]
     demands = [
@@ -150,6 +151,7 @@ def job_demand(params: slowdown.CurveParams, f: JobFeatures) -> JobDemand:
                 gpus=f.gpus,
                 tp=f.tp,
                 mp=f.executor == "mp",
+                gpu_busy=f.gpu_busy,
             )[4]
         )
         for b in boots

@@ -121,7 +121,7 @@ def _demand_of(values: Any) -> Any:
     from advisor.model.demand import demand_of
     from advisor.model.slowdown import N_DEMAND
 
-    def demand(c: Any) -> dict[str, float]:
+    def demand(c: Any, gpu_busy: float = 1.0) -> dict[str, float]:
         d = demand_of(
             values[:N_DEMAND],
             load_rps=c.load_rps or 0.0,
@@ -130,6 +130,7 @@ def _demand_of(values: Any) -> Any:
             tp=c.tp,
             executor=c.executor,
             renderer_workers=c.renderer_workers,
+            gpu_busy=gpu_busy,
         )
         return {"api_server": d.api_server_cores, "engine_core": d.engine_core_cores}
 

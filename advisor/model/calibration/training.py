@@ -52,6 +52,7 @@ CPU_PROCESS = {
     "cpu_worker_cores": "gpu_worker",
 }
 PREFIX_HIT_METRIC = "prefix_hit_rate"
+GPU_BUSY_METRIC = "gpu_busy_share"
 SPEEDUP_REF_CORES_PER_GPU = 8.0  # the research's best core count: "up to 8 x #GPUs"
 KNEE_SEED = 0  # the measured knees' bootstrap seed (a fit is deterministic)
 
@@ -163,6 +164,21 @@ def _knee(members: Sequence[CalibrationPoint], tolerance: float) -> tuple[str, i
     return res.status, res.knee_cores, res.reason
 
 
+def _series_busy(points: Sequence[CalibrationPoint]) -> dict[Any, float]:
+    """Per configuration, the GPUs' mean busy share at its most cores (where no process waits
+    for a core: what the load itself keeps the GPU doing)."""
+    by: dict[Any, list[CalibrationPoint]] = defaultdict(list)
+    for p in points:
+        if p.metric == GPU_BUSY_METRIC and p.value is not None and p.cores_per_gpu is not None:
+            by[config_of(p)].append(p)
+    out = {}
+    for key, members in by.items():
+        top = max(m.cores_per_gpu or 0.0 for m in members)
+        vals = [float(m.value or 0.0) for m in members if m.cores_per_gpu == top]
+        out[key] = sum(vals) / len(vals)
+    return out
+
+
 def training_set(
     points: Sequence[CalibrationPoint],
     max_slowdown: float,
@@ -180,6 +196,8 @@ def training_set(
     for p in points:
         if p.metric == PREFIX_HIT_METRIC and p.value is not None:
             hits[config_of(p)].append(p.value)
+
+    busy = _series_busy(points)
 
     def hit_of(p: CalibrationPoint) -> float:
         measured = hits.get(config_of(p))
@@ -203,6 +221,7 @@ def training_set(
             renderer_workers=c.renderer_workers,
             target=target,
             executor=c.executor,
+            gpu_busy=busy.get(c),
         )
 
     X: list[list[float]] = []
@@ -355,9 +374,11 @@ def training_set(
 def cpu_observations(ts: TrainingSet, series: set[str] | None = None) -> list[Any]:
     """The measured CPU of each process (the demand fit's data), of ``series`` (None: all)."""
     from advisor.model.demand import CpuObservation
+    from advisor.model.slowdown import FEATURES
 
+    busy_col = FEATURES.index("gpu_busy")
     out = []
-    for p, label in zip(ts.cpu_points, ts.cpu_series, strict=True):
+    for p, label, x in zip(ts.cpu_points, ts.cpu_series, ts.cpu_X, strict=True):
         if series is not None and label not in series:
             continue
         c = config_of(p)
@@ -372,6 +393,7 @@ def cpu_observations(ts: TrainingSet, series: set[str] | None = None) -> list[An
                 c.gpus,
                 c.tp,
                 c.executor,
+                float(x[busy_col]),
             )
         )
     return out

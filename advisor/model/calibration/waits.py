@@ -21,6 +21,7 @@ WAIT_POINT_METRICS = {
     "wait_worker_share": ("wait", "gpu_worker"),
     "busy_api_server_cores": ("busy", "api_server"),
     "busy_engine_core_cores": ("busy", "engine_core"),
+    "gpu_busy_share": ("gpu", "busy"),
 }
 
 
@@ -41,7 +42,8 @@ def series_configs(points: Sequence[CalibrationPoint]) -> dict[str, SeriesConfig
     return dict(series_name(p) for p in points if p.metric in WAIT_POINT_METRICS)
 
 
-DemandFn = Callable[[SeriesConfig], Mapping[str, float]]
+# a series' configuration and its GPUs' busy share at its most cores -> cores per role
+DemandFn = Callable[[SeriesConfig, float], Mapping[str, float]]
 
 
 def wait_phases(
@@ -51,7 +53,7 @@ def wait_phases(
     where the run has one). Each series' demand per role is what its processes used at its
     most cores, or, with ``demand_of``, what the demand model predicts for its configuration
     (as ``recommend`` will have it)."""
-    runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "busy": {}})
+    runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"wait": {}, "busy": {}, "gpu": {}})
     ttft: dict[str, float] = {}
     for p in points:
         if p.metric == TTFT_METRIC and p.value is not None:
@@ -75,7 +77,7 @@ def wait_phases(
         most = max(r["cores"] for r in members)
         top = [r for r in members if r["cores"] == most]
         demand = (
-            dict(demand_of(top[0]["config"]))
+            dict(demand_of(top[0]["config"], _mean_busy(top)))
             if demand_of is not None
             else {
                 role: sum(r["busy"][role] for r in top) / len(top)
@@ -99,6 +101,12 @@ def wait_phases(
                 )
             )
     return phases
+
+
+def _mean_busy(runs: Sequence[dict[str, Any]]) -> float:
+    """The runs' mean GPU busy share (1 where none measured it)."""
+    vals = [r["gpu"]["busy"] for r in runs if "busy" in r["gpu"]]
+    return sum(vals) / len(vals) if vals else 1.0
 
 
 def fit_wait_points(
