@@ -348,6 +348,14 @@ def calibration_points(
                 "cores",
                 f"CPU of the {role} from its threads' schedstat",
             )
+        util, gpus = run.get("gpu_util_percent"), run.get("gpus") or run.get("tp") or 1
+        # the engine core steps while the GPU has work: its CPU follows this (docs/model.md)
+        add(
+            "gpu_busy_share",
+            None if util is None else min(max(float(util) / (100.0 * int(gpus)), 0.0), 1.0),
+            "fraction",
+            "the GPUs' mean utilisation over the phase (nvidia-smi)",
+        )
         for kind in ("some", "full"):
             add(
                 f"psi_cpu_{kind}_share",
