@@ -886,10 +886,9 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
     ]
     if ok.empty:
         return pd.DataFrame(columns=cols)
-    keys = ["platform", "model", "model_params_b", "gpus", "attacker_rps", "workload"]
     g = (
         ok.fillna({k: "?" for k in ("platform", "model", "workload")})
-        .groupby([*keys, "cores_per_gpu"], dropna=False, as_index=False)
+        .groupby([*_SERIES_KEYS, "cores_per_gpu"], dropna=False, as_index=False)
         .agg(
             ttft_ms=("victim_ttft_p50_ms", "median"),
             runs=("victim_ttft_p50_ms", "size"),
@@ -898,7 +897,16 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
         )
     )
     g["spread_pct"] = 100.0 * (g["ttft_max_ms"] - g["ttft_min_ms"]) / g["ttft_ms"]
-    g["series"] = (
+    g["series"] = _series_label(g)
+    return g[cols].sort_values(["series", "cores_per_gpu"]).reset_index(drop=True)
+
+
+_SERIES_KEYS = ["platform", "model", "model_params_b", "gpus", "attacker_rps", "workload"]
+
+
+def _series_label(g: pd.DataFrame) -> pd.Series:
+    """A benchmark series as people name it: platform · model · GPUs · load · workload."""
+    return (
         g["platform"].astype(str)
         + " · "
         + g["model"].astype(str)
@@ -909,7 +917,84 @@ def bench_series_frame(runs: pd.DataFrame) -> pd.DataFrame:
         + " · "
         + g["workload"].astype(str)
     )
-    return g[cols].sort_values(["series", "cores_per_gpu"]).reset_index(drop=True)
+
+
+WAIT_ROLES = {"wait_engine_core": "engine core", "wait_api_server": "API server"}
+
+
+def bench_wait_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Benchmark runs' measured CPU wait as curves: one row per (series, process, cores per GPU)
+    with the median wait share over repeats (``wait``), the repeats' range (``wait_min``,
+    ``wait_max``) and how many runs measured it. Runs without a wait record are left out (an
+    empty frame when none has one).
+
+    Columns used: those of :func:`bench_series_frame` and ``wait_engine_core``,
+    ``wait_api_server``."""
+    cols = ["series", "role", "cores_per_gpu", "wait", "wait_min", "wait_max", "runs"]
+    have = [c for c in WAIT_ROLES if c in runs.columns]
+    if not have:
+        return pd.DataFrame(columns=cols)
+    ok = runs[(runs["status"] == "ok") & runs["cores_per_gpu"].notna()]
+    long = ok.melt(
+        id_vars=[*_SERIES_KEYS, "cores_per_gpu"], value_vars=have, var_name="role", value_name="w"
+    ).dropna(subset=["w"])
+    if long.empty:
+        return pd.DataFrame(columns=cols)
+    g = (
+        long.fillna({k: "?" for k in ("platform", "model", "workload")})
+        .groupby([*_SERIES_KEYS, "role", "cores_per_gpu"], dropna=False, as_index=False)
+        .agg(wait=("w", "median"), wait_min=("w", "min"), wait_max=("w", "max"), runs=("w", "size"))
+    )
+    g["series"] = _series_label(g)
+    g["role"] = g["role"].map(WAIT_ROLES)
+    return g[cols].sort_values(["series", "role", "cores_per_gpu"]).reset_index(drop=True)
+
+
+def bench_wait_chart(
+    frame: pd.DataFrame, max_wait: float, *, width: int = 300, height: int = 260
+) -> AnyChart:
+    """Measured CPU wait against cores per GPU, one panel per process and one line per series,
+    the repeats' range as bars, and the ``--max-wait`` rule: the quantity that decides the
+    answer, as the bench measured it."""
+    x = alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
+    y = alt.Y(
+        "wait:Q",
+        title="measured wait for a CPU",
+        axis=alt.Axis(format="%"),
+        scale=alt.Scale(domain=[0, max(0.3, float(frame["wait_max"].max() or 0))]),
+    )
+    colour = alt.Color("series:N", legend=_legend(None, orient="bottom", columns=1))
+    panels = []
+    for role in ("engine core", "API server"):
+        data = frame[frame["role"] == role]
+        if data.empty:
+            continue
+        base = alt.Chart(data)
+        line = base.mark_line(point=True).encode(
+            x=x,
+            y=y,
+            color=colour,
+            tooltip=[
+                alt.Tooltip("series:N"),
+                alt.Tooltip("cores_per_gpu:Q", format=".3~g", title="cores/GPU"),
+                alt.Tooltip("wait:Q", format=".1%", title="median wait"),
+                alt.Tooltip("wait_min:Q", format=".1%", title="least"),
+                alt.Tooltip("wait_max:Q", format=".1%", title="most"),
+                alt.Tooltip("runs:Q", title="repeats"),
+            ],
+        )
+        spread = base.mark_rule(size=2, opacity=0.5).encode(
+            x="cores_per_gpu:Q", y="wait_min:Q", y2="wait_max:Q", color=colour
+        )
+        rule = (
+            alt.Chart(pd.DataFrame({"max_wait": [max_wait]}))
+            .mark_rule(color="#c0392b", strokeDash=[4, 3])
+            .encode(y="max_wait:Q")
+        )
+        panels.append(
+            alt.layer(line, spread, rule).properties(width=width, height=height, title=role)
+        )
+    return alt.hconcat(*panels).resolve_scale(y="shared")
 
 
 def bench_fit_frame(series: pd.DataFrame, params: Any, points_per_octave: int = 6) -> pd.DataFrame:

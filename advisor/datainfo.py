@@ -267,6 +267,8 @@ class BenchRun:
     partition: str | None
     flags: str | None = None  # why the run is not fitted (bench.metrics.run_flags), comma-separated
     flag_reasons: str | None = None
+    wait_engine_core: float | None = None  # share of the phase the process waited for a CPU
+    wait_api_server: float | None = None
 
 
 def bench_runs(

@@ -79,7 +79,8 @@ EOS
     # stop (SIGINT: the runner stops its engine) so the whole sweep ends by DEADLINE seconds.
     # Knobs: CORES, DUR, REPEATS, VICTIM_OUT (victim output tokens: 16+ measures inter-token
     # latency), TAG, DEADLINE, MP_S, UNI_S, MP_BUDGET, UNI_BUDGET, UNIQUE_RPS, ATTACKER_TOKENS
-    # (the tokenize-heavy document, MIN:MAX tokens; default 30000:30100),
+    # (the tokenize-heavy document, MIN:MAX tokens; default 30000:30100), LADDER (the rates the
+    # levels are chosen from; default 1,2,3,4,5,6),
     # BLOCKS (which of 'mp uni unique' to run; a kept levels file in .devcarry/levels/ is reused).
     tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
@@ -95,7 +96,7 @@ common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \
  --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
  --tag ${TAG:-h200} --format json"
 heavy="--workload tokenize-heavy --attacker-tokens ${ATTACKER_TOKENS:-30000:30100} --levels tokenize-heavy \\
- --rate-ladder 1,2,3,4,5,6 --ladder-step 5 --seed 1"
+ --rate-ladder ${LADDER:-1,2,3,4,5,6} --ladder-step 5 --seed 1"
 on() { case " ${BLOCKS:-mp uni unique} " in *" \$1 "*) return 0;; *) echo "== skip \$1"; return 1;; esac; }
 echo "== mp \$(date -u +%T)"
 on mp && timeout -s INT \$(cap ${MP_S:-600}) python3 -m advisor bench run \$common \$heavy --executor mp --budget-minutes ${MP_BUDGET:-9.5}

@@ -22,7 +22,7 @@ from tests.test_app_data import make_db
 APP = Path(__file__).resolve().parent.parent / "app" / "streamlit_app.py"
 PAGES = ("overview", "trends", "who", "recommend", "benchmarks", "data")
 # Charts each page must draw on the GPU database.
-CHARTS = {"overview": 2, "trends": 2, "who": 1, "recommend": 1, "benchmarks": 1, "data": 1}
+CHARTS = {"overview": 2, "trends": 2, "who": 1, "recommend": 1, "benchmarks": 2, "data": 1}
 
 
 @pytest.fixture(scope="module")
@@ -587,6 +587,13 @@ def test_benchmarks_count_runs_and_draw_measured_and_fitted_curves(monkeypatch, 
     assert (spread["ttft_min_ms"] <= spread["ttft_ms"]).all()
     assert (spread["ttft_ms"] <= spread["ttft_max_ms"]).all()
     assert len(at.dataframe[1].value) == 9
+    # the measured wait, one panel per process, with the --max-wait rule at 15%
+    wait = json.loads(_charts(at)[1].proto.spec)
+    assert [p["title"] for p in wait["hconcat"]] == ["engine core", "API server"]
+    engine = wait["hconcat"][0]["layer"]
+    assert engine[0]["encoding"]["y"]["field"] == "wait"
+    assert engine[2]["encoding"]["y"]["field"] == "max_wait"
+    assert any("--max-wait 15%" in c.value for c in at.caption)
     at.toggle(key="bn_fit").set_value(False).run()
     assert [layer["mark"]["type"] for layer in json.loads(_charts(at)[0].proto.spec)["layer"]] == [
         "line",

@@ -113,6 +113,21 @@ def _insert_bench_runs(con) -> None:
         " ?, ?, CAST(? AS TIMESTAMP))",
         rows,
     )
+    # what each ok run's engine core and API server waited for a CPU, as `bench collect` stores it
+    waits = {2: (0.30, 0.12), 4: (0.10, 0.04), 8: (0.02, 0.01), 16: (0.0, 0.0)}
+    con.executemany(
+        "INSERT INTO calibration (point_id, source, platform, engine, model, gpus, workload,"
+        " load_rps, cores, cores_per_gpu, metric, value, unit)"
+        " VALUES (?, ?, 'H100', 'vllm', 'Llama-3.1-8B', 4, 'unique', 8.0, ?, ?, ?, ?, 'fraction')",
+        [
+            [f"bench:{r[0]}:{metric}", f"bench:{r[0]}", r[2], r[3], metric, value + 0.02 * r[4]]
+            for r in rows
+            if r[1] == "ok"
+            for metric, value in zip(
+                ("wait_engine_core_share", "wait_api_server_share"), waits[int(r[3])], strict=True
+            )
+        ],
+    )
 
 
 @pytest.fixture
@@ -318,6 +333,11 @@ def test_bench_runs_are_listed_by_series_then_cores_and_filtered_by_platform(gpu
     assert [r.cores_per_gpu for r in runs][:3] == [1.0, 2.0, 2.0]
     assert {r.status for r in runs} == {"ok", "hung"}
     assert runs[0].victim_ttft_p50_ms is None
+    # each ok run carries its processes' measured wait; the hung run has none
+    assert runs[0].wait_engine_core is None
+    by_id = {r.run_id: r for r in runs}
+    assert by_id["h100-c2-r1"].wait_engine_core == pytest.approx(0.32)
+    assert by_id["h100-c2-r1"].wait_api_server == pytest.approx(0.14)
 
 
 def test_bench_runs_follow_the_cluster_partition_and_month_filters(gpu_db):

@@ -50,7 +50,13 @@ def test_collect_loads_runs_requests_and_calibration_points(tmp_path: Path, db_p
     metrics = {r[0] for r in con.execute("SELECT DISTINCT metric FROM calibration").fetchall()}
     con.close()
     assert row == ("H200", "vllm", "0.26.0", 2, 2, "0")
-    assert metrics == {"ttft_p50_ms", "ttft_p90_ms", "attacker_ttft_p50_ms", "tokenize_share"}
+    assert metrics == {
+        "ttft_p50_ms",
+        "ttft_p90_ms",
+        "attacker_ttft_p50_ms",
+        "tokenize_share",
+        "gpu_busy_share",
+    }
 
 
 def test_collecting_twice_changes_nothing(tmp_path: Path, db_path: Path):

@@ -211,6 +211,20 @@ def test_every_builder_renders_to_svg_with_vl_convert():
         charts.ttft_curve_chart(curve),
         charts.bench_curves_chart(runs, runs),
         charts.measured_curve_chart(MEASURED_CELLS, 0.075),
+        charts.bench_wait_chart(
+            pd.DataFrame(
+                {
+                    "series": ["x", "x"],
+                    "role": ["engine core", "engine core"],
+                    "cores_per_gpu": [1.0, 2.0],
+                    "wait": [0.3, 0.05],
+                    "wait_min": [0.25, 0.04],
+                    "wait_max": [0.35, 0.06],
+                    "runs": [2, 2],
+                }
+            ),
+            0.15,
+        ),
     ):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and "<path" in svg
@@ -243,6 +257,22 @@ def test_bench_series_take_the_median_of_repeats_and_leave_failed_runs_out():
     assert s["ttft_ms"].tolist() == [910.0, 410.0, 270.0]
     assert s["runs"].tolist() == [3, 3, 3]
     assert s["series"].unique().tolist() == ["H100 · m · 4 GPUs · 8 rps · unique"]
+
+
+def test_bench_waits_take_the_median_of_repeats_per_process_and_leave_runs_without_one_out():
+    runs = _runs()
+    runs["wait_engine_core"] = runs["cores_per_gpu"].map({2.0: 0.3, 4.0: 0.1, 8.0: 0.01})
+    runs.loc[runs.index[1], "wait_engine_core"] = 0.5  # one slow repeat at 2 cores per GPU
+    runs["wait_api_server"] = None
+    w = charts.bench_wait_frame(runs)
+    assert set(w["role"]) == {"engine core"}  # the API server measured nothing
+    assert w["cores_per_gpu"].tolist() == [2.0, 4.0, 8.0]
+    assert w["wait"].tolist() == pytest.approx([0.3, 0.1, 0.01])
+    assert w.iloc[0][["wait_min", "wait_max", "runs"]].tolist() == pytest.approx([0.3, 0.5, 3])
+    assert w["series"].unique().tolist() == ["H100 · m · 4 GPUs · 8 rps · unique"]
+    spec = charts.bench_wait_chart(w, 0.15).to_dict()
+    assert [p["title"] for p in spec["hconcat"]] == ["engine core"]
+    assert charts.bench_wait_frame(_runs()).empty  # runs recorded before the wait sampler
 
 
 def test_bench_fit_is_anchored_at_the_run_with_the_most_cores_and_never_rises_with_cores():

@@ -127,3 +127,24 @@ def test_the_capacity_answer_is_the_fewest_cores_under_the_target(demand, u, flo
 def test_a_target_outside_0_1_is_refused():
     with pytest.raises(ValueError, match="utilisation"):
         capacity_cores(1.0, 1.5, 3)
+
+
+def test_demand_drivers_reproduces_the_figures_docs_model_states():
+    """scripts/demand-drivers on the committed runs: the mp engine core follows the GPU's busy
+    share (docs/model.md, "What the CPU depends on beyond tokens/s")."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts/demand-drivers"), str(root / "data/bench")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = {ln[:10]: ln for ln in done.stdout.splitlines()}
+    assert done.stdout.startswith("136 phases at their series' most cores, 14 folders")
+    assert "0.248 + 0.731 x GPU busy share: r 0.935" in lines["mp  engine"]
+    assert "leave one folder out: 0.048 against a constant's 0.149" in lines["mp  engine"]
+    assert "r 0.690" in lines["uni engine"]

@@ -123,6 +123,12 @@ def test_collect_writes_the_engine_cgroups_pressure_where_the_bench_made_one(tmp
     assert got["psi_cpu_some_share"] == pytest.approx(
         run["extra"]["wait"]["psi"]["machine"]["some_share"]
     )
+    # the GPUs' busy share rides along (what the engine core's CPU follows, docs/model.md)
+    assert got["gpu_busy_share"] == pytest.approx(run["gpu_util_percent"] / 100)
+    run["gpu_util_percent"] = 250.0  # a malformed reading is clipped to the share's range
+    assert {p["metric"]: p["value"] for p in calibration_points(run, path.name)}[
+        "gpu_busy_share"
+    ] == 1.0
 
 
 def test_pressure_link_reports_the_threshold_a_max_wait_implies(tmp_path):

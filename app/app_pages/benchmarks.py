@@ -1,5 +1,6 @@
 """Benchmarks page: the runs ``advisor bench`` stored, their victim TTFT against cores per GPU
-(one line per platform, model, GPU count and load), and the fitted model's curve over them."""
+(one line per platform, model, GPU count and load) with the fitted model's curve over them, and
+the engine core's and API server's measured CPU wait, the quantity the answer is decided on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from advisor import charts
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
 from app.chart_view import show_chart
 from app.db import db_key
 from app.filters import Filters, current_filters
@@ -72,6 +74,24 @@ else:
         series,
         ["series", "cores_per_gpu", "runs", "ttft_ms", "ttft_min_ms", "ttft_max_ms", "spread_pct"],
         labels={"series": "Series"},
+    )
+
+waits = charts.bench_wait_frame(frame)
+if not waits.empty:
+    st.subheader("Measured CPU wait against cores per GPU: what decides the answer")
+    show_chart("bench_wait_chart", waits, DEFAULT_MAX_WAIT)
+    st.caption(
+        "The share of each phase the engine core and the API server were runnable but waited "
+        "for a CPU (their threads' run-queue time), median of the repeats; bar: their range. "
+        f"Red dashed rule: --max-wait {DEFAULT_MAX_WAIT:.0%}, the most either may wait: the "
+        "answer is the fewest cores per GPU at which both are under it. The wait model that "
+        "gives every recommendation is fitted on these curves; the TTFT curves above are "
+        "evidence beside them."
+    )
+elif not series.empty:
+    st.caption(
+        "No stored run recorded its processes' CPU wait (runs made before the bench sampled "
+        "run-queue time): only TTFT is shown."
     )
 
 st.subheader("Runs")
