@@ -11,6 +11,7 @@ negative count stays a number (an ``int`` or ``float``, or text that is only a n
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -21,10 +22,13 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def csv_cell(value: Any) -> Any:
-    """``value`` as a CSV cell: None is empty, text that a spreadsheet would run as a formula
-    gets a leading ``'``, everything else is unchanged."""
+    """``value`` as a CSV cell: None is empty, a list or record is its JSON, text that a
+    spreadsheet would run as a formula gets a leading ``'``, everything else is unchanged."""
     if value is None:
         return ""
+    if isinstance(value, (list, tuple, dict)):
+        # a list or record in one cell as JSON, which every reader can parse back
+        value = json.dumps(value, default=str)
     if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value

@@ -301,3 +301,15 @@ def test_the_report_shows_the_measured_answer_beside_the_models(tmp_path: Path, 
     # the report's recommendations pool the clusters: every group with measured jobs is a row
     assert len(got) >= 1 and set(got.values()) <= {MEASURED, MODEL}
     assert MEASURED in got.values() and {r["basis"] for r in rows} == {MEASURED, MODEL}
+
+
+def test_a_disagreement_is_said_with_ranges_that_round_apart_and_one_number_where_they_do_not():
+    from advisor.recommend.measured import disagreement
+
+    assert disagreement((203.2, 203.4), (25.0, 139.0), 500.0) == (
+        "the model puts 203 GPU-h of loss on the measured jobs, above the 25-139 GPU-h their "
+        "own CPU pressure held"
+    )
+    assert "below the 80-120 GPU-h" in (disagreement((10.0, 40.0), (80.0, 120.0), 500.0) or "")
+    assert disagreement((50.0, 90.0), (80.0, 120.0), 500.0) is None  # they overlap
+    assert disagreement((500.0, 600.0), (0.0, 1.0), 0.0) is None  # nothing was measured

@@ -759,3 +759,83 @@ def test_the_month_chart_colours_months_in_greys_not_in_the_gpu_types_colours(oc
     assert colour["scale"] == {"domain": ["2024-09", "2024-10"], "range": MONTH_GREYS}
     types = {gpu_type_colour(g.gpu_type) for g in october.gpu_types}
     assert not types & set(MONTH_GREYS)
+
+
+def test_the_report_shows_why_its_cores_per_gpu_with_the_wait_curve_recommend_decided_on(
+    october, inputs
+):
+    """Issue 48 item 3: the report's recommendation section draws the predicted wait the answer
+    comes from, the same curve and answer ``recommend --partition`` gives."""
+    assert october.wait_curves, "the fixture's GPU types are measured families"
+    by_group = {(r.gpu_type, r.typical_gpus): r for r in inputs.recommendations}
+    for w in october.wait_curves:
+        rec = by_group[(w["gpu_type"], w["gpus"])]
+        assert w["curve"] == rec.wait_curve and w["max_wait"] == 0.15
+        assert w["cores_per_gpu"] == rec.model_def_cpu_per_gpu
+        # the answer is the fewest cores at which both processes are under the threshold
+        floor = 2 + w["gpus"]
+        under = [
+            row["cores"]
+            for row in w["curve"]
+            if row["cores"] >= floor
+            and all(row[r]["wait"] <= 0.15 for r in ("engine_core", "api_server"))
+        ]
+        assert math.ceil(min(under) / w["gpus"]) == w["cores_per_gpu"]
+    charts = {c.chart_id: c for c in report.report_charts(october)}
+    waits = [c for i, c in charts.items() if i.startswith("wait-")]
+    assert len(waits) == len(october.wait_curves)
+    layers = waits[0].spec["layer"]
+    assert layers[1]["encoding"]["y"]["field"] == "wait"
+    assert layers[2]["encoding"]["y"]["field"] == "max_wait"
+    assert [{"max_wait": 0.15}] in waits[0].spec["datasets"].values()
+    html = report.render_html(october, waits)
+    assert html.count("<figcaption>") == len(waits) and "Why these cores per GPU" in html
+
+
+def test_a_months_loss_rests_on_its_measured_jobs_as_recommend_partitions_does(
+    small_db, tmp_path, cli
+):
+    """Issue 49 item 4 in the report: a measured job's loss is its own stall, the model's only
+    for the rest; the headline says the measured share of the month with its period."""
+    from advisor.recommend import PartitionQuery, recommend_partitions
+
+    con = store.connect(small_db)
+    con.execute("DELETE FROM jobs WHERE start < TIMESTAMP '2024-10-01'")  # October only
+    con.close()
+    records = tmp_path / "pressure.jsonl"
+    code, _, err = cli(
+        "pressure", "synth", "--db", str(small_db), "--out", str(records), "--share", "0.6"
+    )
+    assert code == 0, err
+    code, _, err = cli("ingest", str(records), "--db", str(small_db))
+    assert code == 0, err
+    inputs = report.load_inputs(report.ReportConfig(out_dir=Path(".")), small_db)
+    con = store.connect(small_db, read_only=True)
+    try:
+        october = report.build_report(con, report.parse_month("2024-10"), None, inputs, now=NOW)
+        measured_hours = con.execute(
+            "SELECT sum(elapsed_s * gpus) / 3600.0 FROM jobs WHERE gpus > 0 AND cpus > 0"
+            " AND elapsed_s > 0 AND psi_status = 'measured' AND psi_covered_s > 0"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    recs = {
+        (r.partition, r.gpu_type): r
+        for r in recommend_partitions(PartitionQuery(db=str(small_db))).rows
+    }
+    assert any(e.gpu_hours_measured > 0 for e in october.starvation)
+    for e in october.starvation:
+        r = recs[(e.partition, e.gpu_type)]
+        assert e.gpu_hours_lost == pytest.approx(r.gpu_hours_lost)
+        assert e.gpu_hours_lost_interval == pytest.approx(r.gpu_hours_lost_interval)
+        assert e.gpu_hours_measured == pytest.approx(r.gpu_hours_measured)
+        assert e.gpu_hours_lost_measured == pytest.approx(r.gpu_hours_lost_measured)
+        assert e.loss_disagreement == r.loss_disagreement
+    h = october.summary.headline
+    gpu_hours = sum(g.gpu_hours for g in october.gpu_types)
+    assert h.measured.share_gpu_hours_measured == pytest.approx(measured_hours / gpu_hours)
+    assert h.measured.held_high == pytest.approx(
+        sum(e.gpu_hours_lost_measured[1] for e in october.starvation)
+    )
+    html = report.render_html(october)
+    assert f"{measured_hours / gpu_hours:.0%} of the GPU time in 2024-10 ran in jobs" in html

@@ -38,6 +38,8 @@ def build_db(path: Path) -> Path:
         " (1, 'sept.txt', 'sacct-text', TIMESTAMP '2024-10-01', TIMESTAMP '2024-10-01', 10, 10, 0, 'done'),"
         " (2, 'oct.txt', 'sacct-text', TIMESTAMP '2024-11-01', TIMESTAMP '2024-11-01', 115, 112, 3, 'done')"
     )
+    # the ids above were given, not drawn: draw them so that a later load gets the next one
+    con.execute("SELECT nextval('ingest_id_seq') FROM range(2)").fetchall()
     con.executemany(
         "INSERT INTO rejects (ingest_id, source, line_no, field, raw, reason) VALUES (?, ?, ?, ?, ?, ?)",
         [

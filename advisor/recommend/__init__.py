@@ -35,6 +35,7 @@ from advisor.recommend.partitions import (
     PartitionQuery,
     PartitionRecommendation,
     PartitionReport,
+    measured_mix,
     recommend_by_cluster,
     recommend_partitions,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "floor_cores",
     "job_demand",
     "job_features",
+    "measured_mix",
     "minimum_cores",
     "node_cap",
     "node_inventory",

@@ -329,6 +329,9 @@ class Sufficient:
     cores_total: int
     reached: bool
     basis: str
+    # the wait model's predicted wait per core count and role (WaitAnswer.to_json_list); empty
+    # where the wait model did not decide
+    wait_curve: tuple[dict[str, Any], ...] = ()
 
 
 def sufficient_cores(
@@ -347,7 +350,8 @@ def sufficient_cores(
     rules. ``tolerance`` is accepted for older callers; the capacity answer does not use it."""
     f = features_of(platform, max(int(gpus), 1), workload, tp)
     d = decide(params, f, job_demand(params, f), max(int(cap), 1), max_wait)
-    return Sufficient(d.cpus_per_gpu, d.cores_total, d.reached, d.basis)
+    curve = tuple(d.wait.to_json_list()) if d.wait else ()
+    return Sufficient(d.cpus_per_gpu, d.cores_total, d.reached, d.basis, curve)
 
 
 def minimum_cores(

@@ -224,6 +224,40 @@ class LossSplit:
     model: Starvation
     model_measured: Starvation
 
+    def totals(self, part: slice | None = None) -> SplitTotals:
+        """The loss of the rows ``part`` (None: all): the model's for the unmeasured jobs plus
+        what the measured ones held (``some``; its interval from the model's refits and
+        ``full``), and whether the model and the measurement disagree for the measured jobs."""
+        import numpy as np
+
+        rows = slice(None) if part is None else part
+        held = (float(np.sum(self.held_full[rows])), float(np.sum(self.held_some[rows])))
+        model_lost = float(np.sum(self.model.lost_rows[rows]))
+        lo, hi = self.model.gpu_hours_lost_interval(part)
+        measured = float(np.sum(self.gpu_hours_measured[rows]))
+        return SplitTotals(
+            lost=model_lost + held[1],
+            interval=(lo + held[0], hi + held[1]),
+            held=held,
+            model_lost=model_lost,
+            gpu_hours_measured=measured,
+            disagreement=disagreement(
+                self.model_measured.gpu_hours_lost_interval(part), held, measured
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class SplitTotals:
+    """A group's loss split by measurement (:meth:`LossSplit.totals`)."""
+
+    lost: float  # GPU-hours: the model's for the unmeasured jobs + the measured jobs' some
+    interval: tuple[float, float]
+    held: tuple[float, float]  # the measured jobs' loss, full to some
+    model_lost: float  # the model's loss of the unmeasured jobs
+    gpu_hours_measured: float
+    disagreement: str | None  # model and measurement apart beyond their intervals
+
 
 def loss_split(
     measured_mix: dict[tuple[Any, ...], tuple[float, float, float]],
@@ -259,14 +293,16 @@ def disagreement(
     if gpu_hours_measured <= 0:
         return None
     (m_lo, m_hi), (full, some) = model, measured
-    if m_lo > some:
-        return (
-            f"the model puts {m_lo:,.0f}-{m_hi:,.0f} GPU-h of loss on the measured jobs, above "
-            f"the {full:,.0f}-{some:,.0f} their own CPU pressure held"
-        )
-    if m_hi < full:
-        return (
-            f"the model puts {m_lo:,.0f}-{m_hi:,.0f} GPU-h of loss on the measured jobs, below "
-            f"the {full:,.0f}-{some:,.0f} their own CPU pressure held"
-        )
-    return None
+    if m_lo <= some and m_hi >= full:
+        return None
+    side = "above" if m_lo > some else "below"
+    return (
+        f"the model puts {_gpu_hours_range(m_lo, m_hi)} of loss on the measured jobs, {side} "
+        f"the {_gpu_hours_range(full, some)} their own CPU pressure held"
+    )
+
+
+def _gpu_hours_range(low: float, high: float) -> str:
+    """A range of GPU-hours in words: one number where both ends round to it."""
+    lo, hi = f"{low:,.0f}", f"{high:,.0f}"
+    return f"{lo} GPU-h" if lo == hi else f"{lo}-{hi} GPU-h"

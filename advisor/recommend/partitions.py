@@ -36,13 +36,17 @@ from advisor.recommend.context import (
     RecommendContext,
     check_partition,
 )
-from advisor.recommend.decision import capacity_settings, minimum_cores, sufficient_cores
+from advisor.recommend.decision import (
+    Sufficient,
+    capacity_settings,
+    minimum_cores,
+    sufficient_cores,
+)
 from advisor.recommend.measured import (
     LossSplit,
     MeasuredAnswer,
     agreement,
     decide_default,
-    disagreement,
     loss_split,
     measured_answer,
 )
@@ -123,6 +127,9 @@ class PartitionRecommendation:
     gpu_hours_lost_measured: tuple[float, float] = (0.0, 0.0)  # full..some of those below, span
     gpu_hours_lost_model: float = 0.0  # the model's loss of the unmeasured jobs, span
     loss_disagreement: str | None = None  # model and measurement apart beyond their intervals
+    # the model's predicted wait per core count and role at the typical GPU count (recommend's
+    # wait_curve): the evidence behind model_def_cpu_per_gpu
+    wait_curve: tuple[dict[str, Any], ...] = ()
 
     @property
     def share_gpu_hours_measured(self) -> float:
@@ -192,8 +199,9 @@ def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve:
     )
 
 
-def _measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[float, float, float]]:
-    """recommend/measured_mix per job-mix row key: GPU-hours measured, and held (some, full)."""
+def measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[float, float, float]]:
+    """recommend/measured_mix per job-mix row key (partition, GPU family, CPUs, GPUs) under
+    ``q``'s filters: GPU-hours measured, and held (some, full)."""
     from advisor.store import query
 
     rows = con.execute(query("recommend/measured_mix"), _mix_params(q)).fetchall()
@@ -225,6 +233,7 @@ class _Plan:
     basis: str  # what decided the model's answer (wait model, capacity, 2 + N)
     model_default: int
     measured: MeasuredAnswer | None
+    wait_curve: tuple[dict[str, Any], ...] = ()  # the model's, at the typical GPU count
 
 
 def _checked_connection(q: PartitionQuery, ctx: RecommendContext) -> Any:
@@ -262,15 +271,18 @@ def _plan_groups(
     # a database without pressure records has no measured job for any group
     curve = measured_curves(con, q, params) if measured else None
 
-    def default(gpus: int, platform: str | None, cap: int) -> tuple[int, bool, str]:
-        def compute() -> tuple[int, bool, str]:
-            s = sufficient_cores(
-                params, gpus=gpus, platform=platform, workload=q.workload, cap=cap,
+    def default(gpus: int, platform: str | None, cap: int) -> Sufficient:
+        return ctx.remember(
+            ("default", gpus, platform, q.workload, cap, q.max_wait),
+            lambda: sufficient_cores(
+                params,
+                gpus=gpus,
+                platform=platform,
+                workload=q.workload,
+                cap=cap,
                 max_wait=q.max_wait,
-            )  # fmt: skip
-            return s.cpus_per_gpu, s.reached, s.basis
-
-        return ctx.remember(("default", gpus, platform, q.workload, cap, q.max_wait), compute)
+            ),
+        )
 
     def minimum(gpus: int, platform: str | None, cap: int) -> int:
         return ctx.remember(
@@ -292,14 +304,16 @@ def _plan_groups(
         cap_row = caps.get((partition, gpu_type))
         cap = max(cap_row[0] if cap_row else DEFAULT_MAX_CPUS_PER_GPU, 1)
         platform = None if gpu_type == "(untyped)" else canonical_platform(gpu_type)
-        model_dflt, reached, basis = default(gpus_typ, platform, cap)
+        model = default(gpus_typ, platform, cap)
+        model_dflt = model.cpus_per_gpu
         cells = curve.groups.get((partition, gpu_type, gpus_typ), ()) if curve else ()
         answer = measured_answer(cells, curve.threshold) if curve and cells else None
         dflt, _ = decide_default(model_dflt, answer)
         mn = minimum(gpus_typ, platform, cap)
         plans[key] = _Plan(
-            gpus_typ, cap_row, platform, dflt, min(mn, dflt), reached, basis, model_dflt, answer
-        )
+            gpus_typ, cap_row, platform, dflt, min(mn, dflt), model.reached, model.basis,
+            model_dflt, answer, model.wait_curve,
+        )  # fmt: skip
         progress("partitions", n + 1, len(buckets))
     return plans
 
@@ -331,15 +345,10 @@ def _group_row(
     gpu_h = np.array([float(r[7]) for r in rows])
     below = starved_all.below[part]
     # measured jobs lose what their own stall held (full to some), the rest the model's
-    held = (float(np.sum(split.held_full[part])), float(np.sum(split.held_some[part])))
-    model_lost = float(np.sum(split.model.lost_rows[part]))
-    model_lo, model_hi = split.model.gpu_hours_lost_interval(part)
-    lost = model_lost + held[1]
-    lost_lo, lost_hi = model_lo + held[0], model_hi + held[1]
-    gh_measured = float(np.sum(split.gpu_hours_measured[part]))
-    apart = disagreement(split.model_measured.gpu_hours_lost_interval(part), held, gh_measured)
-    if apart:
-        warnings.append(apart)
+    t = split.totals(part)
+    lost, (lost_lo, lost_hi) = t.lost, t.interval
+    if t.disagreement:
+        warnings.append(t.disagreement)
     fix_vcpu_h = float(np.sum(starved_all.fix_rows[part]))
     span_h = max((max(r[9] for r in rows) - min(r[8] for r in rows)).total_seconds() / 3600, 0.0)
     months_seen = span_h / 24.0 / DAYS_PER_MONTH
@@ -392,10 +401,11 @@ def _group_row(
         calibrated=calibration.calibrated,
         extrapolated_from=calibration.extrapolated_from,
         **_measured_fields(plan.model_default, plan.measured),
-        gpu_hours_measured=gh_measured,
-        gpu_hours_lost_measured=held,
-        gpu_hours_lost_model=model_lost,
-        loss_disagreement=apart,
+        gpu_hours_measured=t.gpu_hours_measured,
+        gpu_hours_lost_measured=t.held,
+        gpu_hours_lost_model=t.model_lost,
+        loss_disagreement=t.disagreement,
+        wait_curve=plan.wait_curve,
     )
 
 
@@ -480,7 +490,7 @@ def recommend_partitions(
         workload=q.workload,
     )
     split = loss_split(
-        _measured_mix(con, q) if measured else {},
+        measured_mix(con, q) if measured else {},
         [(r[0], r[1], r[3], r[4]) for r, _ in every],
         [float(r[7]) for r, _ in every],
         starved_all,

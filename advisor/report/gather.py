@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
+from typing import Any
 
 import duckdb
 
@@ -142,4 +143,31 @@ def build_report(
             for r in inputs.recommendations
             if r.measured_jobs and (cluster is None or r.cluster in (None, cluster))
         ),
+        wait_curves=wait_curves(inputs, cluster),
     )
+
+
+WAIT_CHARTS = 4  # the report draws the wait curves of the groups that lose the most
+
+
+def wait_curves(inputs: ReportInputs, cluster: str | None) -> tuple[dict[str, Any], ...]:
+    """The model's predicted wait behind the recommendations, one per GPU type and typical GPU
+    count (the same curve answers every partition of them), those losing the most first."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    rows = sorted(inputs.recommendations, key=lambda r: -r.gpu_hours_lost)
+    for r in rows:
+        key = (r.gpu_type, r.typical_gpus)
+        if (
+            not r.wait_curve
+            or key in out
+            or (cluster is not None and r.cluster not in (None, cluster))
+        ):
+            continue
+        out[key] = {
+            "gpu_type": r.gpu_type,
+            "gpus": r.typical_gpus,
+            "cores_per_gpu": r.model_def_cpu_per_gpu or r.def_cpu_per_gpu,
+            "max_wait": inputs.max_wait,
+            "curve": r.wait_curve,
+        }
+    return tuple(out.values())[:WAIT_CHARTS]

@@ -27,6 +27,7 @@ class ReportInputs:
     prices: PriceBook | None = None
     policy: Policy | None = None
     policy_source: str | None = None
+    max_wait: float = 0.15  # the wait threshold the recommendations were made under
 
 
 def load_inputs(config: ReportConfig, db: str | os.PathLike[str] | None = None) -> ReportInputs:
@@ -38,7 +39,8 @@ def load_inputs(config: ReportConfig, db: str | os.PathLike[str] | None = None) 
     pricing_file = str(config.pricing_file) if config.pricing_file else None
     with RecommendContext.open(db=path, fit_file=model_file, pricing_file=pricing_file) as ctx:
         params, prices = ctx.params, ctx.book
-        recs = recommend_partitions(PartitionQuery(db=str(path)), ctx=ctx)
+        query = PartitionQuery(db=str(path))
+        recs = recommend_partitions(query, ctx=ctx)
     # The report prices the month itself, so recommend's per-month scaling does not apply.
     assumptions = tuple(
         f"{k.replace('_', ' ')}: {_assumption_text(v)}"
@@ -53,6 +55,7 @@ def load_inputs(config: ReportConfig, db: str | os.PathLike[str] | None = None) 
         prices=prices,
         policy=policy,
         policy_source=str(config.policy_file) if config.policy_file else None,
+        max_wait=query.max_wait,
     )
 
 

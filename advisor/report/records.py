@@ -74,6 +74,12 @@ class StarvationEstimate:
     usd_lost: float | None  # gpu_hours_lost x usd_per_gpu_hour
     gpu_hours_lost_interval: tuple[float, float] = (0.0, 0.0)  # 5-95% over the fit's refits
     gpu_hours: float = 0.0  # every GPU-hour of the group's jobs in the month, below or not
+    # the month's jobs whose CPU pressure was measured: their GPU-hours and the loss their own
+    # stall held (full to some), part of gpu_hours_lost; where the model's loss for them is
+    # outside that, why
+    gpu_hours_measured: float = 0.0
+    gpu_hours_lost_measured: tuple[float, float] = (0.0, 0.0)
+    loss_disagreement: str | None = None
 
     @property
     def usd_lost_interval(self) -> tuple[float, float] | None:
@@ -217,6 +223,9 @@ class MonthlyReport:
     pressure: tuple[dict[str, Any], ...] = ()
     # where the cluster measured, its answer beside the model's per partition (issue 49)
     measured_vs_model: tuple[dict[str, Any], ...] = ()
+    # why the model answers what it does: its predicted CPU wait per GPU type and typical GPUs
+    # (gpu_type, gpus, cores_per_gpu, max_wait, curve as recommend's wait_curve)
+    wait_curves: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,23 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                 chart.to_dict(),
             )
         )
+    from advisor.charts import wait_curve_chart, wait_curve_frame
+
+    for n, w in enumerate(report.wait_curves):
+        chart = wait_curve_chart(
+            wait_curve_frame(w["curve"], int(w["gpus"])),
+            float(w["max_wait"]),
+            recommended_cores_per_gpu=w["cores_per_gpu"],
+            height=220,
+        )
+        charts.append(
+            ReportChart(
+                f"wait-{n}",
+                f"{w['gpu_type']}, {w['gpus']} GPU{'' if w['gpus'] == 1 else 's'} per job: "
+                f"{w['cores_per_gpu']} cores per GPU",
+                chart.to_dict(),
+            )
+        )
     if report.quality.daily:
         df = pd.DataFrame(
             [

@@ -12,7 +12,14 @@ import duckdb
 
 from advisor import store
 from advisor.fixplan import lost_in_starved_jobs
-from advisor.headline import Headline, UsageEvidence, data_age_of, headline_of, model_error_of
+from advisor.headline import (
+    Headline,
+    MeasuredEvidence,
+    UsageEvidence,
+    data_age_of,
+    headline_of,
+    model_error_of,
+)
 from advisor.recommend import PartitionRecommendation
 from advisor.report.inputs import ReportInputs
 from advisor.report.months import Month
@@ -73,6 +80,30 @@ def month_headline(
                 keys=("partition", "gpu_type"),
             ),
         ),
+        measured=_measured_evidence(con, month, cluster, starvation, gpu_types),
+    )
+
+
+def _measured_evidence(
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    starvation: Sequence[StarvationEstimate],
+    gpu_types: Sequence[GpuTypeMonth],
+) -> MeasuredEvidence:
+    """How much of the month's GPU time ran in jobs whose CPU pressure was measured, and the
+    loss their own stall held (the rows' split by measurement)."""
+    from advisor.recommend import PartitionQuery, measured_mix
+
+    q = PartitionQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ())
+    measured = sum(v[0] for v in measured_mix(con, q).values())
+    gpu_hours = sum(g.gpu_hours for g in gpu_types)
+    return MeasuredEvidence(
+        share_gpu_hours_measured=min(measured / gpu_hours, 1.0) if gpu_hours else 0.0,
+        held_low=sum(e.gpu_hours_lost_measured[0] for e in starvation),
+        held_high=sum(e.gpu_hours_lost_measured[1] for e in starvation),
+        groups=sum(1 for e in starvation if e.gpu_hours_measured > 0),
+        groups_apart=sum(1 for e in starvation if e.loss_disagreement),
     )
 
 

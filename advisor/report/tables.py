@@ -110,12 +110,14 @@ def starvation_estimates(
     CPU starvation, and what the missing cores would have cost.
 
     The loss and the missing cores are :func:`advisor.recommend.starvation`'s, the formula
-    of :func:`advisor.recommend.recommend_partitions`; the fix is priced at the per-vCPU
-    price, the loss at the reference instance's $ per GPU-hour.
+    of :func:`advisor.recommend.recommend_partitions`, with the month's measured jobs losing
+    what their own CPU pressure held (its split by measurement); the fix is priced at the
+    per-vCPU price, the loss at the reference instance's $ per GPU-hour.
     """
     import numpy as np
 
-    from advisor.recommend import starvation
+    from advisor.recommend import PartitionQuery, measured_mix, starvation
+    from advisor.recommend.measured import loss_split
 
     recs = _rec_index(inputs)
     if not recs or inputs.params is None or inputs.prices is None:
@@ -128,6 +130,11 @@ def starvation_estimates(
     for r in rows:
         groups.setdefault((r[0], r[1]), []).append(r)
     usd_vcpu = prices.vcpu.usd_per_vcpu_hour
+    # the month's measured jobs, whose loss is their own stall (recommend --partition's split)
+    mix = measured_mix(
+        con,
+        PartitionQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ()),
+    )
     out = []
     for key, members in groups.items():
         rec = recs.get(key)
@@ -150,7 +157,8 @@ def starvation_estimates(
         if not below.any():
             continue
         extra = starved.fix_vcpu_hours
-        lost = starved.gpu_hours_lost
+        t = loss_split(mix, [tuple(m[:4]) for m in members], gpu_h.tolist(), starved).totals()
+        lost = t.lost
         try:
             usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
         except AdvisorError:
@@ -167,8 +175,11 @@ def starvation_estimates(
                 usd_to_fix=extra * usd_vcpu,
                 usd_per_gpu_hour=usd_gpu,
                 usd_lost=lost * usd_gpu if usd_gpu is not None else None,
-                gpu_hours_lost_interval=starved.gpu_hours_lost_interval(),
+                gpu_hours_lost_interval=t.interval,
                 gpu_hours=float(gpu_h.sum()),
+                gpu_hours_measured=t.gpu_hours_measured,
+                gpu_hours_lost_measured=t.held,
+                loss_disagreement=t.disagreement,
             )
         )
     out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
