@@ -404,14 +404,15 @@ def test_the_shipped_wait_model_predicts_the_held_out_rerun_within_its_intervals
 
 def test_the_shipped_wait_model_predicts_a_prompt_length_it_never_saw(tmp_path: Path):
     """Every fitted mp series has a 30k-token document; this H100 run (2026-12-06, 12k tokens,
-    rates 1, 3 and 6 from its own ladder) is in no fit: MAE 0.035, 9 of 9 inside. Its measured
-    wait knees are 3, 3 and 4 cores; recommend answers 3 for all three, one core short at 6/s,
-    where 3 cores measured 0.159 against the 0.15 threshold (predicted 0.113 [0.052-0.212])."""
+    rates 1, 3 and 6 from its own ladder) is in no fit. Its measured wait knees are 3, 3 and 4
+    cores; with a constant engine core recommend answered 3 for all three, one core short at
+    6/s (3 cores measured 0.159 against the 0.15 threshold); with the engine core following the
+    GPU's busy share it answers 4, 4, 4 (test below)."""
     folder = _h100_runs(tmp_path, ("prompt12k.tgz",)) / "prompt12k"
     mae, inside, points, under = _held_out(folder, (1.0, 3.0, 6.0), 12050)
-    # 9 of 9 before the H200 and cgroup runs joined the fit; since, 4 cores at 1/s (0.014
-    # measured, 0.015-0.053 predicted) falls a hair under: over-predicted, never under
-    assert mae < 0.05 and points == 9 and inside >= 8 and under == 0
+    # MAE 0.035 with a constant engine core, 0.068 since it follows the busy share: the wait is
+    # over-predicted where the headroom is small, never under
+    assert mae < 0.07 and points == 9 and inside >= 8 and under == 0
     assert _wait_knees(folder) == {
         "tp1 mp rw1 tokenize-heavy 1/s (light)": (RESOLVED, 3),
         "tp1 mp rw1 tokenize-heavy 3/s (medium)": (RESOLVED, 3),
@@ -437,22 +438,88 @@ def test_the_shipped_uni_wait_model_predicts_a_prompt_length_it_never_saw(tmp_pa
 
 def test_the_shipped_wait_model_on_unique_prompts_at_loads_it_never_saw(tmp_path: Path):
     """Unique prompts (1-3k tokens) at 3, 12 and 24 req/s on an H100 (2026-12-06; the fitted
-    unique series has 6 req/s only): engine-core MAE 0.052, 7 of 9 inside with the H100-only
-    fit, 0.054 and 4 of 9 with the H200 and cgroup runs in it, every point outside
-    over-predicted (at 4 cores 0.028-0.032 against under 0.013: on the safe side). Measured
-    wait knees: 3 cores at 12 and 24 req/s, not resolved at 3 req/s (2 cores measured 0.17 and
-    0.15 against the 0.15 threshold); recommend answers 3 for all three."""
+    unique series has 6 req/s only). Measured wait knees: 3 cores at 12 and 24 req/s, not
+    resolved at 3 req/s (2 cores measured 0.17 and 0.15 against the 0.15 threshold); recommend
+    answers 4 for all three (3 with a constant engine core): one core more than measured."""
     folder = _h100_runs(tmp_path, ("unique-rates.tgz",)) / "unique-rates"
     mae, inside, points, under = _held_out(folder, (3.0, 12.0, 24.0), 2000, workload="unique")
-    # since the H200 and cgroup runs joined the fit (MAE 0.054), 4 of 9 inside: the five outside
-    # are all over-predicted (2 cores at 3/s, 3 cores at 24/s, 4 cores at all three rates), the
-    # intervals too narrow for rates the fit never saw but on the side of more cores
-    assert mae < 0.06 and points == 9 and inside == 4 and under == 0
+    # the engine core at a 85-100% busy GPU needs 0.9-1.0 cores (measured 0.89-0.99): at 2 and
+    # 3 cores the headroom is negative or small and the wait form over-predicts it (2 cores at
+    # 24/s: 0.63 against 0.22 measured; MAE 0.149, was 0.054 with a constant engine core), 2 of
+    # 9 inside, every point outside over-predicted: the side of more cores (docs/model.md)
+    assert mae < 0.16 and points == 9 and inside == 2 and under == 0
     assert _wait_knees(folder) == {
         "tp1 mp rw1 unique 3/s": (NOT_RESOLVED, None),
         "tp1 mp rw1 unique 12/s": (RESOLVED, 3),
         "tp1 mp rw1 unique 24/s": (RESOLVED, 3),
     }
+
+
+HIGHRATE = ROOT / "data" / "bench" / "h100-2026-12-07-highrate"
+
+
+@pytest.mark.parametrize(
+    ("name", "rps", "tokens", "executor", "knee", "most_mae"),
+    [
+        ("highrate-mp", 6.0, 20050, "mp", 4, 0.02),
+        ("highrate-uni", 6.0, 20050, "uni", 3, 0.04),
+        ("highrate-short", 12.0, 3050, "mp", 4, 0.04),
+    ],
+)
+def test_the_shipped_model_at_high_token_and_request_rates_it_never_saw(
+    tmp_path: Path, name, rps, tokens, executor, knee, most_mae
+):
+    """Issue 48 item 5 (H100, 2026-12-07, in no fit): 120k prompt tokens/s (20k-token document
+    at 6/s) with both executors, and a 3k-token document at 12/s. Measured with the GPU's busy
+    share the engine-core wait is inside its interval at 2, 3 and 4 cores; the measured knee is
+    recommend's answer (with a constant engine core the mp answers were 3, one core short)."""
+    from advisor.model import slowdown
+    from advisor.recommend.decision import sufficient_cores
+    from advisor.recommend.query import Workload
+
+    unpack(HIGHRATE / f"{name}.tgz", tmp_path)
+    folder = tmp_path / name
+    mae, inside, points, under = _held_out(folder, (rps,), tokens, executor=executor)
+    assert mae < most_mae and (inside, points, under) == (3, 3, 0)
+    label = f"tp1 {executor} rw1 tokenize-heavy {rps:g}/s (light)"
+    assert _wait_knees(folder)[label] == (RESOLVED, knee)
+    w = Workload(load_rps=rps, prompt_tokens=tokens, workload="tokenize-heavy", executor=executor)
+    answer = sufficient_cores(slowdown.load_params(), gpus=1, platform="H100", workload=w, cap=16)
+    assert answer.cores_total == knee
+
+
+def test_over_every_held_out_h100_run_recommend_is_never_a_core_short(tmp_path: Path):
+    """Every resolved wait knee of the runs no fit saw (the rerun, 12k documents with both
+    executors, unique prompts at new rates, the high-rate runs) against recommend's answer for
+    the same load, the GPU's busy share left at its default (a serving job's busy GPU): 7 exact,
+    5 one core over, none under. With a constant engine core it was 9 exact and 3 one core short
+    (docs/model.md: a missing core costs GPU time, a spare one a vCPU-hour)."""
+    from advisor.model import slowdown
+    from advisor.recommend.decision import sufficient_cores
+    from advisor.recommend.query import Workload
+
+    sets = [
+        ("rerun-mp", H100_WAIT / "rerun-mp.tgz", 30050, "mp", "tokenize-heavy"),
+        ("prompt12k", H100_WAIT / "prompt12k.tgz", 12050, "mp", "tokenize-heavy"),
+        ("prompt12k-uni", H100_WAIT / "prompt12k-uni.tgz", 12050, "uni", "tokenize-heavy"),
+        ("unique-rates", H100_WAIT / "unique-rates.tgz", 2000, "mp", "unique"),
+        ("highrate-mp", HIGHRATE / "highrate-mp.tgz", 20050, "mp", "tokenize-heavy"),
+        ("highrate-uni", HIGHRATE / "highrate-uni.tgz", 20050, "uni", "tokenize-heavy"),
+        ("highrate-short", HIGHRATE / "highrate-short.tgz", 3050, "mp", "tokenize-heavy"),
+    ]
+    params = slowdown.load_params()
+    off: list[int] = []
+    for name, archive, tokens, executor, workload in sets:
+        unpack(archive, tmp_path)
+        for label, (status, knee) in _wait_knees(tmp_path / name).items():
+            if status != RESOLVED:
+                continue
+            rps = float(next(p for p in label.split() if p.endswith("/s"))[:-2])
+            w = Workload(load_rps=rps, prompt_tokens=tokens, workload=workload, executor=executor)
+            answer = sufficient_cores(params, gpus=1, platform="H100", workload=w, cap=16)
+            off.append(answer.cores_total - knee)
+    assert len(off) == 12 and min(off) >= 0
+    assert (off.count(0), off.count(1)) == (7, 5)
 
 
 def test_an_engine_started_in_a_cgroup_of_its_own_reads_that_cgroups_pressure_and_cpu(

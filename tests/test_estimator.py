@@ -62,7 +62,7 @@ def test_prediction_never_increases_with_cores_for_any_workload(fitted):
 
 
 def test_cpu_demand_is_the_sum_of_its_parts_and_grows_by_a_worker_per_gpu():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)  # the prior: 2 + N at no load
+    values = slowdown.PRIOR  # the prior: 2 + N at no load
     X = _grid(np.array([8.0, 8.0, 8.0, 8.0]), load_rps=10, prompt_tokens=30_000)
     for i, (g, tp) in enumerate([(1, 1), (2, 2), (4, 4), (8, 8)]):
         X[i] = slowdown.feature_row(8.0, gpus=g, tp=tp, load_rps=10, prompt_tokens=30_000)
@@ -75,7 +75,7 @@ def test_cpu_demand_is_the_sum_of_its_parts_and_grows_by_a_worker_per_gpu():
 
 
 def test_a_prefix_cache_hit_makes_a_request_cpu_bound_and_a_faster_gpu_too():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
+    values = slowdown.PRIOR
     kw = dict(gpus=1, load_rps=4, prompt_tokens=16_000)
     rows = np.array(
         [
@@ -122,7 +122,7 @@ def test_the_cpu_wait_joins_the_queue_to_processor_sharing_continuously():
 
 
 def test_a_saturated_tokenizer_is_pathological_at_every_core_count():
-    values = (0.5, 0.33, 1.0, 1.0, 1.0, 1.0, 1.0)
+    values = slowdown.PRIOR
     # 16 requests/s x 100k tokens: 5.3 cores of tokenizing on one renderer thread
     X = _grid(np.array([1.0, 16.0, 256.0]), gpus=1, load_rps=16, prompt_tokens=100_000)
     assert slowdown.mechanism(values, X).pathological.all()

@@ -1040,3 +1040,28 @@ def test_a_named_database_that_is_missing_is_not_found_where_the_answer_needs_it
     line = _one_error_line(code, err, 4)
     assert f"{missing}: no such database" in line and "advisor ingest" in line
     assert out == "" and not missing.exists()
+
+
+def test_gpu_busy_moves_the_mp_engine_cores_demand_and_a_bad_share_is_refused(tmp_path):
+    """The mp engine core follows its GPU's busy share (docs/model.md): sized for a busy GPU by
+    default, fewer cores where the admin says the GPUs idle; both paths of the console script."""
+    import json
+    import subprocess
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["advisor", "recommend", "--gpu-type", "H100", "--gpus", "1", "--executor", "mp",
+             "--rps", "12", "--prompt-tokens", "3050", "--workload", "tokenize-heavy", *extra],
+            capture_output=True, text=True, cwd=tmp_path,
+        )  # fmt: skip
+
+    busy, idle = (json.loads(run("--gpu-busy", v, "--format", "json").stdout) for v in ("1", "0.4"))
+    default = json.loads(run("--format", "json").stdout)
+    assert default["cores_total"] == busy["cores_total"] == 4  # measured knee 4 (highrate-short)
+    assert default["assumptions"]["workload"]["gpu_busy"] == 1.0
+    assert idle["cores_total"] == 3
+    assert idle["demand_parts"]["engine_core"] < busy["demand_parts"]["engine_core"]
+    for fmt in ("json", "table"):
+        bad = run("--gpu-busy", "1.5", "--format", fmt)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        assert "--gpu-busy must be between 0 and 1, got 1.5" in bad.stderr

@@ -47,6 +47,16 @@ PrefixHitOption = Annotated[
         "0..1 (default: from --workload, else 0).",
     ),
 ]
+GpuBusyOption = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-busy",
+        metavar="SHARE",
+        help="Share of the time the GPUs compute at this load, 0..1 (nvidia-smi or DCGM "
+        "utilisation of the serving jobs): the mp engine core's CPU follows it (default: 1, "
+        "a busy GPU, as a serving job is sized).",
+    ),
+]
 WorkloadOption = Annotated[
     str | None,
     typer.Option(

@@ -47,6 +47,7 @@ _FAST_OPTIONS: dict[str, Any] = {
     "--renderer-workers": int,
     "--engine-version": str,
     "--executor": str,
+    "--gpu-busy": _finite,
 }
 
 
@@ -103,6 +104,7 @@ def fast_recommend(argv: list[str]) -> int | None:
                     opts.get("--renderer-workers"),
                     opts.get("--engine-version"),
                     opts.get("--executor"),
+                    opts.get("--gpu-busy"),
                 ),
                 current_cpus_per_gpu=opts.get("--current-cpus-per-gpu"),
                 tolerance=warn_tolerance(opts.get("--tolerance")),

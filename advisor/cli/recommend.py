@@ -13,6 +13,7 @@ import typer
 from advisor.cli._curve_options import (
     EngineVersionOption,
     FitFileOption,
+    GpuBusyOption,
     PrefixHitOption,
     PricingOption,
     RendererOption,
@@ -153,6 +154,7 @@ def recommend_cmd(
         ),
     ] = None,
     prefix_hit: PrefixHitOption = None,
+    gpu_busy: GpuBusyOption = None,
     workload_name: WorkloadOption = None,
     renderer_workers: RendererOption = None,
     engine_version: EngineVersionOption = None,
@@ -181,6 +183,7 @@ def recommend_cmd(
         renderer_workers,
         engine_version,
         executor,
+        gpu_busy,
     )
     if gpus is None:
         if partition is None:

@@ -53,7 +53,7 @@ import numpy as np
 from advisor.model import demand as demand_model
 
 MODEL_ENV = "ADVISOR_MODEL"
-MODEL_FORMAT = "advisor-slowdown-model/5"  # 5: processor sharing above the join
+MODEL_FORMAT = "advisor-slowdown-model/6"  # 6: the mp engine core follows the GPU busy share
 
 # References of the covariates (an unknown value takes its reference).
 REF_GPUS = 4.0

@@ -268,8 +268,10 @@ def _assumptions(
             "tp": f.tp,
             "executor": f.executor,
             "engine_version": f.engine_version,
+            "gpu_busy": f.gpu_busy,
             "defaults": "unset values take the model's reference (8B, 8 requests/s, 16k tokens, "
-            "unique prompts, 1 renderer worker, TP = GPUs, vLLM's executor for the TP)",
+            "unique prompts, 1 renderer worker, TP = GPUs, vLLM's executor for the TP, a GPU "
+            "busy all the time)",
         },
         "target": f"{enough_sentence(q.max_wait)} ({f.floor_cores} here); basis: {decision.basis}",
         "evidence": "calibration series of the configuration family (engine, GPUs, TP, executor)",
