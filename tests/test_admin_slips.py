@@ -67,3 +67,24 @@ def test_every_command_that_answers_from_old_data_says_how_old_on_stderr(tmp_pat
     # the job-submit answer reads no jobs: it stays quiet
     quiet = _adv("recommend", "--gpu-type", "H100", "--gpus", "4", "--db", db, "-f", "json")
     assert quiet.returncode == 0 and "days old" not in quiet.stderr
+
+
+def test_one_column_left_out_is_said_in_the_singular(monkeypatch, capsys):
+    from advisor.cli._output import OutputFormat, emit_rows
+
+    monkeypatch.setenv("COLUMNS", "40")
+    rows = [{"partition": "gpu", "jobs": 12, "a_rather_long_column_name": 1.5}] * 2
+    emit_rows(rows, OutputFormat.table)
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps it at 40 columns
+    assert "(1 more column does not fit 40 columns: a_rather_long_column_name;" in err
+    emit_rows([{**r, "another_long_one_too": 2} for r in rows], OutputFormat.table)
+    assert "(2 more columns do not fit 40 columns:" in " ".join(capsys.readouterr().err.split())
+
+
+def test_no_gpu_job_says_to_load_some_and_no_match_names_the_filters(tmp_path: Path):
+    db = tmp_path / "cpu-only.duckdb"  # one CPU-only job: data, but no GPU job
+    assert _adv("ingest", str(_sacct(tmp_path, [(1, 0)])), "--db", str(db)).returncode == 0
+    plain = _adv("ratios", "--db", str(db))
+    assert "The data holds no GPU jobs with an allocation: load some" in plain.stderr
+    filtered = _adv("ratios", "--db", str(db), "--partition", "nope")
+    assert "No GPU jobs with an allocation match these filters." in filtered.stderr

@@ -46,15 +46,18 @@ def test_report_opens_offline_with_every_chart_drawn_and_no_console_error(
         now=dt.datetime(2024, 11, 2),
     )
     written = json.loads((res.html_path.parent / "report.json").read_text())
-    # the charts of a month with recommendations: percentiles, histogram, below, daily starts
+    # the charts of a month with recommendations: percentiles, histogram, below, the predicted
+    # wait behind each GPU type's answer, daily starts
     chart_ids = [
         "cores-per-gpu",
         "ratio-histogram",
         "below-accounts",
         "below-partitions",
+        *(f"wait-{i}" for i in range(len(written["wait_curves"]))),
         "daily-starts",
     ]
     assert written["below_partitions"], "the fixture month has jobs below the recommendation"
+    assert len(written["wait_curves"]) == 2, "the fixture's H100 and A100 answers"
 
     context = browser.new_context(offline=True)
     requested: list[str] = []

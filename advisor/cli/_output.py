@@ -162,7 +162,8 @@ def emit_rows(
     Console(width=width).print(table)
     if left_out:
         Console(width=width, stderr=True).print(
-            f"({len(left_out)} more columns do not fit {width} columns: {', '.join(left_out)};"
+            f"({len(left_out)} more column{' does' if len(left_out) == 1 else 's do'} not fit "
+            f"{width} columns: {', '.join(left_out)};"
             " --format csv or json has every column)",
             markup=False,
             highlight=False,

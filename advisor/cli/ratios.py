@@ -200,7 +200,13 @@ def ratios_command(
         detail = ", ".join(f"{r} {n:,}" for r, n in report.excluded.items())
         sys.stderr.write(f"Excluded {report.excluded_jobs:,} jobs ({detail})\n")
     if not rows:
-        sys.stderr.write("No GPU jobs with an allocation match these filters.\n")
+        filtered = any(v not in (None, ()) for v in q.job_filters().values())
+        sys.stderr.write(
+            "No GPU jobs with an allocation match these filters.\n"
+            if filtered
+            else "The data holds no GPU jobs with an allocation: load some with "
+            "`advisor ingest FILE`.\n"
+        )
 
 
 def register(app: typer.Typer) -> None:
