@@ -6,7 +6,7 @@ are imported inside the command."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,9 @@ from advisor.cli._curve_options import (
 )
 from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; re-exported
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+
+if TYPE_CHECKING:
+    from advisor.recommend import JobRecommendation, PartitionQuery
 
 
 def partition_table_row(r: Any) -> dict[str, Any]:
@@ -190,9 +193,7 @@ def recommend_cmd(
             from advisor.errors import UsageError
 
             raise UsageError("give --gpus N (a job) or --partition NAME|'*' (a partition's jobs)")
-        from advisor.cli._output import RichProgress
-        from advisor.cli._parse import warn_stale_data
-        from advisor.recommend import PartitionQuery, RecommendContext, recommend_by_cluster
+        from advisor.recommend import PartitionQuery
 
         query = PartitionQuery(
             db=db,
@@ -203,37 +204,7 @@ def recommend_cmd(
             tolerance=tolerance,
             max_wait=max_wait,
         )
-        with (
-            RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
-            RichProgress() as progress,
-        ):
-            if cluster is not None:
-                from advisor.policy import check_cluster
-
-                check_cluster(ctx, cluster)
-            report = recommend_by_cluster(query, progress, ctx)
-        warn_stale_data(db)  # once the answer stands: an error stays one line
-        for row in report.rows:
-            _warn(f"{row.cluster}/{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
-        if fmt is not OutputFormat.json:
-            typer.echo(f"Basis: {report.assumptions.get('basis_sentence')}", err=True)
-        if fmt is OutputFormat.json:
-            emit_json(
-                {
-                    "partitions": report.rows,
-                    "assumptions": report.assumptions,
-                    "basis_sentence": report.assumptions.get("basis_sentence"),
-                }
-            )
-            return
-        if fmt is OutputFormat.table:
-            rows = [partition_table_row(r) for r in report.rows]
-        else:
-            rows = [
-                {"cluster": r.cluster, **{k: v for k, v in r.__dict__.items() if k != "warnings"}}
-                for r in report.rows
-            ]
-        emit_rows(rows, fmt, title="DefCpuPerGPU by partition and GPU type")
+        _partition_answer(query, cluster, fit_file, pricing, fmt)
         return
     if gpu_type is None:
         from advisor.errors import UsageError
@@ -241,7 +212,6 @@ def recommend_cmd(
         raise UsageError("--gpu-type is needed with --gpus (e.g. --gpu-type H100)")
     from advisor.cli._parse import NO_INVENTORY, warn_missing_db, warn_unknown_gpu_type
     from advisor.recommend import JobQuery, recommend_job
-    from advisor.wording import count_words
 
     warn_missing_db(db, NO_INVENTORY)
     warn_unknown_gpu_type(gpu_type)
@@ -262,6 +232,59 @@ def recommend_cmd(
             max_wait=max_wait,
         )
     )
+    _job_answer(rec, fmt)
+
+
+def _partition_answer(
+    query: PartitionQuery,
+    cluster: str | None,
+    fit_file: str | None,
+    pricing: str | None,
+    fmt: OutputFormat,
+) -> None:
+    """Print each partition's DefCpuPerGPU (``recommend --partition``) in ``fmt``."""
+    from advisor.cli._output import RichProgress
+    from advisor.cli._parse import warn_stale_data
+    from advisor.recommend import RecommendContext, recommend_by_cluster
+
+    db = query.db
+    with (
+        RecommendContext.open(db=db, fit_file=fit_file, pricing_file=pricing) as ctx,
+        RichProgress() as progress,
+    ):
+        if cluster is not None:
+            from advisor.policy import check_cluster
+
+            check_cluster(ctx, cluster)
+        report = recommend_by_cluster(query, progress, ctx)
+    warn_stale_data(db)  # once the answer stands: an error stays one line
+    for row in report.rows:
+        _warn(f"{row.cluster}/{row.partition}/{row.gpu_type}: {w}" for w in row.warnings)
+    if fmt is not OutputFormat.json:
+        typer.echo(f"Basis: {report.assumptions.get('basis_sentence')}", err=True)
+    if fmt is OutputFormat.json:
+        emit_json(
+            {
+                "partitions": report.rows,
+                "assumptions": report.assumptions,
+                "basis_sentence": report.assumptions.get("basis_sentence"),
+            }
+        )
+        return
+    if fmt is OutputFormat.table:
+        rows = [partition_table_row(r) for r in report.rows]
+    else:
+        rows = [
+            {"cluster": r.cluster, **{k: v for k, v in r.__dict__.items() if k != "warnings"}}
+            for r in report.rows
+        ]
+    emit_rows(rows, fmt, title="DefCpuPerGPU by partition and GPU type")
+
+
+def _job_answer(rec: JobRecommendation, fmt: OutputFormat) -> None:
+    """Print one job's recommendation: the answer's line first, then its table and evidence."""
+    from advisor.wording import count_words
+
     if fmt is OutputFormat.json:
         emit_json(rec)
         return

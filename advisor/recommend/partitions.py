@@ -208,10 +208,11 @@ def measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[flo
     return {(r[0], r[1], r[2], r[3]): (float(r[4]), float(r[5]), float(r[6])) for r in rows}
 
 
-def _measured_fields(model_dflt: int, answer: MeasuredAnswer | None) -> dict[str, Any]:
-    dflt, basis = decide_default(model_dflt, answer)
+def _measured_fields(plan: _Plan) -> dict[str, Any]:
+    """The row's measured evidence beside the model's answer (decided in :func:`_plan_groups`)."""
+    model_dflt, answer = plan.model_default, plan.measured
     return {
-        "basis": basis,
+        "basis": plan.answer_basis,
         "model_def_cpu_per_gpu": model_dflt,
         "measured_def_cpu_per_gpu": answer.cores_per_gpu if answer else None,
         "measured_jobs": answer.jobs if answer else 0,
@@ -233,6 +234,7 @@ class _Plan:
     basis: str  # what decided the model's answer (wait model, capacity, 2 + N)
     model_default: int
     measured: MeasuredAnswer | None
+    answer_basis: str  # what decided ``default``: "measured" or "model"
     wait_curve: tuple[dict[str, Any], ...] = ()  # the model's, at the typical GPU count
 
 
@@ -308,11 +310,11 @@ def _plan_groups(
         model_dflt = model.cpus_per_gpu
         cells = curve.groups.get((partition, gpu_type, gpus_typ), ()) if curve else ()
         answer = measured_answer(cells, curve.threshold) if curve and cells else None
-        dflt, _ = decide_default(model_dflt, answer)
+        dflt, answer_basis = decide_default(model_dflt, answer)
         mn = minimum(gpus_typ, platform, cap)
         plans[key] = _Plan(
             gpus_typ, cap_row, platform, dflt, min(mn, dflt), model.reached, model.basis,
-            model_dflt, answer, model.wait_curve,
+            model_dflt, answer, answer_basis, model.wait_curve,
         )  # fmt: skip
         progress("partitions", n + 1, len(buckets))
     return plans
@@ -400,7 +402,7 @@ def _group_row(
         share_gpu_hours_lost=lost / gpu_hours if gpu_hours else 0.0,
         calibrated=calibration.calibrated,
         extrapolated_from=calibration.extrapolated_from,
-        **_measured_fields(plan.model_default, plan.measured),
+        **_measured_fields(plan),
         gpu_hours_measured=t.gpu_hours_measured,
         gpu_hours_lost_measured=t.held,
         gpu_hours_lost_model=t.model_lost,

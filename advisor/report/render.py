@@ -40,98 +40,124 @@ MONTH_GREYS = ["#a6a6a6", "#252525"]
 
 def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
     """The report's charts, each drawn from the report object alone (no query of its own)."""
+    return tuple(
+        chart
+        for draw in (_month_chart, _histogram_chart, _below_charts, _wait_charts, _daily_chart)
+        for chart in draw(report)
+    )
+
+
+def _month_chart(report: MonthlyReport) -> list[ReportChart]:
+    """P25 and P50 cores per GPU per GPU type, this month against last."""
     import altair as alt
     import pandas as pd
 
     charts: list[ReportChart] = []
-    if report.gpu_types:
-        rows = []
-        for g in report.gpu_types:
-            for month, p25, p50 in (
-                (report.previous_month, g.prev_p25_cores_per_gpu, g.prev_p50_cores_per_gpu),
-                (report.month, g.p25_cores_per_gpu, g.p50_cores_per_gpu),
-            ):
-                for quantile, value in (("P25", p25), ("P50", p50)):
-                    if value is not None and value > 0:
-                        rows.append(
-                            {
-                                "gpu_type": g.gpu_type,
-                                "month": month,
-                                "quantile": quantile,
-                                "cores_per_gpu": value,
-                            }
-                        )
-        if rows:
-            order = [report.previous_month, report.month]
-            chart = (
-                alt.Chart(pd.DataFrame(rows))
-                .mark_point(filled=True, size=90)
-                .encode(
-                    x=alt.X("gpu_type:N", title="GPU type"),
-                    xOffset=alt.XOffset("month:N", sort=order),
-                    y=alt.Y(
-                        "cores_per_gpu:Q",
-                        scale=alt.Scale(type="log", base=2),
-                        axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
-                        title="CPU cores per GPU (log scale)",
-                    ),
-                    # months in greys of their own: the GPU types' colours mean GPU types
-                    color=alt.Color(
-                        "month:N",
-                        sort=order,
-                        title="month",
-                        scale=alt.Scale(domain=order, range=MONTH_GREYS),
-                    ),
-                    shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
-                    tooltip=[
-                        "gpu_type:N",
-                        "month:N",
-                        "quantile:N",
-                        alt.Tooltip("cores_per_gpu:Q", format=".2f"),
-                    ],
-                )
-                .properties(width=max(160, 110 * len(report.gpu_types)), height=260)
+    if not report.gpu_types:
+        return charts
+    rows = []
+    for g in report.gpu_types:
+        for month, p25, p50 in (
+            (report.previous_month, g.prev_p25_cores_per_gpu, g.prev_p50_cores_per_gpu),
+            (report.month, g.p25_cores_per_gpu, g.p50_cores_per_gpu),
+        ):
+            for quantile, value in (("P25", p25), ("P50", p50)):
+                if value is not None and value > 0:
+                    rows.append(
+                        {
+                            "gpu_type": g.gpu_type,
+                            "month": month,
+                            "quantile": quantile,
+                            "cores_per_gpu": value,
+                        }
+                    )
+    if rows:
+        order = [report.previous_month, report.month]
+        chart = (
+            alt.Chart(pd.DataFrame(rows))
+            .mark_point(filled=True, size=90)
+            .encode(
+                x=alt.X("gpu_type:N", title="GPU type"),
+                xOffset=alt.XOffset("month:N", sort=order),
+                y=alt.Y(
+                    "cores_per_gpu:Q",
+                    scale=alt.Scale(type="log", base=2),
+                    axis=alt.Axis(values=[2.0**k for k in range(-4, 9)], format="~g"),
+                    title="CPU cores per GPU (log scale)",
+                ),
+                # months in greys of their own: the GPU types' colours mean GPU types
+                color=alt.Color(
+                    "month:N",
+                    sort=order,
+                    title="month",
+                    scale=alt.Scale(domain=order, range=MONTH_GREYS),
+                ),
+                shape=alt.Shape("quantile:N", sort=["P25", "P50"], title="percentile"),
+                tooltip=[
+                    "gpu_type:N",
+                    "month:N",
+                    "quantile:N",
+                    alt.Tooltip("cores_per_gpu:Q", format=".2f"),
+                ],
             )
-            charts.append(
-                ReportChart(
-                    "cores-per-gpu", "Cores per GPU: this month against last", chart.to_dict()
-                )
-            )
-    if report.distribution:
-        from advisor.charts import ratio_histogram
-
-        dist = pd.DataFrame([vars(p) for p in report.distribution])
-        quantiles = pd.DataFrame(
-            [
-                {
-                    "gpu_type": g.gpu_type,
-                    "p25_cores_per_gpu": g.p25_cores_per_gpu,
-                    "p50_cores_per_gpu": g.p50_cores_per_gpu,
-                }
-                for g in report.gpu_types
-                if g.jobs
-            ]
-        )
-        previous = (
-            pd.DataFrame([vars(p) for p in report.prev_distribution])
-            if report.prev_distribution
-            else None
-        )
-        chart = ratio_histogram(
-            dist,
-            quantiles=quantiles,
-            previous=previous,
-            previous_label=report.previous_month,
-            height=120,
+            .properties(width=max(160, 110 * len(report.gpu_types)), height=260)
         )
         charts.append(
-            ReportChart(
-                "ratio-histogram",
-                f"Cores per GPU in {report.month} (outlined: {report.previous_month})",
-                chart.to_dict(),
-            )
+            ReportChart("cores-per-gpu", "Cores per GPU: this month against last", chart.to_dict())
         )
+    return charts
+
+
+def _histogram_chart(report: MonthlyReport) -> list[ReportChart]:
+    """The month's ratio histogram, the month before outlined."""
+    import pandas as pd
+
+    charts: list[ReportChart] = []
+    if not report.distribution:
+        return charts
+    from advisor.charts import ratio_histogram
+
+    dist = pd.DataFrame([vars(p) for p in report.distribution])
+    quantiles = pd.DataFrame(
+        [
+            {
+                "gpu_type": g.gpu_type,
+                "p25_cores_per_gpu": g.p25_cores_per_gpu,
+                "p50_cores_per_gpu": g.p50_cores_per_gpu,
+            }
+            for g in report.gpu_types
+            if g.jobs
+        ]
+    )
+    previous = (
+        pd.DataFrame([vars(p) for p in report.prev_distribution])
+        if report.prev_distribution
+        else None
+    )
+    chart = ratio_histogram(
+        dist,
+        quantiles=quantiles,
+        previous=previous,
+        previous_label=report.previous_month,
+        height=120,
+    )
+    charts.append(
+        ReportChart(
+            "ratio-histogram",
+            f"Cores per GPU in {report.month} (outlined: {report.previous_month})",
+            chart.to_dict(),
+        )
+    )
+    return charts
+
+
+def _below_charts(report: MonthlyReport) -> list[ReportChart]:
+    """The accounts and the partitions most below the recommendation, ranked apart."""
+    import pandas as pd
+
     from advisor.charts import top_bar_chart
+
+    charts: list[ReportChart] = []
 
     # Accounts and partitions apart: an account's GPU-hours are also its partition's, so one
     # ranking of both would count them twice.
@@ -173,8 +199,14 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                 chart.to_dict(),
             )
         )
+    return charts
+
+
+def _wait_charts(report: MonthlyReport) -> list[ReportChart]:
+    """The predicted wait behind each GPU type's answer (recommend's wait curve)."""
     from advisor.charts import wait_curve_chart, wait_curve_frame
 
+    charts: list[ReportChart] = []
     for n, w in enumerate(report.wait_curves):
         chart = wait_curve_chart(
             wait_curve_frame(w["curve"], int(w["gpus"])),
@@ -190,30 +222,40 @@ def report_charts(report: MonthlyReport) -> tuple[ReportChart, ...]:
                 chart.to_dict(),
             )
         )
-    if report.quality.daily:
-        df = pd.DataFrame(
-            [
-                {"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
-                for d in report.quality.daily
-            ]
+    return charts
+
+
+def _daily_chart(report: MonthlyReport) -> list[ReportChart]:
+    """Allocations started per day (a day without any in red)."""
+    import altair as alt
+    import pandas as pd
+
+    charts: list[ReportChart] = []
+    if not report.quality.daily:
+        return charts
+    df = pd.DataFrame(
+        [
+            {"day": d.day.isoformat(), "gpu_jobs": d.gpu_jobs, "jobs": d.jobs}
+            for d in report.quality.daily
+        ]
+    )
+    chart = (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X("day:T", title="day (UTC)", timeUnit="utcyearmonthdate"),
+            y=alt.Y("jobs:Q", title="allocations started"),
+            color=alt.condition("datum.jobs == 0", alt.value("#d62728"), alt.value("#4c78a8")),
+            tooltip=[
+                alt.Tooltip("day:T", timeUnit="utcyearmonthdate", format="%Y-%m-%d"),
+                "jobs:Q",
+                "gpu_jobs:Q",
+            ],
         )
-        chart = (
-            alt.Chart(df)
-            .mark_bar()
-            .encode(
-                x=alt.X("day:T", title="day (UTC)", timeUnit="utcyearmonthdate"),
-                y=alt.Y("jobs:Q", title="allocations started"),
-                color=alt.condition("datum.jobs == 0", alt.value("#d62728"), alt.value("#4c78a8")),
-                tooltip=[
-                    alt.Tooltip("day:T", timeUnit="utcyearmonthdate", format="%Y-%m-%d"),
-                    "jobs:Q",
-                    "gpu_jobs:Q",
-                ],
-            )
-            .properties(width=620, height=160)
-        )
-        charts.append(ReportChart("daily-starts", "Allocations started per day", chart.to_dict()))
-    return tuple(charts)
+        .properties(width=620, height=160)
+    )
+    charts.append(ReportChart("daily-starts", "Allocations started per day", chart.to_dict()))
+    return charts
 
 
 _BUNDLE_SNIPPET = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
