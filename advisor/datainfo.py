@@ -26,6 +26,7 @@ from advisor.gputypes import known_families
 from advisor.resources import dashboard_dir
 from advisor.store import query
 from advisor.usage import ClusterUsage, usage_coverage
+from advisor.wording import age_words
 
 HASH_USERS_ENV = "ADVISOR_HASH_USERS"
 HASH_SALT_ENV = "ADVISOR_HASH_SALT"
@@ -191,7 +192,7 @@ def stale_sentences(
             continue
         since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
         out.append(
-            f"{f.cluster}: the newest record is {f.age_days:,.0f} days old (last job ended "
+            f"{f.cluster}: the newest record is {age_words(f.age_days)} (last job ended "
             f"{since}); every number here is that old. Load what came since with "
             f"`advisor ingest --sacct --start {since}` on the cluster"
         )

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.wording import range_text
+from advisor.wording import age_words, range_text
 
 INTERVAL_PCT = 90  # the refits' 5-95% interval, as every interval of the fit
 
@@ -111,9 +111,7 @@ class DataAge:
         """ "data up to 2024-12-31, 701 days old", or "no records loaded"."""
         if self.newest_record is None or self.age_days is None:
             return "no records loaded"
-        days = max(round(self.age_days), 0)
-        old = "less than a day old" if self.age_days < 1 else f"{days:,} day{'s' * (days != 1)} old"
-        return f"data up to {self.newest_record:%Y-%m-%d}, {old}"
+        return f"data up to {self.newest_record:%Y-%m-%d}, {age_words(self.age_days)}"
 
 
 def data_age_of(newest: Iterable[dt.datetime | None], now: dt.datetime) -> DataAge:

@@ -37,3 +37,12 @@ def gpu_hours_range_text(low: float, high: float) -> str:
         return "< 0.01 GPU-h"
     digits = 0 if high >= 10 else 1 if high >= 1 else 2
     return f"{range_text(low, high, digits, '')} GPU-h"
+
+
+def age_words(age_days: float) -> str:
+    """A data age as every surface says it: whole days from now to the newest record (submit
+    or end), "705 days old", "1 day old" or "less than a day old"."""
+    if age_days < 1:
+        return "less than a day old"
+    days = round(age_days)
+    return f"{days:,} day{'s' * (days != 1)} old"

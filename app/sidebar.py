@@ -94,6 +94,7 @@ def warn_stale(key: DbKey, clusters: Sequence[str] = ()) -> None:
     import datetime as dt
 
     from advisor.datainfo import STALE_DAYS
+    from advisor.wording import age_words
     from app.loaders import freshness
 
     for f in guarded(lambda: freshness(key)):
@@ -102,7 +103,7 @@ def warn_stale(key: DbKey, clusters: Sequence[str] = ()) -> None:
         if f.age_days is not None and f.age_days > STALE_DAYS:
             since = (f.last_end or f.last_submit or dt.datetime(1970, 1, 1)).date().isoformat()
             st.warning(
-                f"**{f.cluster}**: the newest record is **{f.age_days:,.0f} days old** "
+                f"**{f.cluster}**: the newest record is **{age_words(f.age_days)}** "
                 f"(last job ended {since}); every number here is that old. Load what "
                 f"came since with `advisor ingest --sacct --start {since} --db {key[0]}` on the "
                 "cluster (or ingest a fresh `sacct` export).",

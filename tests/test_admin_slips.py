@@ -88,3 +88,38 @@ def test_no_gpu_job_says_to_load_some_and_no_match_names_the_filters(tmp_path: P
     assert "The data holds no GPU jobs with an allocation: load some" in plain.stderr
     filtered = _adv("ratios", "--db", str(db), "--partition", "nope")
     assert "No GPU jobs with an allocation match these filters." in filtered.stderr
+
+
+def test_one_data_age_in_one_form_from_one_reference_point(tmp_path: Path):
+    """Issue 50 item 6: the stale warning, the headline and the report's refusal give the same
+    whole days from now to the newest record (the Data page's sentence and table are the same
+    function, the browser test reads them)."""
+    import datetime as dt
+
+    from advisor import datainfo, report, store
+    from advisor.errors import NotFoundError
+    from advisor.headline import data_age_of
+    from advisor.wording import age_words
+
+    db = tmp_path / "a.duckdb"
+    assert _adv("ingest", str(_sacct(tmp_path, [(1, 1)])), "--db", str(db)).returncode == 0
+    now = dt.datetime(2025, 2, 1, 15, 0)  # the newest record ended 2024-03-01 03:00
+    con = store.connect(db, read_only=True)
+    try:
+        fresh = datainfo.freshness(con, now)
+        age = data_age_of([fresh[0].last_submit, fresh[0].last_end], now)
+        words = age_words(fresh[0].age_days)
+        assert words == "338 days old" and age.words() == f"data up to 2024-03-01, {words}"
+        assert f"the newest record is {words}" in datainfo.stale_sentences(con, now)[0]
+    finally:
+        con.close()
+    cfg = report.ReportConfig(out_dir=tmp_path / "r", month="2024-05")
+    try:
+        report.run_reports(cfg, db, now=now)
+    except NotFoundError as exc:
+        assert f"the newest record is {words} (is the ingest still running?)" in str(exc)
+    else:
+        raise AssertionError("a month without jobs is refused")
+    assert [age_words(d) for d in (0.4, 1.2, 705.49, 705.5, 1500)] == [
+        "less than a day old", "1 day old", "705 days old", "706 days old", "1,500 days old",
+    ]  # fmt: skip

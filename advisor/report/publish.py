@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from advisor import store
 from advisor.errors import ExternalToolError, NotFoundError, UsageError
 from advisor.progress import ProgressFn, no_progress
@@ -284,10 +286,19 @@ def _write_index(out_dir: Path, results: Iterable[ReportResult]) -> None:
 
 
 def _require_data(
-    month: Month, held: list[Month], cluster: str | None, now: dt.datetime | None
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    now: dt.datetime | None,
 ) -> None:
     """A month with no GPU allocation is refused (a monthly cron job would otherwise mail an
-    empty report for ever), naming the months the database holds and how old the newest is."""
+    empty report for ever), naming the months the database holds and how old the newest
+    record is (the age every other surface gives)."""
+    from advisor.datainfo import STALE_DAYS, freshness
+    from advisor.headline import data_age_of
+    from advisor.wording import age_words
+
+    held = available_months(con, cluster)
     if any(m.label == month.label for m in held):
         return
     where = f" of cluster {cluster!r}" if cluster else ""
@@ -296,8 +307,13 @@ def _require_data(
             f"no GPU allocations{where} in the database; load some first with `advisor ingest FILE`"
         )
     today = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
-    age = (today - held[-1].end).days
-    stale = f"; the newest ended {age} days ago (is the ingest still running?)" if age > 45 else ""
+    fresh = [f for f in freshness(con, today) if cluster is None or f.cluster == cluster]
+    age = data_age_of((t for f in fresh for t in (f.last_submit, f.last_end)), today).age_days
+    stale = (
+        f"; the newest record is {age_words(age)} (is the ingest still running?)"
+        if age is not None and age > STALE_DAYS
+        else ""
+    )
     span = (
         f"{held[0].label} only"
         if len(held) == 1
@@ -342,7 +358,7 @@ def run_reports(
             months = [resolve_month(config.month or "", now)]
             if config.cluster is not None:
                 check_cluster(con, config.cluster)
-            _require_data(months[0], available_months(con, config.cluster), config.cluster, now)
+            _require_data(con, months[0], config.cluster, now)
         results = []
         for i, month in enumerate(months):
             report = build_report(

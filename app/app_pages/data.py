@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from advisor import datainfo
-from advisor.wording import count_words
+from advisor.wording import age_words, count_words
 from app.chart_view import show_chart
 from app.common import STALE_DAYS
 from app.db import db_key
@@ -38,7 +38,7 @@ else:
     warn_stale(key, filters.clusters)
     cols = st.columns(min(len(fresh), 4))
     for col, f in zip(cols, fresh, strict=False):
-        age = "age unknown" if f.age_days is None else f"newest record {f.age_days:,.1f} days old"
+        age = "age unknown" if f.age_days is None else f"newest record {age_words(f.age_days)}"
         stale = f.age_days is not None and f.age_days > STALE_DAYS
         col.metric(
             f.cluster,
@@ -47,8 +47,11 @@ else:
             delta_color="inverse" if stale else "off",
             delta_arrow="off",
         )
+    ages = pd.DataFrame([asdict(f) for f in fresh])
+    # whole days, as every sentence says the age
+    ages["age_days"] = ages["age_days"].map(lambda d: None if d is None else round(d))
     show_table(
-        pd.DataFrame([asdict(f) for f in fresh]),
+        ages,
         [
             "cluster",
             "jobs",
