@@ -12,8 +12,8 @@ The demand in cores of one server (docs/model.md, "The capacity model"):
 
 With the multiprocess executor the engine core steps while its GPU has work and blocks on its
 input queue when it has none: its CPU follows the GPU's busy share (nvidia-smi utilisation;
-r = 0.94 over 73 bench phases of two hosts, where it differed by 40% between hosts at the same
-tokens/s, docs/model.md). ``engine_core_mp`` is its cores with the GPU always busy (how a
+r = 0.94 over the bench's mp phases on lent H100 and H200 hosts, where it differed by 40%
+between hosts at the same tokens/s: docs/model.md, scripts/demand-drivers). ``engine_core_mp`` is its cores with the GPU always busy (how a
 serving job is sized: the default), ``engine_idle_share`` the share left on an idle GPU. The
 in-process engine core (which also launches the GPU's work) showed no such relation between
 hosts (docs/model.md): a constant.
@@ -22,9 +22,9 @@ Its parameters come from the CPU the bench measures per process at a series' mos
 no process waits for a core, so what it uses is what it needs): :func:`fit_demand` averages
 each series' repeats, fits the API server's line over tokens/s with every series weighing 1,
 the engine core's line over the GPU's busy share, and resamples whole series (and the repeats
-within them) for intervals. A parameter no series
-measures keeps its prior (vLLM's guidance: an API server and an engine core of about a core,
-one core per busy-waiting worker: the 2 + N rule), and says so.
+within them) for intervals. A parameter no series measures keeps its prior (vLLM's guidance:
+an API server and an engine core of about a core, one core per busy-waiting worker: the 2 + N
+rule), and says so.
 
 The serialised tokenizer: the API server's per-token cost runs on ``renderer_workers`` threads
 (vLLM's ``--renderer-num-workers``, 1 by default); its utilisation per worker is
