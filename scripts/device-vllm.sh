@@ -81,7 +81,8 @@ EOS
     # latency), TAG, DEADLINE, MP_S, UNI_S, MP_BUDGET, UNI_BUDGET, UNIQUE_RPS, ATTACKER_TOKENS
     # (the tokenize-heavy document, MIN:MAX tokens; default 30000:30100), LADDER (the rates the
     # levels are chosen from; default 1,2,3,4,5,6),
-    # BLOCKS (which of 'mp uni unique' to run; a kept levels file in .devcarry/levels/ is reused).
+    # BLOCKS (which of 'mp uni unique' to run; a kept levels file in .devcarry/levels/ is reused),
+    # ENGINE_EXTRA (more engine arguments, e.g. '--engine-arg=--renderer-num-workers --engine-arg=2').
     tar -C /tmp/vx -xJf .stage/vllm-b.tar.xz || exit 1
     mkdir -p /tmp/model "$RES" && cp -r "$MODEL"/. /tmp/model/
     [ -d .devcarry/levels ] && cp .devcarry/levels/*.json "$RES"/ 2>/dev/null
@@ -91,7 +92,7 @@ cd /tmp  # python -m puts the working folder first on sys.path: run ADVISOR_PATH
 t0=\$(date +%s); left() { echo \$(( ${DEADLINE:-1200} - (\$(date +%s) - t0) )); }
 cap() { l=\$(left); [ "\$1" -lt "\$l" ] && echo "\$1" || echo "\$l"; }
 common="--engine vllm --model /tmp/model --tp 1 --out $RES --start-timeout 300 \\
- --engine-arg=--load-format --engine-arg=dummy --engine-arg=--max-model-len --engine-arg=32768 \\
+ --engine-arg=--load-format --engine-arg=dummy --engine-arg=--max-model-len --engine-arg=32768 ${ENGINE_EXTRA:-} \\
  --repin --starts ${STARTS:-2} --repeats ${REPEATS:-4} --victim-rps 8 --victim-tokens 64 --victim-output-tokens ${VICTIM_OUT:-8} \\
  --attacker-output-tokens 8 --duration ${DUR:-4} --timeout 30 --noload 5 --cores ${CORES:-2,3,4,6,8,14} \\
  --tag ${TAG:-h200} --format json"

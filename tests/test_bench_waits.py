@@ -6,8 +6,10 @@ is tested on constructed per-block wait shares. No GPU is needed or mocked here.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -342,11 +344,13 @@ def _held_out(
     prompt_tokens: int,
     executor: str = "mp",
     workload: str = "tokenize-heavy",
+    renderer_workers: int = 1,
+    role: str = "engine_core",
 ) -> tuple[float, int, int, int]:
     """The shipped wait model against runs it was not fitted on, as ``recommend`` predicts them
-    (the demand model's demand for the configuration, then the wait curve): the engine core's
-    mean absolute error at 2, 3 and 4 cores, the points inside their 90% interval, all of
-    them, and those measured above their interval (the model short of cores)."""
+    (the demand model's demand for the configuration, then the wait curve): ``role``'s (the
+    engine core's) mean absolute error at 2, 3 and 4 cores, the points inside their 90%
+    interval, all of them, and those measured above their interval (the model short of cores)."""
     import statistics
 
     from advisor.harness.results.curves import read_runs
@@ -372,6 +376,7 @@ def _held_out(
             workload=workload,
             executor=executor,
             gpu_busy=busy,
+            renderer_workers=renderer_workers,
         )
         parts = job_demand(params, features_of("H100", 1, w)).parts
         curve = wait_curve(
@@ -382,9 +387,9 @@ def _held_out(
             engine_cores=parts.engine_core_cores,
             core_counts=[2, 3, 4],
         )
-        for p in (p for p in curve if p.role == "engine_core"):
+        for p in (p for p in curve if p.role == role):
             measured = statistics.mean(
-                wait_of_run(r, "engine_core") or 0.0 for r in mine if r["cores"] == p.cores
+                wait_of_run(r, role) or 0.0 for r in mine if r["cores"] == p.cores
             )
             errors.append(abs(p.wait - measured))
             inside += p.low <= measured <= p.high
@@ -488,11 +493,75 @@ def test_the_shipped_model_at_high_token_and_request_rates_it_never_saw(
     assert answer.cores_total == knee
 
 
+RENDERER = ROOT / "data" / "bench" / "h100-2026-12-08-renderer"
+
+
+@pytest.mark.parametrize(
+    ("name", "executor", "knee", "api_inside", "api_under"),
+    [("rw2-mp", "mp", 4, 3, 0), ("rw2-mp-b", "mp", 4, 2, 1), ("rw2-uni", "uni", 3, 3, 0)],
+)
+def test_two_renderer_workers_keep_the_answer_and_wait_more_in_the_api_server(
+    tmp_path: Path, name, executor, knee, api_inside, api_under
+):
+    """Issue 48 item 5 (H100, 2026-12-08, in no fit): the high-rate load (20k-token document at
+    6/s) with ``--renderer-num-workers 2``, mp from two engine starts. The engine core, which
+    decides, is inside its interval at 2, 3 and 4 cores and the knee is recommend's answer; the
+    API server's two tokenizer threads wait 1.5-1.9x more at 2-3 cores than one thread did,
+    which the wait model does not know: one start measured it above the interval at 3 cores
+    (data/bench/h100-2026-12-08-renderer/README.md)."""
+    from advisor.model import slowdown
+    from advisor.recommend.decision import sufficient_cores
+    from advisor.recommend.query import Workload
+
+    unpack(RENDERER / f"{name}.tgz", tmp_path)
+    folder = tmp_path / name
+    held = functools.partial(_held_out, folder, (6.0,), 20050, executor, renderer_workers=2)
+    mae, inside, points, under = held()
+    assert mae < 0.04 and (inside, points, under) == (3, 3, 0)
+    _, inside, points, under = held(role="api_server")
+    assert (inside, points, under) == (api_inside, 3, api_under)
+    assert _wait_knees(folder) == {
+        f"tp1 {executor} rw2 tokenize-heavy 6/s (light)": (RESOLVED, knee)
+    }
+    w = Workload(
+        load_rps=6.0,
+        prompt_tokens=20050,
+        workload="tokenize-heavy",
+        executor=executor,
+        renderer_workers=2,
+    )
+    answer = sufficient_cores(slowdown.load_params(), gpus=1, platform="H100", workload=w, cap=16)
+    assert answer.cores_total == knee
+
+
+def test_two_renderer_workers_cut_the_short_requests_ttft_at_ample_cores(tmp_path: Path):
+    """What ``tokenizer-saturated`` advises, measured: at 14 cores the 64-token victims' TTFT
+    median falls from 34 to 19 ms (mp) and from 28 to 20 ms (uni) with a second tokenizer thread,
+    and the API server's CPU stays that of one thread's tokens."""
+    from advisor.harness.results.curves import read_runs
+    from advisor.harness.serve.waits import busy_of_run
+
+    def at_most_cores(archive: Path, name: str) -> tuple[float, float]:
+        unpack(archive, tmp_path)
+        runs = [d["run"] for d in read_runs([tmp_path / name]) if d["run"]["status"] == "ok"]
+        most = [r for r in runs if r["cores"] == 14]
+        ttft = statistics.median(r["victim_ttft_p50_ms"] for r in most)
+        return ttft, statistics.mean(busy_of_run(r, "api_server") or 0.0 for r in most)
+
+    for one, two in [
+        ((HIGHRATE / "highrate-mp.tgz", "highrate-mp"), (RENDERER / "rw2-mp.tgz", "rw2-mp")),
+        ((HIGHRATE / "highrate-mp.tgz", "highrate-mp"), (RENDERER / "rw2-mp-b.tgz", "rw2-mp-b")),
+        ((HIGHRATE / "highrate-uni.tgz", "highrate-uni"), (RENDERER / "rw2-uni.tgz", "rw2-uni")),
+    ]:
+        (ttft1, api1), (ttft2, api2) = at_most_cores(*one), at_most_cores(*two)
+        assert ttft2 < 0.75 * ttft1 and abs(api2 - api1) < 0.1
+
+
 def test_over_every_held_out_h100_run_recommend_is_never_a_core_short(tmp_path: Path):
     """Every resolved wait knee of the runs no fit saw (the rerun, 12k documents with both
-    executors, unique prompts at new rates, the high-rate runs) against recommend's answer for
-    the same load, the GPU's busy share left at its default (a serving job's busy GPU): 7 exact,
-    5 one core over, none under. With a constant engine core it was 9 exact and 3 one core short
+    executors, unique prompts at new rates, the high-rate runs with one and two renderer workers)
+    against recommend's answer for the same load, the GPU's busy share left at its default (a
+    serving job's busy GPU): 10 exact, 5 one core over, none under. With a constant engine core it was 9 exact and 3 one core short
     (docs/model.md: a missing core costs GPU time, a spare one a vCPU-hour)."""
     from advisor.model import slowdown
     from advisor.recommend.decision import sufficient_cores
@@ -506,6 +575,9 @@ def test_over_every_held_out_h100_run_recommend_is_never_a_core_short(tmp_path: 
         ("highrate-mp", HIGHRATE / "highrate-mp.tgz", 20050, "mp", "tokenize-heavy"),
         ("highrate-uni", HIGHRATE / "highrate-uni.tgz", 20050, "uni", "tokenize-heavy"),
         ("highrate-short", HIGHRATE / "highrate-short.tgz", 3050, "mp", "tokenize-heavy"),
+        ("rw2-mp", RENDERER / "rw2-mp.tgz", 20050, "mp", "tokenize-heavy"),
+        ("rw2-mp-b", RENDERER / "rw2-mp-b.tgz", 20050, "mp", "tokenize-heavy"),
+        ("rw2-uni", RENDERER / "rw2-uni.tgz", 20050, "uni", "tokenize-heavy"),
     ]
     params = slowdown.load_params()
     off: list[int] = []
@@ -515,11 +587,18 @@ def test_over_every_held_out_h100_run_recommend_is_never_a_core_short(tmp_path: 
             if status != RESOLVED:
                 continue
             rps = float(next(p for p in label.split() if p.endswith("/s"))[:-2])
-            w = Workload(load_rps=rps, prompt_tokens=tokens, workload=workload, executor=executor)
+            renderers = int(next(p for p in label.split() if p.startswith("rw"))[2:])
+            w = Workload(
+                load_rps=rps,
+                prompt_tokens=tokens,
+                workload=workload,
+                executor=executor,
+                renderer_workers=renderers,
+            )
             answer = sufficient_cores(params, gpus=1, platform="H100", workload=w, cap=16)
             off.append(answer.cores_total - knee)
-    assert len(off) == 12 and min(off) >= 0
-    assert (off.count(0), off.count(1)) == (7, 5)
+    assert len(off) == 15 and min(off) >= 0
+    assert (off.count(0), off.count(1)) == (10, 5)
 
 
 def test_an_engine_started_in_a_cgroup_of_its_own_reads_that_cgroups_pressure_and_cpu(
