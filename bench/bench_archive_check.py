@@ -38,7 +38,7 @@ def main() -> None:
     import zstandard
 
     from advisor.ingest import archive
-    from advisor.synth import SynthConfig, generate
+    from advisor.ingest.synth import SynthConfig, generate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=500_000)

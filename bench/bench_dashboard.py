@@ -86,7 +86,7 @@ def build_sql(path: Path, n_jobs: int) -> None:
 
 def build_synth(path: Path, n_jobs: int) -> None:
     from advisor.ingest import ingest_files
-    from advisor.synth import SynthConfig, generate
+    from advisor.ingest.synth import SynthConfig, generate
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sacct.txt.zst"

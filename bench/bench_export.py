@@ -37,7 +37,7 @@ KEYS = ("cluster", "gpu_type", "jobs", "gpu_hours", "p25", "p50")
 
 def build_synth(path: Path, n_jobs: int) -> None:
     from advisor.ingest import ingest_files
-    from advisor.synth import SynthConfig, generate
+    from advisor.ingest.synth import SynthConfig, generate
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sacct.txt.zst"

@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from advisor.derived import refresh_after_load  # noqa: E402
 from advisor.derived.cube import rebuild_cubes, refresh_people_months  # noqa: E402
 from advisor.ingest import ingest_files  # noqa: E402
+from advisor.ingest.synth import SynthConfig, generate  # noqa: E402
 from advisor.store import STORAGE_VERSION  # noqa: E402
-from advisor.synth import SynthConfig, generate  # noqa: E402
 
 
 class PeakRss:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor import store  # noqa: E402
 from advisor.ingest import ingest_files  # noqa: E402
-from advisor.synth import SynthConfig, generate  # noqa: E402
+from advisor.ingest.synth import SynthConfig, generate  # noqa: E402
 
 _SPOOL = """
 COPY (

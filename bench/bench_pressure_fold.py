@@ -32,7 +32,7 @@ from bench_ingest import split_at_allocation  # noqa: E402
 
 from advisor import store  # noqa: E402
 from advisor.ingest import IngestOptions, ingest_files, pipeline  # noqa: E402
-from advisor.synth import SynthConfig, generate  # noqa: E402
+from advisor.ingest.synth import SynthConfig, generate  # noqa: E402
 
 # One record per started job: its cgroup's totals read at its end (the node agent's epilog).
 _SPOOL = """

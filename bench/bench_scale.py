@@ -147,7 +147,7 @@ def main() -> int:
     rows: list[dict[str, object]] = []
 
     if not all(p.exists() for p in [*parts, tail]):
-        from advisor.synth import SynthConfig, generate_parts
+        from advisor.ingest.synth import SynthConfig, generate_parts
 
         cfg = SynthConfig(
             records=args.records,

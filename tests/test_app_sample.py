@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor import store
-from advisor.synth import expected_percentiles
+from advisor.ingest.synth import expected_percentiles
 from advisor.wording import cores_text
 from tests.test_app import chart_rows
 
@@ -24,7 +24,7 @@ APP = ROOT / "app" / "streamlit_app.py"
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory) -> Path:
     from advisor.ingest import ingest_files
-    from advisor.nodes import NodeIngestConfig, ingest_nodes
+    from advisor.ingest.nodes import NodeIngestConfig, ingest_nodes
 
     sacct = SAMPLE / "sacct-synth.txt.gz"
     nodes = SAMPLE / "scontrol-nodes-synth.txt"

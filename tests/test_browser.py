@@ -145,7 +145,7 @@ def _wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) ->
 def _sample_db(path: Path) -> Path:
     from advisor import store
     from advisor.ingest import ingest_files
-    from advisor.nodes import NodeIngestConfig, ingest_nodes
+    from advisor.ingest.nodes import NodeIngestConfig, ingest_nodes
 
     ingest_files(str(path), [SAMPLE / "sacct-synth.txt.gz"])
     con = store.connect(path)

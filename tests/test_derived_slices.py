@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from advisor import store, synth
+from advisor import store
 from advisor.derived import cube
-from advisor.ingest import ingest_files
+from advisor.ingest import ingest_files, synth
 
 DERIVED = (
     "ratio_cube",

@@ -18,7 +18,7 @@ from tests.conftest import SAMPLE
 
 def _load(db: Path) -> Path:
     from advisor.ingest import ingest_files
-    from advisor.nodes import NodeIngestConfig, ingest_nodes
+    from advisor.ingest.nodes import NodeIngestConfig, ingest_nodes
 
     ingest_files(str(db), [SAMPLE / "sacct-synth.txt.gz"])
     con = store.connect(db)

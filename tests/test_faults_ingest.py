@@ -22,7 +22,7 @@ import duckdb
 import pytest
 import zstandard
 
-from advisor.synth import SynthConfig, generate
+from advisor.ingest.synth import SynthConfig, generate
 
 pytestmark = pytest.mark.fault("ingest faults (round 3)")
 

@@ -28,7 +28,7 @@ from advisor.errors import InputError
 from advisor.ingest import IngestOptions, careful, detect, ingest_files, stages, text
 from advisor.ingest import bulk as bulk_mod
 from advisor.ingest.records import Source
-from advisor.synth import SynthConfig, generate
+from advisor.ingest.synth import SynthConfig, generate
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
 

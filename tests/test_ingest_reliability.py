@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.ingest import ingest_files
+from advisor.ingest.synth import SynthConfig, generate
 from advisor.store import migrate
-from advisor.synth import SynthConfig, generate
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ingest"
 ROOT = Path(__file__).resolve().parent.parent

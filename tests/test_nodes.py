@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor import nodes, ratios, store
+from advisor import ratios, store
 from advisor.errors import ExternalToolError, UsageError
-from advisor.nodes import NodeIngestConfig, parse_gres, parse_node_line, parse_scontrol_nodes
+from advisor.ingest import nodes
+from advisor.ingest.nodes import NodeIngestConfig, parse_gres, parse_node_line, parse_scontrol_nodes
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "scontrol-nodes-synth.txt"
 

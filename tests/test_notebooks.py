@@ -98,9 +98,9 @@ def test_ratio_notebook_reproduces_the_research_table_as_ratio_summary_computes_
     monkeypatch, tmp_path
 ):
     from advisor.ingest import ingest_files
+    from advisor.ingest.synth import expected_percentiles
     from advisor.ratios import RatioQuery, ratio_summary
     from advisor.store import connect
-    from advisor.synth import expected_percentiles
 
     nb = _run(ROOT / "notebooks" / "ratio-distributions.ipynb", monkeypatch)
     s = _summary(nb)

@@ -21,7 +21,8 @@ NODES = ROOT / "data" / "sample" / "scontrol-nodes-synth.txt"
 
 
 def _ingested(path: Path, source: Path) -> Path:
-    from advisor import ingest, nodes
+    from advisor import ingest
+    from advisor.ingest import nodes
 
     con = store.connect(path)
     ingest.ingest_files(con, [source])
@@ -37,7 +38,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def synth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from advisor import synth
+    from advisor.ingest import synth
 
     tmp = tmp_path_factory.mktemp("synth")
     synth.generate(synth.SynthConfig(records=6_000, seed=7), tmp / "sacct.txt")

@@ -18,11 +18,13 @@ SAMPLE_NODES = (
 
 @pytest.fixture(scope="module")
 def synth_db(tmp_path_factory: pytest.TempPathFactory):
-    synth = pytest.importorskip("advisor.synth", reason="SKIPPED LOUDLY: advisor.synth missing")
+    synth = pytest.importorskip(
+        "advisor.ingest.synth", reason="SKIPPED LOUDLY: advisor.ingest.synth missing"
+    )
     ingest = pytest.importorskip("advisor.ingest", reason="SKIPPED LOUDLY: advisor.ingest missing")
     if not hasattr(ingest, "ingest_files"):
         pytest.skip("SKIPPED LOUDLY: advisor.ingest.ingest_files does not exist yet")
-    from advisor import nodes
+    from advisor.ingest import nodes
 
     tmp = tmp_path_factory.mktemp("synth")
     # 20k allocations: the generator guarantees exact P25/P50 from 2k records on.
@@ -35,7 +37,7 @@ def synth_db(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_research_table_comes_back_from_generated_and_ingested_sacct_text(synth_db):
-    from advisor import synth
+    from advisor.ingest import synth
 
     report = ratios.ratio_summary(synth_db, RatioQuery(by=("cluster", "gpu_type")))
     got = {(g.keys["cluster"], g.keys["gpu_type"]): g for g in report.groups}

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.errors import UsageError
 from advisor.gputypes import canonical_gpu_type
-from advisor.synth import FIELDS, SynthConfig, expected_percentiles, generate
+from advisor.ingest.synth import FIELDS, SynthConfig, expected_percentiles, generate
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample" / "sacct-synth.txt.gz"
 
@@ -151,7 +151,7 @@ def test_shipped_json_and_jobcomp_samples_load_without_rejects(
 def test_json_and_jobcomp_outputs_hold_the_same_jobs_as_the_text(tmp_path: Path) -> None:
     import json
 
-    from advisor.synth import generate_as
+    from advisor.ingest.synth import generate_as
 
     generate_as(SynthConfig(records=300, seed=4), tmp_path / "a.json", "sacct-json")
     doc = json.loads((tmp_path / "a.json").read_text())
@@ -169,7 +169,7 @@ def test_many_chunks_give_unique_ids_calibrated_groups_and_the_whole_span(
     the submit times spread over the years asked for."""
     import duckdb
 
-    import advisor.synth as synth
+    import advisor.ingest.synth as synth
     from advisor.ingest import ingest_files
 
     monkeypatch.setattr(synth, "CHUNK_RECORDS", 2_500)
@@ -198,7 +198,7 @@ def test_a_tail_file_holds_the_latest_allocations_and_loads_on_top(
     import duckdb
 
     from advisor.ingest import ingest_files
-    from advisor.synth import generate_with_tail
+    from advisor.ingest.synth import generate_with_tail
 
     head, tail = generate_with_tail(
         SynthConfig(records=5_000, seed=6), tmp_path / "head.txt", tmp_path / "tail.txt", 0.02

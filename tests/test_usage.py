@@ -436,7 +436,7 @@ def test_every_option_of_advisor_usage_is_documented() -> None:
 def test_synth_usage_adds_four_fields_after_nodelist_and_leaves_the_rest_byte_for_byte(
     tmp_path: Path,
 ) -> None:
-    from advisor.synth import FIELDS, USAGE_FIELDS, SynthConfig, fields_of, generate
+    from advisor.ingest.synth import FIELDS, USAGE_FIELDS, SynthConfig, fields_of, generate
 
     plain, with_usage = tmp_path / "p.txt", tmp_path / "u.txt"
     generate(SynthConfig(records=500, seed=3, odd_text_share=0.0), plain)

@@ -33,7 +33,7 @@ def text_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def synth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from advisor import synth
+    from advisor.ingest import synth
 
     tmp = tmp_path_factory.mktemp("usage_months_synth")
     synth.generate(synth.SynthConfig(records=4_000, seed=11, usage=True), tmp / "sacct.txt")

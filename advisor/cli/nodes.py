@@ -40,8 +40,9 @@ def nodes_ingest(
 
     FILE holds `scontrol show node -o` output; --live runs that command on this host instead.
     """
-    from advisor import nodes, store
+    from advisor import store
     from advisor.cli._output import RichProgress
+    from advisor.ingest import nodes
 
     cfg = nodes.NodeIngestConfig(path=file, live=live, cluster=cluster, gpu_types=gpu_types)
     con = store.connect(db)
@@ -98,7 +99,7 @@ def nodes_list(
 
             rows = to_plain(fair_share(con, cluster))
         else:
-            from advisor.nodes import list_nodes
+            from advisor.ingest.nodes import list_nodes
 
             rows = to_plain(list_nodes(con, cluster))
     finally:

@@ -56,7 +56,7 @@ def synth_cmd(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Generate realistic `sacct -P` text calibrated to the research's cluster figures."""
-    from advisor.synth import SynthConfig, generate_as
+    from advisor.ingest.synth import SynthConfig, generate_as
 
     with RichProgress(unit="lines") as progress:
         result = generate_as(

@@ -1,5 +1,5 @@
 """The ``ingests`` and ``rejects`` bookkeeping of every load, of jobs (advisor.ingest) and of
-node inventories (advisor.nodes): a load's row opened inside its transaction, its rejects kept
+node inventories (advisor.ingest.nodes): a load's row opened inside its transaction, its rejects kept
 beside it, the row closed with its counts; a source refused whole is a failed load with its
 reason as its one reject. SQL: ``advisor/sql/ingests/``.
 """

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor import nodes, store
+from advisor import store
+from advisor.ingest import nodes
 
 CAPTURED = Path(__file__).resolve().parents[2] / "data" / "sample" / "slurm"
 

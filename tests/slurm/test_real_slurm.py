@@ -128,7 +128,8 @@ def test_live_node_inventory_from_scontrol_has_the_four_sandbox_nodes(submitted,
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
     assert (doc["nodes"], doc["clusters"]) == (4, [jobset.CLUSTER])
-    from advisor import nodes, store
+    from advisor import store
+    from advisor.ingest import nodes
 
     con = store.connect(db, read_only=True)
     try:
