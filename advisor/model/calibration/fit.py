@@ -16,6 +16,7 @@ One call (:func:`fit_model`) does, in order:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,13 @@ from advisor.model.calibration.decisions import (
     floor_cores,
     series_demand,
 )
-from advisor.model.calibration.points import default_calibration_dir, load_points
+from advisor.model.calibration.points import (
+    CalibrationPoint,
+    default_calibration_dir,
+    load_points,
+)
 from advisor.model.calibration.split import load_split
-from advisor.model.calibration.training import training_set
+from advisor.model.calibration.training import TrainingSet, training_set
 from advisor.model.calibration.validation import SeriesScore, score_split, validate
 from advisor.progress import ProgressFn, no_progress
 
@@ -161,9 +166,85 @@ def _knee_curve_of(values: Any, cfg: FitConfig) -> Any:
     return knee
 
 
+def _capacity(
+    ts: TrainingSet, train: list[str], cfg: FitConfig, table: dict[str, Any]
+) -> dict[str, Any]:
+    """The capacity answer's settings: the utilisation target chosen on the training series'
+    resolved knees (a fit on the training series alone), and whether the capacity model or
+    2 + N decides."""
+    from advisor.model.slowdown import N_DEMAND
+
+    train_fit = fit_curve_with(ts, train, cfg)
+    knees = [ts.series_info[s] for s in train if ts.series_info[s].resolved]
+    choice = choose_utilisation(
+        [
+            (
+                series_demand(i, train_fit.values[:N_DEMAND]),
+                floor_cores(i.gpus),
+                int(i.knee_cores or 0),
+            )
+            for i in knees
+        ]
+    )
+    basis, reason = decision_basis(table.get("decision", {}))
+    return {
+        "utilisation_target": choice.utilisation_target,
+        "utilisation_chosen_on": choice.chosen_on,
+        "utilisation_tied": list(choice.tied),
+        "decision_basis": basis,
+        "decision_reason": reason,
+        "decision": {k: v for k, v in table.get("decision", {}).items() if k != "by_series"},
+    }
+
+
+def _fit_warnings(platforms_seen: tuple[str, ...], table: dict[str, Any]) -> list[str]:
+    """What a fit's reader must know: GPU types extrapolated, baselines the model does not beat
+    on held-out series."""
+    from advisor.model.slowdown import PLATFORMS
+
+    warnings = []
+    unseen = [p for p in PLATFORMS if p not in platforms_seen]
+    if unseen:
+        warnings.append(
+            "extrapolation: no calibration data for platform(s) "
+            + ", ".join(unseen)
+            + "; the demand does not depend on the GPU type, the TTFT scale uses the relative "
+            "GPU speed of their datasheets"
+        )
+    beaten = [b for b, e in table["baselines"].items() if not table["model"] < e]
+    if beaten:
+        warnings.append(
+            "on held-out series the model's curve error does not beat: "
+            + ", ".join(
+                f"{b} ({table['baselines'][b]:.3f} against the model's {table['model']:.3f})"
+                for b in beaten
+            )
+        )
+    return warnings
+
+
+def _wait_and_link(
+    points: Sequence[CalibrationPoint], values: Any, cfg: FitConfig
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The wait model (advisor.model.waitmodel; None where no run recorded its processes' wait)
+    on the demand the fitted curve ``values`` gives, and a job's CPU pressure against that wait
+    (advisor.model.psilink: what --starved-psi reads), as the model file stores them."""
+    from advisor.model.calibration.waits import fit_wait_points, link_cells
+    from advisor.model.psilink import fit_links, links_to_json
+
+    wait_fit = fit_wait_points(
+        points,
+        seed=cfg.random_state,
+        baseline=_knee_curve_of(values, cfg),
+        demand_of=_demand_of(values),
+    )
+    wait = wait_fit.to_json_dict() if wait_fit is not None else None
+    return wait, links_to_json(fit_links(link_cells(points), seed=cfg.random_state))
+
+
 def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     """Fit, validate, test and save (see the module docstring)."""
-    from advisor.model.slowdown import N_DEMAND, PARAM_NAMES, PLATFORMS, CurveParams, save_params
+    from advisor.model.slowdown import N_DEMAND, PARAM_NAMES, CurveParams, save_params
 
     directory = Path(cfg.calibration_dir) if cfg.calibration_dir else default_calibration_dir()
     loaded = load_points(directory, cfg.db)
@@ -185,54 +266,17 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     test_table, test_scores = score_split(ts, cfg)
 
     train = ts.training_series()
-    train_fit = fit_curve_with(ts, train, cfg)
-    knees = [ts.series_info[s] for s in train if ts.series_info[s].resolved]
-    choice = choose_utilisation(
-        [
-            (
-                series_demand(i, train_fit.values[:N_DEMAND]),
-                floor_cores(i.gpus),
-                int(i.knee_cores or 0),
-            )
-            for i in knees
-        ]
-    )
-    basis, reason = decision_basis(table.get("decision", {}))
+    capacity = _capacity(ts, train, cfg, table)
     progress("fit", 0, 1)
     final = fit_curve_with(
         ts, list(ts.series_info), cfg, n_bootstrap=cfg.n_bootstrap, seed=cfg.random_state
     )
     progress("fit", 1, 1)
 
-    from advisor.model.calibration.waits import fit_wait_points, link_cells
-    from advisor.model.psilink import fit_links, links_to_json
-
-    wait_fit = fit_wait_points(
-        loaded.points,
-        seed=cfg.random_state,
-        baseline=_knee_curve_of(final.values, cfg),
-        demand_of=_demand_of(final.values),
-    )
+    wait, psi_link = _wait_and_link(loaded.points, final.values, cfg)
     platforms_seen = tuple(sorted({p.platform for p in ts.points if p.platform}))
     gpus_seen = tuple(sorted({p.gpus for p in ts.points if p.gpus}))
-    warnings = list(loaded.problems) + list(ts.skipped)
-    unseen = [p for p in PLATFORMS if p not in platforms_seen]
-    if unseen:
-        warnings.append(
-            "extrapolation: no calibration data for platform(s) "
-            + ", ".join(unseen)
-            + "; the demand does not depend on the GPU type, the TTFT scale uses the relative "
-            "GPU speed of their datasheets"
-        )
-    beaten = [b for b, e in table["baselines"].items() if not table["model"] < e]
-    if beaten:
-        warnings.append(
-            "on held-out series the model's curve error does not beat: "
-            + ", ".join(
-                f"{b} ({table['baselines'][b]:.3f} against the model's {table['model']:.3f})"
-                for b in beaten
-            )
-        )
+    warnings = [*loaded.problems, *ts.skipped, *_fit_warnings(platforms_seen, table)]
     interval = final.demand.interval(cfg.interval)
     demand = {
         name: {
@@ -245,14 +289,6 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
     families: dict[str, list[str]] = {}
     for s, info in ts.series_info.items():
         families.setdefault(info.config.family, []).append(s)
-    capacity = {
-        "utilisation_target": choice.utilisation_target,
-        "utilisation_chosen_on": choice.chosen_on,
-        "utilisation_tied": list(choice.tied),
-        "decision_basis": basis,
-        "decision_reason": reason,
-        "decision": {k: v for k, v in table.get("decision", {}).items() if k != "by_series"},
-    }
     split_info = {
         "rules": split.describe(),
         "file": Path(split.source).name if split.source else None,
@@ -274,10 +310,8 @@ def fit_model(cfg: FitConfig, progress: ProgressFn = no_progress) -> FitReport:
         "demand": demand,
         "families": families,
         "series": [i.as_evidence() for i in ts.series_info.values()],
-        # the wait model (advisor.model.waitmodel): None where no run recorded its processes' wait
-        "wait": wait_fit.to_json_dict() if wait_fit is not None else None,
-        # a job's CPU pressure against that wait (advisor.model.psilink): what --starved-psi reads
-        "psi_link": links_to_json(fit_links(link_cells(loaded.points), seed=cfg.random_state)),
+        "wait": wait,
+        "psi_link": psi_link,
         "sources": [Path(s).name if not s.startswith("db:") else "db" for s in loaded.sources],
         "settings": {
             "alpha": cfg.alpha,

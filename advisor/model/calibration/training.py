@@ -190,110 +190,19 @@ def training_set(
     """The points the model is fitted on (see the module doc); each measured process's CPU
     (API server, engine core, worker) of a series weighs ``cpu_weight`` in total; ``split``
     marks the test-only series; ``tolerance`` is the measured knees'."""
-    from advisor.model.slowdown import feature_row, prefix_hit_of
-
-    hits: dict[Any, list[float]] = defaultdict(list)
-    for p in points:
-        if p.metric == PREFIX_HIT_METRIC and p.value is not None:
-            hits[config_of(p)].append(p.value)
-
-    busy = _series_busy(points)
-
-    def hit_of(p: CalibrationPoint) -> float:
-        measured = hits.get(config_of(p))
-        if measured:
-            return sum(measured) / len(measured)
-        return prefix_hit_of(p.workload)
-
-    def row(p: CalibrationPoint, ref: float | None, target: str = "slowdown") -> list[float]:
-        assert p.cores_per_gpu is not None
-        c = config_of(p)
-        return feature_row(
-            p.cores_per_gpu,
-            gpus=p.gpus,
-            model_params_b=p.model_params_b,
-            load_rps=p.load_rps,
-            prompt_tokens=p.prompt_tokens,
-            platform=p.platform,
-            tp=c.tp,
-            prefix_hit=hit_of(p),
-            ref_cores_per_gpu=ref,
-            renderer_workers=c.renderer_workers,
-            target=target,
-            executor=c.executor,
-            gpu_busy=busy.get(c),
-        )
-
-    X: list[list[float]] = []
-    y: list[float] = []
-    used: list[CalibrationPoint] = []
-    censored: list[bool] = []
-    labels: list[str] = []
-    skipped: list[str] = []
-    info: dict[str, SeriesInfo] = {}
-
-    def add(p: CalibrationPoint, target: float, is_censored: bool, ref: float | None) -> None:
-        X.append(row(p, ref))
-        y.append(target)
-        used.append(p)
-        censored.append(is_censored)
-        labels.append(series_id(p))
-
-    def describe(
-        p: CalibrationPoint,
-        ref: float | None,
-        by_cores: dict[float, list[float]],
-        is_censored: bool = False,
-        knee: tuple[str, int | None, str] = ("not resolved", None, "one ratio, no phases"),
-    ) -> None:
-        g = p.gpus or 1
-        cores = sorted(by_cores)
-        sid = series_id(p)
-        c = config_of(p)
-        info[sid] = SeriesInfo(
-            sid,
-            c,
-            p.model_params_b,
-            hit_of(p),
-            None if ref is None else ref * g,
-            tuple(c * g for c in cores),
-            tuple(_geomean(by_cores[c]) for c in cores),
-            is_censored,
-            knee[0],
-            knee[1],
-            knee[2],
-            split.is_test(sid, c.measured_on) if split is not None else False,
-        )
-
-    def not_fitted(p: CalibrationPoint) -> bool:
-        if (p.platform or "").upper() in NOT_FITTED_PLATFORMS:
-            skipped.append(
-                f"{p.origin}: platform {p.platform} is a CPU-only test run, not a GPU "
-                "serving measurement; not fitted"
-            )
-            return True
-        return False
-
+    b = _Builder(points, split)
     series: dict[tuple[Any, ...], list[CalibrationPoint]] = defaultdict(list)
     cpu: dict[Any, list[CalibrationPoint]] = defaultdict(list)
     for p in points:
         if p.metric in SPEEDUP_METRICS:
-            if not_fitted(p):
-                continue
-            assert p.value is not None
-            add(p, p.value, False, SPEEDUP_REF_CORES_PER_GPU)
-            describe(
-                p,
-                SPEEDUP_REF_CORES_PER_GPU,
-                {p.cores_per_gpu or 0.0: [p.value], SPEEDUP_REF_CORES_PER_GPU: [1.0]},
-            )
+            if not b.not_fitted(p):
+                b.add_speedup(p)
         elif p.metric in CENSORED_METRICS:
-            if not_fitted(p):
-                continue
-            add(p, max_slowdown, True, None)
-            describe(p, None, {p.cores_per_gpu or 0.0: [max_slowdown]}, True)
+            if not b.not_fitted(p):
+                b.add(p, max_slowdown, True, None)
+                b.describe(p, None, {p.cores_per_gpu or 0.0: [max_slowdown]}, True)
         elif p.metric in SERIES_METRICS:
-            if not not_fitted(p):
+            if not b.not_fitted(p):
                 series[series_key(p)].append(p)
         elif (
             p.metric in CPU_METRICS
@@ -304,33 +213,160 @@ def training_set(
             cpu[config_of(p)].append(p)
     refs: dict[Any, float] = {}
     for members in series.values():
+        ref = b.add_series(members, tolerance)
+        if ref is not None:
+            refs[config_of(members[0])] = ref
+    weights = series_weights(b.used, weighting)
+    for key, members in cpu.items():
+        b.add_cpu(key, members, refs.get(key), cpu_weight)
+    return TrainingSet(
+        b.X,
+        b.y,
+        tuple(b.used),
+        tuple(b.censored),
+        tuple(b.skipped),
+        tuple(weights),
+        tuple(b.labels),
+        b.cpu_X,
+        b.cpu_y,
+        tuple(b.cpu_used),
+        tuple(b.cpu_w),
+        tuple(b.cpu_labels),
+        b.info,
+    )
+
+
+class _Builder:
+    """The training set's rows as they are added: slowdown rows (with each series' record)
+    and the processes' CPU rows; each row's features read the configuration's measured prefix
+    hit and GPU busy share."""
+
+    def __init__(self, points: Sequence[CalibrationPoint], split: SplitRules | None) -> None:
+        self.split = split
+        self.hits: dict[Any, list[float]] = defaultdict(list)
+        for p in points:
+            if p.metric == PREFIX_HIT_METRIC and p.value is not None:
+                self.hits[config_of(p)].append(p.value)
+        self.busy = _series_busy(points)
+        self.X: list[list[float]] = []
+        self.y: list[float] = []
+        self.used: list[CalibrationPoint] = []
+        self.censored: list[bool] = []
+        self.labels: list[str] = []
+        self.skipped: list[str] = []
+        self.info: dict[str, SeriesInfo] = {}
+        self.cpu_X: list[list[float]] = []
+        self.cpu_y: list[float] = []
+        self.cpu_used: list[CalibrationPoint] = []
+        self.cpu_w: list[float] = []
+        self.cpu_labels: list[str] = []
+
+    def hit_of(self, p: CalibrationPoint) -> float:
+        from advisor.model.slowdown import prefix_hit_of
+
+        measured = self.hits.get(config_of(p))
+        if measured:
+            return sum(measured) / len(measured)
+        return prefix_hit_of(p.workload)
+
+    def row(self, p: CalibrationPoint, ref: float | None, target: str = "slowdown") -> list[float]:
+        from advisor.model.slowdown import feature_row
+
+        assert p.cores_per_gpu is not None
+        c = config_of(p)
+        return feature_row(
+            p.cores_per_gpu,
+            gpus=p.gpus,
+            model_params_b=p.model_params_b,
+            load_rps=p.load_rps,
+            prompt_tokens=p.prompt_tokens,
+            platform=p.platform,
+            tp=c.tp,
+            prefix_hit=self.hit_of(p),
+            ref_cores_per_gpu=ref,
+            renderer_workers=c.renderer_workers,
+            target=target,
+            executor=c.executor,
+            gpu_busy=self.busy.get(c),
+        )
+
+    def add(self, p: CalibrationPoint, target: float, is_censored: bool, ref: float | None) -> None:
+        self.X.append(self.row(p, ref))
+        self.y.append(target)
+        self.used.append(p)
+        self.censored.append(is_censored)
+        self.labels.append(series_id(p))
+
+    def describe(
+        self,
+        p: CalibrationPoint,
+        ref: float | None,
+        by_cores: dict[float, list[float]],
+        is_censored: bool = False,
+        knee: tuple[str, int | None, str] = ("not resolved", None, "one ratio, no phases"),
+    ) -> None:
+        g = p.gpus or 1
+        cores = sorted(by_cores)
+        sid = series_id(p)
+        c = config_of(p)
+        self.info[sid] = SeriesInfo(
+            sid,
+            c,
+            p.model_params_b,
+            self.hit_of(p),
+            None if ref is None else ref * g,
+            tuple(c * g for c in cores),
+            tuple(_geomean(by_cores[c]) for c in cores),
+            is_censored,
+            knee[0],
+            knee[1],
+            knee[2],
+            self.split.is_test(sid, c.measured_on) if self.split is not None else False,
+        )
+
+    def not_fitted(self, p: CalibrationPoint) -> bool:
+        if (p.platform or "").upper() in NOT_FITTED_PLATFORMS:
+            self.skipped.append(
+                f"{p.origin}: platform {p.platform} is a CPU-only test run, not a GPU "
+                "serving measurement; not fitted"
+            )
+            return True
+        return False
+
+    def add_speedup(self, p: CalibrationPoint) -> None:
+        """A published speedup: one ratio against the research's reference core count."""
+        assert p.value is not None
+        self.add(p, p.value, False, SPEEDUP_REF_CORES_PER_GPU)
+        by_cores = {p.cores_per_gpu or 0.0: [p.value], SPEEDUP_REF_CORES_PER_GPU: [1.0]}
+        self.describe(p, SPEEDUP_REF_CORES_PER_GPU, by_cores)
+
+    def add_series(self, members: list[CalibrationPoint], tolerance: float) -> float | None:
+        """A measured series as slowdowns against its most cores (its reference, returned), or
+        None where one core count gives no slowdown."""
         if len({m.cores_per_gpu for m in members}) < 2:
-            skipped.extend(
+            self.skipped.extend(
                 f"{m.origin}: {m.metric} series with one core count cannot give a "
                 "slowdown; not fitted"
                 for m in members
             )
-            continue
+            return None
         ref = max(m.cores_per_gpu or 0.0 for m in members)
         base = _geomean([m.value for m in members if m.cores_per_gpu == ref and m.value])
         by_cores: dict[float, list[float]] = defaultdict(list)
         for m in members:
             assert m.value is not None and m.cores_per_gpu is not None
-            add(m, m.value / base, False, ref)
+            self.add(m, m.value / base, False, ref)
             by_cores[m.cores_per_gpu].append(m.value / base)
-        describe(members[0], ref, by_cores, knee=_knee(members, tolerance))
-        refs[config_of(members[0])] = ref
-    weights = series_weights(used, weighting)
+        self.describe(members[0], ref, by_cores, knee=_knee(members, tolerance))
+        return ref
 
-    cpu_X: list[list[float]] = []
-    cpu_y: list[float] = []
-    cpu_used: list[CalibrationPoint] = []
-    cpu_w: list[float] = []
-    cpu_labels: list[str] = []
-    for key, members in cpu.items():
-        top = refs.get(key, max(m.cores_per_gpu or 0.0 for m in members))
-        # Only where cores are ample (the series' largest count) is a process's CPU its demand;
-        # a worker process exists only with the multiprocess executor.
+    def add_cpu(
+        self, key: Any, members: list[CalibrationPoint], ref: float | None, cpu_weight: float
+    ) -> None:
+        """A configuration's processes' CPU at its series' most cores (``ref``; else the CPU
+        points' own most): only where cores are ample is a process's CPU its demand, and a
+        worker process exists only with the multiprocess executor."""
+        top = ref if ref is not None else max(m.cores_per_gpu or 0.0 for m in members)
         kept = [
             m
             for m in members
@@ -343,32 +379,16 @@ def training_set(
             per_kind[m.metric] += 1
         for m in kept:
             assert m.value is not None
-            cpu_X.append(row(m, None, CPU_METRICS[m.metric]))
-            cpu_y.append(m.value)
-            cpu_used.append(m)
-            cpu_w.append(cpu_weight / per_kind[m.metric])
-            cpu_labels.append(series_id(m))
+            self.cpu_X.append(self.row(m, None, CPU_METRICS[m.metric]))
+            self.cpu_y.append(m.value)
+            self.cpu_used.append(m)
+            self.cpu_w.append(cpu_weight / per_kind[m.metric])
+            self.cpu_labels.append(series_id(m))
         sid = series_id(members[0])
-        if sid not in info and split is not None:
-            info[sid] = replace(
-                SeriesInfo(sid, key, members[0].model_params_b, hit_of(members[0]), None, (), ()),
-                test=split.is_test(sid, key.measured_on),
-            )
-    return TrainingSet(
-        X,
-        y,
-        tuple(used),
-        tuple(censored),
-        tuple(skipped),
-        tuple(weights),
-        tuple(labels),
-        cpu_X,
-        cpu_y,
-        tuple(cpu_used),
-        tuple(cpu_w),
-        tuple(cpu_labels),
-        info,
-    )
+        if sid not in self.info and self.split is not None:
+            first = members[0]
+            record = SeriesInfo(sid, key, first.model_params_b, self.hit_of(first), None, (), ())
+            self.info[sid] = replace(record, test=self.split.is_test(sid, key.measured_on))
 
 
 def cpu_observations(ts: TrainingSet, series: set[str] | None = None) -> list[Any]:
