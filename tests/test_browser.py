@@ -68,7 +68,7 @@ EXPECTED = {
             STALE,
         ],
         "who": [
-            "Each should submit with the flag shown",
+            "jobs below the target should ask for at least the flag shown",
             "Assumed: every GPU job is treated as an LLM server",
             STALE,
         ],

@@ -839,3 +839,34 @@ def test_a_months_loss_rests_on_its_measured_jobs_as_recommend_partitions_does(
     )
     html = report.render_html(october)
     assert f"{measured_hours / gpu_hours:.0%} of the GPU time in 2024-10 ran in jobs" in html
+
+
+def test_a_group_whose_median_job_has_enough_is_not_told_to_submit_with_fewer_cores():
+    """Issue 50 item 12: an account ranked for one big job below, its median 4 cores per GPU,
+    was told to "submit with --cpus-per-gpu=2". The ranking and its advice agree: only the jobs
+    below are told to ask for the recommendation; a group whose median is below is told to
+    submit with it."""
+    from advisor.report.records import BelowRecommendation
+
+    def row(p50: float | None, jobs_below: int) -> BelowRecommendation:
+        return BelowRecommendation(
+            scope="account",
+            name="lab-12",
+            partition="gpu",
+            gpu_type="H100",
+            jobs=40,
+            jobs_below=jobs_below,
+            gpu_hours_below=384.0,
+            p50_cores_per_gpu=p50,
+            recommended_cores_per_gpu=2.0,
+            flag="--cpus-per-gpu=2",
+        )
+
+    assert row(4.0, 1).advice_lead == (
+        "its median job has enough; the job below should ask for at least"
+    )
+    assert row(2.0, 1200).advice_lead == (
+        "its median job has enough; the 1,200 jobs below should ask for at least"
+    )
+    assert row(1.0, 30).advice_lead == "should submit with"
+    assert row(None, 30).advice_lead == "should submit with"

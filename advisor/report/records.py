@@ -57,6 +57,17 @@ class BelowRecommendation:
     flag: str  # an account's job scripts: "--cpus-per-gpu=8"; a partition's slurm.conf: "DefCpuPerGPU=8"
     gpu_hours_lost: float = 0.0  # the part of gpu_hours_below estimated lost (fixplan.lost_share)
 
+    @property
+    def advice_lead(self) -> str:
+        """The words before :attr:`flag` that tell the group what to do, agreeing with why it is
+        listed: where its typical (median) job already has the recommended cores, only the jobs
+        below are told to ask for them; never "submit with" fewer cores than its typical job."""
+        typical = self.p50_cores_per_gpu
+        if typical is not None and typical >= self.recommended_cores_per_gpu:
+            jobs = "the job" if self.jobs_below == 1 else f"the {self.jobs_below:,} jobs"
+            return f"its median job has enough; {jobs} below should ask for at least"
+        return "should submit with"
+
 
 @dataclass(frozen=True)
 class StarvationEstimate:

@@ -138,8 +138,9 @@ show_table(
     },
 )
 st.caption(
-    "Each should submit with the flag shown (or `--cpus-per-task` = that times the GPUs per "
-    "task). GPU-hours weighted; a job belongs to the month it started in."
+    "Each group's jobs below the target should ask for at least the flag shown (or "
+    "`--cpus-per-task` = that times the GPUs per task); where its P50 is already there, only "
+    "those jobs need to. GPU-hours weighted; a job belongs to the month it started in."
     + (
         " Targets: the model's recommendation per partition and GPU type (see Recommend)."
         if mode == "recommended"
