@@ -123,3 +123,45 @@ def test_one_data_age_in_one_form_from_one_reference_point(tmp_path: Path):
     assert [age_words(d) for d in (0.4, 1.2, 705.49, 705.5, 1500)] == [
         "less than a day old", "1 day old", "705 days old", "706 days old", "1,500 days old",
     ]  # fmt: skip
+
+
+def test_every_command_that_takes_the_wait_threshold_refuses_it_in_the_same_words(
+    tmp_path: Path,
+):
+    """One definition of enough cores (issue 48 item 1): --max-wait is one option, checked by
+    one function, so recommend (a job and partitions), bench curve and pressure link refuse a
+    share outside (0, 1) with exit code 2 and the same one line; pressure curve's core function
+    refuses it before it reads anything."""
+    import duckdb
+    import pytest
+
+    from advisor.errors import UsageError
+    from advisor.recommend.measured import curve_report
+
+    def adv(*args: str) -> subprocess.CompletedProcess[str]:  # no database here: none named
+        cmd = [sys.executable, "-m", "advisor", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    said = set()
+    for value in ("1.5", "0", "nan"):
+        for args in (
+            ("recommend", "--gpu-type", "H100", "--gpus", "4"),
+            ("recommend", "--partition", "*"),
+            ("bench", "curve", str(tmp_path)),
+            ("pressure", "link"),
+        ):
+            done = adv(*args, "--max-wait", value)
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, (args, done.stderr)
+            said.add(done.stderr.strip())
+        why = (
+            "not a finite number (nan and inf mean nothing here)"
+            if value == "nan"
+            else "a share of wall time between 0 and 1 (e.g. 0.15)"
+        )
+        assert said == {f"Error: --max-wait {float(value):g}: {why}"}
+        said.clear()
+    with pytest.raises(UsageError, match="--max-wait 1.5: a share of wall time"):
+        curve_report(duckdb.connect(), max_wait=1.5)
+    with pytest.raises(UsageError, match="--max-wait nan: a share of wall time"):
+        curve_report(duckdb.connect(), max_wait=float("nan"))
+    assert adv("recommend", "--gpu-type", "H100", "--gpus", "4").returncode == 0

@@ -1,5 +1,6 @@
 """Options shared by the commands that read the fitted curve and the prices (``fit``,
-``recommend``, ``policy export``, ``calibration list``), so each is spelled and explained once."""
+``recommend``, ``policy export``, ``calibration list``) or the wait threshold (``bench curve``,
+``pressure curve``, ``pressure link``), so each is spelled and explained once."""
 
 from __future__ import annotations
 
@@ -96,3 +97,42 @@ CalibrationDirOption = Annotated[
 def _warn(messages: Any) -> None:
     for m in messages:
         sys.stderr.write(f"Warning: {m}\n")
+
+
+ModelSizeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model-size",
+        metavar="SIZE",
+        help="Model size, e.g. 8b, 70b (default: the model's reference, 8b).",
+    ),
+]
+RpsOption = Annotated[
+    float | None, typer.Option("--rps", metavar="RATE", help="Requests per second (default 8).")
+]
+PromptTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--prompt-tokens", metavar="N", help="Typical prompt length in tokens (default 16384)."
+    ),
+]
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        metavar="mp|uni",
+        help="vLLM's executor: uni (in-process, the default for TP=1) or mp (a "
+        "busy-waiting worker process per GPU; implied for TP > 1).",
+    ),
+]
+# One definition of enough cores; each command's core function checks the value
+# (advisor.model.waitknee.check_max_wait).
+MaxWaitOption = Annotated[
+    float,
+    typer.Option(
+        "--max-wait",
+        metavar="SHARE",
+        help="Enough cores: the engine core and the API server wait for a CPU at most this "
+        "share of the time (0-1; the wait model, docs/model.md).",
+    ),
+]

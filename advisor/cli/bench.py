@@ -13,6 +13,8 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from advisor.cli import bench_run_options as o
+from advisor.cli._curve_options import MaxWaitOption
 from advisor.cli._output import (
     DbOption,
     FormatOption,
@@ -23,6 +25,7 @@ from advisor.cli._output import (
 )
 from advisor.cli._parse import csv_list, finite_float
 from advisor.errors import UsageError
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
 
 bench_app = typer.Typer(
     name="bench",
@@ -93,7 +96,6 @@ ToleranceOption = Annotated[
 
 def _values(text: str, flag: str, parse: Callable[[str], T], wanted: str) -> tuple[T, ...]:
     """A comma-separated list of at least one value; ``wanted`` says what to give instead."""
-    from advisor.errors import UsageError
 
     try:
         vals = tuple(parse(x) for x in text.split(",") if x.strip())
@@ -117,7 +119,6 @@ def _floats(text: str, flag: str) -> tuple[float, ...]:
 
 def _engine_env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
     """``--engine-env`` items as (key, value) pairs."""
-    from advisor.errors import UsageError
 
     env = []
     for item in items or []:
@@ -129,7 +130,6 @@ def _engine_env(items: list[str] | None) -> tuple[tuple[str, str], ...]:
 
 
 def _range(text: str, flag: str) -> tuple[int, int]:
-    from advisor.errors import UsageError
 
     lo, sep, hi = text.partition(":")
     try:
@@ -145,168 +145,55 @@ def _range(text: str, flag: str) -> tuple[int, int]:
 @bench_app.command("run")
 def run_cmd(
     model: ModelDirOption,
-    cores: Annotated[
-        str, typer.Option(metavar="N,...", help="Engine core counts, comma-separated: 2,4,8,16.")
-    ],
-    out: Annotated[
-        Path, typer.Option(metavar="DIR", help="Folder for the per-run JSON results.")
-    ] = Path("bench-results"),
-    engine: Annotated[
-        str,
-        typer.Option(
-            metavar="NAME", help="vllm | sglang | transformers | stub (built-in commands)."
-        ),
-    ] = "vllm",
-    engine_cmd: Annotated[
-        str | None,
-        typer.Option(
-            metavar="TEMPLATE",
-            help="Command template for any OpenAI-compatible server: placeholders {model} {port} {host} {tp} {cores} {python}.",
-        ),
-    ] = None,
-    engine_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="ARG",
-            help="Extra engine argument (repeatable), e.g. --engine-arg=--load-format --engine-arg=dummy.",
-        ),
-    ] = None,
-    engine_env: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="KEY=VALUE", help="KEY=VALUE for the engine's environment (repeatable)."
-        ),
-    ] = None,
-    tp: Annotated[int, typer.Option(metavar="N", help="Tensor-parallel size (GPUs).")] = 1,
+    cores: o.Cores,
+    out: o.Out = Path("bench-results"),
+    engine: o.Engine = "vllm",
+    engine_cmd: o.EngineCmd = None,
+    engine_arg: o.EngineArg = None,
+    engine_env: o.EngineEnv = None,
+    tp: o.Tp = 1,
     client_cores: ClientCoresOption = 2,
-    workload: Annotated[
-        str,
-        typer.Option(metavar="NAME,...", help="unique, shared-prefix, or both comma-separated."),
-    ] = "unique",
-    attacker_rps: Annotated[
-        str,
-        typer.Option(
-            metavar="RATE,...", help="Attacker rates (requests/s), comma-separated: 8,16."
-        ),
-    ] = "8",
-    attacker_tokens: Annotated[
-        str, typer.Option(metavar="MIN:MAX", help="Attacker prompt tokens MIN:MAX.")
-    ] = "16000:64000",
-    attacker_output_tokens: Annotated[
-        int, typer.Option(metavar="N", help="Attacker output tokens.")
-    ] = 16,
-    victim_rps: Annotated[
-        float, typer.Option(metavar="RATE", help="Victim rate (requests/s).")
-    ] = 1.0,
-    victim_tokens: Annotated[int, typer.Option(metavar="N", help="Victim prompt tokens.")] = 64,
-    victim_output_tokens: Annotated[
-        int, typer.Option(metavar="N", help="Victim output tokens.")
-    ] = 16,
-    duration: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Seconds of load per phase.")
-    ] = 60.0,
-    timeout: Annotated[
-        float,
-        typer.Option(metavar="SECONDS", help="Seconds after which a request counts as timed out."),
-    ] = 200.0,
-    repeats: Annotated[
-        int, typer.Option(metavar="N", help="Repeats of each phase (report medians).")
-    ] = 3,
+    workload: o.Workload = "unique",
+    attacker_rps: o.AttackerRps = "8",
+    attacker_tokens: o.AttackerTokens = "16000:64000",
+    attacker_output_tokens: o.AttackerOutputTokens = 16,
+    victim_rps: o.VictimRps = 1.0,
+    victim_tokens: o.VictimTokens = 64,
+    victim_output_tokens: o.VictimOutputTokens = 16,
+    duration: o.Duration = 60.0,
+    timeout: o.Timeout = 200.0,
+    repeats: o.Repeats = 3,
     start_timeout: StartTimeoutOption = 900.0,
-    conversation_turns: Annotated[
-        int, typer.Option(metavar="N", help="shared-prefix: turns per conversation.")
-    ] = 16,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of arrivals and prompts.")] = 0,
-    tag: Annotated[str, typer.Option(metavar="TEXT", help="Label prefixed to run ids.")] = "",
-    model_name: Annotated[
-        str | None,
-        typer.Option(metavar="NAME", help="Model name sent in requests (default: --model)."),
-    ] = None,
-    port: Annotated[int, typer.Option(metavar="PORT", help="Engine port (0: a free one).")] = 0,
-    tokenize_probe: Annotated[
-        bool, typer.Option(help="Measure tokenization under the same cores.")
-    ] = True,
-    retry_failed: Annotated[
-        bool, typer.Option(help="Rerun points whose result is not ok.")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option(help="Print the plan and engine commands; start nothing.")
-    ] = False,
-    tail_tokens: Annotated[
-        int, typer.Option(help="tokenize-heavy: unique tokens after the shared document.")
-    ] = 64,
-    repin: Annotated[
-        bool,
-        typer.Option(help="One engine start serves every core count, re-pinned before each phase."),
-    ] = False,
-    starts: Annotated[
-        int, typer.Option(help="With --repin: engine starts; repeat r runs in start (r-1) % N.")
-    ] = 1,
-    order: Annotated[
-        str, typer.Option(help="random | given: the order of core counts.")
-    ] = "random",
-    noload: Annotated[
-        float, typer.Option(help="Seconds of victims alone at each start (0: skip).")
-    ] = 10.0,
-    find_rate: Annotated[
-        str,
-        typer.Option(
-            help="Workloads whose attacker rate is found first at the most cores (ladder), "
-            "then run at --rate-fractions of it, e.g. tokenize-heavy."
-        ),
-    ] = "",
-    rate_fractions: Annotated[
-        str, typer.Option(help="Shares of the found rate to run at, e.g. 0.4,0.8.")
-    ] = "0.5,0.8",
-    rate_ladder: Annotated[
-        str, typer.Option(help="Attacker rates the ladder tries, in order.")
-    ] = "1,2,4,6,8,12,16,24,32",
-    ladder_step: Annotated[float, typer.Option(help="Seconds per ladder step.")] = 8.0,
-    saturation_factor: Annotated[
-        float, typer.Option(help="Ladder: victim TTFT p50 over no-load that means saturated.")
-    ] = 3.0,
-    gpu_bound_factor: Annotated[
-        float,
-        typer.Option(
-            help="Flag gpu-bound when victim TTFT p50 at the most cores passes this x no-load."
-        ),
-    ] = 4.0,
-    max_failed: Annotated[
-        float, typer.Option(help="Flag a run with more than this share of failed requests.")
-    ] = 0.01,
-    executor: Annotated[
-        str,
-        typer.Option(
-            metavar="mp|uni",
-            help="vLLM's --distributed-executor-backend (mp: one busy-waiting GPU worker "
-            "process, as each TP > 1 worker; uni: the engine core drives the GPU). Part of the "
-            "series' identity. Default: vLLM's own (uni on one GPU).",
-        ),
-    ] = "",
-    budget_minutes: Annotated[
-        float,
-        typer.Option(
-            help="With --repin: add repeats until every curve's knee is resolved or this many "
-            "minutes are spent (0: exactly --repeats)."
-        ),
-    ] = 0.0,
-    levels: Annotated[
-        str,
-        typer.Option(
-            help="Workloads run at demand levels chosen from a ladder's measured CPU at the "
-            "most cores (light, medium, heavy), e.g. tokenize-heavy."
-        ),
-    ] = "",
-    level_names: Annotated[
-        str, typer.Option(help="Which levels to run: light,medium,heavy or a subset.")
-    ] = "light,medium,heavy",
+    conversation_turns: o.ConversationTurns = 16,
+    seed: o.Seed = 0,
+    tag: o.Tag = "",
+    model_name: o.ModelName = None,
+    port: o.Port = 0,
+    tokenize_probe: o.TokenizeProbe = True,
+    retry_failed: o.RetryFailed = False,
+    dry_run: o.DryRun = False,
+    tail_tokens: o.TailTokens = 64,
+    repin: o.Repin = False,
+    starts: o.Starts = 1,
+    order: o.Order = "random",
+    noload: o.Noload = 10.0,
+    find_rate: o.FindRate = "",
+    rate_fractions: o.RateFractions = "0.5,0.8",
+    rate_ladder: o.RateLadder = "1,2,4,6,8,12,16,24,32",
+    ladder_step: o.LadderStep = 8.0,
+    saturation_factor: o.SaturationFactor = 3.0,
+    gpu_bound_factor: o.GpuBoundFactor = 4.0,
+    max_failed: o.MaxFailed = 0.01,
+    executor: o.Executor = "",
+    budget_minutes: o.BudgetMinutes = 0.0,
+    levels: o.Levels = "",
+    level_names: o.LevelNames = "light,medium,heavy",
     tolerance: ToleranceOption = 0.10,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Start the engine pinned to each core count, run attacker-victim load, write JSON per run."""
     from dataclasses import replace
 
-    from advisor.errors import UsageError
     from advisor.harness.config import BenchConfig
     from advisor.harness.metrics import RunChecks
     from advisor.harness.records import LoadSpec
@@ -395,14 +282,7 @@ def curve_cmd(
         typer.Argument(metavar="PATH", hidden=True, show_default=False),
     ],
     tolerance: ToleranceOption = 0.10,
-    max_wait: Annotated[
-        float,
-        typer.Option(
-            metavar="SHARE",
-            help="Wait knee threshold: the share of wall time the engine core and the API "
-            "server may spend runnable but not running (0-1).",
-        ),
-    ] = 0.15,
+    max_wait: MaxWaitOption = DEFAULT_MAX_WAIT,
     evidence: Annotated[
         bool,
         typer.Option(
@@ -421,8 +301,6 @@ def curve_cmd(
     """
     from advisor.harness.results.curves import curve_report, summary_rows
 
-    if not 0 < max_wait < 1:
-        raise UsageError(f"--max-wait {max_wait:g}: a share of wall time between 0 and 1")
     found = curve_report(paths, tolerance=tolerance, max_wait=max_wait)
     if evidence:
         from advisor.harness.results.curves import evidence_summary, wait_evidence

@@ -27,7 +27,7 @@ from advisor.cli._parse import utc_time
 from advisor.errors import ExitCode
 
 if TYPE_CHECKING:
-    from advisor.ingest.records import FileOutcome
+    from advisor.ingest.records import FileOutcome, IngestSummary
 
 _INPUT_FORMATS = ("sacct-text", "sacct-json", "jobcomp")
 _SUMMARY_COLUMNS = (
@@ -199,6 +199,14 @@ def ingest_cmd(
 
         if summaries:  # ingest only ingests: the summaries readers use are rebuilt here
             refresh_after_load(db)
+    _emit(outcomes, summaries, out_fmt)
+
+
+def _emit(
+    outcomes: list[FileOutcome], summaries: list[IngestSummary], out_fmt: OutputFormat
+) -> None:
+    """Each failed file's cause and each load's warnings on stderr, the loads on stdout; exit
+    with the worst failed file's code."""
     failed = [o for o in outcomes if not o.ok]
     for o in failed:  # one line per failed file, so a batch's log shows each cause
         sys.stderr.write(f"Error: {' '.join(str(o.error).split())}\n")

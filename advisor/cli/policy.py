@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli._curve_options import FitFileOption, PrefixHitOption, PricingOption, WorkloadOption
+from advisor.cli._curve_options import (
+    FitFileOption,
+    ModelSizeOption,
+    PrefixHitOption,
+    PricingOption,
+    PromptTokensOption,
+    RpsOption,
+    WorkloadOption,
+)
 from advisor.cli._output import DbOption
 
 policy_app = typer.Typer(
@@ -63,15 +71,9 @@ def policy_export_cmd(
             help="Minimum cores: TTFT within this of ample cores.",
         ),
     ] = 0.50,
-    model_size: Annotated[
-        str | None, typer.Option("--model-size", metavar="SIZE", help="Workload: model size.")
-    ] = None,
-    rps: Annotated[
-        float | None, typer.Option("--rps", metavar="RATE", help="Workload: requests/s.")
-    ] = None,
-    prompt_tokens: Annotated[
-        int | None, typer.Option("--prompt-tokens", metavar="N", help="Workload: prompt tokens.")
-    ] = None,
+    model_size: ModelSizeOption = None,
+    rps: RpsOption = None,
+    prompt_tokens: PromptTokensOption = None,
     prefix_hit: PrefixHitOption = None,
     workload_name: WorkloadOption = None,
     output: Annotated[

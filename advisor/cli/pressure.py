@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli._curve_options import MaxWaitOption
 from advisor.cli._output import (
     TIME_FORMATS,
     DbOption,
@@ -200,13 +201,7 @@ def curve_cmd(
             "user, month. The model's prediction needs gpu_count."
         ),
     ] = "cluster,partition,gpu_type,gpu_count",
-    max_wait: Annotated[
-        float,
-        typer.Option(
-            help="The wait share that defines enough cores; the stall threshold is "
-            "this through the measured link."
-        ),
-    ] = DEFAULT_MAX_WAIT,
+    max_wait: MaxWaitOption = DEFAULT_MAX_WAIT,
     rps: Annotated[
         float | None,
         typer.Option(help="The load the model's prediction assumes (default: its reference)."),
@@ -284,10 +279,7 @@ def curve_cmd(
 
 @pressure_app.command("link")
 def link_cmd(
-    max_wait: Annotated[
-        float,
-        typer.Option(help="The wait share that defines enough cores (recommend's --max-wait)."),
-    ] = DEFAULT_MAX_WAIT,
+    max_wait: MaxWaitOption = DEFAULT_MAX_WAIT,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """The measured link between a job's CPU pressure (PSI) and the engine's run-queue wait:

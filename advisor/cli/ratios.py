@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_rows
 from advisor.cli._parse import csv_list, finite_float, pct, utc_time
 from advisor.cli.export import ParquetOption
+
+if TYPE_CHECKING:
+    from advisor import ratios
 
 
 class WeightChoice(StrEnum):
@@ -165,7 +168,25 @@ def ratios_command(
     if fmt is not OutputFormat.table:
         emit_rows(rows, fmt, columns=list(rows[0]) if rows else [*q.by, "jobs"])
         return
-    share = "share_jobs_below_" if q.weight is ratios.Weight.jobs else "share_gpu_hours_below_"
+    table = _people_rows(rows, q, with_usage)
+    what = "jobs" if q.weight is ratios.Weight.jobs else "GPU-hours"
+    emit_rows(
+        table,
+        fmt,
+        title=f"Cores per GPU (weighted by {what}; '<t' = share of {what} below t)",
+    )
+    _say_left_out(report, rows, q)
+
+
+def _people_rows(
+    rows: list[dict[str, Any]], q: ratios.RatioQuery, with_usage: bool
+) -> list[dict[str, Any]]:
+    """The table for people: the group, its size, the percentiles and the shares below each
+    threshold (and the fair share, the usage evidence where asked), as percentages."""
+    from advisor.ratios import Weight
+
+    by_jobs = q.weight is Weight.jobs
+    share = "share_jobs_below_" if by_jobs else "share_gpu_hours_below_"
     table = []
     for r in rows:
         t = {k: r[k] for k in q.by}
@@ -180,7 +201,7 @@ def ratios_command(
             t["fair share"] = r["fair_share_cores_per_gpu"]
             t["<fair"] = pct(
                 r["share_jobs_below_fair_share"]
-                if q.weight is ratios.Weight.jobs
+                if by_jobs
                 else r["share_gpu_hours_below_fair_share"]
             )
         if with_usage:
@@ -190,12 +211,13 @@ def ratios_command(
             )
             t["starved GPU-h"] = pct(r["share_gpu_hours_starved"])
         table.append(t)
-    what = "jobs" if q.weight is ratios.Weight.jobs else "GPU-hours"
-    emit_rows(
-        table,
-        fmt,
-        title=f"Cores per GPU (weighted by {what}; '<t' = share of {what} below t)",
-    )
+    return table
+
+
+def _say_left_out(
+    report: ratios.RatioReport, rows: list[dict[str, Any]], q: ratios.RatioQuery
+) -> None:
+    """On stderr: the jobs left out and why, or why no row matched."""
     if report.excluded:
         detail = ", ".join(f"{r} {n:,}" for r, n in report.excluded.items())
         sys.stderr.write(f"Excluded {report.excluded_jobs:,} jobs ({detail})\n")

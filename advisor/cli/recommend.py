@@ -12,17 +12,23 @@ import typer
 
 from advisor.cli._curve_options import (
     EngineVersionOption,
+    ExecutorOption,
     FitFileOption,
     GpuBusyOption,
+    MaxWaitOption,
+    ModelSizeOption,
     PrefixHitOption,
     PricingOption,
+    PromptTokensOption,
     RendererOption,
+    RpsOption,
     TpOption,
     WorkloadOption,
     _warn,
 )
 from advisor.cli._fast import fast_recommend as fast_recommend  # its old home; re-exported
 from advisor.cli._output import DbOption, FormatOption, OutputFormat, emit_json, emit_rows
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
 
 if TYPE_CHECKING:
     from advisor.recommend import JobRecommendation, PartitionQuery
@@ -67,23 +73,9 @@ def recommend_cmd(
             "without it, --partition recommends for the partition's observed jobs.",
         ),
     ] = None,
-    model_size: Annotated[
-        str | None,
-        typer.Option(
-            "--model-size",
-            metavar="SIZE",
-            help="Model size, e.g. 8b, 70b (default: the model's reference, 8b).",
-        ),
-    ] = None,
-    rps: Annotated[
-        float | None, typer.Option("--rps", metavar="RATE", help="Requests per second (default 8).")
-    ] = None,
-    prompt_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--prompt-tokens", metavar="N", help="Typical prompt length in tokens (default 16384)."
-        ),
-    ] = None,
+    model_size: ModelSizeOption = None,
+    rps: RpsOption = None,
+    prompt_tokens: PromptTokensOption = None,
     current_cpus_per_gpu: Annotated[
         float | None,
         typer.Option(
@@ -102,15 +94,7 @@ def recommend_cmd(
             "only sets the band of the TTFT curve shown as evidence (default 0.10).",
         ),
     ] = None,
-    max_wait: Annotated[
-        float,
-        typer.Option(
-            "--max-wait",
-            metavar="SHARE",
-            help="Enough cores: the engine core and the API server wait for a CPU at most this "
-            "share of the time (the wait model, docs/model.md).",
-        ),
-    ] = 0.15,
+    max_wait: MaxWaitOption = DEFAULT_MAX_WAIT,
     ample_ttft_ms: Annotated[
         float | None,
         typer.Option(
@@ -147,15 +131,7 @@ def recommend_cmd(
         ),
     ] = None,
     tp: TpOption = None,
-    executor: Annotated[
-        str | None,
-        typer.Option(
-            "--executor",
-            metavar="mp|uni",
-            help="vLLM's executor: uni (in-process, the default for TP=1) or mp (a "
-            "busy-waiting worker process per GPU; implied for TP > 1).",
-        ),
-    ] = None,
+    executor: ExecutorOption = None,
     prefix_hit: PrefixHitOption = None,
     gpu_busy: GpuBusyOption = None,
     workload_name: WorkloadOption = None,
@@ -172,10 +148,6 @@ def recommend_cmd(
     from advisor.recommend import Workload, parse_model_size
 
     tolerance = warn_tolerance(tolerance)
-    if not 0 < max_wait < 1:
-        from advisor.errors import UsageError
-
-        raise UsageError(f"--max-wait {max_wait:g}: a share of time between 0 and 1 (e.g. 0.15)")
 
     workload = Workload(
         parse_model_size(model_size),

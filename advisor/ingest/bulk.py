@@ -76,20 +76,10 @@ class Bulk:
         strict = attempt.strict
         raw_text = text.raw_text_expr(layout)
         skip = text.csv_params(path, compression, layout, strict, keep_rejects=False)
-        text.drop_reject_tables(con)
-        con.execute(
-            render("ingest/prescan", src=text.csv_src_sql(layout, only=_PRESCAN_FIELDS)),
-            {"cluster": options.cluster, **text.csv_params(path, compression, layout, strict)},
-        )
-        [row] = con.execute(query("ingest/prescan_summary")).fetchall()
-        records, steps, clusters, first, last, typed_tres, alloc_gres = row
-        # (the careful way, when it takes the file after all, fills its own from a sample)
-        stages.tres_lookup(con, "prescan_groups")
-        con.execute("DROP TABLE prescan_groups")
-        if steps > self.max_step_share * records:
+        scan = self._prescan(attempt)
+        if scan is None:
             return None
-        if records and _stored_near(con, clusters or [], first, last, options.source_tz):
-            return None
+        records, steps = scan.records, scan.steps
         # The lines the prescan could not read, repaired now: a record a newline split in its
         # last field then goes into the bulk insert whole, not as its first half updated
         # afterwards (an update among millions of fresh rows slows the commit).
@@ -104,24 +94,8 @@ class Bulk:
         con.execute("SET memory_limit = ?", [stages.memory_limit(steps)])
         text.drop_reject_tables(con)
         attempt.stage(1)
-        ids = text.csv_src_sql(layout, keep_rejects=False, only=_STEP_FIELDS)
-        no_lines = render("ingest/no_lines", src=ids)
-        stages.parse(con, no_lines, "CAST(NULL AS VARCHAR)", {**base, **skip}, create=True)
-        step_lines = render("ingest/step_lines", src=ids) if steps else no_lines
-        stages.step_rows(con, step_lines, {**base, **skip})
-        if count(con, query("ingest/count_bad_steps")):
-            # a reject keeps its whole text: read those step lines again, every column
-            con.execute(query("ingest/drop_bad_steps"))
-            every = render("ingest/step_lines", src=text.csv_src_sql(layout, keep_rejects=False))
-            stages.parse(
-                con,
-                every,
-                raw_text,
-                {**base, **skip, "delim": layout.delimiter},
-                create=False,
-                where="bad_field IS NOT NULL",
-            )
-        _tres_names(con, typed_tres or [], alloc_gres or [])
+        _parse_steps(con, layout, {**base, **skip}, steps, raw_text)
+        _tres_names(con, scan.typed_tres, scan.alloc_gres)
         stages.gpu_map(con, options, tables=("parsed", "tres_names"))
         lines = text.csv_src_sql(layout)
         if tails:
@@ -157,63 +131,22 @@ class Bulk:
                 _add_repaired(attempt, raw_text, base)
             allocations = records - steps - unread_allocs
             if inserted < allocations:
-                # unparsable allocation lines and those with a usage fault (the insert left
-                # both out): read for `rejects`, and the latter stored with that value NULL
-                every = render(
-                    "ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False)
-                )
-                stages.parse(
-                    con,
-                    every,
-                    raw_text,
-                    {**base, **skip, "delim": layout.delimiter},
-                    create=False,
-                    where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
-                )
-                lines = "(" + query("ingest/alloc_usage_faults") + ")"
-                faulty = stages.fold_sql(lines, steps_of=lines)
-                inserted += count(con, render("ingest/bulk_insert", rows=faulty), ids_param)
+                inserted += _insert_faulty(con, layout, {**base, **skip}, raw_text, ids_param)
             bad = count(con, query("ingest/count_bad_allocations"))
             if inserted + bad != allocations:  # the counts disagree
                 raise _HandOver
-            # every row of the load is in now, the repaired ones too
-            if count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
-                raise _HandOver
-            # array tasks keyed by JobID: the careful way gives them the raw id the file may
-            # hold for the same task elsewhere (keys.py)
-            if count(con, query("ingest/any_array_key_loaded"), ids_param):
-                raise _HandOver
-            stages.supersede_stale(con, ingest_id)
-            attempt.stage(3)
-            present = {c for c in layout.columns if c in CANONICAL_FIELDS}
-            loaded = Loaded(
-                source, present, fix.lines_read, fix.rejects, text.allocation_tails(layout, fix)
-            )
-            rejects = stages.collect_rejects(
-                con, loaded, orphans=("ingest/bulk_orphan_steps", ingest_id)
-            )
-            if any(
-                _line_is_step(r.raw, layout)
-                for r in rejects
-                if not r.kept and not r.reason.startswith(ORPHAN_REASON)
-            ):
-                # the step read took its id and usage columns alone, so it folded a step line
-                # the whole line's read refused (an extra field, a bad byte elsewhere): the
-                # careful way folds none of it, as the rejects row says
-                raise _HandOver
-            bookkeeping.store_rejects(con, ingest_id, source.label, rejects)
-            stored = count(con, query("ingest/count_loaded"), ids_param)
-            repaired = count(con, query("ingest/count_repaired_allocations"))
-            summary = stages.finish(
+            summary = _finish(
                 attempt,
-                loaded,
-                allocations + repaired,
-                rejects,
-                Written(inserted=stored),
-                bulk=True,
+                ingest_id,
+                Loaded(
+                    source,
+                    {c for c in layout.columns if c in CANONICAL_FIELDS},
+                    fix.lines_read,
+                    fix.rejects,
+                    text.allocation_tails(layout, fix),
+                ),
+                allocations,
             )
-            attempt.stage(4)
-            stages.commit(attempt)
         except _HandOver:
             con.execute("ROLLBACK")
             return None
@@ -223,6 +156,127 @@ class Bulk:
         finally:  # (an aborted transaction refuses a SET: restored here, after it ended)
             con.execute("SET disabled_optimizers = ?", [optimizers])
         return summary
+
+    def _prescan(self, attempt: Attempt) -> _Prescan | None:
+        """The file's counts and TRES strings from a read of a few columns (ing_tres_lookup
+        filled for the insert), or None where it is the careful way's: too many steps, or
+        stored rows near its submit range."""
+        con, source, options = attempt.con, attempt.source, attempt.options
+        layout = source.layout
+        assert layout is not None
+        text.drop_reject_tables(con)
+        params = text.csv_params(source.path, source.compression, layout, attempt.strict)
+        con.execute(
+            render("ingest/prescan", src=text.csv_src_sql(layout, only=_PRESCAN_FIELDS)),
+            {"cluster": options.cluster, **params},
+        )
+        [row] = con.execute(query("ingest/prescan_summary")).fetchall()
+        records, steps, clusters, first, last, typed_tres, alloc_gres = row
+        # (the careful way, when it takes the file after all, fills its own from a sample)
+        stages.tres_lookup(con, "prescan_groups")
+        con.execute("DROP TABLE prescan_groups")
+        if steps > self.max_step_share * records:
+            return None
+        if records and _stored_near(con, clusters or [], first, last, options.source_tz):
+            return None
+        return _Prescan(records, steps, typed_tres or [], alloc_gres or [])
+
+
+@dataclass(frozen=True)
+class _Prescan:
+    """What the prescan read: records and step lines, the TRES strings with typed GPUs and
+    the GRES strings of the allocations."""
+
+    records: int
+    steps: int
+    typed_tres: list[str]
+    alloc_gres: list[str]
+
+
+def _parse_steps(
+    con: duckdb.DuckDBPyConnection,
+    layout: detect.TextLayout,
+    params: dict[str, object],
+    steps: int,
+    raw_text: str,
+) -> None:
+    """Temp ``parsed_steps`` from the step lines' ids and usage (``parsed`` starts empty); a
+    step line that fails to parse is read again, every column, so its reject keeps its text."""
+    ids = text.csv_src_sql(layout, keep_rejects=False, only=_STEP_FIELDS)
+    no_lines = render("ingest/no_lines", src=ids)
+    stages.parse(con, no_lines, "CAST(NULL AS VARCHAR)", params, create=True)
+    step_lines = render("ingest/step_lines", src=ids) if steps else no_lines
+    stages.step_rows(con, step_lines, params)
+    if count(con, query("ingest/count_bad_steps")):
+        con.execute(query("ingest/drop_bad_steps"))
+        every = render("ingest/step_lines", src=text.csv_src_sql(layout, keep_rejects=False))
+        stages.parse(
+            con,
+            every,
+            raw_text,
+            {**params, "delim": layout.delimiter},
+            create=False,
+            where="bad_field IS NOT NULL",
+        )
+
+
+def _insert_faulty(
+    con: duckdb.DuckDBPyConnection,
+    layout: detect.TextLayout,
+    params: dict[str, object],
+    raw_text: str,
+    ids_param: dict[str, object],
+) -> int:
+    """Unparsable allocation lines and those with a usage fault (the insert left both out):
+    read for ``rejects``, the latter stored with that value NULL; the rows stored."""
+    every = render("ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False))
+    stages.parse(
+        con,
+        every,
+        raw_text,
+        {**params, "delim": layout.delimiter},
+        create=False,
+        where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
+    )
+    lines = "(" + query("ingest/alloc_usage_faults") + ")"
+    faulty = stages.fold_sql(lines, steps_of=lines)
+    return count(con, render("ingest/bulk_insert", rows=faulty), ids_param)
+
+
+def _finish(attempt: Attempt, ingest_id: int, loaded: Loaded, allocations: int) -> IngestSummary:
+    """Every row of the load is in, the repaired ones too: hand over where a key is there
+    twice or an array task is keyed by its JobID, else keep the rejects, finish and commit."""
+    con = attempt.con
+    ids_param = attempt.id_param
+    if count(con, query("ingest/bulk_overlap"), ids_param):  # a key twice
+        raise _HandOver
+    # array tasks keyed by JobID: the careful way gives them the raw id the file may hold for
+    # the same task elsewhere (keys.py)
+    if count(con, query("ingest/any_array_key_loaded"), ids_param):
+        raise _HandOver
+    stages.supersede_stale(con, ingest_id)
+    attempt.stage(3)
+    rejects = stages.collect_rejects(con, loaded, orphans=("ingest/bulk_orphan_steps", ingest_id))
+    layout = attempt.source.layout
+    assert layout is not None
+    if any(
+        _line_is_step(r.raw, layout)
+        for r in rejects
+        if not r.kept and not r.reason.startswith(ORPHAN_REASON)
+    ):
+        # the step read took its id and usage columns alone, so it folded a step line the
+        # whole line's read refused (an extra field, a bad byte elsewhere): the careful way
+        # folds none of it, as the rejects row says
+        raise _HandOver
+    bookkeeping.store_rejects(con, ingest_id, attempt.source.label, rejects)
+    stored = count(con, query("ingest/count_loaded"), ids_param)
+    repaired = count(con, query("ingest/count_repaired_allocations"))
+    summary = stages.finish(
+        attempt, loaded, allocations + repaired, rejects, Written(inserted=stored), bulk=True
+    )
+    attempt.stage(4)
+    stages.commit(attempt)
+    return summary
 
 
 def _line_is_step(line: str, layout: detect.TextLayout) -> bool:

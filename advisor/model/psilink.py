@@ -250,10 +250,9 @@ def link_report(max_wait: float, model: str | None = None) -> dict[str, Any]:
     """Every shipped link read at ``max_wait``: one row per role, executor, scope and kind with
     the PSI share there and its interval, and the ``--starved-psi`` that ``max_wait`` implies
     (``advisor pressure link``)."""
-    from advisor.errors import UsageError
+    from advisor.model.waitknee import check_max_wait
 
-    if not 0 < max_wait < 1:
-        raise UsageError(f"--max-wait {max_wait}: a share of time in (0, 1), e.g. 0.15")
+    check_max_wait(max_wait)
     links = shipped_links(model)
     rows = []
     for key, link in sorted(links.items()):

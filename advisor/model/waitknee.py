@@ -18,6 +18,7 @@ judged, at that count and every larger one. Its ``status``:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,15 @@ from advisor.model.knee import (
 # from `advisor bench curve --evidence` over the committed runs (docs/model.md, "The wait knee").
 DEFAULT_MAX_WAIT = 0.15
 JUDGED_ROLES: tuple[str, ...] = ("engine_core", "api_server")
+
+
+def check_max_wait(value: float, flag: str = "--max-wait") -> None:
+    """Raise UsageError unless ``value`` is a share of wall time in (0, 1): every command that
+    takes the threshold checks it here, so each refuses it in the same words."""
+    from advisor.errors import UsageError
+
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise UsageError(f"{flag} {value:g}: a share of wall time between 0 and 1 (e.g. 0.15)")
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
-"""The decision: how many cores a job's configuration needs, from its CPU demand.
+"""The decision: how many cores a job's configuration needs, read from the model's one
+prediction for its load (:func:`advisor.model.prediction.predict`).
 
-- The **demand** (:func:`job_demand`): the fitted per-process CPU of the configuration
-  (:mod:`advisor.model.demand`), with a 90% interval over the fit's series-bootstrap refits, and the
+- The **demand** (:class:`~advisor.model.prediction.JobDemand`): the fitted per-process CPU of
+  the configuration, with a 90% interval over the fit's series-bootstrap refits, and the
   tokenizer thread's utilisation (``tokenizer-saturated`` from
   :data:`advisor.model.demand.TOKENIZER_SATURATION_SHARE` on: the remedy is more renderer workers,
   at the rate one worker sustains, not more cores).
-- The **evidence** (:func:`evidence_for`): the calibration series of the configuration's family
-  (engine, GPUs, TP, executor: :func:`advisor.model.demand.family`), as the fit recorded
-  them. No series of the family: the answer is vLLM's 2 + N, ``evidence: none``.
-- The **answer** (:func:`decide`): with evidence and a wait model for the executor in the model
-  file (:func:`wait_answer`, :mod:`advisor.model.waitmodel`), the fewest cores, never below 2 + N,
+- The **evidence** (:class:`~advisor.model.prediction.Evidence`): the calibration series of the
+  configuration's family (engine, GPUs, TP, executor), as the fit recorded them. No series of
+  the family: the answer is vLLM's 2 + N, ``evidence: none``.
+- The **answer** (:func:`decide`, a function of the prediction and the thresholds): with
+  evidence and a wait model for the executor in the model file (:func:`wait_answer`, the
+  prediction's wait read at ``max_wait``), the fewest cores, never below 2 + N,
   whose predicted engine-core and API-server run-queue wait is at most ``max_wait``; else, with
   evidence, and where the fit's held-out decisions show
   the capacity model deciding better than 2 + N, the fewest whole cores with demand <= u x
@@ -29,27 +31,19 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from advisor.model import slowdown
-from advisor.model.demand import (
-    TOKENIZER_SATURATION_SHARE,
-    DemandParts,
-    capacity_cores,
-    demand_arrays,
-    demand_of,
-    family,
+from advisor.model.demand import capacity_cores
+from advisor.model.prediction import (  # re-exported: their home is the model's prediction
+    Evidence as Evidence,
 )
+from advisor.model.prediction import JobDemand as JobDemand
+from advisor.model.prediction import Prediction, predict
+from advisor.model.prediction import evidence_for as evidence_for
+from advisor.model.prediction import family_of as family_of
+from advisor.model.prediction import job_demand as job_demand
 from advisor.model.waitknee import DEFAULT_MAX_WAIT
-from advisor.model.waitmodel import (
-    SlowdownBound,
-    WaitFit,
-    WaitPrediction,
-    slowdown_bounds,
-    wait_curve,
-    wait_knee,
-)
-from advisor.recommend.query import JobFeatures, Workload, features_of
+from advisor.model.waitmodel import SlowdownBound, WaitPrediction
+from advisor.recommend.query import Workload, features_of
 
 CAPACITY = "capacity model"
 WAIT = "wait model"
@@ -110,81 +104,6 @@ def floor_cores(gpus: int) -> int:
     return 2 + int(gpus)
 
 
-def family_of(f: JobFeatures) -> str:
-    return family("vllm", f.gpus, f.tp, f.executor)
-
-
-@dataclass(frozen=True)
-class JobDemand:
-    """A job's CPU demand: its parts, its interval, and its tokenizer."""
-
-    parts: DemandParts
-    demand_cores_interval: tuple[float, float]  # 5-95% over the fit's refits
-    tokenizer_saturated: bool
-    renderer_workers_needed: int  # to bring each tokenizer thread under the saturation share
-    rps_per_renderer_worker: float | None  # the rate one worker sustains at this prompt length
-
-    @property
-    def demand_cores(self) -> float:
-        return self.parts.demand_cores
-
-
-def job_demand(params: slowdown.CurveParams, f: JobFeatures) -> JobDemand:
-    nd = slowdown.N_DEMAND
-    values = params.values[:nd]
-    parts = demand_of(
-        values,
-        load_rps=f.load_rps,
-        prompt_tokens=f.prompt_tokens,
-        gpus=f.gpus,
-        tp=f.tp,
-        executor=f.executor,
-        renderer_workers=f.renderer_workers,
-        gpu_busy=f.gpu_busy,
-    )
-    boots = [b[:nd] for b in params.bootstrap_values] or [values]
-    demands = [
-        float(
-            demand_arrays(
-                b,
-                tokens_per_s=f.tokens_per_s,
-                gpus=f.gpus,
-                tp=f.tp,
-                mp=f.executor == "mp",
-                gpu_busy=f.gpu_busy,
-            )[4]
-        )
-        for b in boots
-    ]
-    lo = min(float(np.quantile(demands, 0.05)), parts.demand_cores)
-    hi = max(float(np.quantile(demands, 0.95)), parts.demand_cores)
-    per_token = values[1] * f.prompt_tokens / 1e5  # tokenizer cores per request/s
-    tokenize = values[1] * f.tokens_per_s / 1e5  # tokenizer cores in all
-    return JobDemand(
-        parts,
-        (lo, hi),
-        parts.tokenizer_utilisation >= TOKENIZER_SATURATION_SHARE,
-        max(f.renderer_workers, math.ceil(tokenize / TOKENIZER_SATURATION_SHARE - 1e-9)),
-        TOKENIZER_SATURATION_SHARE / per_token if per_token > 0 else None,
-    )
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The calibration series of the job's configuration family."""
-
-    level: str  # "measured" or "none"
-    family: str
-    series: tuple[dict[str, Any], ...]
-
-
-def evidence_for(params: slowdown.CurveParams, f: JobFeatures) -> Evidence:
-    fam = family_of(f)
-    ids = set((params.meta.get("families") or {}).get(fam) or [])
-    series = tuple(s for s in params.meta.get("series") or [] if s.get("series") in ids)
-    return Evidence("measured" if series else "none", fam, series)
-
-
 @dataclass(frozen=True)
 class WaitAnswer:
     """The wait model's view of a job: predicted wait per role and core count, and the fewest
@@ -216,33 +135,13 @@ class WaitAnswer:
         return out
 
 
-def wait_answer(
-    params: slowdown.CurveParams,
-    f: JobFeatures,
-    demand: JobDemand,
-    cap: int,
-    max_wait: float = DEFAULT_MAX_WAIT,
-) -> WaitAnswer | None:
-    """The wait model's answer for the job, or None where the model file has no wait fit for
-    the job's executor (:mod:`advisor.model.waitmodel`)."""
-    fit = WaitFit.from_json(params.meta.get("wait"))
-    if fit is None or fit.get("engine_core", f.executor) is None:
+def wait_answer(prediction: Prediction, max_wait: float = DEFAULT_MAX_WAIT) -> WaitAnswer | None:
+    """The wait model's answer read from the prediction at ``max_wait``, or None where it
+    predicts no wait (no series of the family, no wait fit for the executor)."""
+    if not prediction.has_wait:
         return None
-    p = demand.parts
-    workers = f.gpus if f.executor == "mp" else 0
-    top = max(int(cap) * f.gpus, f.floor_cores)
-    counts = range(max(f.floor_cores - 1, 1), top + 1)
-    curve = wait_curve(
-        fit,
-        executor=f.executor,
-        workers=workers,
-        api_cores=p.api_server_cores,
-        engine_cores=p.engine_core_cores,
-        core_counts=counts,
-    )
-    knee = wait_knee(curve, max_wait=max_wait, floor=f.floor_cores)
-    demand_by_role = {"api_server": p.api_server_cores, "engine_core": p.engine_core_cores}
-    return WaitAnswer(max_wait, knee, tuple(curve), tuple(slowdown_bounds(curve, demand_by_role)))
+    knee = prediction.wait_knee(max_wait)
+    return WaitAnswer(max_wait, knee, prediction.waits, prediction.bounds)
 
 
 @dataclass(frozen=True)
@@ -272,20 +171,22 @@ def capacity_settings(params: slowdown.CurveParams) -> tuple[float, str, str]:
 
 def decide(
     params: slowdown.CurveParams,
-    f: JobFeatures,
-    demand: JobDemand,
+    prediction: Prediction,
     cap: int,
     max_wait: float = DEFAULT_MAX_WAIT,
 ) -> Decision:
+    """The cores the prediction asks for at ``max_wait`` (the wait model where it predicts a
+    wait, else the capacity model or 2 + N as the fit chose), at most ``cap`` per GPU: a
+    function of the prediction, the thresholds and the fit's capacity settings alone."""
+    f, demand, evidence = prediction.features, prediction.demand, prediction.evidence
     u, basis, why = capacity_settings(params)
     floor = floor_cores(f.gpus)
     capacity = capacity_cores(demand.demand_cores, u, floor)
-    evidence = evidence_for(params, f)
     # the wait model answers for a family the bench measured; elsewhere 2 + N stands
-    wait = wait_answer(params, f, demand, cap, max_wait) if evidence.level != "none" else None
+    wait = wait_answer(prediction, max_wait)
     if wait is not None:
         # the mechanism the bench resolves: how long the engine's processes queue for a CPU
-        top = max(int(cap) * f.gpus, floor)
+        top = prediction.top_cores
         total = wait.knee_cores if wait.knee_cores is not None else top
         basis = WAIT
         at = [wait.at(total, r) for r in ("engine_core", "api_server")]
@@ -349,7 +250,8 @@ def sufficient_cores(
     function behind a job's ``--cpus-per-gpu``, a partition's ``DefCpuPerGPU`` and the policy's
     rules. ``tolerance`` is accepted for older callers; the capacity answer does not use it."""
     f = features_of(platform, max(int(gpus), 1), workload, tp)
-    d = decide(params, f, job_demand(params, f), max(int(cap), 1), max_wait)
+    cap = max(int(cap), 1)
+    d = decide(params, predict(params, f, cap), cap, max_wait)
     curve = tuple(d.wait.to_json_list()) if d.wait else ()
     return Sufficient(d.cpus_per_gpu, d.cores_total, d.reached, d.basis, curve)
 

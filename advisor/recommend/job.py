@@ -4,8 +4,11 @@
 
 1. what the job is (:func:`~advisor.recommend.query.job_features`, built once);
 2. what the node type can give (:func:`~advisor.recommend.context.core_cap`);
-3. what CPU the job's processes need (:func:`~advisor.recommend.decision.job_demand`);
-4. how many cores that takes, on what basis (:func:`~advisor.recommend.decision.decide`);
+3. what the model predicts for its load over the node's core range, once
+   (:func:`~advisor.model.prediction.predict`: the demand, the wait per role and core count,
+   the slowdown bound from it);
+4. how many cores that takes, on what basis (:func:`~advisor.recommend.decision.decide`, a
+   function of the prediction and ``--max-wait``);
 5. what TTFT that gives, now and recommended (:func:`~advisor.recommend.curve.job_curve`);
 6. what the extra cores cost (:func:`advisor.pricing.cost_delta`), where the GPU type has a
    price (the cores do not depend on it: without one the cost fields are None and
@@ -25,19 +28,18 @@ from typing import Any
 
 from advisor.headline import basis_sentence, calibration_of
 from advisor.model import slowdown
+from advisor.model.prediction import JobDemand, predict
 from advisor.model.waitmodel import finite
-from advisor.pricing import CostDelta, PriceBook, cost_delta
+from advisor.pricing import PriceBook, cost_delta
 from advisor.recommend.context import RecommendContext, check_partition, core_cap
 from advisor.recommend.curve import JobCurve, job_curve
 from advisor.recommend.decision import (
     TOKENIZER_FLAG,
     WAIT,
     Decision,
-    JobDemand,
     check_answer,
     decide,
     enough_sentence,
-    job_demand,
 )
 from advisor.recommend.query import DEFAULT_TOLERANCE, JobFeatures, JobQuery, job_features
 from advisor.wording import cores_per_gpu_words, cores_text
@@ -160,22 +162,17 @@ def recommend_job(q: JobQuery, ctx: RecommendContext | None = None) -> JobRecomm
             return recommend_job(q, own)
     if q.partition is not None:
         check_partition(ctx, q.partition)
-    params, book = ctx.params, ctx.book
+    params = ctx.params
     assert f.platform is not None
-    instance = book.find_instance(f.platform)
+    instance = ctx.book.find_instance(f.platform)
     cap, cap_source = core_cap(ctx, f.platform, instance, q.max_cpus_per_gpu, q.partition)
     current = q.current_cpus_per_gpu if q.current_cpus_per_gpu is not None else 1.0 / q.gpus
-    demand = job_demand(params, f)
-    decision = decide(params, f, demand, cap, q.max_wait)
+    prediction = predict(params, f, cap)
+    demand = prediction.demand
+    decision = decide(params, prediction, cap, q.max_wait)
     curve = job_curve(params, f, current, decision.cpus_per_gpu, q.tolerance, cap)
-    extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
-    cost = (
-        None
-        if instance is None
-        else cost_delta(extra, q.gpus, instance, book.vcpu.usd_per_vcpu_hour)
-    )
     note = _pathological_note(f, demand, current) if curve.now.pathological else None
-    return _record(q, f, ctx, cap, cap_source, current, demand, decision, curve, cost, note)
+    return _record(q, f, ctx, cap, cap_source, current, demand, decision, curve, note)
 
 
 def _pathological_note(f: JobFeatures, demand: JobDemand, current: float) -> str:
@@ -324,7 +321,6 @@ def _record(
     demand: JobDemand,
     decision: Decision,
     curve: JobCurve,
-    cost: CostDelta | None,
     note: str | None,
 ) -> JobRecommendation:
     params, book = ctx.params, ctx.book
@@ -332,6 +328,8 @@ def _record(
     instance = book.find_instance(f.platform)
     extra = max(0.0, (decision.cpus_per_gpu - current) * q.gpus)
     usd_per_vcpu_hour = book.vcpu.usd_per_vcpu_hour
+    # pricing is a function of the decision: the extra cores at the instance's prices
+    cost = None if instance is None else cost_delta(extra, q.gpus, instance, usd_per_vcpu_hour)
     cost_reason = None if instance is not None else book.no_price_reason(f.platform)
     warnings = _warnings(params, f, demand, decision, curve, cap, current, note)
     if cost_reason is not None:

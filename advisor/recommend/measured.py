@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.model.psilink import predicted_stall
+from advisor.model.waitknee import check_max_wait
 
 if TYPE_CHECKING:  # the job-submit path imports this module and never DuckDB
     import numpy as np
@@ -160,13 +161,11 @@ def curve_report(
     by default), and each group's measured answer."""
     from dataclasses import replace
 
-    from advisor.errors import UsageError
     from advisor.model.psilink import STARVED_PSI_DEFAULT, links_from_json, starved_psi_for
     from advisor.model.slowdown import REF_LOAD_RPS, REF_PROMPT_TOKENS, load_params
     from advisor.pressure.curve import CurveQuery, curve_of
 
-    if not 0 < max_wait < 1:
-        raise UsageError(f"--max-wait {max_wait}: a share of time in (0, 1), e.g. 0.15")
+    check_max_wait(max_wait)
     params = load_params(model_file)
     implied = starved_psi_for(max_wait, links_from_json(params.meta.get("psi_link")))
     threshold = implied[0] if implied else STARVED_PSI_DEFAULT

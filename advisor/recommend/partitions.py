@@ -29,6 +29,7 @@ import numpy as np
 from advisor.dbpath import resolve_db_path
 from advisor.headline import basis_sentence, calibration_of
 from advisor.model import slowdown
+from advisor.model.waitknee import check_max_wait
 from advisor.progress import ProgressFn, no_progress
 from advisor.quantiles import job_percentiles_by_group
 from advisor.recommend.context import (
@@ -459,6 +460,7 @@ def recommend_partitions(
 
     check_tolerance(q.tolerance)
     check_tolerance(q.min_tolerance, "--min-tolerance")
+    check_max_wait(q.max_wait)
     if ctx is None:
         path = resolve_db_path(q.db)
         if not path.exists():  # before loading the curve, as the message is about the jobs

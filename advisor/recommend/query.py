@@ -20,6 +20,7 @@ from advisor.model.load import (  # re-exported: what a recommendation is asked 
     canonical_platform,
     features_of,
 )
+from advisor.model.waitknee import check_max_wait
 
 # TTFT within this share of ample cores counts as enough (the --tolerance default).
 DEFAULT_TOLERANCE = 0.10
@@ -91,6 +92,7 @@ def job_features(q: JobQuery) -> JobFeatures:
     if q.tp is not None and not 1 <= q.tp <= q.gpus:
         raise UsageError(f"--tp must be between 1 and --gpus ({q.gpus}), got {q.tp}")
     check_tolerance(q.tolerance)
+    check_max_wait(q.max_wait)
     for name, v in (
         ("--current-cpus-per-gpu", q.current_cpus_per_gpu),
         ("--ample-ttft-ms", q.ample_ttft_ms),

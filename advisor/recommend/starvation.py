@@ -81,8 +81,8 @@ def _wait_bounds(
     wait's bound for the rows whose recommendation the wait model decides (a family the bench
     measured, an executor the wait fit covers: :func:`advisor.recommend.decision.decide`).
     ``group``: each row's index into ``pairs``, its (GPUs, platform)."""
+    from advisor.model.prediction import evidence_for, job_demand
     from advisor.model.waitmodel import WaitFit, bound_array
-    from advisor.recommend.decision import evidence_for, job_demand
 
     fit = WaitFit.from_json(params.meta.get("wait"))
     if fit is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,6 +273,32 @@ def propagate_series_flags(runs: Sequence[dict[str, Any]]) -> None:
                 extra.setdefault("flags", []).append({"flag": "gpu-bound", "reason": reason})
 
 
+def _phase_measures(run: dict[str, Any]) -> Iterator[tuple[str, float | None, str, str]]:
+    """What an ``ok`` phase measured besides TTFT, as (metric, value, unit, what): each engine
+    process's run-queue wait and CPU, the GPUs' busy share, the machine's and the engine
+    cgroup's CPU pressure. Valid whatever TTFT's flags say (a GPU-bound or prefix-hit phase
+    still queues its threads or not)."""
+    for role, metric in WAIT_METRICS.items():
+        yield metric, wait_of_run(run, role), "fraction", f"run-queue wait share of the {role}"
+        what = f"CPU of the {role} from its threads' schedstat"
+        yield BUSY_METRICS[role], busy_of_run(run, role), "cores", what
+    util, gpus = run.get("gpu_util_percent"), run.get("gpus") or run.get("tp") or 1
+    # the engine core steps while the GPU has work: its CPU follows this (docs/model.md)
+    busy = None if util is None else min(max(float(util) / (100.0 * int(gpus)), 0.0), 1.0)
+    yield (
+        "gpu_busy_share",
+        busy,
+        "fraction",
+        "the GPUs' mean utilisation over the phase (nvidia-smi)",
+    )
+    for kind in ("some", "full"):
+        what = f"machine CPU pressure ({kind}) over the phase"
+        yield f"psi_cpu_{kind}_share", psi_of_run(run, "machine", kind), "fraction", what
+        # the engine's own cgroup, where the bench made one: what the node collector reads
+        what = f"the engine cgroup's CPU pressure ({kind}) over the phase"
+        yield f"psi_cgroup_{kind}_share", psi_of_run(run, "cgroup", kind), "fraction", what
+
+
 def calibration_points(
     run: dict[str, Any],
     source_ref: str | None = None,
@@ -338,38 +364,8 @@ def calibration_points(
     extra = run.get("extra") or {}
     flags = {f.get("flag") for f in extra.get("flags") or [] if isinstance(f, dict)}
     if status == "ok":
-        # what the engine's processes waited for and ran on a CPU: valid whatever TTFT's flags
-        # say (a GPU-bound or prefix-hit phase still queues its threads or not)
-        for role, metric in WAIT_METRICS.items():
-            add(metric, wait_of_run(run, role), "fraction", f"run-queue wait share of the {role}")
-            add(
-                BUSY_METRICS[role],
-                busy_of_run(run, role),
-                "cores",
-                f"CPU of the {role} from its threads' schedstat",
-            )
-        util, gpus = run.get("gpu_util_percent"), run.get("gpus") or run.get("tp") or 1
-        # the engine core steps while the GPU has work: its CPU follows this (docs/model.md)
-        add(
-            "gpu_busy_share",
-            None if util is None else min(max(float(util) / (100.0 * int(gpus)), 0.0), 1.0),
-            "fraction",
-            "the GPUs' mean utilisation over the phase (nvidia-smi)",
-        )
-        for kind in ("some", "full"):
-            add(
-                f"psi_cpu_{kind}_share",
-                psi_of_run(run, "machine", kind),
-                "fraction",
-                f"machine CPU pressure ({kind}) over the phase",
-            )
-            # the engine's own cgroup, where the bench made one: what the node collector reads
-            add(
-                f"psi_cgroup_{kind}_share",
-                psi_of_run(run, "cgroup", kind),
-                "fraction",
-                f"the engine cgroup's CPU pressure ({kind}) over the phase",
-            )
+        for measure in _phase_measures(run):
+            add(*measure)
     if flags & NOT_FITTED:
         return out  # TTFT did not measure the core effect (advisor.harness.metrics.run_flags)
     if status == "ok" and "timeouts" in flags:

@@ -20,7 +20,7 @@ from advisor.harness.results.series import describe, identity_of_run
 from advisor.harness.results.validate import check_wait
 from advisor.harness.serve.waits import wait_of_run
 from advisor.model.knee import KneeResult, measure_knee, replicates
-from advisor.model.waitknee import DEFAULT_MAX_WAIT, WaitKnee, measure_wait_knee
+from advisor.model.waitknee import DEFAULT_MAX_WAIT, WaitKnee, check_max_wait, measure_wait_knee
 
 CURVES_SCHEMA = "advisor.bench.curves/1"
 # Flags under which a run's TTFT does not describe the core effect (see metrics.run_flags).
@@ -287,6 +287,7 @@ def curve_report(
     """The curves of the run files under ``paths``; a path that does not exist is an error."""
     from advisor.errors import NotFoundError
 
+    check_max_wait(max_wait)
     for p in map(Path, paths):
         if not p.exists():
             raise NotFoundError(f"{p}: no such file or folder")

@@ -93,6 +93,35 @@ def _engine_args(argv: Any) -> dict[str, Any]:
     return out
 
 
+def _host(run: dict[str, Any], extra: dict[str, Any], gpus: int) -> dict[str, Any]:
+    """The report's host: the accelerators and their parallelism, the pinned cores, the CPU."""
+    return {
+        "type": ["replica"],
+        "accelerator": [
+            {
+                "model": run.get("gpu_name") or run.get("platform") or "unknown",
+                "count": gpus,
+                "parallelism": {"dp": 1, "tp": int(run.get("tp") or 1), "pp": 1, "ep": 1},
+                "metadata": {"platform": run.get("platform")},
+            }
+        ],
+        "metadata": {
+            "cores": run.get("cores"),
+            "cores_per_gpu": run.get("cores_per_gpu"),
+            "core_list": run.get("core_list"),
+            "client_core_list": extra.get("client_core_list"),
+            "client_shares_engine_cores": extra.get("client_shares_engine_cores"),
+            "pinning": extra.get("pinning"),
+            "pinning_after": extra.get("pinning_after"),
+            "cpu_model": run.get("cpu_model"),
+            "cpu_count": extra.get("cpu_count"),
+            "hostname": extra.get("hostname"),
+            "cluster": run.get("cluster"),
+            "partition": run.get("partition"),
+        },
+    }
+
+
 def run_report(data: dict[str, Any]) -> dict[str, Any]:
     """The llm-d v0.1 report of one ``ok`` run (a validated run JSON); ValueError otherwise."""
     run = data["run"]
@@ -131,31 +160,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
                 f"advisor bench run {run['run_id']}: {run.get('engine')} under "
                 f"{run.get('cores')} pinned CPU cores, attacker-victim load"
             ),
-            "host": {
-                "type": ["replica"],
-                "accelerator": [
-                    {
-                        "model": run.get("gpu_name") or run.get("platform") or "unknown",
-                        "count": int(gpus),
-                        "parallelism": {"dp": 1, "tp": int(run.get("tp") or 1), "pp": 1, "ep": 1},
-                        "metadata": {"platform": run.get("platform")},
-                    }
-                ],
-                "metadata": {
-                    "cores": run.get("cores"),
-                    "cores_per_gpu": run.get("cores_per_gpu"),
-                    "core_list": run.get("core_list"),
-                    "client_core_list": extra.get("client_core_list"),
-                    "client_shares_engine_cores": extra.get("client_shares_engine_cores"),
-                    "pinning": extra.get("pinning"),
-                    "pinning_after": extra.get("pinning_after"),
-                    "cpu_model": run.get("cpu_model"),
-                    "cpu_count": extra.get("cpu_count"),
-                    "hostname": extra.get("hostname"),
-                    "cluster": run.get("cluster"),
-                    "partition": run.get("partition"),
-                },
-            },
+            "host": _host(run, extra, int(gpus)),
             "platform": {
                 "engine": [
                     {
