@@ -150,13 +150,7 @@ class FixPlan:
         period (:class:`advisor.headline.MeasuredEvidence`)."""
         gpu_hours = sum(r.gpu_hours_per_month for r in self.rows)
         measured = sum(r.gpu_hours_measured / r.months for r in self.rows)
-        return MeasuredEvidence(
-            share_gpu_hours_measured=measured / gpu_hours if gpu_hours else 0.0,
-            held_low=sum(r.gpu_hours_lost_measured[0] / r.months for r in self.rows),
-            held_high=sum(r.gpu_hours_lost_measured[1] / r.months for r in self.rows),
-            groups=sum(1 for r in self.rows if r.gpu_hours_measured > 0),
-            groups_apart=sum(1 for r in self.rows if r.loss_disagreement),
-        )
+        return MeasuredEvidence.of(self.rows, measured, gpu_hours)
 
     @property
     def per_month(self) -> bool:

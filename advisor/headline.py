@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from advisor.wording import age_words, range_text
 
@@ -160,6 +160,19 @@ class UsageEvidence:
         )
 
 
+class MeasuredRow(Protocol):
+    """A loss row that knows its measured part: the report's and the fix plan's rows."""
+
+    @property
+    def gpu_hours_measured(self) -> float: ...
+    @property
+    def gpu_hours_lost_measured(self) -> tuple[float, float]: ...
+    @property
+    def loss_disagreement(self) -> str | None: ...
+    @property
+    def months(self) -> float: ...  # what the row's figures are divided by for one month
+
+
 @dataclass(frozen=True)
 class MeasuredEvidence:
     """How much of the GPU time behind the loss was measured (each job's cgroup CPU pressure),
@@ -171,6 +184,18 @@ class MeasuredEvidence:
     held_high: float
     groups: int
     groups_apart: int
+
+    @classmethod
+    def of(cls, rows: Sequence[MeasuredRow], measured: float, gpu_hours: float) -> MeasuredEvidence:
+        """From loss rows, each divided by its ``months`` (the report's rows are a month's, the
+        fix plan's their span's); ``measured`` and ``gpu_hours`` are already per month."""
+        return cls(
+            share_gpu_hours_measured=min(measured / gpu_hours, 1.0) if gpu_hours else 0.0,
+            held_low=sum(r.gpu_hours_lost_measured[0] / r.months for r in rows),
+            held_high=sum(r.gpu_hours_lost_measured[1] / r.months for r in rows),
+            groups=sum(1 for r in rows if r.gpu_hours_measured > 0),
+            groups_apart=sum(1 for r in rows if r.loss_disagreement),
+        )
 
     def words(self, period: str) -> str:
         if self.share_gpu_hours_measured <= 0:

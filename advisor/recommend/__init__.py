@@ -32,6 +32,7 @@ from advisor.recommend.decision import (
 from advisor.recommend.job import JobRecommendation, recommend_job
 from advisor.recommend.partitions import (
     DAYS_PER_MONTH,
+    MeasuredMix,
     PartitionQuery,
     PartitionRecommendation,
     PartitionReport,
@@ -71,6 +72,7 @@ __all__ = [
     "job_demand",
     "job_features",
     "measured_mix",
+    "MeasuredMix",
     "minimum_cores",
     "node_cap",
     "node_inventory",

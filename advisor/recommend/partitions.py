@@ -200,7 +200,11 @@ def measured_curves(con: Any, q: PartitionQuery, params: Any) -> PressureCurve:
     )
 
 
-def measured_mix(con: Any, q: PartitionQuery) -> dict[tuple[Any, ...], tuple[float, float, float]]:
+# per job-mix row key (partition, GPU family, CPUs, GPUs): its measured GPU-hours and held ends
+MeasuredMix = dict[tuple[Any, ...], tuple[float, float, float]]
+
+
+def measured_mix(con: Any, q: PartitionQuery) -> MeasuredMix:
     """recommend/measured_mix per job-mix row key (partition, GPU family, CPUs, GPUs) under
     ``q``'s filters: GPU-hours measured, and held (some, full)."""
     from advisor.store import query

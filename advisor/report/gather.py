@@ -32,6 +32,7 @@ from advisor.report.summary import (
 from advisor.report.tables import (
     assumptions_in_words,
     below_recommendation,
+    month_measured_mix,
     policy_compliance,
     starvation_estimates,
     warnings_for,
@@ -68,7 +69,8 @@ def build_report(
             "given): the sections that compare against them are empty."
         )
     progress(label, 2, steps)
-    starvation = starvation_estimates(con, month, cluster, inputs)
+    mix = month_measured_mix(con, month, cluster)
+    starvation = starvation_estimates(con, month, cluster, inputs, mix)
     progress(label, 3, steps)
     policy = policy_compliance(con, month, cluster, inputs)
     progress(label, 4, steps)
@@ -116,7 +118,7 @@ def build_report(
                 generated,
             ),
             headline=month_headline(
-                con, month, cluster, starvation, gpu_types, inputs, usage, generated
+                con, month, cluster, starvation, gpu_types, inputs, usage, generated, mix
             ),
         )
         if inputs.recommendations

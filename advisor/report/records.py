@@ -93,6 +93,11 @@ class StarvationEstimate:
     loss_disagreement: str | None = None
 
     @property
+    def months(self) -> float:
+        """A month's report: its figures are one month's (advisor.headline.MeasuredRow)."""
+        return 1.0
+
+    @property
     def usd_lost_interval(self) -> tuple[float, float] | None:
         if self.usd_per_gpu_hour is None:
             return None

@@ -20,7 +20,7 @@ from advisor.headline import (
     headline_of,
     model_error_of,
 )
-from advisor.recommend import PartitionRecommendation
+from advisor.recommend import MeasuredMix, PartitionRecommendation
 from advisor.report.inputs import ReportInputs
 from advisor.report.months import Month
 from advisor.report.records import BelowRecommendation, GpuTypeMonth, StarvationEstimate, Summary
@@ -36,10 +36,12 @@ def month_headline(
     inputs: ReportInputs,
     usage: UsageReport,
     now: dt.datetime,
+    mix: MeasuredMix,
 ) -> Headline:
     """The month's loss with its interval (the rows' ends added up: one set of refits judges
     every row, so they rise and fall together), as a share of every GPU-hour the month ran, with the
-    calibration of its GPU types, the data's age at ``now`` and the usage evidence."""
+    calibration of its GPU types, the data's age at ``now``, the usage evidence and what the
+    month's measured jobs (``mix``, :func:`advisor.report.tables.month_measured_mix`) held."""
     from advisor import datainfo
 
     fresh = [f for f in datainfo.freshness(con, now) if cluster is None or f.cluster == cluster]
@@ -80,30 +82,10 @@ def month_headline(
                 keys=("partition", "gpu_type"),
             ),
         ),
-        measured=_measured_evidence(con, month, cluster, starvation, gpu_types),
-    )
-
-
-def _measured_evidence(
-    con: duckdb.DuckDBPyConnection,
-    month: Month,
-    cluster: str | None,
-    starvation: Sequence[StarvationEstimate],
-    gpu_types: Sequence[GpuTypeMonth],
-) -> MeasuredEvidence:
-    """How much of the month's GPU time ran in jobs whose CPU pressure was measured, and the
-    loss their own stall held (the rows' split by measurement)."""
-    from advisor.recommend import PartitionQuery, measured_mix
-
-    q = PartitionQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ())
-    measured = sum(v[0] for v in measured_mix(con, q).values())
-    gpu_hours = sum(g.gpu_hours for g in gpu_types)
-    return MeasuredEvidence(
-        share_gpu_hours_measured=min(measured / gpu_hours, 1.0) if gpu_hours else 0.0,
-        held_low=sum(e.gpu_hours_lost_measured[0] for e in starvation),
-        held_high=sum(e.gpu_hours_lost_measured[1] for e in starvation),
-        groups=sum(1 for e in starvation if e.gpu_hours_measured > 0),
-        groups_apart=sum(1 for e in starvation if e.loss_disagreement),
+        # the month's measured GPU-hours: the same measured_mix the estimates' loss split read
+        measured=MeasuredEvidence.of(
+            starvation, sum(v[0] for v in mix.values()), sum(g.gpu_hours for g in gpu_types)
+        ),
     )
 
 

@@ -12,7 +12,7 @@ import duckdb
 from advisor import store
 from advisor.errors import AdvisorError
 from advisor.ratios import TargetQuery, below_target
-from advisor.recommend import PartitionRecommendation
+from advisor.recommend import MeasuredMix, PartitionRecommendation
 from advisor.report.distribution import ratio_groups, ratio_query
 from advisor.report.inputs import ReportInputs
 from advisor.report.months import Month
@@ -103,8 +103,23 @@ def below_recommendation(
     return accounts, tuple(rows[:top_n])
 
 
+def month_measured_mix(
+    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None
+) -> MeasuredMix:
+    """The month's measured jobs per job-mix row (:func:`advisor.recommend.measured_mix`): read
+    once per report month, by the loss split and the headline's measured share alike."""
+    from advisor.recommend import PartitionQuery, measured_mix
+
+    q = PartitionQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ())
+    return measured_mix(con, q)
+
+
 def starvation_estimates(
-    con: duckdb.DuckDBPyConnection, month: Month, cluster: str | None, inputs: ReportInputs
+    con: duckdb.DuckDBPyConnection,
+    month: Month,
+    cluster: str | None,
+    inputs: ReportInputs,
+    mix: MeasuredMix | None = None,
 ) -> tuple[StarvationEstimate, ...]:
     """Per (partition, GPU type): GPU time the month's jobs below the recommendation lost to
     CPU starvation, and what the missing cores would have cost.
@@ -112,11 +127,12 @@ def starvation_estimates(
     The loss and the missing cores are :func:`advisor.recommend.starvation`'s, the formula
     of :func:`advisor.recommend.recommend_partitions`, with the month's measured jobs losing
     what their own CPU pressure held (its split by measurement); the fix is priced at the
-    per-vCPU price, the loss at the reference instance's $ per GPU-hour.
+    per-vCPU price, the loss at the reference instance's $ per GPU-hour. ``mix``: the month's
+    measured jobs where the caller read them (:func:`month_measured_mix`).
     """
     import numpy as np
 
-    from advisor.recommend import PartitionQuery, measured_mix, starvation
+    from advisor.recommend import starvation
     from advisor.recommend.measured import loss_split
 
     recs = _rec_index(inputs)
@@ -131,10 +147,8 @@ def starvation_estimates(
         groups.setdefault((r[0], r[1]), []).append(r)
     usd_vcpu = prices.vcpu.usd_per_vcpu_hour
     # the month's measured jobs, whose loss is their own stall (recommend --partition's split)
-    mix = measured_mix(
-        con,
-        PartitionQuery(start=month.start, end=month.end, clusters=(cluster,) if cluster else ()),
-    )
+    if mix is None:
+        mix = month_measured_mix(con, month, cluster)
     out = []
     for key, members in groups.items():
         rec = recs.get(key)
