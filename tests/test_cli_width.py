@@ -93,3 +93,33 @@ def test_report_for_a_month_without_data_fails_in_one_line_naming_the_months_hel
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("Error: no GPU allocations in 2023-06: the database holds 2024-01 to ")
     assert not list(tmp_path.rglob("*.html"))
+
+
+def test_bench_curve_shows_what_decides_first_and_says_the_bracket(tmp_path: Path):
+    """Issue 50 items 7-8: at 120 columns `bench curve` dropped all 16 wait columns and kept
+    the TTFT detail; `--evidence` promised a bracket only its JSON had. Now the wait knee and
+    each role's wait with its interval come first, and the bracket is a sentence."""
+    from tests.bench_fixtures import unpack
+
+    unpack(ROOT / "data" / "bench" / "h100-2026-12-08-renderer" / "rw2-mp.tgz", tmp_path)
+    runs = str(tmp_path / "rw2-mp")
+    done = _run(120, "bench", "curve", runs)
+    assert done.returncode == 0, done.stderr
+    _fits(done.stdout, 120)
+    header = next(line for line in done.stdout.splitlines() if "curve" in line and "┃" in line)
+    assert [h.strip() for h in header.split("┃")[1:6]] == [
+        "curve",
+        "cores",
+        "wait knee",
+        "engine core wait",
+        "API server wait",
+    ]
+    (at3,) = [line for line in done.stdout.splitlines() if re.search(r"│ 3 +│", line)]
+    assert re.search(r"│ 4 +│ 0\.193 \[0\.17\d-0\.2\d*\] +│ 0\.17 \[", at3), at3
+    evidence = _run(120, "bench", "curve", runs, "--evidence")
+    assert evidence.returncode == 0, evidence.stderr
+    _fits(evidence.stdout, 120)
+    text = " ".join(evidence.stdout.split())
+    assert "The wait threshold lies between the largest wait with TTFT" in text
+    assert "0.57 (engine core, tp1 mp rw2 tokenize-heavy 6/s (light), 2 cores)" in text
+    assert "TTFT" in evidence.stdout.splitlines()[2] and "ITL" in evidence.stdout.splitlines()[2]

@@ -170,6 +170,11 @@ def emit_rows(
         )
 
 
+def emit_text(text: str) -> None:
+    """A sentence for people under a table, wrapped to the width the table fits."""
+    Console(width=_fit_width() or 100).print(text, markup=False, highlight=False)
+
+
 def _fit_width() -> int | None:
     """The width a person's table must fit: the terminal's, else ``COLUMNS`` where output is
     piped with it set; None (piped, no COLUMNS): the table's natural width."""

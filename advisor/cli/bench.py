@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -22,6 +22,7 @@ from advisor.cli._output import (
     RichProgress,
     emit_json,
     emit_rows,
+    emit_text,
 )
 from advisor.cli._parse import csv_list, finite_float
 from advisor.errors import UsageError
@@ -309,12 +310,77 @@ def curve_cmd(
         if fmt is OutputFormat.json:
             emit_json({"rows": rows, **evidence_summary(rows)})
             return
-        emit_rows(rows, fmt, title="bench curve --evidence")
+        if fmt is OutputFormat.table:
+            people = [
+                {
+                    "curve": r["curve"],
+                    "cores": r["cores"],
+                    "most wait": _interval_cell(r, "wait"),
+                    "TTFT": r["ttft"],
+                    "ITL": r["itl"],
+                    "of": r["role"].replace("_", " "),
+                }
+                for r in rows
+            ]
+            emit_rows(people, fmt, title="bench curve --evidence")
+        else:
+            emit_rows(rows, fmt, title="bench curve --evidence")
+        if fmt is OutputFormat.table:
+            emit_text(_bracket_words(evidence_summary(rows)))
         return
     if fmt is OutputFormat.json:
         emit_rows([c.to_json_dict() for c in found], fmt, title="bench curve")
         return
-    emit_rows(summary_rows(found), fmt, title="bench curve")
+    rows = summary_rows(found)
+    if fmt is OutputFormat.table:
+        rows = [_curve_row_for_people(r) for r in rows]
+    emit_rows(rows, fmt, title="bench curve")
+
+
+def _interval_cell(row: dict[str, Any], key: str) -> str | None:
+    """A value and its interval in one cell, "0.585 [0.554-0.616]"; None where not measured."""
+    value = row.get(key)
+    if value is None:
+        return None
+    low, high = row.get(f"{key}_low"), row.get(f"{key}_high")
+    if low is None or high is None:
+        return f"{value:g}"
+    return f"{value:g} [{low:g}-{high:g}]"
+
+
+def _curve_row_for_people(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``bench curve`` row for people, what decides first: the wait knee and each role's
+    wait with its interval, then the TTFT curve as evidence (csv and json keep every column)."""
+    return {
+        "curve": row["curve"],
+        "cores": row["cores"],
+        "wait knee": row["wait_knee_cores"]
+        if row["wait_knee_cores"] is not None
+        else row["wait_status"],
+        "engine core wait": _interval_cell(row, "wait_core"),
+        "API server wait": _interval_cell(row, "wait_api"),
+        "TTFT knee": row["knee_cores"] if row["knee_cores"] is not None else row["status"],
+        "TTFT slowdown": _interval_cell(row, "slowdown"),
+        "TTFT p50 ms": row["ttft_p50_ms"],
+        "ITL slowdown": _interval_cell(row, "itl_slowdown"),
+        "GPU worker wait": _interval_cell(row, "wait_worker"),
+        "blocks": row["blocks"],
+    }
+
+
+def _bracket_words(summary: dict[str, Any]) -> str:
+    """The bracket the threshold lies in, in words (``--format json`` has it as fields)."""
+
+    def at(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return "none measured"
+        return f"{r['wait']:g} ({r['role'].replace('_', ' ')}, {r['curve']}, {r['cores']} cores)"
+
+    return (
+        "The wait threshold lies between the largest wait with TTFT and inter-token latency "
+        f"within the tolerance beyond doubt, {at(summary['largest_harmless'])}, and the "
+        f"smallest with either slower beyond doubt, {at(summary['smallest_harmful'])}."
+    )
 
 
 @bench_app.command("replicate")
