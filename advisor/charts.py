@@ -1148,11 +1148,14 @@ def wait_curve_chart(
     max_wait: float,
     *,
     recommended_cores_per_gpu: float | None = None,
+    measured: pd.DataFrame | None = None,
     width: int = 620,
     height: int = 280,
 ) -> AnyChart:
     """The mechanism that decides the answer: each role's predicted CPU wait (share of the
-    time) against cores per GPU with its 90% band, the ``--max-wait`` rule, and the answer."""
+    time) against cores per GPU with its 90% band, the ``--max-wait`` rule, and the answer;
+    ``measured`` (:func:`advisor.model.calibration.waits.measured_waits`): the matching
+    series' measured waits as points with their range, over the prediction."""
     x = alt.X("cores_per_gpu:Q", scale=_LOG2, title=RATIO_AXIS_TITLE, axis=_RATIO_AXIS)
     colour = alt.Color("role:N", legend=_legend("process"))
     base = alt.Chart(frame)
@@ -1179,4 +1182,25 @@ def wait_curve_chart(
     if recommended_cores_per_gpu is not None:
         answer = pd.DataFrame({"answer": [float(recommended_cores_per_gpu)]})
         layers.append(alt.Chart(answer).mark_rule(color="#2e7d32").encode(x="answer:Q"))
+    if measured is not None and not measured.empty:
+        seen = alt.Chart(measured.assign(role=measured["role"].str.replace("_", " ")))
+        layers.append(
+            seen.mark_rule(strokeWidth=1.5).encode(x=x, y="low:Q", y2="high:Q", color=colour)
+        )
+        layers.append(
+            seen.mark_point(filled=True, size=70, shape="diamond", stroke="black").encode(
+                x=x,
+                y="wait:Q",
+                color=colour,
+                tooltip=[
+                    alt.Tooltip("series:N", title="measured series"),
+                    alt.Tooltip("role:N", title="process"),
+                    alt.Tooltip("cores:Q", title="cores in all"),
+                    alt.Tooltip("wait:Q", format=".1%", title="measured wait (median)"),
+                    alt.Tooltip("low:Q", format=".1%", title="lowest phase"),
+                    alt.Tooltip("high:Q", format=".1%", title="highest phase"),
+                    alt.Tooltip("phases:Q", title="phases"),
+                ],
+            )
+        )
     return alt.layer(*layers).properties(width=width, height=height)

@@ -51,6 +51,29 @@ def calibration_points(key: DbKey, max_slowdown: float) -> Any:
     return cached_call("training_set", _training_set, key, max_slowdown, extra=model_key())
 
 
+def _measured_waits(key: DbKey, load: tuple[int, int, str, int, float, float]) -> Any:
+    from advisor.model import calibration
+    from advisor.model.calibration.waits import measured_waits
+
+    gpus, tp, executor, renderers, rps, tokens = load
+    points = calibration.load_points(db=key[0]).points
+    return measured_waits(
+        points,
+        gpus=gpus,
+        tp=tp,
+        executor=executor,
+        renderer_workers=renderers,
+        load_rps=rps,
+        prompt_tokens=tokens,
+    )
+
+
+def measured_waits(key: DbKey, load: tuple[int, int, str, int, float, float]) -> Any:
+    """The measured waits of the calibration series that match a load (GPUs, TP, executor,
+    renderer workers, requests/s, prompt tokens), for the Recommend page's wait chart."""
+    return cached_call("measured_waits", _measured_waits, key, load, extra=model_key())
+
+
 def partition_recommendations(
     key: DbKey, a: Assumptions | None = None
 ) -> dict[tuple[str | None, str], Any]:

@@ -531,6 +531,28 @@ def test_recommend_shows_the_core_recommendation_curve_interval_and_calibration(
         assert "They differ because" in said[0]
 
 
+def test_recommend_overlays_the_matching_measured_series_on_the_wait_it_predicts(monkeypatch, dbs):
+    """Issue 48 item 3: where a calibration series of the same configuration measured a load
+    within 15% of the one asked (1 GPU, vLLM's executor for TP 1, 1 req/s of 32k tokens; the
+    H100 and H200 series of 1/s x 30,050 tokens), its waits are drawn over the prediction and
+    the caption says so."""
+    at = _app(monkeypatch, dbs["gpu"])
+    at.run()
+    _open(at, "recommend")
+    at.selectbox(key="rc_gpu_type").set_value("H100")
+    at.selectbox(key="rc_gpus").set_value(1)
+    at.number_input(key="rc_load").set_value(1.0)
+    at.select_slider(key="rc_tokens").set_value(32768)
+    at.run()
+    _no_exception(at, "recommend")
+    (wait_chart, *_) = _charts(at)
+    spec = json.loads(wait_chart.proto.spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]][-2:] == ["rule", "point"]
+    seen = [r for r in chart_rows(wait_chart) if "series" in r]
+    assert {r["series"].split()[0] for r in seen} == {"H100", "H200"}
+    assert any("Diamonds: what 2 measured series" in c.value for c in at.caption)
+
+
 def test_recommend_says_cpu_starved_in_words_and_never_shows_the_models_cap(monkeypatch, dbs):
     from advisor.model import slowdown
 

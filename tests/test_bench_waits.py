@@ -650,3 +650,45 @@ def test_an_engine_started_in_a_cgroup_of_its_own_reads_that_cgroups_pressure_an
         assert not made.exists()  # removed with the engine
     finally:
         parent.rmdir()
+
+
+def test_the_measured_waits_beside_a_prediction_are_the_matching_series_phases():
+    """Issue 48 item 3: the Recommend page's wait chart shows, over the prediction, what the
+    calibration series of the same configuration at a load within 15% measured: the median of
+    each core count's phases and their range, read here again from the shipped CSV itself."""
+    import pandas as pd
+
+    from advisor.charts import wait_curve_chart, wait_curve_frame
+    from advisor.model.calibration import load_points
+    from advisor.model.calibration.waits import measured_waits
+
+    points = load_points().points
+    kw = {"gpus": 1, "tp": 1, "renderer_workers": 1}
+    rows = measured_waits(points, executor="mp", load_rps=3.0, prompt_tokens=30050, **kw)
+    assert {r["series"] for r in rows} == {"H100 tokenize-heavy/mp 2.8/s x 30,050 tokens, 2026-12-06"}
+    csv = pd.read_csv(ROOT / "data" / "calibration" / "h100-vllm-0.26.0-2026-12-06-wait.csv")
+    mine = csv[
+        (csv["metric"] == "wait_engine_core_share")
+        & (csv["load_rps"] == 2.8)
+        & csv["notes"].str.contains("executor=mp ")
+    ]
+    for cores, phases in mine.groupby("cores")["value"]:
+        (row,) = [r for r in rows if r["role"] == "engine_core" and r["cores"] == cores]
+        assert row["wait"] == pytest.approx(phases.median())
+        assert (row["low"], row["high"], row["phases"]) == (phases.min(), phases.max(), len(phases))
+    assert {r["role"] for r in rows} == {"engine_core", "api_server"}
+    # another executor, TP, or a load 20% away: nothing measured to show
+    assert measured_waits(points, executor="uni", load_rps=8.0, prompt_tokens=16384, **kw) == []
+    assert measured_waits(points, executor="mp", load_rps=3.4, prompt_tokens=30050, **kw) == []
+    both = measured_waits(points, executor="uni", load_rps=1.0, prompt_tokens=30050, **kw)
+    assert {r["series"].split()[0] for r in both} == {"H100", "H200"}
+    curve = [
+        {"cores": c, "engine_core": {"wait": w, "low": w / 2, "high": w * 2}}
+        for c, w in ((2, 0.5), (3, 0.2), (4, 0.05))
+    ]
+    spec = wait_curve_chart(
+        wait_curve_frame(curve, 1), 0.15, recommended_cores_per_gpu=4, measured=pd.DataFrame(rows)
+    ).to_dict()
+    assert len(spec["layer"]) == 6 and "measured series" in json.dumps(spec)
+    bare = wait_curve_chart(wait_curve_frame(curve, 1), 0.15, measured=pd.DataFrame()).to_dict()
+    assert len(bare["layer"]) == 3

@@ -20,6 +20,7 @@ from app.loaders import cached_call, filter_options
 from app.messages import guarded, missing_feature
 from app.model_calls import (
     calibration_points,
+    measured_waits,
     model_file,
     model_key,
     model_params,
@@ -164,18 +165,39 @@ for w in rec.warnings:
 
 if rec.wait_curve:
     st.subheader("Predicted CPU wait against cores per GPU: what decides the answer")
+    seen = pd.DataFrame(
+        measured_waits(
+            key,
+            (
+                rec.gpus,
+                rec.tp,
+                rec.executor,
+                rec.renderer_workers,
+                float(rec.assumptions["workload"]["load_rps"]),
+                float(rec.assumptions["workload"]["prompt_tokens"]),
+            ),
+        )
+    )
     show_chart(
         "wait_curve_chart",
         charts.wait_curve_frame(rec.wait_curve, int(gpus)),
         max_wait,
         recommended_cores_per_gpu=rec.cpus_per_gpu,
+        measured=seen,
     )
     st.caption(
         "Each process's predicted share of the time it waits for a CPU (the wait model, fitted "
         "on the bench's measured run-queue waits; band: 90% interval). Red dashed rule: "
         f"--max-wait {max_wait:.0%}, the most either may wait; green rule: the answer, the "
-        "fewest cores per GPU at which both are under it (never below 2 + N). The TTFT curve "
-        "below is evidence beside it."
+        "fewest cores per GPU at which both are under it (never below 2 + N). "
+        + (
+            f"Diamonds: what {seen['series'].nunique()} measured series of this configuration "
+            "at a load within 15% of this one waited (median of its phases, line: their range). "
+            if not seen.empty
+            else "No measured series of this configuration and load to show beside it (one "
+            "within 15% of its requests/s and prompt tokens would be). "
+        )
+        + "The TTFT curve below is evidence beside it."
     )
 
 curve = charts.model_curve_frame(

@@ -148,3 +148,66 @@ def link_cells(points: Sequence[CalibrationPoint]) -> list[LinkCell]:
         for _, r in sorted(runs.items())
         if r["wait"] and r["psi"]
     ]
+
+
+# how far a measured series' requests/s and prompt tokens may be from a load to be shown as its
+# measurement: the wait moves with the demand, about in proportion to tokens/s near the knee
+MATCH_SHARE = 0.15
+
+
+def measured_waits(
+    points: Sequence[CalibrationPoint],
+    *,
+    gpus: int,
+    tp: int,
+    executor: str,
+    renderer_workers: int,
+    load_rps: float,
+    prompt_tokens: float,
+    within: float = MATCH_SHARE,
+) -> list[dict[str, Any]]:
+    """The measured run-queue wait of the engine core and the API server per core count, of
+    every calibration series of the same GPUs, TP, executor and renderer workers whose
+    requests/s and prompt tokens are each within ``within`` of the load's: one row per series,
+    role and core count with the median over its phases and their range. Empty where no
+    series matches (the chart then shows the prediction alone)."""
+    phases: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    labels: dict[str, str] = {}
+
+    def near(measured: float | None, wanted: float) -> bool:
+        return measured is not None and wanted > 0 and abs(measured / wanted - 1) <= within
+
+    for p in points:
+        kind = WAIT_POINT_METRICS.get(p.metric)
+        if kind is None or kind[0] != "wait" or kind[1] == "gpu_worker":
+            continue
+        if p.value is None or p.cores is None:
+            continue
+        series, c = series_name(p)
+        if (c.gpus, c.tp, c.executor, c.renderer_workers) != (gpus, tp, executor, renderer_workers):
+            continue
+        if not (near(c.load_rps, load_rps) and near(c.prompt_tokens, prompt_tokens)):
+            continue
+        phases[(series, kind[1], int(p.cores))].append(float(p.value))
+        labels[series] = (
+            f"{c.platform} {c.workload or ''} {c.load_rps:g}/s x {c.prompt_tokens:,} tokens"
+            f"{f', {c.measured_on}' if c.measured_on else ''}"
+        )
+    rows = []
+    for (series, role, cores), vals in sorted(phases.items()):
+        vals.sort()
+        mid = len(vals) // 2
+        median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+        rows.append(
+            {
+                "series": labels[series],
+                "role": role,
+                "cores": cores,
+                "cores_per_gpu": cores / max(gpus, 1),
+                "wait": median,
+                "low": vals[0],
+                "high": vals[-1],
+                "phases": len(vals),
+            }
+        )
+    return rows
