@@ -709,6 +709,93 @@ def bench_curves_chart(
     return alt.layer(*layers).properties(width=width, height=height)
 
 
+def loss_trend_chart(
+    frame: pd.DataFrame,
+    *,
+    group: str = "cluster",
+    value: str = "gpu_hours_lost",
+    y_title: str = "GPU-hours lost (est.)",
+    value_format: str = ",.0f",
+    width: int = 620,
+    height: int = 240,
+) -> AnyChart:
+    """A loss by month (:func:`advisor.report.trend.loss_by_month` summed per ``group``): the
+    point estimate as a line with points, its 90% interval (``<value>_low`` to
+    ``<value>_high``) as a band, one colour per group."""
+    x = alt.X("month:T", title="month", timeUnit="yearmonth")
+    colour = group_colour(
+        group, list(frame[group].astype(str)), alt.Legend(title=field_title(group), **_LEGEND)
+    )
+    base = alt.Chart(frame)
+    band = base.mark_area(opacity=0.2).encode(
+        x=x, y=f"{value}_low:Q", y2=f"{value}_high:Q", color=colour
+    )
+    line = base.mark_line(point=True).encode(
+        x=x,
+        y=alt.Y(f"{value}:Q", title=y_title, axis=alt.Axis(format="~s")),
+        color=colour,
+        tooltip=[
+            alt.Tooltip("month:T", format="%Y-%m"),
+            alt.Tooltip(f"{group}:N", title=field_title(group)),
+            alt.Tooltip(f"{value}:Q", format=value_format, title=y_title),
+            alt.Tooltip(f"{value}_low:Q", format=value_format, title="90% low"),
+            alt.Tooltip(f"{value}_high:Q", format=value_format, title="90% high"),
+        ],
+    )
+    return alt.layer(band, line).properties(width=width, height=height)
+
+
+def pressure_trend_chart(
+    frame: pd.DataFrame,
+    *,
+    group: str = "cluster",
+    width: int = 620,
+    height: int = 240,
+) -> AnyChart:
+    """The measured CPU pressure by month (``advisor.pressure.summary.pressure_groups`` by
+    month and ``group``): the measured jobs' stall share (PSI some, solid) and the share of the
+    GPU-hours measured (dashed), one colour per group."""
+    long = frame.melt(
+        id_vars=["month", group, "jobs_measured"],
+        value_vars=["some_share", "share_measured"],
+        var_name="what",
+        value_name="share",
+    )
+    long["what"] = long["what"].map(
+        {"some_share": "stalled (some)", "share_measured": "GPU-hours measured"}
+    )
+    long = long[long["share"].notna()]
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("month:T", title="month", timeUnit="yearmonth"),
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+            color=group_colour(
+                group,
+                list(long[group].astype(str)),
+                alt.Legend(title=field_title(group), **_LEGEND),
+            ),
+            strokeDash=alt.StrokeDash(
+                "what:N",
+                scale=alt.Scale(
+                    domain=["stalled (some)", "GPU-hours measured"], range=[[1, 0], [6, 3]]
+                ),
+                legend=_legend("share"),
+            ),
+            detail=alt.Detail("what:N"),
+            tooltip=[
+                alt.Tooltip("month:T", format="%Y-%m"),
+                alt.Tooltip(f"{group}:N", title=field_title(group)),
+                alt.Tooltip("what:N", title="share"),
+                alt.Tooltip("share:Q", format=".1%"),
+                alt.Tooltip("jobs_measured:Q", format=",", title="jobs measured"),
+            ],
+        )
+        .properties(width=width, height=height)
+    )
+
+
 def share_trend_chart(
     trends: pd.DataFrame,
     *,

@@ -84,3 +84,43 @@ def test_every_page_renders_the_sample_without_an_exception(monkeypatch, sample_
     log = next(d.value for d in at.dataframe if "inserted" in d.value.columns)
     sacct = log[log["source"].str.endswith("sacct-synth.txt.gz")]
     assert sacct["inserted"].tolist() == [20000] and sacct["status"].tolist() == ["done"]
+
+
+def test_trends_draw_the_loss_its_price_and_the_measured_pressure_by_month(
+    monkeypatch, sample_db, tmp_path
+):
+    """Issue 50 item 13: Trends had no series for lost GPU-hours, dollars or pressure over
+    time. On the sample with its pressure records: one loss line per cluster and month whose
+    values are the core's (advisor.report.trend.loss_by_month under the page's load), the same
+    in dollars, and the measured stall share by month."""
+    import shutil
+
+    from advisor.ingest import ingest_files
+    from advisor.report.trend import LossTrendQuery, loss_by_month
+    from app.assumptions import Assumptions
+
+    db = tmp_path / "pressure.duckdb"
+    shutil.copy(sample_db, db)
+    ingest_files(str(db), [SAMPLE / "pressure-synth.jsonl.gz"])
+    at = _app(monkeypatch, db)
+    at.switch_page("app_pages/trends.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    subheaders = [s.value for s in at.subheader]
+    assert "GPU-hours lost to too few cores, by cluster" in subheaders
+    assert "What it cost (USD at the GPU's hourly price), by cluster" in subheaders
+    assert "Measured CPU pressure, by cluster" in subheaders
+    charts = at.get("vega_lite_chart")
+    lost = [r for c in charts for r in chart_rows(c) if "gpu_hours_lost" in r and "usd_lost" in r]
+    want = loss_by_month(LossTrendQuery(db=str(db), workload=Assumptions().workload))
+    for cluster in ("research", "teaching"):
+        for month in sorted({r["month"] for r in want}):
+            mine = [r for r in want if r["cluster"] == cluster and r["month"] == month]
+            if not mine:
+                continue
+            (shown,) = [
+                r for r in lost if r["cluster"] == cluster and str(r["month"]).startswith(month)
+            ][:1]
+            assert shown["gpu_hours_lost"] == pytest.approx(sum(r["gpu_hours_lost"] for r in mine))
+    stalls = [r for c in charts for r in chart_rows(c) if r.get("what") == "stalled (some)"]
+    assert {str(r["month"])[:7] for r in stalls} >= {"2024-01", "2024-12"}
+    assert all(0 <= r["share"] <= 1 for r in stalls)

@@ -665,7 +665,9 @@ def test_the_measured_waits_beside_a_prediction_are_the_matching_series_phases()
     points = load_points().points
     kw = {"gpus": 1, "tp": 1, "renderer_workers": 1}
     rows = measured_waits(points, executor="mp", load_rps=3.0, prompt_tokens=30050, **kw)
-    assert {r["series"] for r in rows} == {"H100 tokenize-heavy/mp 2.8/s x 30,050 tokens, 2026-12-06"}
+    assert {r["series"] for r in rows} == {
+        "H100 tokenize-heavy/mp 2.8/s x 30,050 tokens, 2026-12-06"
+    }
     csv = pd.read_csv(ROOT / "data" / "calibration" / "h100-vllm-0.26.0-2026-12-06-wait.csv")
     mine = csv[
         (csv["metric"] == "wait_engine_core_share")

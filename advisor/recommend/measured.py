@@ -223,7 +223,7 @@ class LossSplit:
     model: Starvation
     model_measured: Starvation
 
-    def totals(self, part: slice | None = None) -> SplitTotals:
+    def totals(self, part: slice | np.ndarray | None = None) -> SplitTotals:
         """The loss of the rows ``part`` (None: all): the model's for the unmeasured jobs plus
         what the measured ones held (``some``; its interval from the model's refits and
         ``full``), and whether the model and the measurement disagree for the measured jobs."""

@@ -1,5 +1,6 @@
 """Trends page: P25 and P50 cores per GPU by month, split by cluster, partition or GPU type,
-and the share of GPU-hours below a threshold by month."""
+the share of GPU-hours below a threshold, the GPU-hours and dollars lost against today's answer,
+and the measured CPU pressure, by month."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from app.messages import stop_info
 from app.ratio_calls import excluded_caption, ratio_query, ratio_summary
 from app.sidebar import require_gpu_jobs, warn_stale, warn_unknown_gpu_types
 from app.tables import month_label, show_table
+from app.trend_view import show_loss_trend, show_pressure_trend
 
 st.title("Trends by month")
 key = db_key()
@@ -107,6 +109,9 @@ show_chart(
     min_jobs=FEW_JOBS,
 )
 st.caption("Solid: share of GPU-hours. Dashed: share of jobs. " + few_note)
+
+show_loss_trend(key, filters, split, split_label or "cluster")
+show_pressure_trend(key, filters, split, split_label or "cluster")
 
 with st.expander("The numbers"):
     show_table(

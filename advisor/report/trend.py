@@ -1,0 +1,144 @@
+"""The loss by month (the dashboard's Trends page): each month's GPU-hours lost to too few CPU
+cores, with the model's 90% interval, their price, and the month's measured CPU pressure.
+
+Every month is judged against one answer: today's recommendation per partition and GPU type
+over every job loaded (:func:`advisor.recommend.recommend_partitions` under the load asked), so
+that a month's change is the jobs' change, not the answer's. A month's loss is the monthly
+report's (:func:`advisor.report.tables.starvation_estimates`): the measured jobs lose what their
+own CPU pressure held, the model's estimate speaks for the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor import store
+from advisor.model.waitknee import DEFAULT_MAX_WAIT
+from advisor.progress import ProgressFn, no_progress
+from advisor.recommend.query import Workload
+
+
+@dataclass(frozen=True)
+class LossTrendQuery:
+    """Which jobs and under what load: the database, the months, the clusters, partitions and
+    GPU types (empty: all), the load the answer is sized for and the wait threshold."""
+
+    db: str | None = None
+    start: dt.datetime | None = None  # jobs that started in [start, end), UTC; None: open
+    end: dt.datetime | None = None
+    clusters: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
+    workload: Workload = Workload()
+    max_wait: float = DEFAULT_MAX_WAIT
+    model_file: str | None = None
+    pricing_file: str | None = None
+
+
+def loss_by_month(q: LossTrendQuery, progress: ProgressFn = no_progress) -> list[dict[str, Any]]:
+    """One row per month, cluster, partition and GPU type with jobs below today's answer: the
+    GPU-hours lost and their 90% interval, their price (None where the GPU type has none),
+    the GPU-hours below the answer and of every job, and the part measured. Each partition and
+    GPU type is judged in one evaluation over all its months (the rows are those the monthly
+    report judges one month at a time)."""
+    from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
+
+    path = store.resolve_db_path(q.db)
+    with RecommendContext.open(db=path, fit_file=q.model_file, pricing_file=q.pricing_file) as ctx:
+        progress("answer", 0, 2)
+        recs = recommend_partitions(
+            PartitionQuery(db=str(path), workload=q.workload, max_wait=q.max_wait), ctx=ctx
+        )
+        params, prices = ctx.params, ctx.book
+    con = store.connect(path, read_only=True)
+    try:
+        progress("months", 1, 2)
+        where = {"clusters": list(q.clusters), "start": q.start, "end": q.end}
+        rows = con.execute(store.query("report/job_mix_months"), where).fetchall()
+        measured = con.execute(store.query("report/measured_mix_months"), where).fetchall()
+    finally:
+        con.close()
+    mix = {tuple(r[:6]): (float(r[6]), float(r[7]), float(r[8])) for r in measured}
+    groups: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
+    for r in rows:
+        if _chosen(r[2], q.partitions) and _chosen(r[3], q.gpu_types):
+            groups[(r[2], r[3])].append(r)
+    answers = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in recs.rows}
+    out = []
+    for key, members in groups.items():
+        if key in answers:
+            out.extend(_group_months(params, prices, key, answers[key], members, mix))
+    progress("months", 2, 2)
+    out.sort(key=lambda r: (r["month"], r["cluster"], str(r["partition"]), r["gpu_type"]))
+    return out
+
+
+def _group_months(
+    params: Any,
+    prices: Any,
+    key: tuple[str | None, str],
+    answer: float,
+    members: list[tuple[Any, ...]],
+    mix: dict[tuple[Any, ...], tuple[float, float, float]],
+) -> list[dict[str, Any]]:
+    """One partition and GPU type's rows of every month and cluster against its ``answer``:
+    one starvation evaluation, then each (month, cluster)'s loss split by measurement."""
+    import numpy as np
+
+    from advisor.errors import AdvisorError
+    from advisor.recommend import starvation
+    from advisor.recommend.measured import loss_split
+
+    partition, gpu_type = key
+    platform = None if gpu_type == "(untyped)" else gpu_type
+    gpu_h = np.array([float(m[8]) for m in members])
+    starved = starvation(
+        params,
+        cpus=[m[4] for m in members],
+        gpus=[m[5] for m in members],
+        gpu_hours=gpu_h,
+        elapsed_s=[m[7] for m in members],
+        recommended_cores_per_gpu=answer,
+        platform=platform,
+    )
+    split = loss_split(mix, [tuple(m[:6]) for m in members], gpu_h.tolist(), starved)
+    try:
+        usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
+    except AdvisorError:
+        usd_gpu = None
+    at: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, m in enumerate(members):
+        at[(m[0], m[1])].append(i)
+    out = []
+    for (month, cluster), idx in at.items():
+        rows = np.array(idx)
+        if not starved.below[rows].any():
+            continue
+        t = split.totals(rows)
+        out.append(
+            {
+                "month": month,
+                "cluster": cluster,
+                "partition": partition,
+                "gpu_type": gpu_type,
+                "recommended_cores_per_gpu": answer,
+                "gpu_hours": float(gpu_h[rows].sum()),
+                "gpu_hours_below": float(gpu_h[rows][starved.below[rows]].sum()),
+                "gpu_hours_lost": t.lost,
+                "gpu_hours_lost_low": t.interval[0],
+                "gpu_hours_lost_high": t.interval[1],
+                "usd_lost": None if usd_gpu is None else t.lost * usd_gpu,
+                "usd_lost_low": None if usd_gpu is None else t.interval[0] * usd_gpu,
+                "usd_lost_high": None if usd_gpu is None else t.interval[1] * usd_gpu,
+                "gpu_hours_measured": t.gpu_hours_measured,
+            }
+        )
+    return out
+
+
+def _chosen(value: str | None, chosen: Sequence[str]) -> bool:
+    return not chosen or (value or "") in chosen
