@@ -264,6 +264,9 @@ def test_each_served_page_shows_what_a_person_needs_with_no_error(
             assert want in text, (kind, path, want)
         for unwanted in ABSENT.get(kind, {}).get(path, []):
             assert unwanted not in text, (kind, path, unwanted)
+        if kind == "sample" and path == "who":  # the page's purpose first (issue 50 item 11)
+            ranking = text.index("jobs below the target should ask for at least")
+            assert ranking < text.index("What the jobs used"), text[:400]
         assert "Traceback" not in text
         assert page.locator('[data-testid="stException"]').count() == 0
         if kind != "empty":

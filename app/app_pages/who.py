@@ -68,12 +68,12 @@ q = ratio_query(filters, by=(who, "cluster", "partition", "gpu_type"), weight="g
 # Rank on the cube's GPU-hours below for a wide pool, then by GPU-hours lost within it; one
 # pool for every "Show" value, so that moving the slider asks the database nothing new.
 report = below_target(key, q, targets, fixed_target, fixplan.RANKING_POOL)
-# what the jobs used, shown even when nothing ran below the allocation target
-show_usage_block(key, filters, who)
 if not report.groups_counted:
     stop_info("No GPU job matches the filters. Widen them in the sidebar.")
 if not report.groups:
-    stop_info("No GPU-hours ran below the target with these filters.")
+    st.info("No GPU-hours ran below the target with these filters.")
+    show_usage_block(key, filters, who)  # what the jobs used, even when none ran below
+    st.stop()
 
 
 # the report's accounts table ranks with the same function
@@ -149,3 +149,5 @@ st.caption(
 )
 assumptions_caption(assumed)
 excluded_caption(report)
+# the page's purpose first: what the jobs used and waited for is evidence below the ranking
+show_usage_block(key, filters, who)
