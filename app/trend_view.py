@@ -16,6 +16,7 @@ from app.filters import Filters
 from app.loaders import cached_call, cached_core
 from app.messages import guarded
 from app.model_calls import model_file, model_key
+from app.usage_block import pressure_query
 
 SUMMED = (
     "gpu_hours",
@@ -95,18 +96,11 @@ def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) 
 def show_pressure_trend(key: DbKey, filters: Filters, split: str, split_label: str) -> None:
     """The measured jobs' stall share by month, and how much of the GPU time was measured;
     nothing where no job was measured."""
-    from advisor.pressure.summary import PressureQuery, any_records, pressure_groups
+    from advisor.pressure.summary import any_records, pressure_groups
 
     if not guarded(lambda: cached_core("pressure_any", key, any_records)):
         return
-    q = PressureQuery(
-        by=("month", split),
-        start=filters.since_datetime,
-        end=filters.until_exclusive,
-        clusters=filters.clusters,
-        partitions=filters.partitions,
-        gpu_types=filters.gpu_types,
-    )
+    q = pressure_query(filters, ("month", split))
     rows = guarded(lambda: cached_core("pressure_groups", key, pressure_groups, q))
     measured = [r for r in rows if r["jobs_measured"]]
     if not measured:

@@ -4,6 +4,7 @@ and which of the two an admin should trust for the data selected (advisor.usage)
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pandas as pd
@@ -28,6 +29,21 @@ def _query(filters: Filters, by: tuple[str, ...]) -> Any:
     )
 
 
+def pressure_query(filters: Filters, by: tuple[str, ...] | None = None) -> Any:
+    """The sidebar's filters as a :class:`advisor.pressure.summary.PressureQuery` grouped by
+    ``by`` (None: by GPU type and cores-per-GPU bin)."""
+    from advisor.pressure.summary import PressureQuery
+
+    q = PressureQuery(
+        start=filters.since_datetime,
+        end=filters.until_exclusive,
+        clusters=filters.clusters,
+        partitions=filters.partitions,
+        gpu_types=filters.gpu_types,
+    )
+    return q if by is None else dataclasses.replace(q, by=by)
+
+
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.0f}%"
 
@@ -43,19 +59,13 @@ def _show_pressure(key: DbKey, filters: Filters) -> None:
     """Measured CPU pressure by GPU type and cores per GPU (docs/pressure.md): how much of the
     GPU time is measured, the stall share, the GPU-hours held between the full and some bounds,
     and its chart; nothing where no selected job was measured."""
-    from advisor.pressure.summary import PressureQuery, any_records, headline, pressure_groups
+    from advisor.pressure.summary import any_records, headline, pressure_groups
     from app.chart_view import show_chart
 
     # most databases hold no pressure records: one cached look a file, not a scan a filter
     if not guarded(lambda: cached_core("pressure_any", key, any_records)):
         return
-    q = PressureQuery(
-        start=filters.since_datetime,
-        end=filters.until_exclusive,
-        clusters=filters.clusters,
-        partitions=filters.partitions,
-        gpu_types=filters.gpu_types,
-    )
+    q = pressure_query(filters)
     rows = guarded(lambda: cached_core("pressure_groups", key, pressure_groups, q))
     head = headline(rows)
     if not head["jobs_measured"]:

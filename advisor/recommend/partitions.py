@@ -207,9 +207,9 @@ MeasuredMix = dict[tuple[Any, ...], tuple[float, float, float]]
 def measured_mix(con: Any, q: PartitionQuery) -> MeasuredMix:
     """recommend/measured_mix per job-mix row key (partition, GPU family, CPUs, GPUs) under
     ``q``'s filters: GPU-hours measured, and held (some, full)."""
-    from advisor.store import query
+    from advisor.store import render
 
-    rows = con.execute(query("recommend/measured_mix"), _mix_params(q)).fetchall()
+    rows = con.execute(render("recommend/measured_mix", keys=""), _mix_params(q)).fetchall()
     return {(r[0], r[1], r[2], r[3]): (float(r[4]), float(r[5]), float(r[6])) for r in rows}
 
 

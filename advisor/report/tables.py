@@ -140,7 +140,8 @@ def starvation_estimates(
         return ()
     params, prices = inputs.params, inputs.prices
     rows = con.execute(
-        store.query("report/job_mix"), {"start": month.start, "end": month.end, "cluster": cluster}
+        store.render("report/job_mix", keys=""),
+        {"start": month.start, "end": month.end, "cluster": cluster},
     ).fetchall()
     groups: dict[tuple[str | None, str], list[tuple]] = {}
     for r in rows:

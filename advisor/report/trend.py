@@ -21,6 +21,9 @@ from advisor.model.waitknee import DEFAULT_MAX_WAIT
 from advisor.progress import ProgressFn, no_progress
 from advisor.recommend.query import Workload
 
+# the keys the monthly rows add before the job mix's own: the month (UTC, by job start), cluster
+_MONTH_KEYS = "strftime(date_trunc('month', start), '%Y-%m') AS month, cluster,"
+
 
 @dataclass(frozen=True)
 class LossTrendQuery:
@@ -57,15 +60,21 @@ def loss_by_month(q: LossTrendQuery, progress: ProgressFn = no_progress) -> list
     con = store.connect(path, read_only=True)
     try:
         progress("months", 1, 2)
-        where = {"clusters": list(q.clusters), "start": q.start, "end": q.end}
-        rows = con.execute(store.query("report/job_mix_months"), where).fetchall()
-        measured = con.execute(store.query("report/measured_mix_months"), where).fetchall()
+        rows = con.execute(
+            store.render("report/job_mix", keys=_MONTH_KEYS),
+            {"start": q.start, "end": q.end, "cluster": None},
+        ).fetchall()
+        measured = con.execute(
+            store.render("recommend/measured_mix", keys=_MONTH_KEYS),
+            {"partition": None, "gpu_type": None, "clusters": [], "start": q.start, "end": q.end},
+        ).fetchall()
     finally:
         con.close()
     mix = {tuple(r[:6]): (float(r[6]), float(r[7]), float(r[8])) for r in measured}
     groups: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in rows:
-        if _chosen(r[2], q.partitions) and _chosen(r[3], q.gpu_types):
+        chosen = _chosen(r[1], q.clusters) and _chosen(r[2], q.partitions)
+        if chosen and _chosen(r[3], q.gpu_types):
             groups[(r[2], r[3])].append(r)
     answers = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in recs.rows}
     out = []
