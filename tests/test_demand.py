@@ -144,8 +144,8 @@ def test_demand_drivers_reproduces_the_figures_docs_model_states():
         check=True,
     )
     lines = {ln[:10]: ln for ln in done.stdout.splitlines()}
-    assert done.stdout.startswith("174 phases at their series' most cores, 17 folders")
-    assert "0.239 + 0.759 x GPU busy share: r 0.935" in lines["mp  engine"]
-    assert "leave one folder out: 0.047 against a constant's 0.138" in lines["mp  engine"]
+    assert done.stdout.startswith("216 phases at their series' most cores, 20 folders")
+    assert "0.241 + 0.766 x GPU busy share: r 0.932" in lines["mp  engine"]
+    assert "leave one folder out: 0.045 against a constant's 0.123" in lines["mp  engine"]
     # the in-process engine core: no better than a constant when a folder is left out
-    assert "leave one folder out: 0.097 against a constant's 0.097" in lines["uni engine"]
+    assert "leave one folder out: 0.086 against a constant's 0.079" in lines["uni engine"]
