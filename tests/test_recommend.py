@@ -689,6 +689,7 @@ def test_a_partition_default_and_the_policy_follow_the_job_function(no_db):
 
 
 def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Path):
+    # nor the partition half of advisor.recommend (issue 52: it loads on first use)
     import subprocess
     import sys
 
@@ -697,7 +698,8 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
         "recommend_job(JobQuery(gpu_type='H200', gpus=2, tp=2, workload=Workload("
         "workload='tokenize-heavy'))); "
         "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & "
-        "{'sklearn', 'scipy', 'pandas', 'duckdb', 'advisor.model.calibration'}))"
+        "{'sklearn', 'scipy', 'pandas', 'duckdb', 'advisor.model.calibration', "
+        "'advisor.recommend.partitions', 'advisor.recommend.starvation'}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120

@@ -11,8 +11,13 @@ One idea per module:
 - :mod:`~advisor.recommend.starvation`: GPU time lost below a recommendation, with interval;
 - :mod:`~advisor.recommend.partitions`: ``DefCpuPerGPU`` per partition and GPU family.
 
-Importing this package imports numpy, not scikit-learn, SciPy, pandas or DuckDB (a test checks).
+Importing this package imports numpy, not scikit-learn, SciPy, pandas or DuckDB (a test checks);
+the partition half (:mod:`~advisor.recommend.partitions`, :mod:`~advisor.recommend.starvation`)
+loads when one of its names is first read, so the job-submit path never pays for it.
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from advisor.recommend.context import (
     DEFAULT_MAX_CPUS_PER_GPU,
@@ -30,16 +35,6 @@ from advisor.recommend.decision import (
     sufficient_cores,
 )
 from advisor.recommend.job import JobRecommendation, recommend_job
-from advisor.recommend.partitions import (
-    DAYS_PER_MONTH,
-    MeasuredMix,
-    PartitionQuery,
-    PartitionRecommendation,
-    PartitionReport,
-    measured_mix,
-    recommend_by_cluster,
-    recommend_partitions,
-)
 from advisor.recommend.query import (
     JobFeatures,
     JobQuery,
@@ -49,7 +44,47 @@ from advisor.recommend.query import (
     job_features,
     parse_model_size,
 )
-from advisor.recommend.starvation import Starvation, starvation
+
+if TYPE_CHECKING:
+    from advisor.recommend.partitions import (
+        DAYS_PER_MONTH,
+        MeasuredMix,
+        PartitionQuery,
+        PartitionRecommendation,
+        PartitionReport,
+        measured_mix,
+        recommend_by_cluster,
+        recommend_partitions,
+    )
+    from advisor.recommend.starvation import Starvation, starvation
+
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "DAYS_PER_MONTH",
+            "MeasuredMix",
+            "PartitionQuery",
+            "PartitionRecommendation",
+            "PartitionReport",
+            "measured_mix",
+            "recommend_by_cluster",
+            "recommend_partitions",
+        ),
+        "advisor.recommend.partitions",
+    ),
+    **dict.fromkeys(("Starvation", "starvation"), "advisor.recommend.starvation"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the partition half, imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'advisor.recommend' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DAYS_PER_MONTH",
