@@ -727,12 +727,14 @@ def loss_trend_chart(
         group, list(frame[group].astype(str)), alt.Legend(title=field_title(group), **_LEGEND)
     )
     base = alt.Chart(frame)
+    # one axis title for the band and the line (vega-lite would join the band's field names)
+    y = alt.Y(f"{value}:Q", title=y_title, axis=alt.Axis(format="~s"))
     band = base.mark_area(opacity=0.2).encode(
-        x=x, y=f"{value}_low:Q", y2=f"{value}_high:Q", color=colour
+        x=x, y=alt.Y(f"{value}_low:Q", title=y_title), y2=f"{value}_high:Q", color=colour
     )
     line = base.mark_line(point=True).encode(
         x=x,
-        y=alt.Y(f"{value}:Q", title=y_title, axis=alt.Axis(format="~s")),
+        y=y,
         color=colour,
         tooltip=[
             alt.Tooltip("month:T", format="%Y-%m"),

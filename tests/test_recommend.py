@@ -699,7 +699,7 @@ def test_the_job_submit_path_imports_neither_scikit_learn_nor_scipy(tmp_path: Pa
         "workload='tokenize-heavy'))); "
         "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & "
         "{'sklearn', 'scipy', 'pandas', 'duckdb', 'advisor.model.calibration', "
-        "'advisor.recommend.partitions', 'advisor.recommend.starvation'}))"
+        "'advisor.recommend.partitions', 'advisor.recommend.measured'}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
@@ -1067,3 +1067,22 @@ def test_gpu_busy_moves_the_mp_engine_cores_demand_and_a_bad_share_is_refused(tm
         bad = run("--gpu-busy", "1.5", "--format", fmt)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         assert "--gpu-busy must be between 0 and 1, got 1.5" in bad.stderr
+
+
+def test_the_packages_names_are_its_functions_whatever_was_imported_first(tmp_path: Path):
+    """advisor.recommend loads its partition half on first use; a submodule imported before a
+    name is read must not stand where that name's function is (the Trends page met
+    ``starvation``, the module, where it called the function)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import advisor.recommend.starvation, advisor.recommend.partitions; "
+        "from advisor.recommend import starvation, recommend_partitions, PartitionQuery; "
+        "print(callable(starvation), callable(recommend_partitions), isinstance(PartitionQuery, type))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True"]

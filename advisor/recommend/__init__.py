@@ -12,8 +12,8 @@ One idea per module:
 - :mod:`~advisor.recommend.partitions`: ``DefCpuPerGPU`` per partition and GPU family.
 
 Importing this package imports numpy, not scikit-learn, SciPy, pandas or DuckDB (a test checks);
-the partition half (:mod:`~advisor.recommend.partitions`, :mod:`~advisor.recommend.starvation`)
-loads when one of its names is first read, so the job-submit path never pays for it.
+the partition half (:mod:`~advisor.recommend.partitions` and what it imports) loads when one of
+its names is first read, so the job-submit path never pays for it.
 """
 
 import importlib
@@ -56,24 +56,22 @@ if TYPE_CHECKING:
         recommend_by_cluster,
         recommend_partitions,
     )
-    from advisor.recommend.starvation import Starvation, starvation
+# (eager: importing the submodule would otherwise leave the module where the function is named)
+from advisor.recommend.starvation import Starvation, starvation
 
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "DAYS_PER_MONTH",
-            "MeasuredMix",
-            "PartitionQuery",
-            "PartitionRecommendation",
-            "PartitionReport",
-            "measured_mix",
-            "recommend_by_cluster",
-            "recommend_partitions",
-        ),
-        "advisor.recommend.partitions",
+_LAZY = dict.fromkeys(
+    (
+        "DAYS_PER_MONTH",
+        "MeasuredMix",
+        "PartitionQuery",
+        "PartitionRecommendation",
+        "PartitionReport",
+        "measured_mix",
+        "recommend_by_cluster",
+        "recommend_partitions",
     ),
-    **dict.fromkeys(("Starvation", "starvation"), "advisor.recommend.starvation"),
-}
+    "advisor.recommend.partitions",
+)
 
 
 def __getattr__(name: str) -> Any:
