@@ -3,6 +3,7 @@ the same everywhere (its label, its number format, months as ``2024-01``, no "No
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
@@ -178,18 +179,27 @@ MIN_COLUMN_PX = 64
 
 
 def fitted_widths(df: Any, labels: dict[str, str] | None = None) -> dict[str, int]:
-    """Column widths that keep the table within TABLE_WIDTH_PX (none when it fits as it is):
-    each column's natural width (its longest label word or cell, the first 200 rows) scaled
-    down alike, never under MIN_COLUMN_PX; a long label then wraps to its hover text."""
+    """Column widths that keep the table within TABLE_WIDTH_PX (none when it fits as it is).
+    Cells come first: where every column's longest cell (the first 200 rows) fits, each gets
+    that and the room left is shared towards its label's width (a long label then wraps to
+    its hover text, a flag or a name is never cut); only where the cells alone do not fit are
+    the columns scaled down alike, never under MIN_COLUMN_PX."""
     labels = labels or {}
     natural: dict[str, float] = {}
+    cell: dict[str, float] = {}
     for c in df.columns:
         label = labels.get(str(c), column_kind(str(c))[0])
         cells = df[c].head(200).map(lambda v: len(f"{v:,.2f}" if _is_number(v) else str(v)))
-        longest = max(len(label), int(cells.max()) if len(cells) else 0)
-        natural[str(c)] = CHAR_PX * min(longest, 48) + 28
+        longest_cell = int(cells.max()) if len(cells) else 0
+        natural[str(c)] = CHAR_PX * min(max(len(label), longest_cell), 48) + 28
+        cell[str(c)] = max(math.ceil(CHAR_PX * min(longest_cell, 48) + 28), MIN_COLUMN_PX)
     if sum(natural.values()) <= TABLE_WIDTH_PX:
         return {}
+    if sum(cell.values()) <= TABLE_WIDTH_PX:
+        room = TABLE_WIDTH_PX - sum(cell.values())
+        more = {c: natural[c] - cell[c] for c in cell if natural[c] > cell[c]}
+        share = min(1.0, room / sum(more.values())) if more else 0.0
+        return {c: int(w + share * more.get(c, 0.0)) for c, w in cell.items()}
     fixed: dict[str, int] = {}
     while True:  # columns pushed to the floor keep it; the others share what is left
         free = {c: w for c, w in natural.items() if c not in fixed}

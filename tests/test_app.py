@@ -893,3 +893,35 @@ def test_overview_puts_the_accounts_that_lose_most_on_the_first_screen(monkeypat
     who = at.dataframe[0].value.head(len(top))
     assert list(who["account"]) == list(top["account"])
     assert list(who["gpu_hours_lost"]) == pytest.approx(list(top["gpu_hours_lost"]))
+
+
+def test_a_squeezed_table_keeps_every_cell_whole_and_lets_long_labels_wrap():
+    """Issue 50 item 10: at 1400 px the Who table showed "--cpus-per-" and cut account names,
+    because long labels widened columns that were then scaled down alike. Where the cells fit,
+    each column gets at least its longest cell; only the labels wrap to their hover text."""
+    import math
+
+    import pandas as pd
+
+    from app.tables import CHAR_PX, MIN_COLUMN_PX, TABLE_WIDTH_PX, fitted_widths
+
+    frame = pd.DataFrame(
+        {
+            "account": ["lab-12-with-a-long-name", "a"],
+            "flag": ["--cpus-per-gpu=12", "--cpus-per-gpu=2"],
+            "jobs_below": [3, 40],
+            "gpu_hours_lost": [1.5, 2000.25],
+            **{f"n{i}": [i, i] for i in range(6)},
+        }
+    )
+    labels = {
+        "jobs_below": "Jobs below the answer (total, all months chosen)",
+        "gpu_hours_lost": "Lost GPU-h in the 1 hour of data (total, all months chosen)",
+    }
+    widths = fitted_widths(frame, labels)
+    assert widths and sum(widths.values()) <= TABLE_WIDTH_PX
+    for column, longest in {"account": 23, "flag": 17, "gpu_hours_lost": 8}.items():
+        assert widths[column] >= math.ceil(CHAR_PX * longest + 28), column
+    assert min(widths.values()) >= MIN_COLUMN_PX
+    # a table that fits as it is keeps Streamlit's own widths
+    assert fitted_widths(frame[["account", "flag"]]) == {}
