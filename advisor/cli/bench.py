@@ -311,22 +311,11 @@ def curve_cmd(
             emit_json({"rows": rows, **evidence_summary(rows)})
             return
         if fmt is OutputFormat.table:
-            people = [
-                {
-                    "curve": r["curve"],
-                    "cores": r["cores"],
-                    "most wait": _interval_cell(r, "wait"),
-                    "TTFT": r["ttft"],
-                    "ITL": r["itl"],
-                    "of": r["role"].replace("_", " "),
-                }
-                for r in rows
-            ]
+            people = [_evidence_row_for_people(r) for r in rows]
             emit_rows(people, fmt, title="bench curve --evidence")
+            emit_text(_bracket_words(evidence_summary(rows)))
         else:
             emit_rows(rows, fmt, title="bench curve --evidence")
-        if fmt is OutputFormat.table:
-            emit_text(_bracket_words(evidence_summary(rows)))
         return
     if fmt is OutputFormat.json:
         emit_rows([c.to_json_dict() for c in found], fmt, title="bench curve")
@@ -365,6 +354,19 @@ def _curve_row_for_people(row: dict[str, Any]) -> dict[str, Any]:
         "ITL slowdown": _interval_cell(row, "itl_slowdown"),
         "GPU worker wait": _interval_cell(row, "wait_worker"),
         "blocks": row["blocks"],
+    }
+
+
+def _evidence_row_for_people(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``bench curve --evidence`` row for people: the most judged wait with its interval
+    beside the TTFT and ITL verdicts, then whose wait it is."""
+    return {
+        "curve": row["curve"],
+        "cores": row["cores"],
+        "most wait": _interval_cell(row, "wait"),
+        "TTFT": row["ttft"],
+        "ITL": row["itl"],
+        "of": row["role"].replace("_", " "),
     }
 
 
