@@ -4,6 +4,7 @@ series' demand at its most cores (:class:`advisor.model.waitmodel.WaitPhase`).""
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -195,18 +196,15 @@ def measured_waits(
         )
     rows = []
     for (series, role, cores), vals in sorted(phases.items()):
-        vals.sort()
-        mid = len(vals) // 2
-        median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
         rows.append(
             {
                 "series": labels[series],
                 "role": role,
                 "cores": cores,
                 "cores_per_gpu": cores / max(gpus, 1),
-                "wait": median,
-                "low": vals[0],
-                "high": vals[-1],
+                "wait": statistics.median(vals),
+                "low": min(vals),
+                "high": max(vals),
                 "phases": len(vals),
             }
         )
