@@ -82,14 +82,10 @@ def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) 
             y_title="USD lost (est.)",
             value_format="$,.0f",
         )
-        unpriced = sorted(set(frame[split]) - set(priced[split]))
+        unpriced = sorted({str(r["gpu_type"]) for r in rows if r["usd_lost"] is None})
         st.caption(
             "The lost GPU-hours at the reference instance's price per GPU-hour (on demand)."
-            + (
-                f" Not priced: {', '.join(unpriced)} (no price for its GPU type)."
-                if unpriced
-                else ""
-            )
+            + (f" Left out, no price for the GPU type: {', '.join(unpriced)}." if unpriced else "")
         )
 
 
