@@ -9,11 +9,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from advisor.errors import AdvisorError
 from app.assumptions import assumptions
 from app.chart_view import show_chart
 from app.db import DbKey
 from app.filters import Filters
-from app.loaders import cached_call, cached_core
+from app.loaders import cached_core
 from app.messages import guarded
 from app.model_calls import model_file, model_key
 from app.usage_block import pressure_query
@@ -41,9 +42,16 @@ def _by_month(rows: list[dict[str, Any]], split: str) -> pd.DataFrame:
     return out
 
 
+def _loss_on(con: Any, q: Any, _model_key: tuple[str, float]) -> list[dict[str, Any]]:
+    """``loss_by_month`` on this run's connection (``_model_key`` only keys the cache)."""
+    from advisor.report.trend import loss_by_month
+
+    return loss_by_month(q, con)
+
+
 def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) -> None:
     """GPU-hours lost and their price by month, each with its 90% band."""
-    from advisor.report.trend import LossTrendQuery, loss_by_month
+    from advisor.report.trend import LossTrendQuery
 
     a = assumptions()
     q = LossTrendQuery(
@@ -57,8 +65,12 @@ def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) 
         max_wait=a.max_wait,
         model_file=model_file(),
     )
-    rows = cached_call("loss_by_month", loss_by_month, q, extra=(key, model_key()))
     st.subheader(f"GPU-hours lost to too few cores, by {split_label}")
+    try:
+        rows = cached_core("loss_by_month", key, _loss_on, q, model_key())
+    except AdvisorError as exc:  # no model answer: the charts above need none
+        st.info(f"No loss by month without the model's answer: {exc}")
+        return
     if not rows:
         st.info("No job of these months ran below the recommended cores per GPU: nothing lost.")
         return

@@ -42,22 +42,28 @@ class LossTrendQuery:
     pricing_file: str | None = None
 
 
-def loss_by_month(q: LossTrendQuery, progress: ProgressFn = no_progress) -> list[dict[str, Any]]:
+def loss_by_month(
+    q: LossTrendQuery, con: Any = None, progress: ProgressFn = no_progress
+) -> list[dict[str, Any]]:
     """One row per month, cluster, partition and GPU type with jobs below today's answer: the
     GPU-hours lost and their 90% interval, their price (None where the GPU type has none),
     the GPU-hours below the answer and of every job, and the part measured. Each partition and
     GPU type is judged in one evaluation over all its months (the rows are those the monthly
-    report judges one month at a time)."""
+    report judges one month at a time). ``con``: an open connection to ``q.db`` to read instead
+    of opening one (left open)."""
     from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
 
     path = store.resolve_db_path(q.db)
-    with RecommendContext.open(db=path, fit_file=q.model_file, pricing_file=q.pricing_file) as ctx:
+    with RecommendContext.open(
+        db=path, fit_file=q.model_file, pricing_file=q.pricing_file, con=con
+    ) as ctx:
         progress("answer", 0, 2)
         recs = recommend_partitions(
             PartitionQuery(db=str(path), workload=q.workload, max_wait=q.max_wait), ctx=ctx
         )
         params, prices = ctx.params, ctx.book
-    con = store.connect(path, read_only=True)
+    own = con is None
+    con = store.connect(path, read_only=True) if own else con
     try:
         progress("months", 1, 2)
         rows = con.execute(
@@ -69,7 +75,8 @@ def loss_by_month(q: LossTrendQuery, progress: ProgressFn = no_progress) -> list
             {"partition": None, "gpu_type": None, "clusters": [], "start": q.start, "end": q.end},
         ).fetchall()
     finally:
-        con.close()
+        if own:
+            con.close()
     mix = {tuple(r[:6]): (float(r[6]), float(r[7]), float(r[8])) for r in measured}
     groups: dict[tuple[str | None, str], list[tuple[Any, ...]]] = defaultdict(list)
     for r in rows:
