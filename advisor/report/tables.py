@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import duckdb
+import numpy as np
 
 from advisor import store
 from advisor.errors import AdvisorError
@@ -16,6 +19,12 @@ from advisor.recommend import MeasuredMix, PartitionRecommendation
 from advisor.report.distribution import ratio_groups, ratio_query
 from advisor.report.inputs import ReportInputs
 from advisor.report.months import Month
+
+if TYPE_CHECKING:
+    from advisor.model.slowdown import CurveParams
+    from advisor.pricing import PriceBook
+    from advisor.recommend import Starvation
+    from advisor.recommend.measured import LossSplit
 from advisor.report.records import (
     BelowRecommendation,
     PolicyCompliance,
@@ -130,11 +139,6 @@ def starvation_estimates(
     per-vCPU price, the loss at the reference instance's $ per GPU-hour. ``mix``: the month's
     measured jobs where the caller read them (:func:`month_measured_mix`).
     """
-    import numpy as np
-
-    from advisor.recommend import starvation
-    from advisor.recommend.measured import loss_split
-
     recs = _rec_index(inputs)
     if not recs or inputs.params is None or inputs.prices is None:
         return ()
@@ -146,7 +150,6 @@ def starvation_estimates(
     groups: dict[tuple[str | None, str], list[tuple]] = {}
     for r in rows:
         groups.setdefault((r[0], r[1]), []).append(r)
-    usd_vcpu = prices.vcpu.usd_per_vcpu_hour
     # the month's measured jobs, whose loss is their own stall (recommend --partition's split)
     if mix is None:
         mix = month_measured_mix(con, month, cluster)
@@ -155,50 +158,94 @@ def starvation_estimates(
         rec = recs.get(key)
         if rec is None:
             continue
-        partition, gpu_type = key
-        dflt = float(rec.def_cpu_per_gpu)
-        platform = None if gpu_type == "(untyped)" else gpu_type
-        gpu_h = np.array([float(m[6]) for m in members])
-        starved = starvation(
-            params,
-            cpus=[m[2] for m in members],
-            gpus=[m[3] for m in members],
-            gpu_hours=gpu_h,
-            elapsed_s=[m[5] for m in members],
-            recommended_cores_per_gpu=dflt,
-            platform=platform,
-        )
-        below = starved.below
-        if not below.any():
-            continue
-        extra = starved.fix_vcpu_hours
-        t = loss_split(mix, [tuple(m[:4]) for m in members], gpu_h.tolist(), starved).totals()
-        lost = t.lost
-        try:
-            usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
-        except AdvisorError:
-            usd_gpu = None
-        out.append(
-            StarvationEstimate(
-                partition=partition,
-                gpu_type=gpu_type,
-                recommended_cores_per_gpu=dflt,
-                gpu_hours_below=float(gpu_h[below].sum()),
-                gpu_hours_lost=lost,
-                extra_cpu_hours=extra,
-                usd_per_vcpu_hour=usd_vcpu,
-                usd_to_fix=extra * usd_vcpu,
-                usd_per_gpu_hour=usd_gpu,
-                usd_lost=lost * usd_gpu if usd_gpu is not None else None,
-                gpu_hours_lost_interval=t.interval,
-                gpu_hours=float(gpu_h.sum()),
-                gpu_hours_measured=t.gpu_hours_measured,
-                gpu_hours_lost_measured=t.held,
-                loss_disagreement=t.disagreement,
-            )
-        )
+        judged = judge_mix(params, prices, key, float(rec.def_cpu_per_gpu), members, mix)
+        estimate = judged.estimate()
+        if estimate is not None:
+            out.append(estimate)
     out.sort(key=lambda e: (-e.gpu_hours_lost, str(e.partition), e.gpu_type))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class JudgedMix:
+    """One partition and GPU type's job-mix rows judged against its recommended cores per GPU:
+    the model's starvation per row, the loss split by measurement, and the prices."""
+
+    partition: str | None
+    gpu_type: str
+    recommended_cores_per_gpu: float
+    gpu_hours: np.ndarray  # per row
+    starved: Starvation
+    split: LossSplit
+    usd_per_vcpu_hour: float
+    usd_per_gpu_hour: float | None  # None: no price for the GPU type
+
+    def estimate(self, rows: np.ndarray | None = None) -> StarvationEstimate | None:
+        """The loss and the fix of ``rows`` (None: all), or None where none ran below."""
+        pick = slice(None) if rows is None else rows
+        below = self.starved.below[pick]
+        if not below.any():
+            return None
+        gpu_h = self.gpu_hours[pick]
+        extra = float(np.sum(self.starved.fix_rows[pick]))
+        t = self.split.totals(rows)
+        usd_gpu = self.usd_per_gpu_hour
+        return StarvationEstimate(
+            partition=self.partition,
+            gpu_type=self.gpu_type,
+            recommended_cores_per_gpu=self.recommended_cores_per_gpu,
+            gpu_hours_below=float(gpu_h[below].sum()),
+            gpu_hours_lost=t.lost,
+            extra_cpu_hours=extra,
+            usd_per_vcpu_hour=self.usd_per_vcpu_hour,
+            usd_to_fix=extra * self.usd_per_vcpu_hour,
+            usd_per_gpu_hour=usd_gpu,
+            usd_lost=t.lost * usd_gpu if usd_gpu is not None else None,
+            gpu_hours_lost_interval=t.interval,
+            gpu_hours=float(gpu_h.sum()),
+            gpu_hours_measured=t.gpu_hours_measured,
+            gpu_hours_lost_measured=t.held,
+            loss_disagreement=t.disagreement,
+        )
+
+
+def judge_mix(
+    params: CurveParams,
+    prices: PriceBook,
+    key: tuple[str | None, str],
+    answer: float,
+    members: Sequence[tuple[Any, ...]],
+    mix: MeasuredMix,
+    keys: int = 0,
+) -> JudgedMix:
+    """``members``: report/job_mix rows of one (partition, GPU type) ``key``, with ``keys``
+    more key columns before the row's own (the month and cluster of the loss by month); one
+    starvation evaluation of them all at ``answer`` cores per GPU, their measured jobs losing
+    what their own pressure held (``mix`` keyed as the rows are)."""
+    from advisor.recommend import starvation
+    from advisor.recommend.measured import loss_split
+
+    partition, gpu_type = key
+    platform = None if gpu_type == "(untyped)" else gpu_type
+    k = keys
+    gpu_h = np.array([float(m[k + 6]) for m in members])
+    starved = starvation(
+        params,
+        cpus=[m[k + 2] for m in members],
+        gpus=[m[k + 3] for m in members],
+        gpu_hours=gpu_h,
+        elapsed_s=[m[k + 5] for m in members],
+        recommended_cores_per_gpu=answer,
+        platform=platform,
+    )
+    split = loss_split(mix, [tuple(m[: k + 4]) for m in members], gpu_h.tolist(), starved)
+    try:
+        usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
+    except AdvisorError:
+        usd_gpu = None
+    return JudgedMix(
+        partition, gpu_type, answer, gpu_h, starved, split, prices.vcpu.usd_per_vcpu_hour, usd_gpu
+    )
 
 
 def policy_compliance(

@@ -20,6 +20,7 @@ from advisor import store
 from advisor.model.waitknee import DEFAULT_MAX_WAIT
 from advisor.progress import ProgressFn, no_progress
 from advisor.recommend.query import Workload
+from advisor.report.tables import judge_mix
 
 # the keys the monthly rows add before the job mix's own: the month (UTC, by job start), cluster
 _MONTH_KEYS = "strftime(date_trunc('month', start), '%Y-%m') AS month, cluster,"
@@ -101,56 +102,38 @@ def _group_months(
     members: list[tuple[Any, ...]],
     mix: dict[tuple[Any, ...], tuple[float, float, float]],
 ) -> list[dict[str, Any]]:
-    """One partition and GPU type's rows of every month and cluster against its ``answer``:
-    one starvation evaluation, then each (month, cluster)'s loss split by measurement."""
+    """One partition and GPU type's rows of every month and cluster judged once against its
+    ``answer`` (:func:`advisor.report.tables.judge_mix`), then each (month, cluster)'s
+    estimate as the monthly report makes it."""
     import numpy as np
 
-    from advisor.errors import AdvisorError
-    from advisor.recommend import starvation
-    from advisor.recommend.measured import loss_split
-
-    partition, gpu_type = key
-    platform = None if gpu_type == "(untyped)" else gpu_type
-    gpu_h = np.array([float(m[8]) for m in members])
-    starved = starvation(
-        params,
-        cpus=[m[4] for m in members],
-        gpus=[m[5] for m in members],
-        gpu_hours=gpu_h,
-        elapsed_s=[m[7] for m in members],
-        recommended_cores_per_gpu=answer,
-        platform=platform,
-    )
-    split = loss_split(mix, [tuple(m[:6]) for m in members], gpu_h.tolist(), starved)
-    try:
-        usd_gpu: float | None = prices.instance_for(platform or "").usd_per_gpu_hour
-    except AdvisorError:
-        usd_gpu = None
+    judged = judge_mix(params, prices, key, answer, members, mix, keys=2)
     at: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, m in enumerate(members):
         at[(m[0], m[1])].append(i)
     out = []
     for (month, cluster), idx in at.items():
-        rows = np.array(idx)
-        if not starved.below[rows].any():
+        e = judged.estimate(np.array(idx))
+        if e is None:
             continue
-        t = split.totals(rows)
+        usd = e.usd_lost_interval
+        low, high = e.gpu_hours_lost_interval
         out.append(
             {
                 "month": month,
                 "cluster": cluster,
-                "partition": partition,
-                "gpu_type": gpu_type,
-                "recommended_cores_per_gpu": answer,
-                "gpu_hours": float(gpu_h[rows].sum()),
-                "gpu_hours_below": float(gpu_h[rows][starved.below[rows]].sum()),
-                "gpu_hours_lost": t.lost,
-                "gpu_hours_lost_low": t.interval[0],
-                "gpu_hours_lost_high": t.interval[1],
-                "usd_lost": None if usd_gpu is None else t.lost * usd_gpu,
-                "usd_lost_low": None if usd_gpu is None else t.interval[0] * usd_gpu,
-                "usd_lost_high": None if usd_gpu is None else t.interval[1] * usd_gpu,
-                "gpu_hours_measured": t.gpu_hours_measured,
+                "partition": e.partition,
+                "gpu_type": e.gpu_type,
+                "recommended_cores_per_gpu": e.recommended_cores_per_gpu,
+                "gpu_hours": e.gpu_hours,
+                "gpu_hours_below": e.gpu_hours_below,
+                "gpu_hours_lost": e.gpu_hours_lost,
+                "gpu_hours_lost_low": low,
+                "gpu_hours_lost_high": high,
+                "usd_lost": e.usd_lost,
+                "usd_lost_low": usd[0] if usd else None,
+                "usd_lost_high": usd[1] if usd else None,
+                "gpu_hours_measured": e.gpu_hours_measured,
             }
         )
     return out
