@@ -137,12 +137,6 @@ class Prediction:
     def has_wait(self) -> bool:
         return bool(self.waits)
 
-    def wait_at(self, cores: int, role: str) -> WaitPrediction | None:
-        return next((p for p in self.waits if p.cores == cores and p.role == role), None)
-
-    def bound_at(self, cores: int) -> SlowdownBound | None:
-        return next((b for b in self.bounds if b.cores == cores), None)
-
     def wait_knee(self, max_wait: float) -> int | None:
         """The fewest cores, never below 2 + N, at which the engine core and the API server wait
         at most ``max_wait`` there and at every larger count; None where none up to the top."""

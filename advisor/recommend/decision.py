@@ -39,7 +39,6 @@ from advisor.model.prediction import (  # re-exported: their home is the model's
 from advisor.model.prediction import JobDemand as JobDemand
 from advisor.model.prediction import Prediction, predict
 from advisor.model.prediction import evidence_for as evidence_for
-from advisor.model.prediction import family_of as family_of
 from advisor.model.prediction import job_demand as job_demand
 from advisor.model.waitknee import DEFAULT_MAX_WAIT
 from advisor.model.waitmodel import SlowdownBound, WaitPrediction
