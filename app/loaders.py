@@ -103,7 +103,15 @@ def _cached_call(name: str, args: tuple[Any, ...], ref: _FunctionRef, extra: Any
         return ref.fn(*args)
 
 
-def cached_call(name: str, fn: Callable[..., Any], *args: Any, extra: Any = None) -> Any:
+def cached_call(
+    name: str, fn: Callable[..., Any], *args: Any, extra: Any = None, guard: bool = True
+) -> Any:
     """``fn(*args)`` through ``st.cache_data`` for core calls that open files themselves;
-    ``extra`` joins the cache key only (e.g. the model file's modification time)."""
-    return guarded(lambda: _cached_call(name, args, _FunctionRef(fn), extra))
+    ``extra`` joins the cache key only (e.g. the model file's modification time). With
+    ``guard`` an AdvisorError stops the page in an error box; without, it is raised for a
+    page that can go on without the answer."""
+
+    def call() -> Any:
+        return _cached_call(name, args, _FunctionRef(fn), extra)
+
+    return guarded(call) if guard else call()

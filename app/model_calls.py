@@ -75,11 +75,12 @@ def measured_waits(key: DbKey, load: tuple[int, int, str, int, float, float]) ->
 
 
 def partition_recommendations(
-    key: DbKey, a: Assumptions | None = None
+    key: DbKey, a: Assumptions | None = None, guard: bool = True
 ) -> dict[tuple[str | None, str], Any]:
     """``advisor.recommend.recommend_partitions`` over every job, by (partition, GPU type),
     under the shared assumptions: the DefCpuPerGPU each partition's jobs should get (the Who
-    page's target) and the GPU-hours its jobs below it lose."""
+    page's target) and the GPU-hours its jobs below it lose. ``guard``: as for
+    ``cached_call``."""
     from advisor import recommend
 
     a = a or Assumptions()
@@ -94,5 +95,6 @@ def partition_recommendations(
             model_file=model_file(),
         ),
         extra=(key, model_key()),
+        guard=guard,
     )
     return {(r.partition, r.gpu_type): r for r in report.rows}

@@ -16,7 +16,7 @@ from app.db import DbKey
 from app.filters import Filters
 from app.loaders import cached_core
 from app.messages import guarded
-from app.model_calls import model_file, model_key
+from app.model_calls import model_file, model_key, partition_recommendations
 from app.usage_block import pressure_query
 
 SUMMED = (
@@ -42,11 +42,14 @@ def _by_month(rows: list[dict[str, Any]], split: str) -> pd.DataFrame:
     return out
 
 
-def _loss_on(con: Any, q: Any, _model_key: tuple[str, float]) -> list[dict[str, Any]]:
-    """``loss_by_month`` on this run's connection (``_model_key`` only keys the cache)."""
+def _loss_on(
+    con: Any, q: Any, answers: tuple[tuple[Any, float], ...], _model_key: tuple[str, float]
+) -> list[dict[str, Any]]:
+    """``loss_by_month`` on this run's connection against the pages' own answers
+    (``_model_key`` only keys the cache)."""
     from advisor.report.trend import loss_by_month
 
-    return loss_by_month(q, con)
+    return loss_by_month(q, con, dict(answers))
 
 
 def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) -> None:
@@ -67,7 +70,10 @@ def show_loss_trend(key: DbKey, filters: Filters, split: str, split_label: str) 
     )
     st.subheader(f"GPU-hours lost to too few cores, by {split_label}")
     try:
-        rows = cached_core("loss_by_month", key, _loss_on, q, model_key())
+        # the answers every page judges against, computed once (Who, Overview) and read here
+        recs = partition_recommendations(key, a, guard=False)
+        answers = tuple(sorted(((k, float(r.def_cpu_per_gpu)) for k, r in recs.items()), key=str))
+        rows = cached_core("loss_by_month", key, _loss_on, q, answers, model_key())
     except AdvisorError as exc:  # no model answer: the charts above need none
         st.info(f"No loss by month without the model's answer: {exc}")
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,14 +44,18 @@ class LossTrendQuery:
 
 
 def loss_by_month(
-    q: LossTrendQuery, con: Any = None, progress: ProgressFn = no_progress
+    q: LossTrendQuery,
+    con: Any = None,
+    answers: Mapping[tuple[str | None, str], float] | None = None,
+    progress: ProgressFn = no_progress,
 ) -> list[dict[str, Any]]:
     """One row per month, cluster, partition and GPU type with jobs below today's answer: the
     GPU-hours lost and their 90% interval, their price (None where the GPU type has none),
     the GPU-hours below the answer and of every job, and the part measured. Each partition and
     GPU type is judged in one evaluation over all its months (the rows are those the monthly
     report judges one month at a time). ``con``: an open connection to ``q.db`` to read instead
-    of opening one (left open)."""
+    of opening one (left open); ``answers``: today's ``DefCpuPerGPU`` per (partition, GPU type)
+    where the caller has them under ``q``'s load (the dashboard's), else computed here."""
     from advisor.recommend import PartitionQuery, RecommendContext, recommend_partitions
 
     path = store.resolve_db_path(q.db)
@@ -59,9 +63,11 @@ def loss_by_month(
         db=path, fit_file=q.model_file, pricing_file=q.pricing_file, con=con
     ) as ctx:
         progress("answer", 0, 2)
-        recs = recommend_partitions(
-            PartitionQuery(db=str(path), workload=q.workload, max_wait=q.max_wait), ctx=ctx
-        )
+        if answers is None:
+            recs = recommend_partitions(
+                PartitionQuery(db=str(path), workload=q.workload, max_wait=q.max_wait), ctx=ctx
+            )
+            answers = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in recs.rows}
         params, prices = ctx.params, ctx.book
     own = con is None
     con = store.connect(path, read_only=True) if own else con
@@ -84,7 +90,6 @@ def loss_by_month(
         chosen = _chosen(r[1], q.clusters) and _chosen(r[2], q.partitions)
         if chosen and _chosen(r[3], q.gpu_types):
             groups[(r[2], r[3])].append(r)
-    answers = {(r.partition, r.gpu_type): float(r.def_cpu_per_gpu) for r in recs.rows}
     out = []
     for key, members in groups.items():
         if key in answers:
