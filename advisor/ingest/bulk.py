@@ -209,15 +209,23 @@ def _parse_steps(
     stages.step_rows(con, step_lines, params)
     if count(con, query("ingest/count_bad_steps")):
         con.execute(query("ingest/drop_bad_steps"))
-        every = render("ingest/step_lines", src=text.csv_src_sql(layout, keep_rejects=False))
-        stages.parse(
-            con,
-            every,
-            raw_text,
-            {**params, "delim": layout.delimiter},
-            create=False,
-            where="bad_field IS NOT NULL",
-        )
+        _read_whole(con, "ingest/step_lines", layout, params, raw_text, "bad_field IS NOT NULL")
+
+
+def _read_whole(
+    con: duckdb.DuckDBPyConnection,
+    lines: str,
+    layout: detect.TextLayout,
+    params: dict[str, object],
+    raw_text: str,
+    where: str,
+) -> None:
+    """Parse the file's ``lines`` (a statement over its source) again with every column and
+    its raw text into ``parsed``, the rows ``where`` selects: a reject keeps its whole line."""
+    every = render(lines, src=text.csv_src_sql(layout, keep_rejects=False))
+    stages.parse(
+        con, every, raw_text, {**params, "delim": layout.delimiter}, create=False, where=where
+    )
 
 
 def _insert_faulty(
@@ -229,15 +237,8 @@ def _insert_faulty(
 ) -> int:
     """Unparsable allocation lines and those with a usage fault (the insert left both out):
     read for ``rejects``, the latter stored with that value NULL; the rows stored."""
-    every = render("ingest/alloc_lines", src=text.csv_src_sql(layout, keep_rejects=False))
-    stages.parse(
-        con,
-        every,
-        raw_text,
-        {**params, "delim": layout.delimiter},
-        create=False,
-        where="step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)",
-    )
+    faults = "step IS NULL AND (bad_field IS NOT NULL OR usage_fault IS NOT NULL)"
+    _read_whole(con, "ingest/alloc_lines", layout, params, raw_text, faults)
     lines = "(" + query("ingest/alloc_usage_faults") + ")"
     faulty = stages.fold_sql(lines, steps_of=lines)
     return count(con, render("ingest/bulk_insert", rows=faulty), ids_param)
